@@ -1,0 +1,73 @@
+"""Process entry points (see Procfile): `python -m bot web` and `python -m bot worker`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+import aiohttp
+from aiohttp import web
+
+from bot.settings import Settings, SettingsError, load_settings
+from bot.slack_client import slack_client
+from bot.slack_reporter import SlackReporter
+from bot.web import create_web_app
+from runtime.redis_connection import connect
+from runtime.registry import RegistryError, load_registry
+from runtime.worker import build_worker, serve_until_signalled
+
+log = logging.getLogger("countersign")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
+    parser.add_argument("process", choices=["web", "worker"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = load_settings()
+        registry = load_registry(settings.agents)
+    except (SettingsError, RegistryError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.process == "web":
+        run_web(settings, registry.names)
+    else:
+        asyncio.run(run_worker(settings))
+    return 0
+
+
+def run_web(settings: Settings, agent_names: list[str]) -> None:
+    # Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence.
+    redis = connect(
+        settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
+    )
+    app = create_web_app(settings, redis=redis, agent_names=agent_names)
+    web.run_app(app, host="0.0.0.0", port=settings.port, shutdown_timeout=25, print=None)
+
+
+async def run_worker(settings: Settings) -> None:
+    registry = load_registry(settings.agents)
+    redis = connect(settings.effective_redis_url)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        client = slack_client(
+            token=settings.slack_bot_token.get_secret_value(),
+            base_url=settings.slack_api_url,
+            session=session,
+        )
+        worker = build_worker(
+            settings, redis=redis, reporter=SlackReporter(client), registry=registry
+        )
+        log.info("worker ready: %d concurrent runs", settings.worker_concurrency)
+        try:
+            await serve_until_signalled(worker)
+        finally:
+            await redis.aclose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+"""Clicks on approval cards and the reject modal.
+
+Bolt runs these with `process_before_response`, so the HTTP acknowledgement leaves only after the
+listener returns: by then the decision is in Redis. What Slack shows afterwards (the updated
+card, an ephemeral note, a modal) is sent from owned background tasks that shutdown drains.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import ClientError
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import messages
+from bot.approval_blocks import (
+    ACTION_APPROVE_ALWAYS,
+    REASON_ACTION,
+    REASON_BLOCK,
+    arguments_modal,
+    reject_modal,
+)
+from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
+from bot.slack_reporter import SlackReporter
+from runtime.approvals import Approvals, Choice, RecordResult
+from runtime.envelope import PendingCall, UnreadableEnvelope
+from runtime.run_executor import view_of
+from runtime.run_store import RunRecord, RunStore
+from runtime.task_set import TaskSet
+
+log = logging.getLogger(__name__)
+
+NOT_RECORDED = {
+    "expired": messages.APPROVAL_EXPIRED,
+    "closed": messages.APPROVAL_CLOSED,
+    "unknown": messages.APPROVAL_UNKNOWN,
+    "gone": messages.APPROVAL_UNKNOWN,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One approval a click is about, looked up on the server."""
+
+    record: RunRecord
+    call: PendingCall
+
+
+@dataclass(kw_only=True)
+class ApprovalActions:
+    approvals: Approvals
+    store: RunStore
+    client: AsyncWebClient
+    reporter: SlackReporter
+    tasks: TaskSet
+
+    # --- listeners ------------------------------------------------------------------------
+
+    async def on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = self._parse_click(body)
+        if click is None:
+            return
+        ref = ApprovalRef.parse(click.action.value)
+        always = click.action.action_id == ACTION_APPROVE_ALWAYS
+        choice = Choice(
+            outcome="approved_always" if always else "approved",
+            user_id=click.user.id,
+            user_name=click.user.display,
+        )
+        await self._decide(ref, choice, click.user, click.channel.id, click.container.message_ts)
+
+    async def on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = self._parse_click(body)
+        if click is None:
+            return
+        ref = ApprovalRef.parse(click.action.value)
+        try:
+            target = await self._target(ref)
+            check = await self.approvals.check(
+                ref.run_id, ref.approval_id, channel=click.channel.id
+            )
+        except (RedisError, UnreadableEnvelope):
+            self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
+            return
+        if target is None or check.status != "open":
+            self._explain(check, click.user, click.channel.id, target)
+            return
+        metadata = RejectMetadata(
+            run_id=ref.run_id,
+            approval_id=ref.approval_id,
+            channel=click.channel.id,
+            message_ts=click.container.message_ts,
+        )
+        view = reject_modal(target.call, metadata.model_dump_json())
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=view), "reject-modal")
+
+    async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = self._parse_click(body)
+        if click is None:
+            return
+        try:
+            target = await self._target(ApprovalRef.parse(click.action.value))
+        except (RedisError, UnreadableEnvelope):
+            self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
+            return
+        if target is None:
+            self._ephemeral(click.channel.id, click.user.id, None, messages.APPROVAL_UNKNOWN)
+            return
+        view = arguments_modal(target.call)
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=view), "args-modal")
+
+    async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        try:
+            submission = ViewSubmission.model_validate(body)
+            meta = RejectMetadata.model_validate_json(submission.view.private_metadata)
+        except ValidationError:
+            log.warning("reject submission with an invalid payload refused")
+            await ack()
+            return
+        reason = submission.text_input(REASON_BLOCK, REASON_ACTION).strip()
+        if not reason:
+            await ack(
+                response_action="errors", errors={REASON_BLOCK: messages.REJECT_REASON_REQUIRED}
+            )
+            return
+        await ack()
+        choice = Choice(
+            outcome="rejected",
+            user_id=submission.user.id,
+            user_name=submission.user.display,
+            reason=reason[:2000],
+        )
+        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id)
+        await self._decide(ref, choice, submission.user, meta.channel, meta.message_ts)
+
+    # --- the decision ------------------------------------------------------------------------
+
+    async def _decide(
+        self,
+        ref: ApprovalRef,
+        choice: Choice,
+        actor: SlackUser,
+        channel: str,
+        message_ts: str | None,
+    ) -> None:
+        try:
+            # Read before deciding: once the last decision is in, the worker may finish the run
+            # and delete its record before the card is redrawn.
+            target = await self._target(ref)
+            result = await self.approvals.decide(
+                ref.run_id, ref.approval_id, choice, channel=channel
+            )
+        except UnreadableEnvelope:
+            log.warning("run %s: click on an unreadable run", ref.run_id)
+            self._ephemeral(channel, actor.id, None, messages.APPROVAL_CLOSED)
+            return
+        except RedisError:
+            log.warning("run %s: decision not recorded, Redis unreachable", ref.run_id)
+            self._ephemeral(channel, actor.id, None, messages.TRY_AGAIN)
+            return
+        if result.status == "recorded" or _is_own_retry(result, choice):
+            log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
+            if target is not None and result.decision is not None:
+                self._redraw(target, result, message_ts)
+            return
+        self._explain(result, actor, channel, target, message_ts)
+
+    def _explain(
+        self,
+        result: RecordResult,
+        actor: SlackUser,
+        channel: str,
+        target: Target | None,
+        message_ts: str | None = None,
+    ) -> None:
+        """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
+        thread = target.record.envelope.conversation.thread if target else None
+        if result.status == "decided" and result.decision is not None:
+            text = messages.already_decided(result.decision)
+            if target is not None:
+                self._redraw(target, result, message_ts)
+        else:
+            text = NOT_RECORDED.get(result.status, messages.APPROVAL_UNKNOWN)
+        log.info("click by %s not recorded: %s", actor.id, result.status)
+        self._ephemeral(channel, actor.id, thread, text)
+
+    def _redraw(self, target: Target, result: RecordResult, message_ts: str | None) -> None:
+        call = target.call.model_copy(
+            update={
+                "decision": result.decision,
+                "message_ts": target.call.message_ts or message_ts,
+            }
+        )
+        if call.message_ts is None:
+            return
+        run = view_of(target.record.envelope)
+        self._later(self.reporter.show_decision(run, call), f"redraw:{call.approval_id}")
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    async def _target(self, ref: ApprovalRef) -> Target | None:
+        record = await self.store.load(ref.run_id, with_state=False)
+        call = record.envelope.call(ref.approval_id) if record else None
+        if record is None or call is None:
+            return None
+        return Target(record, call)
+
+    def _parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
+        try:
+            click = ButtonClick.model_validate(body)
+            ApprovalRef.parse(click.action.value)
+        except (ValidationError, ValueError):
+            log.warning("button click with an invalid payload refused")
+            self._ephemeral_raw(body, messages.BUTTON_INVALID)
+            return None
+        return click
+
+    def _ephemeral_raw(self, body: dict[str, Any], text: str) -> None:
+        """Answer a payload too broken to parse, if it names a channel and a user at all."""
+        channel, user = _dig(body, "channel", "id"), _dig(body, "user", "id")
+        if channel and user:
+            self._ephemeral(channel, user, None, text)
+
+    def _ephemeral(self, channel: str, user: str, thread: str | None, text: str) -> None:
+        work = self.client.chat_postEphemeral(
+            channel=channel, user=user, text=text, thread_ts=thread
+        )
+        self._later(work, "ephemeral")
+
+    def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        self.tasks.spawn(_logged(work, name), name=name)
+
+
+def _is_own_retry(result: RecordResult, choice: Choice) -> bool:
+    """A retried request (after a lost reply) finds its own decision: that is success."""
+    decision = result.decision
+    return (
+        result.status == "decided"
+        and decision is not None
+        and decision.user_id == choice.user_id
+        and decision.outcome == choice.outcome
+        and decision.reason == choice.reason
+    )
+
+
+def _dig(body: object, *path: str) -> str | None:
+    for key in path:
+        body = body.get(key) if isinstance(body, dict) else None
+    return body if isinstance(body, str) and len(body) < 64 else None
+
+
+async def _logged(work: Coroutine[Any, Any, Any], name: str) -> None:
+    try:
+        await work
+    except SlackApiError as error:
+        log.warning("%s: Slack refused: %s", name, error.response.get("error"))
+    except (ClientError, TimeoutError) as error:
+        log.warning("%s: Slack unreachable: %s", name, type(error).__name__)

@@ -1,0 +1,185 @@
+"""Block Kit for approval cards and their modals, within Slack's size limits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot import messages
+from runtime.envelope import PendingCall
+from runtime.reporter import RunView
+
+Block = dict[str, Any]
+
+SECTION_TEXT_LIMIT = 3000
+MODAL_BLOCK_LIMIT = 100
+CODE_FENCE = "```"
+
+ACTION_APPROVE = "approve"
+ACTION_APPROVE_ALWAYS = "approve_always"
+ACTION_REJECT = "reject"
+ACTION_VIEW_ARGUMENTS = "view_arguments"
+REJECT_CALLBACK = "reject_reason"
+REASON_BLOCK = "reason"
+REASON_ACTION = "reason_input"
+
+
+def button_value(run_id: str, approval_id: str) -> str:
+    """Only opaque ids travel in buttons; everything else is looked up on the server."""
+    return f"{run_id}:{approval_id}"
+
+
+def pretty_arguments(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
+    """Escaped text in a code block that fits `limit`; also how many source characters fit."""
+    budget = limit - 2 * len(CODE_FENCE) - 2
+    # A fence inside the text would end the block early; a zero-width space breaks it up.
+    pieces: list[str] = []
+    used = 0
+    shown = 0
+    for char in text:
+        piece = messages.escape(char) if char in "&<>" else char
+        if piece == "`" and pieces[-2:] == ["`", "`"]:
+            piece = "\u200b`"
+        if used + len(piece) > budget:
+            break
+        pieces.append(piece)
+        used += len(piece)
+        shown += 1
+    return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
+
+
+def _call_blocks(run: RunView, call: PendingCall) -> tuple[list[Block], bool]:
+    arguments = pretty_arguments(call.arguments)
+    code, shown = code_block(arguments)
+    blocks: list[Block] = [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": messages.approval_headline(call.agent, call.tool)},
+        },
+        {
+            "type": "section",
+            "fields": [
+                {
+                    "type": "mrkdwn",
+                    "text": f"*Requested by*\n{messages.user(run.conversation.requester)}",
+                },
+                {"type": "mrkdwn", "text": f"*Expires*\n{messages.slack_date(call.expires_at)}"},
+            ],
+        },
+        {"type": "section", "text": {"type": "mrkdwn", "text": code}},
+    ]
+    truncated = shown < len(arguments)
+    if truncated:
+        blocks.append(_context(messages.arguments_shortened(shown, len(arguments))))
+    return blocks, truncated
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _button(action_id: str, text: str, value: str, style: str | None = None) -> Block:
+    button: Block = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": text},
+        "value": value,
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def approval_request_blocks(run: RunView, call: PendingCall) -> list[Block]:
+    blocks, truncated = _call_blocks(run, call)
+    value = button_value(run.run_id, call.approval_id)
+    buttons = [
+        _button(ACTION_APPROVE, messages.APPROVE, value, "primary"),
+        _button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value),
+        _button(ACTION_REJECT, messages.REJECT, value, "danger"),
+    ]
+    if truncated:
+        buttons.append(_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
+    blocks.append({"type": "actions", "block_id": "approval", "elements": buttons})
+    blocks.append(_context(messages.APPROVE_ALWAYS_HINT))
+    return blocks
+
+
+def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
+    """The card once decided or expired: no buttons, who decided and when."""
+    blocks, truncated = _call_blocks(run, call)
+    if truncated:
+        value = button_value(run.run_id, call.approval_id)
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "arguments",
+                "elements": [_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value)],
+            }
+        )
+    if call.decision is not None:
+        blocks.append(_context(messages.decided_line(call.decision)))
+    return blocks
+
+
+def _plain(text: str, limit: int) -> Block:
+    return {"type": "plain_text", "text": text[:limit]}
+
+
+def reject_modal(call: PendingCall, private_metadata: str) -> Block:
+    return {
+        "type": "modal",
+        "callback_id": REJECT_CALLBACK,
+        "private_metadata": private_metadata,
+        "title": _plain(messages.REJECT_TITLE, 24),
+        "submit": _plain(messages.REJECT_SUBMIT, 24),
+        "close": _plain(messages.REJECT_CANCEL, 24),
+        "blocks": [
+            _context(messages.reject_context(call.agent, call.tool)),
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "label": _plain(messages.REJECT_LABEL, 2000),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_ACTION,
+                    "multiline": True,
+                    "min_length": 1,
+                    "max_length": 2000,
+                    "placeholder": _plain(messages.REJECT_PLACEHOLDER, 150),
+                },
+            },
+        ],
+    }
+
+
+def arguments_modal(call: PendingCall) -> Block:
+    """All of a call's arguments, in as many code blocks as a modal holds."""
+    remaining = pretty_arguments(call.arguments)
+    blocks: list[Block] = []
+    while remaining and len(blocks) < MODAL_BLOCK_LIMIT - 1:
+        code, shown = code_block(remaining)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": code}})
+        remaining = remaining[shown:]
+    if remaining:
+        blocks.append(
+            _context(
+                messages.arguments_shortened(
+                    len(pretty_arguments(call.arguments)) - len(remaining),
+                    len(pretty_arguments(call.arguments)),
+                )
+            )
+        )
+    return {
+        "type": "modal",
+        "title": _plain(messages.ARGUMENTS_TITLE, 24),
+        "close": _plain(messages.ARGUMENTS_CLOSE, 24),
+        "blocks": blocks,
+    }

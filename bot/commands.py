@@ -1,0 +1,92 @@
+"""`/agent`: validate, enqueue a start job, answer within Slack's 3 seconds.
+
+Nothing slow happens here: the worker posts the run's root message. The acknowledgement goes
+out only after the job is safely in Redis, so an acknowledged command is never lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot import messages
+from bot.payloads import SlashCommand
+from runtime.contracts import Conversation, StartJob, new_run_id
+from runtime.jobs import JobQueue
+
+log = logging.getLogger(__name__)
+
+# `name: task` picks an agent when `name` is one word; anything else is a task.
+_AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    kind: str  # "help", "unknown_agent" or "task"
+    agent: str = ""
+    task: str = ""
+
+
+def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
+    stripped = text.strip()
+    if stripped.lower() in ("", "help", "-h", "--help", "?"):
+        return ParsedCommand("help")
+    match = _AGENT_PREFIX.match(stripped)
+    if match is None:
+        return ParsedCommand("task", agents[0], stripped)
+    name, task = match.group(1), match.group(2).strip()
+    if name in agents:
+        return ParsedCommand("task", name, task)
+    if name.startswith(("http", "https")):  # a URL like https://… is a task, not an agent name
+        return ParsedCommand("task", agents[0], stripped)
+    return ParsedCommand("unknown_agent", name)
+
+
+@dataclass(kw_only=True)
+class AgentCommand:
+    queue: JobQueue
+    agents: list[str]
+
+    async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        try:
+            command = SlashCommand.model_validate(body)
+        except ValidationError:
+            log.warning("slash command with an invalid payload refused")
+            await ack(text=messages.BUTTON_INVALID)
+            return
+        parsed = parse_command_text(command.text, self.agents)
+        if parsed.kind == "help":
+            await ack(text=messages.command_help(command.command, self.agents))
+            return
+        if parsed.kind == "unknown_agent":
+            await ack(
+                text=messages.command_unknown_agent(command.command, parsed.agent, self.agents)
+            )
+            return
+        job = StartJob(
+            # Slack's trigger id is unique per invocation: a duplicate delivery is one run.
+            run_id=new_run_id(seed=command.trigger_id),
+            agent=parsed.agent,
+            task=parsed.task,
+            conversation=Conversation(
+                channel=command.channel_id,
+                requester=command.user_id,
+                reply_url=command.response_url,
+            ),
+            requested_at=time.time(),
+        )
+        try:
+            await self.queue.enqueue(job.job_id, job.model_dump_json())
+        except RedisError:
+            log.warning("run %s not started: job queue unreachable", job.run_id)
+            await ack(text=messages.QUEUE_UNAVAILABLE)
+            return
+        log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
+        await ack(text=messages.command_starting(parsed.agent))

@@ -1,0 +1,205 @@
+"""Every word Countersign says to people in Slack, in one place."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from runtime.envelope import Decision
+from runtime.reporter import Failure
+
+PRODUCT = "Countersign"
+
+
+def escape(text: str) -> str:
+    """Escape text for Slack mrkdwn, so user or model text cannot ping or link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_date(epoch: float, style: str = "{date_short_pretty} at {time}") -> str:
+    """A timestamp every reader sees in their own time zone."""
+    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(epoch)}^{style}|{fallback}>"
+
+
+def user(user_id: str) -> str:
+    return f"<@{user_id}>"
+
+
+# --- /agent ----------------------------------------------------------------------------------
+
+
+def command_help(command: str, agents: Sequence[str]) -> str:
+    listed = ", ".join(f"`{name}`" for name in agents)
+    return (
+        f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
+        "to approve it here.\n"
+        f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
+        f"• `{command} <agent>: <task>`: pick an agent\n"
+        f"• `{command} help`: this message\n"
+        f"Agents: {listed}"
+    )
+
+
+def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
+    listed = ", ".join(f"`{a}`" for a in agents)
+    return (
+        f"There is no agent called `{escape(name)}`. Agents: {listed}.\n"
+        f"To give the default agent a task that starts with a word and a colon, name it: "
+        f"`{command} {agents[0]}: {escape(name)}: ...`"
+    )
+
+
+def command_starting(agent: str) -> str:
+    return f"Starting *{escape(agent)}* on your task… I'll post in a thread in this channel."
+
+
+QUEUE_UNAVAILABLE = (
+    f"{PRODUCT} can't reach its job queue right now, so nothing was started. "
+    "Please try again in a minute."
+)
+
+
+def root_message(requester: str, agent: str, task: str) -> str:
+    return f"{user(requester)} asked *{escape(agent)}*: {escape(task)}"
+
+
+def cannot_post(channel: str) -> str:
+    return (
+        f"{PRODUCT} can't post in <#{channel}>, so your task was not started. "
+        "Invite the app to the channel (`/invite @Countersign`) and try again."
+    )
+
+
+# --- status message ---------------------------------------------------------------------------
+
+STATUS_HEADLINES = {
+    "working": ":hourglass_flowing_sand: Working…",
+    "waiting": ":raised_hand: Waiting for approval",
+    "done": ":white_check_mark: Done",
+    "failed": ":x: Stopped",
+}
+
+
+def status_step(step: str) -> str:
+    kind, _, name = step.partition(":")
+    if kind == "tool":
+        return f"called `{escape(name)}`"
+    if kind == "handoff":
+        return f"handed off to *{escape(name)}*"
+    return escape(step)
+
+
+def status_text(state: str, steps: Sequence[str]) -> str:
+    headline = STATUS_HEADLINES.get(state, state)
+    if not steps:
+        return headline
+    return headline + "\n" + "\n".join(f"• {status_step(step)}" for step in steps)
+
+
+# --- approval cards ---------------------------------------------------------------------------
+
+APPROVE = "Approve"
+APPROVE_ALWAYS = "Approve always"
+REJECT = "Reject"
+VIEW_ARGUMENTS = "View full arguments"
+
+
+def approval_headline(agent: str, tool: str) -> str:
+    return f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+
+
+def approval_fallback(agent: str, tool: str) -> str:
+    return f"Approval needed: {agent} wants to run {tool}"
+
+
+def arguments_shortened(shown: int, total: int) -> str:
+    return f"Arguments shortened: {shown:,} of {total:,} characters shown."
+
+
+APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
+
+
+def decided_line(decision: Decision) -> str:
+    when = slack_date(decision.decided_at)
+    who = user(decision.user_id) if decision.user_id else ""
+    if decision.outcome == "approved":
+        return f":white_check_mark: Approved by {who} {when}"
+    if decision.outcome == "approved_always":
+        return f":white_check_mark: Approved always (rest of this run) by {who} {when}"
+    if decision.outcome == "rejected":
+        reason = escape((decision.reason or "").strip())
+        return f":no_entry: Rejected by {who} {when}\n>{reason}"
+    return f":hourglass: Expired {when}: no decision came in time, so it did not run"
+
+
+OUTCOME_WORDS = {
+    "approved": "approved",
+    "approved_always": "approved (always)",
+    "rejected": "rejected",
+    "expired": "expired",
+}
+
+
+def already_decided(decision: Decision) -> str:
+    if decision.outcome == "expired":
+        return APPROVAL_EXPIRED
+    who = user(decision.user_id) if decision.user_id else "someone"
+    return f"This was already {OUTCOME_WORDS[decision.outcome]} by {who}; nothing changed."
+
+
+APPROVAL_EXPIRED = "This approval expired: no decision came in time, so the tool did not run."
+APPROVAL_CLOSED = "This run is no longer waiting for decisions; nothing was recorded."
+APPROVAL_UNKNOWN = (
+    "This approval is not open: its run has finished or is unknown here. Nothing was recorded."
+)
+BUTTON_INVALID = "That button's data isn't valid, so nothing was recorded."
+TRY_AGAIN = (
+    f"{PRODUCT} can't reach its database for a moment, so your decision was not recorded. "
+    "The buttons still work: please try again in a few seconds."
+)
+
+# --- reject modal ------------------------------------------------------------------------------
+
+REJECT_TITLE = "Reject tool call"
+REJECT_SUBMIT = "Reject"
+REJECT_CANCEL = "Cancel"
+REJECT_LABEL = "Why? The agent reads this."
+REJECT_PLACEHOLDER = "e.g. Not during business hours; ask #ops first."
+REJECT_REASON_REQUIRED = "Please say why, so the agent can explain it."
+
+
+def reject_context(agent: str, tool: str) -> str:
+    return f"Rejecting `{escape(tool)}` requested by *{escape(agent)}*."
+
+
+ARGUMENTS_TITLE = "Tool call arguments"
+ARGUMENTS_CLOSE = "Close"
+
+# --- endings -------------------------------------------------------------------------------------
+
+FAILURES = {
+    Failure.MODEL_ERROR: "The model could not be used ({detail}).",
+    Failure.MAX_TURNS: "The agent took too many steps without finishing.",
+    Failure.AGENT_ERROR: "The agent stopped with an error ({detail}).",
+    Failure.UNKNOWN_AGENT: "This run's agent is not available any more ({detail}).",
+    Failure.UNREADABLE_STATE: "This run's saved state can't be resumed by this version ({detail}).",
+    Failure.UNSUPPORTED_ENVELOPE: "This run was saved by a different version of "
+    f"{PRODUCT} and can't be resumed ({{detail}}).",
+    Failure.GAVE_UP: "Something kept failing while running this task, so it was stopped.",
+}
+
+
+def run_failed(run_id: str, failure: Failure, detail: str) -> str:
+    text = FAILURES[failure].format(detail=escape(detail) or "no details")
+    return f":x: {text} Run `{run_id}`: an admin can find it in the logs."
+
+
+FINAL_LIMIT = 39_000
+
+
+def final_answer(output: str) -> str:
+    text = escape(output.strip()) or "(the agent finished without a message)"
+    if len(text) > FINAL_LIMIT:
+        text = text[:FINAL_LIMIT] + "\n…(shortened)"
+    return text

@@ -1,0 +1,102 @@
+"""Slack's payloads as we accept them: validated at the door, everything else refused.
+
+Slack signs what it sends, but a signed payload can still carry values that did not come from
+us (a replayed or hand-made button value); ids are checked here and again in Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
+
+SLACK_ID = r"^[A-Z0-9]{2,32}$"
+MESSAGE_TS = r"^\d{1,12}\.\d{1,9}$"
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class SlashCommand(_Payload):
+    command: str = Field(max_length=64)
+    text: str = Field("", max_length=4000)
+    user_id: str = Field(pattern=SLACK_ID)
+    channel_id: str = Field(pattern=SLACK_ID)
+    trigger_id: str = Field(max_length=256)
+    response_url: str | None = Field(None, pattern=r"^https?://", max_length=2048)
+
+
+class SlackUser(_Payload):
+    id: str = Field(pattern=SLACK_ID)
+    username: str | None = Field(None, max_length=256)
+    name: str | None = Field(None, max_length=256)
+
+    @property
+    def display(self) -> str | None:
+        return self.username or self.name
+
+
+class ApprovalRef(_Payload):
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)
+
+    @classmethod
+    def parse(cls, value: object) -> ApprovalRef:
+        if not isinstance(value, str) or value.count(":") != 1:
+            raise ValueError("not an approval reference")
+        run_id, approval_id = value.split(":")
+        return cls(run_id=run_id, approval_id=approval_id)
+
+
+class _Channel(_Payload):
+    id: str = Field(pattern=SLACK_ID)
+
+
+class _Container(_Payload):
+    message_ts: str | None = Field(None, pattern=MESSAGE_TS)
+
+
+class _Action(_Payload):
+    action_id: str = Field(max_length=255)
+    value: str = Field(max_length=2000)
+
+
+class ButtonClick(_Payload):
+    user: SlackUser
+    channel: _Channel
+    container: _Container
+    actions: list[_Action] = Field(min_length=1, max_length=1)
+    trigger_id: str = Field(max_length=256)
+
+    @property
+    def action(self) -> _Action:
+        return self.actions[0]
+
+
+class RejectMetadata(_Payload):
+    """What the reject modal carries from the click to the submission."""
+
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)
+    channel: str = Field(pattern=SLACK_ID)
+    message_ts: str | None = Field(None, pattern=MESSAGE_TS)
+
+
+class _View(_Payload):
+    private_metadata: str = Field(max_length=3000)
+    state: dict[str, Any]
+
+
+class ViewSubmission(_Payload):
+    user: SlackUser
+    view: _View
+
+    def text_input(self, block_id: str, action_id: str) -> str:
+        """The value typed in one input; "" if absent or of the wrong shape."""
+        node: Any = self.view.state
+        for key in ("values", block_id, action_id, "value"):
+            node = node.get(key) if isinstance(node, dict) else None
+        return node if isinstance(node, str) else ""

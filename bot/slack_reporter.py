@@ -1,0 +1,111 @@
+"""The runtime's `Reporter`, spoken through the Slack Web API."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot import messages
+from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
+from runtime.envelope import PendingCall
+from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
+
+log = logging.getLogger(__name__)
+
+# Errors that mean the bot cannot talk in the channel at all: retrying will not help.
+UNREACHABLE_CHANNEL_ERRORS = frozenset(
+    {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
+)
+
+
+class SlackReporter:
+    def __init__(self, client: AsyncWebClient) -> None:
+        self._client = client
+
+    async def run_started(self, run: RunView) -> str:
+        conversation = run.conversation
+        try:
+            response = await self._client.chat_postMessage(
+                channel=conversation.channel,
+                text=messages.root_message(conversation.requester, run.agent, run.task),
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except SlackApiError as error:
+            if error.response.get("error") not in UNREACHABLE_CHANNEL_ERRORS:
+                raise
+            await self._tell_requester(run, messages.cannot_post(conversation.channel))
+            raise ConversationUnavailable(str(error.response.get("error"))) from error
+        return str(response["ts"])
+
+    async def _tell_requester(self, run: RunView, text: str) -> None:
+        url = run.conversation.reply_url
+        if not url:
+            return
+        try:
+            await AsyncWebhookClient(url, timeout=10).send(
+                text=text, response_type="ephemeral", replace_original=False
+            )
+        except (ClientError, TimeoutError):
+            log.warning("run %s: could not reach the requester either", run.run_id)
+
+    async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        text = messages.status_text(activity.state, activity.steps)
+        try:
+            if message_id:
+                await self._client.chat_update(
+                    channel=run.conversation.channel, ts=message_id, text=text
+                )
+                return message_id
+            response = await self._client.chat_postMessage(
+                channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
+            )
+            return str(response["ts"])
+        except (SlackApiError, ClientError, TimeoutError):
+            # The status message is a courtesy; the run goes on without it.
+            log.warning("run %s: status message not updated", run.run_id, exc_info=True)
+            return message_id or ""
+
+    async def approval_requested(self, run: RunView, call: PendingCall) -> str:
+        response = await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.approval_fallback(call.agent, call.tool),
+            blocks=approval_request_blocks(run, call),
+        )
+        return str(response["ts"])
+
+    async def approval_expired(self, run: RunView, call: PendingCall) -> None:
+        if call.message_ts is None:
+            return  # the card was never posted; nothing to update
+        await self.show_decision(run, call)
+
+    async def show_decision(self, run: RunView, call: PendingCall) -> None:
+        """Replace a card's buttons with who decided, when and why."""
+        assert call.message_ts is not None
+        await self._client.chat_update(
+            channel=run.conversation.channel,
+            ts=call.message_ts,
+            text=messages.approval_fallback(call.agent, call.tool),
+            blocks=approval_decided_blocks(run, call),
+        )
+
+    async def run_finished(self, run: RunView, output: str) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.final_answer(output),
+        )
+
+    async def run_failed(self, run: RunView, failure: Failure, detail: str) -> None:
+        text = messages.run_failed(run.run_id, failure, detail)
+        if run.conversation.thread is None:
+            await self._tell_requester(run, text)
+            return
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
+        )

@@ -1,0 +1,127 @@
+"""The web process: Slack's requests in at /slack/events, a health check at /healthz."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import aiohttp
+import redis.asyncio as aioredis
+from aiohttp import web
+from redis.exceptions import RedisError
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot.approval_actions import ApprovalActions
+from bot.approval_blocks import (
+    ACTION_APPROVE,
+    ACTION_APPROVE_ALWAYS,
+    ACTION_REJECT,
+    ACTION_VIEW_ARGUMENTS,
+    REJECT_CALLBACK,
+)
+from bot.commands import AgentCommand
+from bot.settings import Settings
+from bot.slack_client import slack_client
+from bot.slack_reporter import SlackReporter
+from runtime.approvals import Approvals
+from runtime.jobs import JobQueue
+from runtime.keys import Keys
+from runtime.run_store import RunStore
+from runtime.task_set import TaskSet
+
+log = logging.getLogger(__name__)
+
+BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
+REDIS: web.AppKey[aioredis.Redis] = web.AppKey("redis", aioredis.Redis)
+TASKS: web.AppKey[TaskSet] = web.AppKey("tasks", TaskSet)
+
+# Heroku gives 30 s between SIGTERM and SIGKILL; Slack updates still in flight get most of it.
+SHUTDOWN_DRAIN_SECONDS = 20.0
+
+
+def build_bolt(
+    settings: Settings,
+    *,
+    redis: aioredis.Redis,
+    session: aiohttp.ClientSession,
+    agent_names: list[str],
+    tasks: TaskSet,
+) -> AsyncApp:
+    keys = Keys(settings.redis_key_prefix)
+    client = slack_client(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.slack_api_url,
+        session=session,
+    )
+    bolt = AsyncApp(
+        client=client,
+        signing_secret=settings.slack_signing_secret.get_secret_value(),
+        # The acknowledgement leaves after the listener returns, i.e. after Redis has the
+        # decision; nothing acknowledged can be lost to a restart.
+        process_before_response=True,
+    )
+    command = AgentCommand(queue=JobQueue(redis, keys), agents=agent_names)
+    actions = ApprovalActions(
+        approvals=Approvals(redis, keys),
+        store=RunStore(redis, keys),
+        client=client,
+        reporter=SlackReporter(client),
+        tasks=tasks,
+    )
+    bolt.command(re.compile(r"^/.*"))(command)
+    bolt.action(ACTION_APPROVE)(actions.on_approve)
+    bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)
+    bolt.action(ACTION_REJECT)(actions.on_reject)
+    bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
+    bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
+    bolt.action(re.compile(r".*"))(_unknown_action)
+    return bolt
+
+
+async def _unknown_action(ack: AsyncAck, body: dict[str, Any]) -> None:
+    await ack()
+    log.info("click on an unknown action refused")
+
+
+async def slack_events(request: web.Request) -> web.StreamResponse:
+    bolt = request.app[BOLT]
+    response = await bolt.async_dispatch(await to_bolt_request(request))
+    return await to_aiohttp_response(response)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    try:
+        await request.app[REDIS].ping()
+    except RedisError:
+        return web.json_response({"ok": False, "redis": "unreachable"}, status=503)
+    return web.json_response({"ok": True})
+
+
+async def create_web_app(
+    settings: Settings, *, redis: aioredis.Redis, agent_names: list[str]
+) -> web.Application:
+    """Build the app inside the running loop (the HTTP session needs one)."""
+    app = web.Application(client_max_size=1024**2)
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=20))
+    tasks = TaskSet("slack")
+    app[REDIS] = redis
+    app[TASKS] = tasks
+    app[BOLT] = build_bolt(
+        settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
+    )
+    app.router.add_post("/slack/events", slack_events)
+    app.router.add_get("/healthz", healthz)
+
+    async def close(_: web.Application) -> None:
+        # Cleanup runs after in-flight requests finished, so every task they spawned is here.
+        pending = len(tasks)
+        await tasks.wait(grace=SHUTDOWN_DRAIN_SECONDS)
+        log.info("shutdown: %d Slack update(s) drained, %d cancelled", pending, tasks.cancel_all())
+        await session.close()
+        await redis.aclose()
+
+    app.on_cleanup.append(close)
+    return app

@@ -1,0 +1,73 @@
+"""What crosses between the web process and the workers through Redis: the jobs.
+
+The web process validates a slash command and enqueues a `StartJob`; a decision that leaves
+nothing pending enqueues a `ResumeJob` (from inside a Lua script, so its JSON is built there too:
+keep `approvals.py` in step with `ResumeJob`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+# Run and approval ids travel in button values: short, opaque, and checked on the way back in.
+RUN_ID_PATTERN = r"^r[0-9a-f]{16}$"
+APPROVAL_ID_PATTERN = r"^a[0-9a-f]{10}$"
+
+
+def new_run_id(seed: str | None = None) -> str:
+    """A fresh id, or one derived from `seed` so that a repeated request maps to the same run."""
+    if seed is None:
+        return "r" + secrets.token_hex(8)
+    return "r" + hashlib.sha256(seed.encode()).hexdigest()[:16]
+
+
+def new_approval_id() -> str:
+    return "a" + secrets.token_hex(5)
+
+
+class Conversation(BaseModel):
+    """Where a run talks to people; the runtime passes it through without reading it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    channel: str
+    requester: str
+    thread: str | None = None
+    """Id of the run's root message, once posted."""
+    reply_url: str | None = None
+    """Where to reach the requester if the channel refuses our messages."""
+
+
+class StartJob(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["start"] = "start"
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    agent: str
+    task: str = Field(min_length=1, max_length=4000)
+    conversation: Conversation
+    requested_at: float
+
+    @property
+    def job_id(self) -> str:
+        return f"start:{self.run_id}"
+
+
+class ResumeJob(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["resume"] = "resume"
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    round: int = Field(ge=1)
+
+    @property
+    def job_id(self) -> str:
+        return f"resume:{self.run_id}:{self.round}"
+
+
+Job = Annotated[StartJob | ResumeJob, Field(discriminator="kind")]
+JOB = TypeAdapter[StartJob | ResumeJob](Job)

@@ -1,0 +1,116 @@
+"""Our versioned envelope around a run: what Countersign stores between the run's steps.
+
+The SDK's RunState JSON has its own schema version; this envelope has ours, so that either can
+change without the other silently misreading a stored run.
+
+Versions:
+- 1: envelope JSON in hash field `envelope`, zlib-compressed RunState JSON in field `state`,
+  per-approval `deadline:`, `ts:` and `decision:` fields beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN, Conversation
+
+SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION_SUMMARIES: dict[int, str] = {
+    1: "envelope JSON + zlib RunState + per-approval fields in one hash",
+}
+
+Outcome = Literal["approved", "approved_always", "rejected", "expired"]
+
+
+class UnreadableEnvelope(Exception):
+    """A stored run cannot be read by this Countersign; the message says why."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f"run {run_id}: {reason}")
+        self.run_id = run_id
+
+
+class UnsupportedEnvelope(UnreadableEnvelope):
+    """A stored run was written with an envelope version this code does not know."""
+
+    def __init__(self, run_id: str, version: object) -> None:
+        supported = ", ".join(
+            f"{number} ({summary})" for number, summary in SCHEMA_VERSION_SUMMARIES.items()
+        )
+        super().__init__(
+            run_id,
+            f"stored with envelope schema version {version!r}; this Countersign reads "
+            f"version {supported}",
+        )
+        self.version = version
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: Outcome
+    user_id: str | None = None
+    """None when nobody decided (expiry)."""
+    user_name: str | None = None
+    reason: str | None = Field(None, max_length=3000)
+    decided_at: float
+
+
+class PendingCall(BaseModel):
+    """One tool call waiting for a person."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)
+    call_id: str
+    tool: str
+    agent: str
+    arguments: str
+    """As the model sent them: usually JSON, but not guaranteed to be."""
+    expires_at: float
+    message_ts: str | None = None
+    decision: Decision | None = None
+
+
+class RunEnvelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    root_agent: str
+    """Name of the agent the run started with; resolved through the registry on resume."""
+    task: str
+    conversation: Conversation
+    created_at: float
+    round: int = 0
+    """How many times the run has stopped for approvals."""
+    calls: tuple[PendingCall, ...] = ()
+    """The approvals of the current round."""
+
+    def call(self, approval_id: str) -> PendingCall | None:
+        return next((c for c in self.calls if c.approval_id == approval_id), None)
+
+
+def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
+    """Read a stored envelope, refusing versions this code does not know."""
+    try:
+        data = json.loads(raw)
+    except ValueError as error:
+        raise UnreadableEnvelope(run_id, "the stored envelope is not JSON") from error
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version not in SCHEMA_VERSION_SUMMARIES:
+        raise UnsupportedEnvelope(run_id, version)
+    try:
+        return RunEnvelope.model_validate(data)
+    except ValidationError as error:
+        raise UnreadableEnvelope(
+            run_id, f"the stored envelope is invalid ({error.error_count()} problems)"
+        ) from error
+
+
+def dump_envelope(envelope: RunEnvelope) -> str:
+    """The stored form: per-call message ids and decisions live in fields of their own."""
+    return envelope.model_dump_json(exclude={"calls": {"__all__": {"message_ts", "decision"}}})

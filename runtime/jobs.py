@@ -1,0 +1,283 @@
+"""The job queue: one Redis stream read by a consumer group.
+
+Enqueue is idempotent by job id (a marker key set in the same script as the XADD). A worker reads
+with a blocking XREADGROUP, keeps its running jobs fresh with `XCLAIM ... JUSTID` (the heartbeat),
+and steals jobs whose owner went quiet with XAUTOCLAIM. A job delivered more than
+`max_deliveries` times goes to the dead-letter stream instead of running again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
+
+from runtime.keys import JOB_GROUP, Keys
+from runtime.task_set import TaskSet
+
+log = logging.getLogger(__name__)
+
+# How long an enqueued job id is remembered for idempotency.
+MARKER_TTL_SECONDS = 86400
+
+# Shared with other scripts that enqueue as part of a larger atomic step.
+ENQUEUE_LUA = """
+local function enqueue(stream, marker, job, marker_ttl)
+  if redis.call('SET', marker, '1', 'NX', 'EX', marker_ttl) then
+    return redis.call('XADD', stream, '*', 'job', job)
+  end
+  return false
+end
+"""
+
+_ENQUEUE_SCRIPT = ENQUEUE_LUA + "return enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2])"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    entry_id: str
+    payload: str
+    deliveries: int
+
+
+Handler = Callable[[Delivery], Coroutine[Any, Any, None]]
+
+
+class JobQueue:
+    """Redis-side operations on the job stream; no loops, no state."""
+
+    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._enqueue = redis.register_script(_ENQUEUE_SCRIPT)
+
+    async def enqueue(self, job_id: str, payload: str) -> bool:
+        """Add a job unless one with this id was enqueued recently. True if added."""
+        added = await self._enqueue(
+            keys=[self._keys.jobs, self._keys.job_marker(job_id)],
+            args=[payload, MARKER_TTL_SECONDS],
+        )
+        return added is not None
+
+    async def ensure_group(self) -> None:
+        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+            # From id 0 so that jobs enqueued before the first worker ever started still run.
+            await self._redis.xgroup_create(self._keys.jobs, JOB_GROUP, id="0", mkstream=True)
+
+    async def read(self, consumer: str, count: int, block_ms: int) -> list[Delivery]:
+        reply: Any = await self._redis.xreadgroup(
+            JOB_GROUP, consumer, {self._keys.jobs: ">"}, count=count, block=block_ms
+        )
+        return [_delivery(entry, 1) for _stream, entries in reply or [] for entry in entries]
+
+    async def reclaim(self, consumer: str, min_idle_ms: int, count: int) -> list[Delivery]:
+        """Take over jobs whose owner stopped heartbeating."""
+        reply = await self._redis.xautoclaim(
+            self._keys.jobs, JOB_GROUP, consumer, min_idle_ms, start_id="0-0", count=count
+        )
+        entries = [entry for entry in reply[1] if entry[1]]  # deleted entries come back empty
+        if not entries:
+            return []
+        counts = await self._delivery_counts([_text(entry_id) for entry_id, _ in entries])
+        return [_delivery(entry, counts.get(_text(entry[0]), 1)) for entry in entries]
+
+    async def _delivery_counts(self, entry_ids: list[str]) -> dict[str, int]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for entry_id in entry_ids:
+                pipe.xpending_range(self._keys.jobs, JOB_GROUP, entry_id, entry_id, 1)
+            replies = await pipe.execute()
+        return {
+            _text(row["message_id"]): int(row["times_delivered"])
+            for rows in replies
+            for row in rows
+        }
+
+    async def ack(self, entry_id: str) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.xack(self._keys.jobs, JOB_GROUP, entry_id)
+            pipe.xdel(self._keys.jobs, entry_id)
+            await pipe.execute()
+
+    async def heartbeat(self, consumer: str, entry_ids: list[str]) -> None:
+        """Reset the idle time of jobs this consumer is still running."""
+        if entry_ids:
+            await self._redis.xclaim(
+                self._keys.jobs, JOB_GROUP, consumer, 0, list[Any](entry_ids), justid=True
+            )
+
+    async def hand_back(self, consumer: str, idle_ms: int) -> int:
+        """Make every job this consumer holds claimable by others right away."""
+        rows: Any = await self._redis.xpending_range(
+            self._keys.jobs, JOB_GROUP, "-", "+", 1000, consumername=consumer
+        )
+        entry_ids: list[Any] = [_text(row["message_id"]) for row in rows]
+        if entry_ids:
+            await self._redis.xclaim(
+                self._keys.jobs, JOB_GROUP, consumer, 0, entry_ids, idle=idle_ms, justid=True
+            )
+        return len(entry_ids)
+
+    async def bury(self, delivery: Delivery, reason: str) -> None:
+        """Move a job to the dead-letter stream."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(
+                self._keys.dead_jobs,
+                {"job": delivery.payload, "reason": reason, "deliveries": delivery.deliveries},
+                maxlen=10_000,
+                approximate=True,
+            )
+            pipe.xack(self._keys.jobs, JOB_GROUP, delivery.entry_id)
+            pipe.xdel(self._keys.jobs, delivery.entry_id)
+            await pipe.execute()
+
+    async def forget_consumer(self, consumer: str) -> None:
+        await self._redis.xgroup_delconsumer(self._keys.jobs, JOB_GROUP, consumer)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _delivery(entry: Any, deliveries: int) -> Delivery:
+    entry_id, fields = entry
+    payload = fields.get(b"job", fields.get("job", b""))
+    return Delivery(_text(entry_id), _text(payload), deliveries)
+
+
+@dataclass(kw_only=True)
+class JobConsumer:
+    """Runs jobs from the queue, up to `concurrency` at once, until stopped."""
+
+    queue: JobQueue
+    consumer: str
+    handler: Handler
+    on_dead: Handler
+    concurrency: int
+    idle_timeout: float
+    max_deliveries: int
+    shutdown_grace: float = 25.0
+    """Heroku sends SIGKILL 30 s after SIGTERM."""
+    block_ms: int = 2000
+    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _slots: asyncio.Semaphore = field(init=False)
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
+
+    def __post_init__(self) -> None:
+        self._slots = asyncio.Semaphore(self.concurrency)
+
+    async def run(self) -> None:
+        """Run jobs until stop(); then let running ones finish within the grace period."""
+        await self.queue.ensure_group()
+        maintenance = asyncio.get_running_loop().create_task(self._maintenance_loop())
+        try:
+            await self._read_loop()
+            await self._drain()
+        finally:
+            maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await maintenance
+
+    def stop(self) -> None:
+        """Take no new jobs; run() returns once running ones are done or handed back."""
+        self._stopping.set()
+
+    async def _drain(self) -> None:
+        await self._tasks.wait(grace=self.shutdown_grace)
+        unfinished = self._tasks.cancel_all()
+        await self._tasks.wait(grace=5)
+        try:
+            handed = await self.queue.hand_back(self.consumer, int(self.idle_timeout * 1000) + 1)
+            if handed == 0:
+                await self.queue.forget_consumer(self.consumer)
+        except RedisError:
+            log.exception("could not hand back jobs; they return after the idle timeout")
+            return
+        log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
+
+    async def _read_loop(self) -> None:
+        while not self._stopping.is_set():
+            await self._slots.acquire()
+            if self._stopping.is_set():
+                self._slots.release()
+                return
+            try:
+                deliveries = await self._until_stopped(
+                    self.queue.read(self.consumer, 1, self.block_ms)
+                )
+            except RedisError:
+                self._slots.release()
+                log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
+                await self._sleep(1.0)
+                continue
+            if not deliveries:
+                self._slots.release()
+                continue
+            for delivery in deliveries:
+                self._start(delivery)
+
+    async def _maintenance_loop(self) -> None:
+        """Heartbeat our jobs (also while draining) and take over those of dead workers."""
+        while True:
+            await asyncio.sleep(self.idle_timeout / 3)
+            try:
+                await self.queue.heartbeat(self.consumer, list(self._running))
+                if not self._stopping.is_set():
+                    await self._reclaim()
+            except RedisError:
+                log.warning("job maintenance failed; retrying", exc_info=True)
+
+    async def _reclaim(self) -> None:
+        free = self.concurrency - len(self._running)
+        if free <= 0:
+            return
+        stolen = await self.queue.reclaim(self.consumer, int(self.idle_timeout * 1000), free)
+        for delivery in stolen:
+            if delivery.deliveries > self.max_deliveries:
+                await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
+                log.error("job %s moved to the dead-letter stream", delivery.entry_id)
+                self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
+                continue
+            await self._slots.acquire()
+            log.warning("job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries)
+            self._start(delivery)
+
+    def _start(self, delivery: Delivery) -> None:
+        task = self._tasks.spawn(self._run_one(delivery), name=f"job:{delivery.entry_id}")
+        self._running[delivery.entry_id] = task
+
+    async def _run_one(self, delivery: Delivery) -> None:
+        try:
+            await self.handler(delivery)
+            await self.queue.ack(delivery.entry_id)
+        except Exception:
+            # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
+            log.exception("job %s failed; it will be retried", delivery.entry_id)
+        finally:
+            self._running.pop(delivery.entry_id, None)
+            self._slots.release()
+
+    async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
+        read = asyncio.ensure_future(work)
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if read.done():
+            return read.result()
+        read.cancel()
+        # A read cancelled in flight may have been delivered to us; drain() hands it back.
+        with contextlib.suppress(asyncio.CancelledError):
+            await read
+        return []
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)

@@ -1,0 +1,44 @@
+"""Every Redis key Countersign uses, in one place.
+
+All keys share one prefix (`REDIS_KEY_PREFIX`), so a deployment, or a test, owns exactly the
+keys under it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+JOB_GROUP = "workers"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str
+
+    @property
+    def jobs(self) -> str:
+        """Stream of pending jobs, read by the `workers` consumer group."""
+        return f"{self.prefix}jobs"
+
+    @property
+    def dead_jobs(self) -> str:
+        """Stream of jobs that failed too often (the dead-letter stream)."""
+        return f"{self.prefix}jobs:dead"
+
+    def job_marker(self, job_id: str) -> str:
+        """Exists while a job id was enqueued recently: makes enqueue idempotent."""
+        return f"{self.prefix}job:{job_id}"
+
+    def run(self, run_id: str) -> str:
+        """Hash holding one run's record: envelope, compressed SDK state, decisions."""
+        return f"{self.prefix}run:{run_id}"
+
+    @property
+    def deadlines(self) -> str:
+        """Sorted set of approval deadlines: member `run_id:approval_id`, score epoch seconds."""
+        return f"{self.prefix}deadlines"
+
+    @property
+    def audit(self) -> str:
+        """Capped stream of what happened to runs (the short audit trail)."""
+        return f"{self.prefix}audit"

@@ -1,0 +1,66 @@
+"""The run's status message: SDK lifecycle hooks, throttled to a rate Slack is happy with."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from agents import Agent, RunContextWrapper, RunHooks, Tool
+
+from runtime.reporter import Activity, Reporter, RunView
+from runtime.run_store import RunStore
+
+log = logging.getLogger(__name__)
+
+# chat.update is a Tier 3 method (~50 per minute per workspace); one run stays well below.
+MIN_UPDATE_INTERVAL_SECONDS = 1.5
+MAX_STEPS_SHOWN = 12
+
+
+class ProgressHooks(RunHooks[Any]):
+    def __init__(
+        self,
+        *,
+        run: RunView,
+        reporter: Reporter,
+        store: RunStore,
+        message_id: str | None,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self._run = run
+        self._reporter = reporter
+        self._store = store
+        self._clock = clock
+        self.message_id = message_id
+        self._steps: list[str] = []
+        self._last_sent = float("-inf")
+        self._dirty = False
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        await self._note(f"tool:{tool.name}")
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        await self._note(f"handoff:{to_agent.name}")
+
+    async def _note(self, step: str) -> None:
+        self._steps.append(step)
+        self._dirty = True
+        if self._clock() - self._last_sent >= MIN_UPDATE_INTERVAL_SECONDS:
+            await self.flush("working")
+
+    async def flush(self, state: str) -> None:
+        """Send the status now (always at the end of a step, whatever the rate)."""
+        if not self._dirty and state == "working":
+            return
+        self._dirty = False
+        self._last_sent = self._clock()
+        activity = Activity(steps=tuple(self._steps[-MAX_STEPS_SHOWN:]), state=state)
+        new_id = await self._reporter.progress(self._run, self.message_id, activity)
+        if new_id != self.message_id:
+            self.message_id = new_id
+            await self._store.set_status_message(self._run.run_id, new_id)

@@ -1,0 +1,40 @@
+"""Connecting to Redis the way every process here needs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+
+def connect(
+    url: str,
+    *,
+    socket_timeout: float = 10.0,
+    connect_timeout: float = 5.0,
+    retries: int = 3,
+    max_connections: int = 50,
+) -> aioredis.Redis:
+    """A client with timeouts, and retries with backoff across a short Redis outage.
+
+    The worker rides out outages (blocking reads wait 2 s, so replies may take that long);
+    the web process must answer Slack within 3 s, so it uses short timeouts and one retry.
+    """
+    options: dict[str, Any] = {
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": connect_timeout,
+        "health_check_interval": 15,
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=retries),
+        "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+        "max_connections": max_connections,
+        "client_name": "countersign",
+    }
+    if url.startswith("rediss://"):
+        # Heroku Redis presents a self-signed certificate; its own docs say not to verify it.
+        options["ssl_cert_reqs"] = "none"
+        options["ssl_check_hostname"] = False
+    return aioredis.Redis.from_url(url, **options)

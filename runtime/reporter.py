@@ -1,0 +1,78 @@
+"""How the runtime tells people what is happening, without knowing where they are.
+
+`bot.slack_reporter.SlackReporter` implements this with the Slack Web API; the worker's entry
+point wires the two together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from runtime.contracts import Conversation
+from runtime.envelope import PendingCall
+
+
+class Failure(StrEnum):
+    """Why a run ended without an answer; the reporter turns each into words."""
+
+    MODEL_ERROR = "model_error"
+    MAX_TURNS = "max_turns"
+    AGENT_ERROR = "agent_error"
+    UNKNOWN_AGENT = "unknown_agent"
+    UNREADABLE_STATE = "unreadable_state"
+    UNSUPPORTED_ENVELOPE = "unsupported_envelope"
+    GAVE_UP = "gave_up"
+
+
+class ConversationUnavailable(Exception):
+    """The reporter cannot talk in the run's conversation at all; the run cannot start."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunView:
+    """What a reporter may show about a run."""
+
+    run_id: str
+    agent: str
+    task: str
+    conversation: Conversation
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Activity:
+    """The run's progress so far, for its status message."""
+
+    steps: tuple[str, ...]
+    """Short machine-neutral notes, e.g. `tool:list_users`, `handoff:billing`."""
+    state: str
+    """`working`, `waiting` (for approvals), `done` or `failed`."""
+
+
+class Reporter(Protocol):
+    async def run_started(self, run: RunView) -> str:
+        """Announce the run; return the id of its thread.
+
+        Raises ConversationUnavailable when the conversation refuses messages (after telling
+        the requester some other way if it can).
+        """
+        ...
+
+    async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        """Create (no id yet) or update the run's status message; return its id."""
+        ...
+
+    async def approval_requested(self, run: RunView, call: PendingCall) -> str:
+        """Ask people to decide one call; return the id of the message that asks."""
+        ...
+
+    async def approval_expired(self, run: RunView, call: PendingCall) -> None:
+        """Show that nobody decided `call` in time."""
+        ...
+
+    async def run_finished(self, run: RunView, output: str) -> None: ...
+
+    async def run_failed(self, run: RunView, failure: Failure, detail: str) -> None:
+        """`detail` is safe to show: never raw exception text from a model or tool."""
+        ...

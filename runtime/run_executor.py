@@ -1,0 +1,237 @@
+"""Runs the steps of a run: start it, stop it for approvals, resume it, finish it.
+
+Every job may be delivered more than once (a worker can die at any line), so each step first
+looks at the stored run and does only what is still missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from agents import Agent, RunConfig, Runner, RunResult, RunState
+
+from runtime.audit import AuditTrail
+from runtime.contracts import ResumeJob, StartJob, new_approval_id
+from runtime.decisions import apply_decisions
+from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
+from runtime.failures import RunFailed, describe_run_error
+from runtime.progress import ProgressHooks
+from runtime.registry import AgentRegistry, UnknownAgent
+from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
+from runtime.run_store import RunRecord, RunStore
+
+log = logging.getLogger(__name__)
+
+
+def view_of(envelope: RunEnvelope) -> RunView:
+    return RunView(
+        run_id=envelope.run_id,
+        agent=envelope.root_agent,
+        task=envelope.task,
+        conversation=envelope.conversation,
+    )
+
+
+@dataclass(kw_only=True)
+class RunExecutor:
+    registry: AgentRegistry
+    store: RunStore
+    reporter: Reporter
+    audit: AuditTrail
+    approval_ttl_seconds: int
+    max_turns: int
+    run_config: RunConfig | None = None
+
+    async def start(self, job: StartJob) -> None:
+        record = await self.store.create(
+            RunEnvelope(
+                run_id=job.run_id,
+                root_agent=job.agent,
+                task=job.task,
+                conversation=job.conversation,
+                created_at=job.requested_at,
+            )
+        )
+        if record.status != "running":
+            # A redelivered start job: a later step owns the run; repair what it may lack.
+            await self._continue(record)
+            return
+        envelope = record.envelope
+        if envelope.conversation.thread is None:
+            try:
+                thread = await self.reporter.run_started(view_of(envelope))
+            except ConversationUnavailable as error:
+                log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
+                await self.store.delete(envelope)
+                await self.audit.record("failed", job.run_id, failure="conversation_unavailable")
+                return
+            conversation = envelope.conversation.model_copy(update={"thread": thread})
+            envelope = envelope.model_copy(update={"conversation": conversation})
+            await self.store.update_envelope(envelope)
+            await self.audit.record("started", job.run_id, agent=job.agent, task=job.task)
+        try:
+            agent = self.registry.get(envelope.root_agent)
+        except UnknownAgent as error:
+            await self._fail(envelope, RunFailed(Failure.UNKNOWN_AGENT, str(error)), keep=False)
+            return
+        context = {"run_id": job.run_id, "requester": job.conversation.requester}
+        await self._advance(envelope, record, agent, job.task, context=context)
+
+    async def resume(self, job: ResumeJob) -> None:
+        claim = await self.store.claim_resume(job.run_id, job.round, job.job_id)
+        if claim in ("gone", "waiting"):
+            log.info("run %s: resume of round %d not needed (%s)", job.run_id, job.round, claim)
+            return
+        try:
+            record = await self.store.load(job.run_id)
+        except UnreadableEnvelope as error:
+            await self._report_unreadable(job.run_id, str(error))
+            return
+        if record is None:
+            return
+        if claim in ("stale", "finishing"):
+            await self._continue(record)
+            return
+        envelope = record.envelope
+        try:
+            agent = self.registry.get(envelope.root_agent)
+            state = await self._restore(agent, record)
+        except RunFailed as failure:
+            await self._fail(envelope, failure, keep=True)
+            return
+        approved = apply_decisions(state, envelope.calls)
+        log.info("run %s: resuming round %d, %d approved", job.run_id, job.round, approved)
+        await self._advance(envelope, record, agent, state)
+
+    async def on_dead_job(self, job: StartJob | ResumeJob) -> None:
+        """A job for this run failed too often: tell its thread and stop trying."""
+        conversation = await self.store.locate(job.run_id)
+        if conversation is None and isinstance(job, StartJob):
+            conversation = job.conversation
+        if conversation is None:
+            log.error("run %s: gave up, and its record is gone; nobody can be told", job.run_id)
+            return
+        view = RunView(run_id=job.run_id, agent="?", task="", conversation=conversation)
+        await self.reporter.run_failed(view, Failure.GAVE_UP, "")
+        await self.store.mark_failed(job.run_id)
+        await self.audit.record("failed", job.run_id, failure=Failure.GAVE_UP.value)
+
+    async def _restore(self, agent: Agent[Any], record: RunRecord) -> RunState[Any, Any]:
+        if record.state is None:
+            raise RunFailed(Failure.UNREADABLE_STATE, "the run has no stored state")
+        try:
+            return await RunState.from_string(agent, record.state)
+        except Exception as error:
+            # The SDK redacts its restore errors; its message is safe and names the cause.
+            log.exception("run %s: stored state cannot be restored", record.envelope.run_id)
+            raise RunFailed(Failure.UNREADABLE_STATE, str(error)) from error
+
+    async def _advance(
+        self,
+        envelope: RunEnvelope,
+        record: RunRecord,
+        agent: Agent[Any],
+        run_input: str | RunState[Any, Any],
+        *,
+        context: dict[str, Any] | None = None,
+    ) -> None:
+        view = view_of(envelope)
+        hooks = ProgressHooks(
+            run=view, reporter=self.reporter, store=self.store, message_id=record.status_message
+        )
+        try:
+            result = await Runner.run(
+                agent,
+                run_input,
+                context=context,
+                # Frozen into the state at the first run; passing it again would be ignored.
+                max_turns=self.max_turns,
+                hooks=hooks,
+                run_config=self.run_config,
+            )
+        except Exception as error:
+            failure = describe_run_error(error)
+            if failure is None:
+                raise
+            log.warning("run %s: ended by %s", envelope.run_id, type(error).__name__, exc_info=True)
+            await hooks.flush("failed")
+            await self._fail(envelope, failure, keep=False)
+            return
+        if result.interruptions:
+            await self._stop_for_approvals(envelope, result, hooks)
+        else:
+            output = str(result.final_output)
+            await self.store.mark_finishing(envelope.run_id, output)
+            await hooks.flush("done")
+            await self._finish(envelope, output)
+
+    async def _stop_for_approvals(
+        self, envelope: RunEnvelope, result: RunResult, hooks: ProgressHooks
+    ) -> None:
+        expires_at = await self.store.server_time() + self.approval_ttl_seconds
+        calls = tuple(
+            PendingCall(
+                approval_id=new_approval_id(),
+                call_id=item.call_id or "",
+                tool=item.name or "?",
+                agent=item.agent.name,
+                arguments=item.arguments or "",
+                expires_at=expires_at,
+            )
+            for item in result.interruptions
+        )
+        waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
+        state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
+        await self.store.wait_for_approvals(waiting, state_json, previous=envelope)
+        for call in calls:
+            await self.audit.record(
+                "approval_requested",
+                envelope.run_id,
+                approval_id=call.approval_id,
+                tool=call.tool,
+                agent=call.agent,
+                call_id=call.call_id,
+            )
+        await hooks.flush("waiting")
+        await self._post_cards(waiting)
+
+    async def _post_cards(self, envelope: RunEnvelope) -> None:
+        """Ask for every open approval that has no message yet."""
+        view = view_of(envelope)
+        for call in envelope.calls:
+            if call.message_ts is None and call.decision is None:
+                ts = await self.reporter.approval_requested(view, call)
+                await self.store.set_message_ts(envelope.run_id, call.approval_id, ts)
+
+    async def _continue(self, record: RunRecord) -> None:
+        """Finish whatever step a previous delivery of this run's job left half done."""
+        if record.status == "waiting":
+            await self._post_cards(record.envelope)
+        elif record.status == "finishing" and record.final_output is not None:
+            await self._finish(record.envelope, record.final_output)
+
+    async def _finish(self, envelope: RunEnvelope, output: str) -> None:
+        await self.reporter.run_finished(view_of(envelope), output)
+        await self.store.delete(envelope)
+        await self.audit.record("finished", envelope.run_id, rounds=envelope.round)
+
+    async def _fail(self, envelope: RunEnvelope, failure: RunFailed, *, keep: bool) -> None:
+        """Tell the thread the run ended; keep the record (until its TTL) if it may be recovered."""
+        await self.reporter.run_failed(view_of(envelope), failure.kind, failure.detail)
+        if keep:
+            await self.store.mark_failed(envelope.run_id)
+        else:
+            await self.store.delete(envelope)
+        await self.audit.record("failed", envelope.run_id, failure=failure.kind.value)
+
+    async def _report_unreadable(self, run_id: str, detail: str) -> None:
+        log.error("%s", detail)
+        conversation = await self.store.locate(run_id)
+        if conversation is not None:
+            view = RunView(run_id=run_id, agent="?", task="", conversation=conversation)
+            await self.reporter.run_failed(view, Failure.UNSUPPORTED_ENVELOPE, detail)
+        await self.store.mark_failed(run_id)
+        await self.audit.record("failed", run_id, failure=Failure.UNSUPPORTED_ENVELOPE.value)

@@ -1,0 +1,237 @@
+"""Persistence of runs: one Redis hash per run, from the start job until the final answer.
+
+Fields: `envelope` (our versioned JSON), `state` (zlib of the SDK's RunState JSON), `status`,
+`round`, `pending`, `channel`, `status_message`, `owner`, `final`, and per approval of the
+current round `deadline:<id>`, `ts:<id>` and `decision:<id>`. Decisions are written only by the
+script in `approvals.py`; everything else only by the worker that owns the run's current job.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Literal, cast
+
+import redis.asyncio as aioredis
+
+from runtime.contracts import Conversation
+from runtime.envelope import (
+    Decision,
+    RunEnvelope,
+    UnreadableEnvelope,
+    dump_envelope,
+    parse_envelope,
+)
+from runtime.keys import Keys
+
+Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed"]
+
+# A run that is working (not waiting for people) and untouched for this long is abandoned.
+RUNNING_TTL_SECONDS = 6 * 3600
+# The state outlives the last deadline by this much so an expiry can still be handled after
+# every worker was down for a while.
+STATE_GRACE_SECONDS = 86400
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    envelope: RunEnvelope
+    """With each current call's message id and decision filled in."""
+    status: Status
+    state: str | None
+    status_message: str | None
+    final_output: str | None
+
+
+ClaimResult = Literal["claimed", "reclaimed", "stale", "gone", "waiting", "finishing"]
+
+_CLAIM_RESUME = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'gone' end
+local round = tonumber(redis.call('HGET', KEYS[1], 'round'))
+if round ~= tonumber(ARGV[1]) then return 'stale' end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'ready' then
+  redis.call('HSET', KEYS[1], 'status', 'resuming', 'owner', ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  return 'claimed'
+end
+if status == 'resuming' then
+  if redis.call('HGET', KEYS[1], 'owner') == ARGV[2] then return 'reclaimed' end
+  return 'stale'
+end
+return status
+"""
+
+
+# Writes to a run that may have ended meanwhile must not recreate its key without a TTL.
+_SET_IF_EXISTS = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+"""
+
+
+class RunStore:
+    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._claim = redis.register_script(_CLAIM_RESUME)
+        self._set_if_exists = redis.register_script(_SET_IF_EXISTS)
+
+    async def _set(self, run_id: str, fields: dict[str, str]) -> bool:
+        args = [part for pair in fields.items() for part in pair]
+        return bool(await self._set_if_exists(keys=[self._keys.run(run_id)], args=args))
+
+    async def create(self, envelope: RunEnvelope) -> RunRecord:
+        """Record a new run, or return the one already recorded under this id."""
+        key = self._keys.run(envelope.run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hsetnx(key, "envelope", dump_envelope(envelope))
+            pipe.hsetnx(key, "status", "running")
+            # Plain copies outside the versioned envelope: enough to reach the thread even
+            # when a later deploy cannot read the envelope any more.
+            pipe.hsetnx(key, "channel", envelope.conversation.channel)
+            pipe.hsetnx(key, "requester", envelope.conversation.requester)
+            pipe.hsetnx(key, "round", 0)
+            pipe.expire(key, RUNNING_TTL_SECONDS, nx=True)
+            await pipe.execute()
+        record = await self.load(envelope.run_id)
+        assert record is not None, "created in the same transaction"
+        return record
+
+    async def load(self, run_id: str, *, with_state: bool = True) -> RunRecord | None:
+        """The run as stored; without its (large) state unless asked."""
+        fields = await (self._all_fields(run_id) if with_state else self._light_fields(run_id))
+        if "envelope" not in fields or "status" not in fields:
+            return None
+        envelope = parse_envelope(run_id, fields["envelope"])
+        calls = tuple(
+            call.model_copy(
+                update={
+                    "message_ts": _text(fields.get(f"ts:{call.approval_id}")),
+                    "decision": _decision(fields.get(f"decision:{call.approval_id}")),
+                }
+            )
+            for call in envelope.calls
+        )
+        state = fields.get("state")
+        return RunRecord(
+            envelope=envelope.model_copy(update={"calls": calls}),
+            status=cast(Status, fields["status"].decode()),
+            state=zlib.decompress(state).decode() if (state and with_state) else None,
+            status_message=_text(fields.get("status_message")),
+            final_output=_text(fields.get("final")),
+        )
+
+    async def _all_fields(self, run_id: str) -> dict[str, bytes]:
+        raw: dict[bytes, bytes] = await self._redis.hgetall(self._keys.run(run_id))  # type: ignore[assignment]
+        return {name.decode(): value for name, value in raw.items()}
+
+    async def _light_fields(self, run_id: str) -> dict[str, bytes]:
+        key = self._keys.run(run_id)
+        names = ["envelope", "status", "status_message", "final"]
+        values: list[bytes | None] = await self._redis.hmget(key, names)  # type: ignore[assignment]
+        fields = {n: v for n, v in zip(names, values, strict=True) if v is not None}
+        if "envelope" not in fields:
+            return fields
+        try:
+            envelope = parse_envelope(run_id, fields["envelope"])
+        except UnreadableEnvelope:
+            return fields  # load() raises it again, for its caller to handle
+        extra = [f"{f}:{c.approval_id}" for c in envelope.calls for f in ("ts", "decision")]
+        if extra:
+            values = await self._redis.hmget(key, extra)  # type: ignore[assignment]
+            fields.update({n: v for n, v in zip(extra, values, strict=True) if v is not None})
+        return fields
+
+    async def update_envelope(self, envelope: RunEnvelope) -> None:
+        fields = {"envelope": dump_envelope(envelope)}
+        if envelope.conversation.thread is not None:
+            fields["thread"] = envelope.conversation.thread
+        await self._set(envelope.run_id, fields)
+
+    async def locate(self, run_id: str) -> Conversation | None:
+        """Where the run talks, read without the envelope (which may be unreadable)."""
+        reply: list[bytes | None] = await self._redis.hmget(  # type: ignore[assignment]
+            self._keys.run(run_id), ["channel", "requester", "thread"]
+        )
+        channel, requester, thread = reply
+        if channel is None or requester is None:
+            return None
+        return Conversation(
+            channel=channel.decode(), requester=requester.decode(), thread=_text(thread)
+        )
+
+    async def set_status_message(self, run_id: str, message_id: str) -> None:
+        await self._set(run_id, {"status_message": message_id})
+
+    async def set_message_ts(self, run_id: str, approval_id: str, message_ts: str) -> None:
+        await self._set(run_id, {f"ts:{approval_id}": message_ts})
+
+    async def wait_for_approvals(
+        self, envelope: RunEnvelope, state_json: str, previous: RunEnvelope
+    ) -> None:
+        """Store the interrupted run and open its approvals, all in one transaction."""
+        key = self._keys.run(envelope.run_id)
+        stale = [
+            f"{field}:{call.approval_id}"
+            for call in previous.calls
+            for field in ("deadline", "ts", "decision")
+        ]
+        deadlines = {f"{envelope.run_id}:{c.approval_id}": c.expires_at for c in envelope.calls}
+        async with self._redis.pipeline(transaction=True) as pipe:
+            if stale:
+                pipe.hdel(key, *stale)
+            pipe.hdel(key, "owner", "final")
+            pipe.hset(
+                key,
+                mapping={
+                    "envelope": dump_envelope(envelope),
+                    "state": zlib.compress(state_json.encode(), 6),
+                    "status": "waiting",
+                    "round": envelope.round,
+                    "pending": len(envelope.calls),
+                    **{f"deadline:{c.approval_id}": c.expires_at for c in envelope.calls},
+                },
+            )
+            pipe.zadd(self._keys.deadlines, deadlines)
+            pipe.expireat(key, int(max(deadlines.values()) + STATE_GRACE_SECONDS))
+            await pipe.execute()
+
+    async def claim_resume(self, run_id: str, round_: int, job_id: str) -> ClaimResult:
+        """Take the decided run for one resume job; the same job may take it again."""
+        result = await self._claim(
+            keys=[self._keys.run(run_id)], args=[round_, job_id, RUNNING_TTL_SECONDS]
+        )
+        return cast(ClaimResult, _text(result))
+
+    async def mark_finishing(self, run_id: str, final_output: str) -> None:
+        """Remember the answer before posting it, so a retried job posts it and runs nothing."""
+        await self._set(run_id, {"status": "finishing", "final": final_output})
+
+    async def mark_failed(self, run_id: str) -> None:
+        """Stop the run but keep its record until the TTL, for recovery by hand."""
+        await self._set(run_id, {"status": "failed"})
+
+    async def delete(self, envelope: RunEnvelope) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self._keys.run(envelope.run_id))
+            if envelope.calls:
+                pipe.zrem(
+                    self._keys.deadlines,
+                    *[f"{envelope.run_id}:{c.approval_id}" for c in envelope.calls],
+                )
+            await pipe.execute()
+
+    async def server_time(self) -> float:
+        """Redis's clock: every deadline is set and checked against this one clock."""
+        seconds, micros = await self._redis.time()
+        return seconds + micros / 1_000_000
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode() if value is not None else None
+
+
+def _decision(raw: bytes | None) -> Decision | None:
+    return Decision.model_validate_json(raw) if raw else None

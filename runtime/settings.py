@@ -1,0 +1,90 @@
+"""Settings of the agent runtime, read from the environment once per process.
+
+`bot.settings.Settings` extends these with the Slack credentials; the process entry points
+build that one object and hand the runtime its part.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Self
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+# What to tell the operator when a variable is missing or wrong, by variable name.
+FIXES: dict[str, str] = {
+    "REDIS_URL": "Set it to a Redis URL such as redis://localhost:6379/0 (rediss:// for TLS).",
+    "REDIS_TLS_URL": "Set it to a rediss:// URL, or unset it to use REDIS_URL.",
+    "REDIS_KEY_PREFIX": "Use a short prefix such as countersign: (letters, digits, : _ -).",
+    "AGENTS": "Name the registry as module:attribute, e.g. runtime.examples:AGENTS.",
+    "APPROVAL_TTL_SECONDS": "Use a whole number of seconds between 1 and 604800 (7 days).",
+    "WORKER_CONCURRENCY": "Use a whole number of concurrent runs per worker between 1 and 64.",
+    "MAX_TURNS": "Use a whole number of model turns per run between 1 and 100.",
+    "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
+    "JOB_IDLE_TIMEOUT_SECONDS": "Use a number of seconds between 0.5 and 3600.",
+}
+
+
+class RuntimeSettings(BaseSettings):
+    """Everything the worker side needs; nothing here is Slack's."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    redis_url: str = Field("redis://localhost:6379/0", validation_alias="REDIS_URL")
+    redis_tls_url: str | None = Field(None, validation_alias="REDIS_TLS_URL")
+    """Heroku sets both; the TLS one wins."""
+    redis_key_prefix: str = Field(
+        "countersign:", validation_alias="REDIS_KEY_PREFIX", pattern=r"^[A-Za-z0-9:_\-]{1,64}$"
+    )
+    agents: str = Field(
+        "runtime.examples:AGENTS", validation_alias="AGENTS", pattern=r"^[\w.]+:[\w.]+$"
+    )
+    approval_ttl_seconds: int = Field(
+        3600, validation_alias="APPROVAL_TTL_SECONDS", ge=1, le=604800
+    )
+    worker_concurrency: int = Field(4, validation_alias="WORKER_CONCURRENCY", ge=1, le=64)
+    max_turns: int = Field(10, validation_alias="MAX_TURNS", ge=1, le=100)
+    job_max_deliveries: int = Field(3, validation_alias="JOB_MAX_DELIVERIES", ge=1, le=20)
+    job_idle_timeout_seconds: float = Field(
+        30.0, validation_alias="JOB_IDLE_TIMEOUT_SECONDS", ge=0.5, le=3600
+    )
+    """A job whose worker stops heartbeating for this long is handed to another worker."""
+
+    @property
+    def effective_redis_url(self) -> str:
+        return self.redis_tls_url or self.redis_url
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only what from_environ() passes in: tests hand over a mapping, processes os.environ,
+        # and nothing is read behind the caller's back.
+        return (init_settings,)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
+        source = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in cls.model_fields.values():
+            alias = field.validation_alias
+            if isinstance(alias, str) and source.get(alias, "") != "":
+                values[alias] = source[alias]
+        return cls(**values)
+
+
+def describe_settings_error(error: ValidationError, fixes: Mapping[str, str]) -> str:
+    lines = ["Countersign cannot start: its configuration is incomplete or invalid."]
+    for problem in error.errors():
+        variable = str(problem["loc"][0]) if problem["loc"] else "?"
+        reason = "is not set" if problem["type"] == "missing" else f"is invalid ({problem['msg']})"
+        fix = fixes.get(variable, "")
+        lines.append(f"  - {variable} {reason}. {fix}".rstrip())
+    return "\n".join(lines)

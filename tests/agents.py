@@ -1,0 +1,71 @@
+"""Agents for the tests: real SDK agents whose tools record that they ran.
+
+In-process tests read `EXECUTIONS`; tests with real worker processes set
+`COUNTERSIGN_TEST_LEDGER` (a Redis URL and key, space-separated) and read that list instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import redis.asyncio as aioredis
+from agents import Agent, function_tool
+from agents.tool_context import ToolContext
+
+EXECUTIONS: list[tuple[str, dict[str, Any]]] = []
+
+
+async def _record(ctx: ToolContext[Any], tool: str, arguments: dict[str, Any]) -> None:
+    EXECUTIONS.append((tool, arguments))
+    ledger = os.environ.get("COUNTERSIGN_TEST_LEDGER")
+    if ledger:
+        url, key = ledger.split(" ")
+        entry = json.dumps({"tool": tool, "arguments": arguments, "call_id": ctx.tool_call_id})
+        client = aioredis.Redis.from_url(url)
+        try:
+            await client.rpush(key, entry)
+            await client.expire(key, 600)
+        finally:
+            await client.aclose()
+
+
+@function_tool
+async def list_users(ctx: ToolContext[Any]) -> list[str]:
+    """List user ids."""
+    await _record(ctx, "list_users", {})
+    return ["u-100", "u-101"]
+
+
+@function_tool(needs_approval=True)
+async def delete_user(ctx: ToolContext[Any], user_id: str) -> str:
+    """Delete a user."""
+    await _record(ctx, "delete_user", {"user_id": user_id})
+    return f"deleted {user_id}"
+
+
+@function_tool(needs_approval=True)
+async def restart_service(ctx: ToolContext[Any], service: str) -> str:
+    """Restart a service."""
+    await _record(ctx, "restart_service", {"service": service})
+    return f"restarted {service}"
+
+
+@function_tool(needs_approval=True)
+async def explode(ctx: ToolContext[Any]) -> str:
+    """A tool that always fails."""
+    await _record(ctx, "explode", {})
+    raise RuntimeError("boom: secret internal detail")
+
+
+helper = Agent[Any](name="helper", instructions="You restart services.", tools=[restart_service])
+
+ops = Agent[Any](
+    name="ops",
+    instructions="You manage users.",
+    tools=[list_users, delete_user, restart_service, explode],
+    handoffs=[helper],
+)
+
+REGISTRY = [ops, helper]

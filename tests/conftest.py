@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests import agents
+from tests.harness import Harness
+from tests.redis_server import RedisServer, url_from_environment
+
+# The SDK would export traces to OpenAI; tests must never reach a real service.
+os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    existing = url_from_environment()
+    if existing:
+        yield existing
+        return
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def prefix(redis_url: str) -> Iterator[str]:
+    """A key prefix of the test's own; every key under it is deleted afterwards."""
+    value = f"cstest:{uuid.uuid4().hex[:10]}:"
+    yield value
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{value}*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def env_overrides() -> dict[str, str]:
+    """Override settings for one test with `@pytest.mark.parametrize` or a local fixture."""
+    return {}
+
+
+@pytest.fixture
+async def bot(
+    redis_url: str, prefix: str, env_overrides: dict[str, str]
+) -> AsyncIterator[Harness]:
+    agents.EXECUTIONS.clear()
+    harness = Harness(redis_url=redis_url, prefix=prefix, env=env_overrides)
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    path = Path(os.environ.get("TEST_ARTIFACTS", "test-artifacts"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,143 @@
+"""A fake OpenAI Responses endpoint on 127.0.0.1, scripted by the test.
+
+The real `openai` client and the real Agents SDK talk to it; only the model is pretend. A
+script is a function of the request that returns output items (or a `ModelError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+Item = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelError:
+    status: int
+    message: str = "fake model error"
+
+
+Reply = list[Item] | ModelError
+Script = Callable[["ModelRequest"], Reply | Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    body: dict[str, Any]
+
+    @property
+    def input(self) -> list[Item]:
+        value = self.body.get("input", [])
+        return [{"role": "user", "content": value}] if isinstance(value, str) else list(value)
+
+    @property
+    def task(self) -> str:
+        """The first user message: the task the run was started with."""
+        for item in self.input:
+            if item.get("role") == "user":
+                content = item.get("content")
+                return content if isinstance(content, str) else json.dumps(content)
+        return ""
+
+    @property
+    def tool_outputs(self) -> dict[str, str]:
+        """call id -> what the model was told the tool returned (or why it did not run)."""
+        return {
+            item["call_id"]: str(item.get("output"))
+            for item in self.input
+            if item.get("type") == "function_call_output"
+        }
+
+    @property
+    def tools(self) -> list[str]:
+        return [tool.get("name", "") for tool in self.body.get("tools", [])]
+
+
+_ids = itertools.count(1)
+
+
+def tool_call(name: str, arguments: dict[str, Any], call_id: str | None = None) -> Item:
+    number = next(_ids)
+    return {
+        "type": "function_call",
+        "id": f"fc_{number}",
+        "call_id": call_id or f"call_{number}",
+        "name": name,
+        "arguments": json.dumps(arguments),
+        "status": "completed",
+    }
+
+
+def message(text: str) -> Item:
+    return {
+        "type": "message",
+        "id": f"msg_{next(_ids)}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+class FakeOpenAI:
+    def __init__(self, script: Script | None = None) -> None:
+        self.script: Script = script or (lambda request: [message("ok")])
+        self.requests: list[ModelRequest] = []
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+        self.delay = 0.0
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/responses", self._responses)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}/v1"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _responses(self, request: web.Request) -> web.Response:
+        model_request = ModelRequest(await request.json())
+        self.requests.append(model_request)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        reply = self.script(model_request)
+        if not isinstance(reply, list | ModelError):
+            reply = await reply
+        if isinstance(reply, ModelError):
+            error = {"error": {"message": reply.message, "type": "server_error", "code": None}}
+            return web.json_response(error, status=reply.status)
+        return web.json_response(_response(model_request.body.get("model", "fake"), reply))
+
+
+def _response(model: str, output: list[Item]) -> dict[str, Any]:
+    return {
+        "id": f"resp_{next(_ids)}",
+        "object": "response",
+        "created_at": time.time(),
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "total_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }

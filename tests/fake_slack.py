@@ -1,0 +1,216 @@
+"""A fake Slack Web API on 127.0.0.1: records every call and keeps the channel's messages.
+
+The bot's real `slack_sdk` client talks to it over HTTP; tests read what a person would see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOT_USER = "UBOT0001"
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+    at: float
+
+
+@dataclass
+class Message:
+    channel: str
+    ts: str
+    text: str
+    blocks: list[dict[str, Any]]
+    thread_ts: str | None
+    updates: int = 0
+
+    def actions(self) -> list[dict[str, Any]]:
+        return [e for b in self.blocks if b.get("type") == "actions" for e in b["elements"]]
+
+    def action_ids(self) -> list[str]:
+        return [e["action_id"] for e in self.actions()]
+
+    def all_text(self) -> str:
+        """Everything a reader sees on the message, flattened."""
+        parts = [self.text]
+        for block in self.blocks:
+            parts.append(json.dumps(block, ensure_ascii=False))
+        return "\n".join(parts)
+
+
+@dataclass
+class Failure:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeSlack:
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.messages: dict[str, Message] = {}
+        self.ephemerals: list[dict[str, Any]] = []
+        self.views: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []
+        self._failures: dict[str, list[Failure]] = {}
+        self._ts = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # --- server -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_post("/response/{token}", self._response_url)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def response_url(self, token: str = "resp") -> str:
+        return f"{self.url}/response/{token}"
+
+    # --- test controls -------------------------------------------------------------------------
+
+    def fail_next(self, method: str, status: int, body: dict[str, Any], **headers: str) -> None:
+        """Make the next call of `method` fail this way (queue several for several calls)."""
+        self._failures.setdefault(method, []).append(Failure(status, body, headers))
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for(
+        self, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition"
+    ) -> Any:
+        """Wait until `predicate()` is truthy; return its value."""
+        deadline = time.monotonic() + timeout
+        async with self._changed:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"timed out waiting for {what}; calls: {self.summary()}")
+                try:
+                    await asyncio.wait_for(self._changed.wait(), timeout=remaining)
+                except TimeoutError:
+                    pass
+
+    def summary(self) -> str:
+        return ", ".join(c.method for c in self.calls[-40:])
+
+    def thread(self, channel: str, thread_ts: str) -> list[Message]:
+        return [
+            m for m in self.messages.values() if m.channel == channel and m.thread_ts == thread_ts
+        ]
+
+    def cards(self) -> list[Message]:
+        """Approval cards, in the order they were posted."""
+        return [
+            m for m in self.messages.values()
+            if any(b.get("block_id") == "approval" for b in m.blocks)
+            or "wants to run" in m.all_text()
+        ]
+
+    def roots(self) -> list[Message]:
+        return [m for m in self.messages.values() if m.thread_ts is None]
+
+    def final_answers(self, thread_ts: str) -> list[Message]:
+        """Thread replies that are neither cards nor the status message."""
+        return [
+            m for m in self.messages.values()
+            if m.thread_ts == thread_ts and not m.blocks and not _is_status(m.text)
+        ]
+
+    # --- handlers ---------------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        self.calls.append(Call(method, args, time.time()))
+        failures = self._failures.get(method)
+        if failures:
+            failure = failures.pop(0)
+            await self._notify()
+            return web.json_response(failure.body, status=failure.status, headers=failure.headers)
+        body = self._answer(method, args)
+        await self._notify()
+        return web.json_response(body)
+
+    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {"ok": True, "user_id": BOT_USER, "bot_id": "B0001", "team_id": "T0001",
+                    "user": "countersign", "team": "Test", "url": "https://test.slack.com/"}
+        if method == "chat.postMessage":
+            ts = f"{1_700_000_000 + next(self._ts)}.000100"
+            channel = str(args["channel"])
+            self.messages[ts] = Message(
+                channel, ts, str(args.get("text", "")), _blocks(args), args.get("thread_ts")
+            )
+            return {"ok": True, "channel": channel, "ts": ts}
+        if method == "chat.update":
+            message = self.messages.get(str(args.get("ts")))
+            if message is None:
+                return {"ok": False, "error": "message_not_found"}
+            message.text = str(args.get("text", message.text))
+            if "blocks" in args:
+                message.blocks = _blocks(args)
+            message.updates += 1
+            return {"ok": True, "channel": message.channel, "ts": message.ts}
+        if method == "chat.postEphemeral":
+            self.ephemerals.append(args)
+            return {"ok": True, "message_ts": f"{time.time():.6f}"}
+        if method == "views.open":
+            view = args["view"]
+            self.views.append(json.loads(view) if isinstance(view, str) else view)
+            return {"ok": True, "view": {"id": f"V{len(self.views)}"}}
+        return {"ok": False, "error": "unknown_method"}
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        self.responses.append(await request.json())
+        await self._notify()
+        return web.Response(text="ok")
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+
+def _is_status(text: str) -> bool:
+    return text.startswith((":hourglass_flowing_sand:", ":raised_hand: Waiting", ":white_check_mark: Done", ":x: Stopped"))
+
+
+def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = args.get("blocks") or []
+    return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
+
+
+async def _arguments(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        data = await request.json()
+        return dict(data)
+    form = await request.post()
+    return {key: value for key, value in form.items() if isinstance(value, str)}

@@ -1,0 +1,174 @@
+"""The whole bot in one test: the real web app and worker, a fake Slack and a fake model.
+
+Everything talks over real sockets: signed HTTP into the web app, the Slack SDK out to the fake
+Slack, the OpenAI client out to the fake model, and Redis for everything in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import redis.asyncio as aioredis
+from agents import OpenAIProvider, RunConfig
+from aiohttp import web
+from openai import AsyncOpenAI
+
+from bot.settings import Settings
+from bot.slack_client import slack_client
+from bot.slack_reporter import SlackReporter
+from bot.web import create_web_app
+from runtime.keys import Keys
+from runtime.redis_connection import connect
+from runtime.registry import load_registry
+from runtime.worker import Worker, build_worker
+from tests.fake_openai import FakeOpenAI
+from tests.fake_slack import FakeSlack, Message
+from tests.slack_requests import SlackSender
+
+SIGNING_SECRET = "test-signing-secret"
+
+
+def test_environ(
+    *, slack: FakeSlack, redis_url: str, prefix: str, **overrides: str
+) -> dict[str, str]:
+    return {
+        "SLACK_BOT_TOKEN": "xoxb-test-token",
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": prefix,
+        "AGENTS": "tests.agents:REGISTRY",
+        "APPROVAL_TTL_SECONDS": "300",
+        "JOB_IDLE_TIMEOUT_SECONDS": "1",
+        "WORKER_CONCURRENCY": "4",
+        **overrides,
+    }
+
+
+class Harness:
+    def __init__(self, *, redis_url: str, prefix: str, env: Mapping[str, str] | None = None):
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.keys = Keys(prefix)
+        self.slack = FakeSlack()
+        self.model = FakeOpenAI()
+        self.env_overrides = dict(env or {})
+        self.redis: aioredis.Redis = connect(redis_url)
+        self._runner: web.AppRunner | None = None
+        self._workers: list[tuple[Worker, asyncio.Task[None], aiohttp.ClientSession]] = []
+        self._session: aiohttp.ClientSession | None = None
+        self.web_url = ""
+        self.sender: SlackSender
+        self._openai: AsyncOpenAI | None = None
+
+    @property
+    def settings(self) -> Settings:
+        environ = test_environ(
+            slack=self.slack, redis_url=self.redis_url, prefix=self.prefix, **self.env_overrides
+        )
+        return Settings.from_environ(environ)
+
+    async def start(self) -> None:
+        await self.slack.start()
+        await self.model.start()
+        self._session = aiohttp.ClientSession()
+        await self.start_web()
+        await self.start_worker()
+
+    async def start_web(self) -> None:
+        settings = self.settings
+        web_redis = connect(self.redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1)
+        registry = load_registry(settings.agents)
+        app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.web_url = f"http://127.0.0.1:{port}"
+        assert self._session is not None
+        self.sender = SlackSender(
+            self._session, f"{self.web_url}/slack/events", SIGNING_SECRET, self.slack
+        )
+
+    async def stop_web(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def run_config(self) -> RunConfig:
+        if self._openai is None:
+            self._openai = AsyncOpenAI(api_key="sk-test", base_url=self.model.url)
+        provider = OpenAIProvider(openai_client=self._openai, use_responses=True)
+        return RunConfig(model_provider=provider, tracing_disabled=True)
+
+    async def start_worker(self, name: str | None = None) -> Worker:
+        settings = self.settings
+        session = aiohttp.ClientSession()
+        client = slack_client(token="xoxb-test-token", base_url=self.slack.api_url, session=session)
+        worker = build_worker(
+            settings,
+            redis=self.redis,
+            reporter=SlackReporter(client),
+            registry=load_registry(settings.agents),
+            run_config=self.run_config(),
+            name=name or f"test-worker-{len(self._workers)}",
+            expiry_interval=0.1,
+        )
+        task = asyncio.get_running_loop().create_task(worker.run())
+        self._workers.append((worker, task, session))
+        return worker
+
+    async def stop_workers(self) -> None:
+        workers, self._workers = self._workers, []
+        for worker, _task, _session in workers:
+            worker.stop()
+        for _worker, task, session in workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(task, timeout=30)
+            await session.close()
+
+    async def stop(self) -> None:
+        await self.stop_workers()
+        await self.stop_web()
+        if self._session is not None:
+            await self._session.close()
+        if self._openai is not None:
+            await self._openai.close()
+        await self.model.stop()
+        await self.slack.stop()
+        await self.redis.aclose()
+
+    # --- conversation helpers ---------------------------------------------------------------
+
+    async def start_run(self, text: str, *, user: str = "UALICE") -> Message:
+        """Type `/agent text` and wait for the run's root message."""
+        roots = len(self.slack.roots())
+        status, body = await self.sender.command(text, user=user)
+        assert status == 200, body
+        await self.slack.wait_for(lambda: len(self.slack.roots()) > roots, what="root message")
+        return self.slack.roots()[-1]
+
+    async def cards(self, root: Message, count: int, timeout: float = 10) -> list[Message]:
+        def ready() -> list[Message] | None:
+            cards = [c for c in self.slack.cards() if c.thread_ts == root.ts]
+            return cards if len(cards) >= count else None
+
+        found: list[Message] = await self.slack.wait_for(
+            ready, timeout=timeout, what=f"{count} card(s)"
+        )
+        return found
+
+    async def final_answer(self, root: Message, timeout: float = 10) -> Message:
+        answers = await self.slack.wait_for(
+            lambda: self.slack.final_answers(root.ts), timeout=timeout, what="final answer"
+        )
+        return answers[0]  # type: ignore[no-any-return]
+
+    async def keys_left(self) -> list[str]:
+        found: list[Any] = [key async for key in self.redis.scan_iter(match=f"{self.prefix}*")]
+        return sorted(k.decode() for k in found)
