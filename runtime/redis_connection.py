@@ -31,10 +31,14 @@ def connect(
         "retry": Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=retries),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
         "max_connections": max_connections,
+        # Wait for a free connection (bounded by the socket timeout) instead of failing at once
+        # when a burst of clicks wants more connections than the pool holds.
+        "timeout": socket_timeout,
         "client_name": "countersign",
     }
     if url.startswith("rediss://"):
         # Heroku Redis presents a self-signed certificate; its own docs say not to verify it.
         options["ssl_cert_reqs"] = "none"
         options["ssl_check_hostname"] = False
-    return aioredis.Redis.from_url(url, **options)
+    pool = aioredis.BlockingConnectionPool.from_url(url, **options)
+    return aioredis.Redis.from_pool(pool)

@@ -1,0 +1,137 @@
+"""Approvals nobody decides in time: the card says so, the agent is told, the thread answered."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from runtime.approvals import Approvals, Choice
+from runtime.contracts import Conversation, new_approval_id, new_run_id
+from runtime.envelope import PendingCall, RunEnvelope
+from runtime.keys import Keys
+from runtime.run_store import RunStore
+from tests import agents
+from tests.fake_openai import ModelRequest, message, tool_call
+from tests.harness import Harness
+
+
+def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
+    if not request.tool_outputs:
+        return [tool_call("delete_user", {"user_id": "u-100"}, "call_del")]
+    return [message("wrapped up: " + request.tool_outputs["call_del"])]
+
+
+@pytest.fixture
+def env_overrides() -> dict[str, str]:
+    return {"APPROVAL_TTL_SECONDS": "1"}
+
+
+async def test_an_undecided_approval_expires_and_the_run_wraps_up(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    stale = bot.sender.click_payload(card, "approve", user="ULATE")  # a screen not refreshed
+
+    answer = await bot.final_answer(root, timeout=15)
+    assert "no one approved or rejected it in time" in answer.text
+    assert card.actions() == []
+    assert "Expired" in card.all_text() and "no decision came in time" in card.all_text()
+    assert agents.EXECUTIONS == []
+
+    status, _ = await bot.sender.interact(stale)
+    assert status == 200
+    note = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="ephemeral")
+    assert "not open" in note[0]["text"] or "expired" in note[0]["text"]
+    assert agents.EXECUTIONS == []
+
+
+async def test_a_click_after_the_deadline_but_before_the_sweep_says_expired(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_then_answer
+    await bot.stop_workers()  # no sweeper: the approval stays past its deadline
+    root_count = len(bot.slack.roots())
+    await bot.sender.command("delete u-100")
+    await bot.start_worker()
+    await bot.slack.wait_for(lambda: len(bot.slack.roots()) > root_count, what="root")
+    root = bot.slack.roots()[-1]
+    [card] = await bot.cards(root, 1)
+    await bot.stop_workers()
+    await asyncio.sleep(1.2)
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    note = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="ephemeral")
+    assert note[0]["text"].startswith("This approval expired")
+
+    await bot.start_worker()  # a restarted worker still finds and handles the expiry
+    answer = await bot.final_answer(root, timeout=15)
+    assert "in time" in answer.text
+    assert agents.EXECUTIONS == []
+
+
+async def test_several_workers_expire_each_approval_exactly_once(bot: Harness) -> None:
+    def five_calls(request: ModelRequest) -> list[dict[str, object]]:
+        if not request.tool_outputs:
+            return [tool_call("delete_user", {"user_id": f"u-{n}"}, f"c{n}") for n in range(5)]
+        return [message(f"{len(request.tool_outputs)} expired")]
+
+    bot.model.script = five_calls
+    await bot.start_worker("second")
+    await bot.start_worker("third")
+    root = await bot.start_run("delete five")
+    cards = await bot.cards(root, 5)
+    answer = await bot.final_answer(root, timeout=15)
+    assert answer.text == "5 expired"
+    assert [c.updates for c in cards] == [1] * 5
+    audit = await bot.redis.xrange(bot.keys.audit)
+    assert sum(1 for _, fields in audit if fields[b"event"] == b"expired") == 5
+
+
+async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
+    redis_url: str, prefix: str
+) -> None:
+    from runtime.redis_connection import connect
+
+    redis = connect(redis_url)
+    keys = Keys(prefix)
+    store, approvals = RunStore(redis, keys), Approvals(redis, keys)
+    try:
+        for _round in range(20):
+            run_id = new_run_id()
+            envelope = RunEnvelope(
+                run_id=run_id, root_agent="ops", task="t", created_at=time.time(),
+                conversation=Conversation(channel="C1", requester="U1", thread="1.1"),
+            )
+            await store.create(envelope)
+            deadline = await store.server_time() + 0.02
+            call = PendingCall(
+                approval_id=new_approval_id(), call_id="c", tool="delete_user", agent="ops",
+                arguments="{}", expires_at=deadline,
+            )
+            waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
+            await store.wait_for_approvals(waiting, "{}", previous=envelope)
+
+            async def click(n: int, approval_id: str = call.approval_id) -> str:
+                await asyncio.sleep(n * 0.001)
+                choice = Choice(outcome="approved", user_id=f"U{n}")
+                return (await approvals.decide(run_id, approval_id, choice, channel="C1")).status
+
+            async def expire(n: int, approval_id: str = call.approval_id) -> str:
+                await asyncio.sleep(n * 0.001)
+                return (await approvals.expire(run_id, approval_id)).status
+
+            results = await asyncio.gather(
+                *(click(n) for n in range(40)), *(expire(n) for n in range(40))
+            )
+            assert results.count("recorded") == 1, results
+            record = await store.load(run_id)
+            assert record is not None and record.status == "ready"
+            winner = record.envelope.calls[0].decision
+            assert winner is not None
+            clicks_won = results[:40].count("recorded")
+            assert (winner.outcome == "approved") == (clicks_won == 1)
+            assert await redis.xlen(keys.jobs) == _round + 1, "one resume job per run"
+    finally:
+        await redis.aclose()
