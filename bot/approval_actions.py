@@ -156,14 +156,10 @@ class ApprovalActions:
         try:
             # Read before deciding: once the last decision is in, the worker may finish the run
             # and delete its record before the card is redrawn.
-            target = await self._target(ref)
+            target = await self._readable_target(ref)
             result = await self.approvals.decide(
                 ref.run_id, ref.approval_id, choice, channel=channel
             )
-        except UnreadableEnvelope:
-            log.warning("run %s: click on an unreadable run", ref.run_id)
-            self._ephemeral(channel, actor.id, None, messages.APPROVAL_CLOSED)
-            return
         except RedisError:
             log.warning("run %s: decision not recorded, Redis unreachable", ref.run_id)
             self._ephemeral(channel, actor.id, None, messages.TRY_AGAIN)
@@ -207,6 +203,15 @@ class ApprovalActions:
         self._later(self.reporter.show_decision(run, call), f"redraw:{call.approval_id}")
 
     # --- plumbing ---------------------------------------------------------------------------
+
+    async def _readable_target(self, ref: ApprovalRef) -> Target | None:
+        """The target, or None if a newer deploy wrote it: the decision still counts, and the
+        worker that resumes the run tells the thread it cannot continue."""
+        try:
+            return await self._target(ref)
+        except UnreadableEnvelope as error:
+            log.warning("%s (card not redrawn)", error)
+            return None
 
     async def _target(self, ref: ApprovalRef) -> Target | None:
         record = await self.store.load(ref.run_id, with_state=False)

@@ -35,7 +35,8 @@ class AuditTrail:
             log.warning("run %s: audit entry %s not stored: %s", run_id, event, details)
 
     async def events(self, run_id: str | None = None, count: int = 100) -> list[dict[str, str]]:
-        rows: Any = await self._redis.xrevrange(self._keys.audit, count=count * (10 if run_id else 1))
+        scanned = count * (10 if run_id else 1)
+        rows: Any = await self._redis.xrevrange(self._keys.audit, count=scanned)
         entries = [
             {key.decode(): value.decode() for key, value in fields.items()} for _id, fields in rows
         ]

@@ -23,8 +23,8 @@ from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
-# How long an enqueued job id is remembered for idempotency.
-MARKER_TTL_SECONDS = 86400
+# How long an enqueued job id is remembered, to drop a duplicate of the same request.
+MARKER_TTL_SECONDS = 3600
 
 # Shared with other scripts that enqueue as part of a larger atomic step.
 ENQUEUE_LUA = """

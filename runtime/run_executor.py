@@ -73,9 +73,9 @@ class RunExecutor:
             await self.store.update_envelope(envelope)
             await self.audit.record("started", job.run_id, agent=job.agent, task=job.task)
         try:
-            agent = self.registry.get(envelope.root_agent)
-        except UnknownAgent as error:
-            await self._fail(envelope, RunFailed(Failure.UNKNOWN_AGENT, str(error)), keep=False)
+            agent = self._agent(envelope.root_agent)
+        except RunFailed as failure:
+            await self._fail(envelope, failure, keep=False)
             return
         context = {"run_id": job.run_id, "requester": job.conversation.requester}
         await self._advance(envelope, record, agent, job.task, context=context)
@@ -97,7 +97,7 @@ class RunExecutor:
             return
         envelope = record.envelope
         try:
-            agent = self.registry.get(envelope.root_agent)
+            agent = self._agent(envelope.root_agent)
             state = await self._restore(agent, record)
         except RunFailed as failure:
             await self._fail(envelope, failure, keep=True)
@@ -118,6 +118,12 @@ class RunExecutor:
         await self.reporter.run_failed(view, Failure.GAVE_UP, "")
         await self.store.mark_failed(job.run_id)
         await self.audit.record("failed", job.run_id, failure=Failure.GAVE_UP.value)
+
+    def _agent(self, name: str) -> Agent[Any]:
+        try:
+            return self.registry.get(name)
+        except UnknownAgent as error:
+            raise RunFailed(Failure.UNKNOWN_AGENT, str(error)) from error
 
     async def _restore(self, agent: Agent[Any], record: RunRecord) -> RunState[Any, Any]:
         if record.state is None:
@@ -156,7 +162,7 @@ class RunExecutor:
             failure = describe_run_error(error)
             if failure is None:
                 raise
-            log.warning("run %s: ended by %s", envelope.run_id, type(error).__name__, exc_info=True)
+            log.warning("run %s: ended by %s: %s", envelope.run_id, type(error).__name__, failure)
             await hooks.flush("failed")
             await self._fail(envelope, failure, keep=False)
             return

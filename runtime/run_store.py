@@ -92,6 +92,8 @@ class RunStore:
             # when a later deploy cannot read the envelope any more.
             pipe.hsetnx(key, "channel", envelope.conversation.channel)
             pipe.hsetnx(key, "requester", envelope.conversation.requester)
+            if envelope.conversation.reply_url:
+                pipe.hsetnx(key, "reply_url", envelope.conversation.reply_url)
             pipe.hsetnx(key, "round", 0)
             pipe.expire(key, RUNNING_TTL_SECONDS, nx=True)
             await pipe.execute()
@@ -153,13 +155,16 @@ class RunStore:
     async def locate(self, run_id: str) -> Conversation | None:
         """Where the run talks, read without the envelope (which may be unreadable)."""
         reply: list[bytes | None] = await self._redis.hmget(  # type: ignore[assignment]
-            self._keys.run(run_id), ["channel", "requester", "thread"]
+            self._keys.run(run_id), ["channel", "requester", "thread", "reply_url"]
         )
-        channel, requester, thread = reply
+        channel, requester, thread, reply_url = reply
         if channel is None or requester is None:
             return None
         return Conversation(
-            channel=channel.decode(), requester=requester.decode(), thread=_text(thread)
+            channel=channel.decode(),
+            requester=requester.decode(),
+            thread=_text(thread),
+            reply_url=_text(reply_url),
         )
 
     async def set_status_message(self, run_id: str, message_id: str) -> None:

@@ -51,9 +51,7 @@ def env_overrides() -> dict[str, str]:
 
 
 @pytest.fixture
-async def bot(
-    redis_url: str, prefix: str, env_overrides: dict[str, str]
-) -> AsyncIterator[Harness]:
+async def bot(redis_url: str, prefix: str, env_overrides: dict[str, str]) -> AsyncIterator[Harness]:
     agents.EXECUTIONS.clear()
     harness = Harness(redis_url=redis_url, prefix=prefix, env=env_overrides)
     await harness.start()

@@ -6,6 +6,7 @@ The bot's real `slack_sdk` client talks to it over HTTP; tests read what a perso
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -16,6 +17,12 @@ from typing import Any
 from aiohttp import web
 
 BOT_USER = "UBOT0001"
+STATUS_PREFIXES = (
+    ":hourglass_flowing_sand:",
+    ":raised_hand: Waiting",
+    ":white_check_mark: Done",
+    ":x: Stopped",
+)
 
 
 @dataclass
@@ -114,10 +121,8 @@ class FakeSlack:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise AssertionError(f"timed out waiting for {what}; calls: {self.summary()}")
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), timeout=remaining)
-                except TimeoutError:
-                    pass
 
     def summary(self) -> str:
         return ", ".join(c.method for c in self.calls[-40:])
@@ -130,7 +135,8 @@ class FakeSlack:
     def cards(self) -> list[Message]:
         """Approval cards, in the order they were posted."""
         return [
-            m for m in self.messages.values()
+            m
+            for m in self.messages.values()
             if any(b.get("block_id") == "approval" for b in m.blocks)
             or "wants to run" in m.all_text()
         ]
@@ -141,7 +147,8 @@ class FakeSlack:
     def final_answers(self, thread_ts: str) -> list[Message]:
         """Thread replies that are neither cards nor the status message."""
         return [
-            m for m in self.messages.values()
+            m
+            for m in self.messages.values()
             if m.thread_ts == thread_ts and not m.blocks and not _is_status(m.text)
         ]
 
@@ -162,8 +169,15 @@ class FakeSlack:
 
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
-            return {"ok": True, "user_id": BOT_USER, "bot_id": "B0001", "team_id": "T0001",
-                    "user": "countersign", "team": "Test", "url": "https://test.slack.com/"}
+            return {
+                "ok": True,
+                "user_id": BOT_USER,
+                "bot_id": "B0001",
+                "team_id": "T0001",
+                "user": "countersign",
+                "team": "Test",
+                "url": "https://test.slack.com/",
+            }
         if method == "chat.postMessage":
             ts = f"{1_700_000_000 + next(self._ts)}.000100"
             channel = str(args["channel"])
@@ -200,7 +214,7 @@ class FakeSlack:
 
 
 def _is_status(text: str) -> bool:
-    return text.startswith((":hourglass_flowing_sand:", ":raised_hand: Waiting", ":white_check_mark: Done", ":x: Stopped"))
+    return text.startswith(STATUS_PREFIXES)
 
 
 def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:

@@ -169,6 +169,27 @@ class Harness:
         )
         return answers[0]  # type: ignore[no-any-return]
 
+    async def field(self, key: str, name: str) -> bytes:
+        value: Any = await self.redis.hget(key, name)
+        assert isinstance(value, bytes), f"{key} has no field {name}"
+        return value
+
+    async def entries(self, stream: str) -> list[dict[bytes, bytes]]:
+        rows: Any = await self.redis.xrange(stream)
+        return [fields for _id, fields in rows]
+
+    async def run_leftovers(self) -> list[str]:
+        """Keys beyond the audit trail, the job streams and short-lived job-id markers."""
+        shared = {self.keys.audit, self.keys.jobs, self.keys.dead_jobs}
+        left = []
+        for key in await self.keys_left():
+            if key in shared:
+                continue
+            if key.startswith(self.keys.job_marker("")) and 0 < await self.redis.ttl(key) <= 3600:
+                continue
+            left.append(key)
+        return left
+
     async def keys_left(self) -> list[str]:
         found: list[Any] = [key async for key in self.redis.scan_iter(match=f"{self.prefix}*")]
         return sorted(k.decode() for k in found)

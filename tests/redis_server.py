@@ -62,9 +62,19 @@ class RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._process = subprocess.Popen(
             [
-                self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", str(self.directory),
-                "--logfile", str(self.directory / "redis.log"),
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory),
+                "--logfile",
+                str(self.directory / "redis.log"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -72,7 +82,7 @@ class RedisServer:
         deadline = time.monotonic() + 10
         while not answers(self.url):
             if self._process.poll() is not None or time.monotonic() > deadline:
-                log = (self.directory / "redis.log")
+                log = self.directory / "redis.log"
                 detail = log.read_text()[-2000:] if log.exists() else ""
                 raise RuntimeError(f"redis-server ({self.binary}) did not start: {detail}")
             time.sleep(0.02)

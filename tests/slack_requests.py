@@ -29,6 +29,10 @@ def signature_headers(secret: str, body: str, timestamp: int | None = None) -> d
     }
 
 
+def _user(user_id: str) -> dict[str, str]:
+    return {"id": user_id, "username": user_id.lower(), "name": user_id.lower(), "team_id": "T0001"}
+
+
 def new_trigger() -> str:
     return f"{next(_triggers)}.{time.time_ns()}.triggerhash"
 
@@ -51,16 +55,30 @@ class SlackSender:
             return response.status, await response.text()
 
     async def command(
-        self, text: str, *, user: str = "UALICE", channel: str = "CGENERAL",
-        command: str = "/agent", trigger_id: str | None = None,
+        self,
+        text: str,
+        *,
+        user: str = "UALICE",
+        channel: str = "CGENERAL",
+        command: str = "/agent",
+        trigger_id: str | None = None,
     ) -> tuple[int, dict[str, Any]]:
-        body = urlencode({
-            "token": "unused", "team_id": "T0001", "team_domain": "test",
-            "channel_id": channel, "channel_name": "general", "user_id": user,
-            "user_name": user.lower(), "command": command, "text": text,
-            "api_app_id": "A0001", "response_url": self.slack.response_url(user),
-            "trigger_id": trigger_id or new_trigger(),
-        })
+        body = urlencode(
+            {
+                "token": "unused",
+                "team_id": "T0001",
+                "team_domain": "test",
+                "channel_id": channel,
+                "channel_name": "general",
+                "user_id": user,
+                "user_name": user.lower(),
+                "command": command,
+                "text": text,
+                "api_app_id": "A0001",
+                "response_url": self.slack.response_url(user),
+                "trigger_id": trigger_id or new_trigger(),
+            }
+        )
         status, text_body = await self.post(body)
         return status, (json.loads(text_body) if text_body.startswith("{") else {})
 
@@ -73,21 +91,30 @@ class SlackSender:
         return {
             "type": "block_actions",
             "team": {"id": "T0001", "domain": "test"},
-            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0001"},
+            "user": _user(user),
             "api_app_id": "A0001",
             "token": "unused",
-            "container": {"type": "message", "message_ts": card.ts, "channel_id": card.channel,
-                          "is_ephemeral": False, "thread_ts": card.thread_ts},
+            "container": {
+                "type": "message",
+                "message_ts": card.ts,
+                "channel_id": card.channel,
+                "is_ephemeral": False,
+                "thread_ts": card.thread_ts,
+            },
             "trigger_id": new_trigger(),
             "channel": {"id": card.channel, "name": "general"},
             "message": {"ts": card.ts, "text": card.text, "blocks": card.blocks},
             "response_url": self.slack.response_url(user),
-            "actions": [{
-                "type": "button", "action_id": action_id, "block_id": "approval",
-                "text": {"type": "plain_text", "text": action_id},
-                "value": value if value is not None else action["value"],  # type: ignore[index]
-                "action_ts": f"{time.time():.6f}",
-            }],
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "block_id": "approval",
+                    "text": {"type": "plain_text", "text": action_id},
+                    "value": value if value is not None else action["value"],  # type: ignore[index]
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
         }
 
     async def interact(self, payload: dict[str, Any]) -> tuple[int, str]:
@@ -104,17 +131,20 @@ class SlackSender:
         payload = {
             "type": "view_submission",
             "team": {"id": "T0001", "domain": "test"},
-            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0001"},
+            "user": _user(user),
             "api_app_id": "A0001",
             "token": "unused",
             "trigger_id": new_trigger(),
             "view": {
-                "id": "V0001", "team_id": "T0001", "type": "modal",
+                "id": "V0001",
+                "team_id": "T0001",
+                "type": "modal",
                 "callback_id": view.get("callback_id", ""),
                 "private_metadata": view.get("private_metadata", ""),
                 "blocks": view.get("blocks", []),
                 "state": {"values": values},
-                "hash": "h", "title": view.get("title"),
+                "hash": "h",
+                "title": view.get("title"),
             },
         }
         return await self.interact(payload)
@@ -127,6 +157,7 @@ class SlackSender:
         await self.slack.wait_for(lambda: len(self.slack.views) > opened, what="reject modal")
         view = self.slack.views[-1]
         return await self.submit_view(
-            view, user=user,
+            view,
+            user=user,
             values={"reason": {"reason_input": {"type": "plain_text_input", "value": reason}}},
         )

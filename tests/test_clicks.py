@@ -32,8 +32,10 @@ async def test_twenty_concurrent_clicks_run_the_tool_once(bot: Harness) -> None:
     root, card = await waiting_card(bot)
     users = [f"U{n:04d}" for n in range(20)]
     results = await asyncio.gather(
-        *(bot.sender.click(card, "approve" if n % 2 else "approve_always", user=u)
-          for n, u in enumerate(users))
+        *(
+            bot.sender.click(card, "approve" if n % 2 else "approve_always", user=u)
+            for n, u in enumerate(users)
+        )
     )
     assert all(status == 200 for status, _ in results)
 
@@ -51,9 +53,7 @@ async def test_twenty_concurrent_clicks_run_the_tool_once(bot: Harness) -> None:
 async def test_a_repeated_click_by_the_same_person_is_not_an_error(bot: Harness) -> None:
     root, card = await waiting_card(bot)
     payload = bot.sender.click_payload(card, "approve", user="UBOB")
-    first, second = await asyncio.gather(
-        bot.sender.interact(payload), bot.sender.interact(payload)
-    )
+    first, second = await asyncio.gather(bot.sender.interact(payload), bot.sender.interact(payload))
     assert first[0] == second[0] == 200
     await bot.final_answer(root)
     assert bot.slack.ephemerals == []
@@ -62,7 +62,8 @@ async def test_a_repeated_click_by_the_same_person_is_not_an_error(bot: Harness)
 
 async def test_a_click_on_a_finished_run_is_refused(bot: Harness) -> None:
     root, card = await waiting_card(bot)
-    stale = bot.sender.click_payload(card, "approve", user="UBOB")  # Carol's screen still shows buttons
+    # Bob's screen still shows the buttons when he clicks.
+    stale = bot.sender.click_payload(card, "approve", user="UBOB")
     await bot.sender.reject(card, user="UCAROL", reason="no")
     await bot.final_answer(root)
 
@@ -77,8 +78,10 @@ async def test_a_click_on_a_finished_run_is_refused(bot: Harness) -> None:
 async def test_already_decided_while_the_run_waits_for_another_call(bot: Harness) -> None:
     def two_calls(request: ModelRequest) -> list[dict[str, object]]:
         if not request.tool_outputs:
-            return [tool_call("delete_user", {"user_id": "u-1"}, "c1"),
-                    tool_call("delete_user", {"user_id": "u-2"}, "c2")]
+            return [
+                tool_call("delete_user", {"user_id": "u-1"}, "c1"),
+                tool_call("delete_user", {"user_id": "u-2"}, "c2"),
+            ]
         return [message("ok")]
 
     bot.model.script = two_calls

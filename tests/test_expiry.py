@@ -85,8 +85,8 @@ async def test_several_workers_expire_each_approval_exactly_once(bot: Harness) -
     answer = await bot.final_answer(root, timeout=15)
     assert answer.text == "5 expired"
     assert [c.updates for c in cards] == [1] * 5
-    audit = await bot.redis.xrange(bot.keys.audit)
-    assert sum(1 for _, fields in audit if fields[b"event"] == b"expired") == 5
+    audit = await bot.entries(bot.keys.audit)
+    assert [entry[b"event"] for entry in audit].count(b"expired") == 5
 
 
 async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
@@ -101,24 +101,35 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
         for _round in range(20):
             run_id = new_run_id()
             envelope = RunEnvelope(
-                run_id=run_id, root_agent="ops", task="t", created_at=time.time(),
+                run_id=run_id,
+                root_agent="ops",
+                task="t",
+                created_at=time.time(),
                 conversation=Conversation(channel="C1", requester="U1", thread="1.1"),
             )
             await store.create(envelope)
             deadline = await store.server_time() + 0.02
             call = PendingCall(
-                approval_id=new_approval_id(), call_id="c", tool="delete_user", agent="ops",
-                arguments="{}", expires_at=deadline,
+                approval_id=new_approval_id(),
+                call_id="c",
+                tool="delete_user",
+                agent="ops",
+                arguments="{}",
+                expires_at=deadline,
             )
             waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
             await store.wait_for_approvals(waiting, "{}", previous=envelope)
 
-            async def click(n: int, approval_id: str = call.approval_id) -> str:
+            async def click(
+                n: int, run_id: str = run_id, approval_id: str = call.approval_id
+            ) -> str:
                 await asyncio.sleep(n * 0.001)
                 choice = Choice(outcome="approved", user_id=f"U{n}")
                 return (await approvals.decide(run_id, approval_id, choice, channel="C1")).status
 
-            async def expire(n: int, approval_id: str = call.approval_id) -> str:
+            async def expire(
+                n: int, run_id: str = run_id, approval_id: str = call.approval_id
+            ) -> str:
                 await asyncio.sleep(n * 0.001)
                 return (await approvals.expire(run_id, approval_id)).status
 

@@ -1,0 +1,108 @@
+"""Deploys and restarts while approvals wait: buttons keep working, stored runs stay readable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime.keys import Keys
+from tests import agents
+from tests.fake_openai import ModelRequest, message, tool_call
+from tests.harness import Harness
+
+
+def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
+    if not request.tool_outputs:
+        return [tool_call("delete_user", {"user_id": "u-100"}, "call_del")]
+    return [message("done: " + request.tool_outputs["call_del"])]
+
+
+async def test_web_and_worker_restart_while_an_approval_waits(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+
+    await bot.stop_workers()
+    await bot.stop_web()
+    await bot.start_web()
+    await bot.start_worker("after-deploy")
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    assert len(agents.EXECUTIONS) == 1
+    assert await bot.run_leftovers() == []
+
+
+async def test_stored_runs_carry_our_versioned_envelope(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    run_id = card.actions()[0]["value"].split(":")[0]
+    key = Keys(bot.prefix).run(run_id)
+
+    envelope = json.loads(await bot.field(key, "envelope"))
+    assert envelope["schema_version"] == 1
+    assert envelope["root_agent"] == "ops"
+    assert envelope["conversation"] == {
+        "channel": "CGENERAL",
+        "requester": "UALICE",
+        "thread": root.ts,
+        "reply_url": bot.slack.response_url("UALICE"),
+    }
+    [call] = envelope["calls"]
+    assert (call["tool"], call["agent"], call["call_id"]) == ("delete_user", "ops", "call_del")
+    assert json.loads(call["arguments"]) == {"user_id": "u-100"}
+    assert await bot.redis.hget(key, f"ts:{call['approval_id']}") == card.ts.encode()
+    ttl = await bot.redis.ttl(key)
+    assert 300 < ttl <= 300 + 86400, "kept past the deadline so the expiry can be handled"
+
+
+async def break_stored_run(bot: Harness, field: str, change: dict[str, object]) -> None:
+    [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
+    envelope = json.loads(await bot.field(key, "envelope"))
+    envelope.update(change)
+    await bot.redis.hset(key, field, json.dumps(envelope))
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param({"root_agent": "retired"}, "agent is not available any more", id="agent-gone"),
+        pytest.param({"schema_version": 99}, "saved by a different version", id="envelope-v99"),
+    ],
+)
+async def test_a_deploy_that_cannot_resume_a_run_says_so_once_and_keeps_it(
+    bot: Harness, change: dict[str, object], expected: str
+) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await break_stored_run(bot, "envelope", change)
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    answer = await bot.final_answer(root)
+    assert expected in answer.text
+    assert "Run `r" in answer.text
+    assert agents.EXECUTIONS == []
+    [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
+    assert await bot.redis.hget(key, "status") == b"failed", "kept for recovery"
+    assert await bot.redis.ttl(key) > 0
+
+
+async def test_a_state_the_sdk_cannot_read_is_reported_and_kept(bot: Harness) -> None:
+    import zlib
+
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
+    state = json.loads(zlib.decompress(await bot.field(key, "state")))
+    state["$schemaVersion"] = "0.1"
+    await bot.redis.hset(key, "state", zlib.compress(json.dumps(state).encode()))
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    answer = await bot.final_answer(root)
+    assert "saved state can't be resumed" in answer.text
+    assert agents.EXECUTIONS == []
+    assert await bot.redis.hget(key, "status") == b"failed"
