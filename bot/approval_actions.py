@@ -31,7 +31,7 @@ from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, Vi
 from bot.slack_reporter import SlackReporter
 from runtime.approvals import Approvals, Choice, RecordResult
 from runtime.envelope import PendingCall, UnreadableEnvelope
-from runtime.run_executor import view_of
+from runtime.reporter import RunView
 from runtime.run_store import RunRecord, RunStore
 from runtime.task_set import TaskSet
 
@@ -199,7 +199,7 @@ class ApprovalActions:
         )
         if call.message_ts is None:
             return
-        run = view_of(target.record.envelope)
+        run = RunView.of(target.record.envelope)
         self._later(self.reporter.show_decision(run, call), f"redraw:{call.approval_id}")
 
     # --- plumbing ---------------------------------------------------------------------------

@@ -21,8 +21,7 @@ from runtime.approvals import Approvals
 from runtime.audit import AuditTrail
 from runtime.envelope import UnreadableEnvelope
 from runtime.keys import Keys
-from runtime.reporter import Reporter
-from runtime.run_executor import view_of
+from runtime.reporter import Reporter, RunView
 from runtime.run_store import RunStore
 
 log = logging.getLogger(__name__)
@@ -102,7 +101,7 @@ class ExpirySweeper:
         if expired_now:
             await self.audit.record("expired", run_id, approval_id=approval_id, tool=call.tool)
         try:
-            await self.reporter.approval_expired(view_of(record.envelope), call)
+            await self.reporter.approval_expired(RunView.of(record.envelope), call)
         except Exception:
             log.warning("run %s: expiry of %s not shown yet", run_id, approval_id, exc_info=True)
             return False

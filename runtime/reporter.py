@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from runtime.contracts import Conversation
-from runtime.envelope import PendingCall
+from runtime.envelope import PendingCall, RunEnvelope
 
 
 class Failure(StrEnum):
@@ -38,6 +38,15 @@ class RunView:
     agent: str
     task: str
     conversation: Conversation
+
+    @classmethod
+    def of(cls, envelope: RunEnvelope) -> RunView:
+        return cls(
+            run_id=envelope.run_id,
+            agent=envelope.root_agent,
+            task=envelope.task,
+            conversation=envelope.conversation,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

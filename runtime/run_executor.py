@@ -26,15 +26,6 @@ from runtime.run_store import RunRecord, RunStore
 log = logging.getLogger(__name__)
 
 
-def view_of(envelope: RunEnvelope) -> RunView:
-    return RunView(
-        run_id=envelope.run_id,
-        agent=envelope.root_agent,
-        task=envelope.task,
-        conversation=envelope.conversation,
-    )
-
-
 @dataclass(kw_only=True)
 class RunExecutor:
     registry: AgentRegistry
@@ -62,7 +53,7 @@ class RunExecutor:
         envelope = record.envelope
         if envelope.conversation.thread is None:
             try:
-                thread = await self.reporter.run_started(view_of(envelope))
+                thread = await self.reporter.run_started(RunView.of(envelope))
             except ConversationUnavailable as error:
                 log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
                 await self.store.delete(envelope)
@@ -144,7 +135,7 @@ class RunExecutor:
         *,
         context: dict[str, Any] | None = None,
     ) -> None:
-        view = view_of(envelope)
+        view = RunView.of(envelope)
         hooks = ProgressHooks(
             run=view, reporter=self.reporter, store=self.store, message_id=record.status_message
         )
@@ -206,7 +197,7 @@ class RunExecutor:
 
     async def _post_cards(self, envelope: RunEnvelope) -> None:
         """Ask for every open approval that has no message yet."""
-        view = view_of(envelope)
+        view = RunView.of(envelope)
         for call in envelope.calls:
             if call.message_ts is None and call.decision is None:
                 ts = await self.reporter.approval_requested(view, call)
@@ -220,13 +211,13 @@ class RunExecutor:
             await self._finish(record.envelope, record.final_output)
 
     async def _finish(self, envelope: RunEnvelope, output: str) -> None:
-        await self.reporter.run_finished(view_of(envelope), output)
+        await self.reporter.run_finished(RunView.of(envelope), output)
         await self.store.delete(envelope)
         await self.audit.record("finished", envelope.run_id, rounds=envelope.round)
 
     async def _fail(self, envelope: RunEnvelope, failure: RunFailed, *, keep: bool) -> None:
         """Tell the thread the run ended; keep the record (until its TTL) if it may be recovered."""
-        await self.reporter.run_failed(view_of(envelope), failure.kind, failure.detail)
+        await self.reporter.run_failed(RunView.of(envelope), failure.kind, failure.detail)
         if keep:
             await self.store.mark_failed(envelope.run_id)
         else:

@@ -97,7 +97,7 @@ class FakeOpenAI:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/responses", self._responses)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

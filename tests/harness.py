@@ -32,7 +32,7 @@ from tests.slack_requests import SlackSender
 SIGNING_SECRET = "test-signing-secret"
 
 
-def test_environ(
+def bot_environ(
     *, slack: FakeSlack, redis_url: str, prefix: str, **overrides: str
 ) -> dict[str, str]:
     return {
@@ -67,7 +67,7 @@ class Harness:
 
     @property
     def settings(self) -> Settings:
-        environ = test_environ(
+        environ = bot_environ(
             slack=self.slack, redis_url=self.redis_url, prefix=self.prefix, **self.env_overrides
         )
         return Settings.from_environ(environ)

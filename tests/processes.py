@@ -1,0 +1,74 @@
+"""The Procfile's processes, started as written, for tests that need real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip())
+
+
+class Process:
+    def __init__(self, name: str, command: str, env: dict[str, str], logs: Path) -> None:
+        self.name = name
+        self.log_path = logs / f"{name}.log"
+        environ = {**os.environ, **env}
+        # `python` in the Procfile must be the interpreter running the tests (the venv's).
+        environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
+        environ.setdefault("PYTHONUNBUFFERED", "1")
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                ["/bin/sh", "-c", f"exec {command}"],
+                cwd=ROOT,
+                env=environ,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.popen.poll() is None:
+            os.kill(self.popen.pid, sig)
+
+    async def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.popen.poll() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name} still running after {timeout}s:\n{self.log()}")
+            await asyncio.sleep(0.05)
+        return self.popen.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+    def stop(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.popen.wait()
+
+
+async def wait_until_healthy(url: str, process: Process, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if process.popen.poll() is not None:
+                raise AssertionError(f"{process.name} exited:\n{process.log()}")
+            try:
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"{process.name} not healthy:\n{process.log()}")
