@@ -38,7 +38,7 @@ def run(*command: str | Path) -> None:
 
 def ensure_environment() -> None:
     """Create the venv and install the project, unless pyproject.toml is unchanged since."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - this script runs before any venv exists
         sys.exit(f"Countersign needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
     if not PYTHON.exists():
         say(f"creating {VENV.relative_to(ROOT)}")
