@@ -59,15 +59,15 @@ class AgentCommand:
             command = SlashCommand.model_validate(body)
         except ValidationError:
             log.warning("slash command with an invalid payload refused")
-            await ack(text=messages.BUTTON_INVALID)
+            await _reply(ack, messages.BUTTON_INVALID)
             return
         parsed = parse_command_text(command.text, self.agents)
         if parsed.kind == "help":
-            await ack(text=messages.command_help(command.command, self.agents))
+            await _reply(ack, messages.command_help(command.command, self.agents))
             return
         if parsed.kind == "unknown_agent":
-            await ack(
-                text=messages.command_unknown_agent(command.command, parsed.agent, self.agents)
+            await _reply(
+                ack, messages.command_unknown_agent(command.command, parsed.agent, self.agents)
             )
             return
         job = StartJob(
@@ -86,7 +86,12 @@ class AgentCommand:
             await self.queue.enqueue(job.job_id, job.model_dump_json())
         except RedisError:
             log.warning("run %s not started: job queue unreachable", job.run_id)
-            await ack(text=messages.QUEUE_UNAVAILABLE)
+            await _reply(ack, messages.QUEUE_UNAVAILABLE)
             return
         log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
-        await ack(text=messages.command_starting(parsed.agent))
+        await _reply(ack, messages.command_starting(parsed.agent))
+
+
+async def _reply(ack: AsyncAck, text: str) -> None:
+    """Answer only the person who typed the command."""
+    await ack(response_type="ephemeral", text=text)

@@ -38,6 +38,20 @@ end
 
 _ENQUEUE_SCRIPT = ENQUEUE_LUA + "return enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2])"
 
+# Reset the idle time only of entries this consumer still owns: a plain XCLAIM would take back
+# a job that another worker already took over.
+_HEARTBEAT_SCRIPT = """
+local kept = 0
+for i = 3, #ARGV do
+  local row = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if row[1] and row[1][2] == ARGV[2] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    kept = kept + 1
+  end
+end
+return kept
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
@@ -56,6 +70,7 @@ class JobQueue:
         self._redis = redis
         self._keys = keys
         self._enqueue = redis.register_script(_ENQUEUE_SCRIPT)
+        self._heartbeat = redis.register_script(_HEARTBEAT_SCRIPT)
 
     async def enqueue(self, job_id: str, payload: str) -> bool:
         """Add a job unless one with this id was enqueued recently. True if added."""
@@ -104,12 +119,12 @@ class JobQueue:
             pipe.xdel(self._keys.jobs, entry_id)
             await pipe.execute()
 
-    async def heartbeat(self, consumer: str, entry_ids: list[str]) -> None:
-        """Reset the idle time of jobs this consumer is still running."""
-        if entry_ids:
-            await self._redis.xclaim(
-                self._keys.jobs, JOB_GROUP, consumer, 0, list[Any](entry_ids), justid=True
-            )
+    async def heartbeat(self, consumer: str, entry_ids: list[str]) -> int:
+        """Reset the idle time of jobs this consumer still owns; return how many it owns."""
+        if not entry_ids:
+            return 0
+        kept = await self._heartbeat(keys=[self._keys.jobs], args=[JOB_GROUP, consumer, *entry_ids])
+        return int(kept)
 
     async def hand_back(self, consumer: str, idle_ms: int) -> int:
         """Make every job this consumer holds claimable by others right away."""
@@ -168,6 +183,7 @@ class JobConsumer:
     _slots: asyncio.Semaphore = field(init=False)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
+    _next_reclaim: float = 0.0
 
     def __post_init__(self) -> None:
         self._slots = asyncio.Semaphore(self.concurrency)
@@ -175,14 +191,14 @@ class JobConsumer:
     async def run(self) -> None:
         """Run jobs until stop(); then let running ones finish within the grace period."""
         await self.queue.ensure_group()
-        maintenance = asyncio.get_running_loop().create_task(self._maintenance_loop())
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop())
         try:
             await self._read_loop()
             await self._drain()
         finally:
-            maintenance.cancel()
+            heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await maintenance
+                await heartbeat
 
     def stop(self) -> None:
         """Take no new jobs; run() returns once running ones are done or handed back."""
@@ -202,51 +218,55 @@ class JobConsumer:
         log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
 
     async def _read_loop(self) -> None:
+        """One free slot at a time: fill it with a dead worker's job, else with a new one."""
         while not self._stopping.is_set():
             await self._slots.acquire()
             if self._stopping.is_set():
                 self._slots.release()
                 return
             try:
-                deliveries = await self._until_stopped(
-                    self.queue.read(self.consumer, 1, self.block_ms)
-                )
+                delivery = await self._take_over_one() or await self._read_one()
             except RedisError:
                 self._slots.release()
                 log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
                 await self._sleep(1.0)
                 continue
-            if not deliveries:
+            if delivery is None:
                 self._slots.release()
-                continue
-            for delivery in deliveries:
+            else:
                 self._start(delivery)
 
-    async def _maintenance_loop(self) -> None:
-        """Heartbeat our jobs (also while draining) and take over those of dead workers."""
+    async def _read_one(self) -> Delivery | None:
+        block_ms = max(50, min(self.block_ms, int(self.idle_timeout * 1000 / 3)))
+        deliveries = await self._until_stopped(self.queue.read(self.consumer, 1, block_ms))
+        return deliveries[0] if deliveries else None
+
+    async def _take_over_one(self) -> Delivery | None:
+        """A job whose owner went quiet, if one is due; burying those that failed too often."""
+        if asyncio.get_running_loop().time() < self._next_reclaim:
+            return None
+        idle_ms = int(self.idle_timeout * 1000)
+        while stolen := await self.queue.reclaim(self.consumer, idle_ms, 1):
+            [delivery] = stolen
+            if delivery.deliveries <= self.max_deliveries:
+                log.warning(
+                    "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
+                )
+                return delivery
+            await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
+            log.error("job %s moved to the dead-letter stream", delivery.entry_id)
+            self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
+        self._next_reclaim = asyncio.get_running_loop().time() + self.idle_timeout / 3
+        return None
+
+    async def _heartbeat_loop(self) -> None:
+        """Keep our running jobs from looking abandoned, also while draining."""
         while True:
             await asyncio.sleep(self.idle_timeout / 3)
             try:
                 await self.queue.heartbeat(self.consumer, list(self._running))
-                if not self._stopping.is_set():
-                    await self._reclaim()
             except RedisError:
-                log.warning("job maintenance failed; retrying", exc_info=True)
-
-    async def _reclaim(self) -> None:
-        free = self.concurrency - len(self._running)
-        if free <= 0:
-            return
-        stolen = await self.queue.reclaim(self.consumer, int(self.idle_timeout * 1000), free)
-        for delivery in stolen:
-            if delivery.deliveries > self.max_deliveries:
-                await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
-                log.error("job %s moved to the dead-letter stream", delivery.entry_id)
-                self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
-                continue
-            await self._slots.acquire()
-            log.warning("job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries)
-            self._start(delivery)
+                log.warning("job heartbeat failed; retrying", exc_info=True)
 
     def _start(self, delivery: Delivery) -> None:
         task = self._tasks.spawn(self._run_one(delivery), name=f"job:{delivery.entry_id}")

@@ -60,6 +60,7 @@ class Failure:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    when: Callable[[dict[str, Any]], bool] = lambda args: True
 
 
 class FakeSlack:
@@ -101,9 +102,19 @@ class FakeSlack:
 
     # --- test controls -------------------------------------------------------------------------
 
-    def fail_next(self, method: str, status: int, body: dict[str, Any], **headers: str) -> None:
-        """Make the next call of `method` fail this way (queue several for several calls)."""
-        self._failures.setdefault(method, []).append(Failure(status, body, headers))
+    def fail_next(
+        self,
+        method: str,
+        status: int,
+        body: dict[str, Any],
+        when: Callable[[dict[str, Any]], bool] = lambda args: True,
+        **headers: str,
+    ) -> None:
+        """Make the next call of `method` (whose arguments match `when`) fail this way.
+
+        Queue several for several calls.
+        """
+        self._failures.setdefault(method, []).append(Failure(status, body, headers, when))
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -159,7 +170,7 @@ class FakeSlack:
         args = await _arguments(request)
         self.calls.append(Call(method, args, time.time()))
         failures = self._failures.get(method)
-        if failures:
+        if failures and failures[0].when(args):
             failure = failures.pop(0)
             await self._notify()
             return web.json_response(failure.body, status=failure.status, headers=failure.headers)

@@ -72,12 +72,13 @@ class Harness:
         )
         return Settings.from_environ(environ)
 
-    async def start(self) -> None:
+    async def start(self, *, worker: bool = True) -> None:
         await self.slack.start()
         await self.model.start()
         self._session = aiohttp.ClientSession()
         await self.start_web()
-        await self.start_worker()
+        if worker:
+            await self.start_worker()
 
     async def start_web(self) -> None:
         settings = self.settings

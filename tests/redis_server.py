@@ -52,6 +52,7 @@ class RedisServer:
         self.directory = directory
         self.port = port or free_port()
         self.binary = find_redis_server()
+        self.binary_args: list[str] = []
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -75,6 +76,7 @@ class RedisServer:
                 str(self.directory),
                 "--logfile",
                 str(self.directory / "redis.log"),
+                *self.binary_args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

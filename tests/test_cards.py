@@ -1,0 +1,131 @@
+"""Approval cards within Block Kit's limits, with nothing in them that could ping or break out."""
+
+from __future__ import annotations
+
+import json
+
+from bot.approval_blocks import (
+    SECTION_TEXT_LIMIT,
+    approval_decided_blocks,
+    approval_request_blocks,
+    arguments_modal,
+    code_block,
+)
+from runtime.contracts import Conversation
+from runtime.envelope import Decision, PendingCall
+from runtime.reporter import RunView
+from tests.fake_openai import ModelRequest, message, tool_call
+from tests.harness import Harness
+
+RUN = RunView(
+    run_id="r0123456789abcdef",
+    agent="ops",
+    task="t",
+    conversation=Conversation(channel="C1", requester="UALICE", thread="1.1"),
+)
+
+
+def call(arguments: str, **changes: object) -> PendingCall:
+    base = PendingCall(
+        approval_id="a0123456789",
+        call_id="call_1",
+        tool="delete_user",
+        agent="ops",
+        arguments=arguments,
+        expires_at=1_800_000_000.0,
+    )
+    return base.model_copy(update=changes)
+
+
+def texts(blocks: list[dict[str, object]]) -> list[str]:
+    found: list[str] = []
+    for block in blocks:
+        text = block.get("text")
+        if isinstance(text, dict):
+            found.append(str(text["text"]))
+        for element in block.get("elements", []) + block.get("fields", []):  # type: ignore[operator]
+            if isinstance(element, dict) and isinstance(element.get("text"), str):
+                found.append(element["text"])
+    return found
+
+
+def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None:
+    blocks = approval_request_blocks(RUN, call('{"user_id":"u-100","hard":true}'))
+    shown = "\n".join(texts(blocks))
+    assert "*ops* wants to run `delete_user`" in shown
+    assert '"user_id": "u-100",\n  "hard": true' in shown
+    assert "<@UALICE>" in shown
+    assert "<!date^1800000000^" in shown
+    [actions] = [b for b in blocks if b["type"] == "actions"]
+    buttons = actions["elements"]
+    assert [b["text"]["text"] for b in buttons] == ["Approve", "Approve always", "Reject"]
+    assert {b["value"] for b in buttons} == {"r0123456789abcdef:a0123456789"}
+
+
+def test_arguments_cannot_ping_or_close_the_code_block() -> None:
+    hostile = json.dumps({"note": "<!channel> <@U1> & ``` *bold*"})
+    blocks = approval_request_blocks(RUN, call(hostile))
+    code = next(t for t in texts(blocks) if t.startswith("```"))
+    assert "<!channel>" not in code and "<@U1>" not in code
+    assert "&lt;!channel&gt; &lt;@U1&gt; &amp;" in code
+    assert code.count("```") == 2, "only the fences themselves"
+
+
+def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
+    arguments = json.dumps({"rows": [f"row-{n}-<&>" for n in range(3000)]})
+    blocks = approval_request_blocks(RUN, call(arguments))
+    assert all(len(t) <= SECTION_TEXT_LIMIT for t in texts(blocks))
+    assert any("Arguments shortened" in t for t in texts(blocks))
+    assert "view_arguments" in [
+        e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]
+    ]
+    assert len(json.dumps(blocks)) < 16_000
+
+    modal = arguments_modal(call(arguments))
+    assert len(modal["blocks"]) <= 100
+    assert all(len(t) <= SECTION_TEXT_LIMIT for t in texts(modal["blocks"]))
+    joined = "".join(t.strip("`\n") for t in texts(modal["blocks"]))
+    assert joined.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") == (
+        json.dumps(json.loads(arguments), indent=2)
+    )
+
+
+def test_code_block_counts_source_characters_not_escapes() -> None:
+    text, shown = code_block("<" * 5000)
+    assert len(text) <= SECTION_TEXT_LIMIT
+    assert shown == text.count("&lt;")
+
+
+def test_arguments_that_are_not_json_are_shown_as_sent() -> None:
+    blocks = approval_request_blocks(RUN, call("not json {"))
+    assert any("not json {" in t for t in texts(blocks))
+
+
+def test_a_decided_card_has_no_decision_buttons_and_says_who_when_why() -> None:
+    decision = Decision(
+        outcome="rejected", user_id="UBOB", reason="<script> no", decided_at=1_800_000_100.0
+    )
+    blocks = approval_decided_blocks(RUN, call("{}", decision=decision))
+    assert not [b for b in blocks if b["type"] == "actions"]
+    last = texts(blocks)[-1]
+    assert last.startswith(":no_entry: Rejected by <@UBOB> <!date^1800000100^")
+    assert last.endswith(">&lt;script&gt; no")
+
+
+async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -> None:
+    rows = [f"row-{n}" for n in range(800)]
+
+    def script(request: ModelRequest) -> list[dict[str, object]]:
+        if not request.tool_outputs:
+            return [tool_call("delete_user", {"user_id": "u-1", "rows": rows}, "c1")]
+        return [message("ok")]
+
+    bot.model.script = script
+    root = await bot.start_run("big")
+    [card] = await bot.cards(root, 1)
+    assert "view_arguments" in card.action_ids()
+    await bot.sender.click(card, "view_arguments", user="UBOB")
+    [view] = await bot.slack.wait_for(lambda: bot.slack.views, what="modal")
+    assert view["title"]["text"] == "Tool call arguments"
+    assert "row-799" in json.dumps(view)
+    assert card.action_ids() == ["approve", "approve_always", "reject", "view_arguments"]

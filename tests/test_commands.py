@@ -1,0 +1,123 @@
+"""`/agent` as people type it: help, picking an agent, mistakes, and a queue that is down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot.commands import parse_command_text
+from tests.fake_openai import ModelRequest, message
+from tests.fake_slack import Message
+from tests.harness import Harness
+from tests.redis_server import free_port
+
+AGENTS = ["ops", "helper"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "agent", "task"),
+    [
+        ("restart the api", "task", "ops", "restart the api"),
+        ("helper: restart the api", "task", "helper", "restart the api"),
+        ("  helper :  restart  ", "task", "helper", "restart"),
+        ("billing: refund o-1", "unknown_agent", "billing", ""),
+        (
+            "see https://status.example.com: is it down?",
+            "task",
+            "ops",
+            "see https://status.example.com: is it down?",
+        ),
+        ("https://example.com: check it", "task", "ops", "https://example.com: check it"),
+        ("", "help", "", ""),
+        ("help", "help", "", ""),
+        ("HELP", "help", "", ""),
+        ("ops:", "task", "ops", "ops:"),
+    ],
+)
+def test_parse_command_text(text: str, kind: str, agent: str, task: str) -> None:
+    parsed = parse_command_text(text, AGENTS)
+    assert (parsed.kind, parsed.agent, parsed.task) == (kind, agent, task)
+
+
+async def test_help_lists_agents_and_usage(bot: Harness) -> None:
+    status, body = await bot.sender.command("help")
+    assert status == 200
+    assert body["response_type"] == "ephemeral"
+    assert "`/agent <agent>: <task>`" in body["text"]
+    assert "Agents: `ops`, `helper`" in body["text"]
+    assert bot.slack.roots() == []
+
+
+async def test_an_unknown_agent_is_refused_with_the_names(bot: Harness) -> None:
+    status, body = await bot.sender.command("billing: refund o-1")
+    assert status == 200
+    assert "There is no agent called `billing`. Agents: `ops`, `helper`." in body["text"]
+    assert "`/agent ops: billing: ...`" in body["text"]
+    assert await bot.redis.xlen(bot.keys.jobs) == 0
+
+
+async def test_a_named_agent_runs_the_task_and_acks_fast(bot: Harness) -> None:
+    def answer(request: ModelRequest) -> list[dict[str, object]]:
+        return [message(f"helper got: {request.task}")]
+
+    bot.model.script = answer
+    started = time.perf_counter()
+    status, body = await bot.sender.command("helper: restart the api")
+    elapsed = time.perf_counter() - started
+    assert status == 200
+    assert body == {
+        "response_type": "ephemeral",
+        "text": "Starting *helper* on your task… I'll post in a thread in this channel.",
+    }
+    assert elapsed < 3
+    root = await bot.slack.wait_for(lambda: bot.slack.roots(), what="root")
+    assert root[0].text == "<@UALICE> asked *helper*: restart the api"
+    assert (await bot.final_answer(root[0])).text == "helper got: restart the api"
+
+
+async def test_a_task_cannot_ping_the_channel(bot: Harness) -> None:
+    bot.model.script = lambda request: [message("<!channel> done <@U123>")]
+    await bot.sender.command("tell <!channel> & <@UBOSS>")
+    [root] = await bot.slack.wait_for(lambda: bot.slack.roots(), what="root")
+    assert root.text == "<@UALICE> asked *ops*: tell &lt;!channel&gt; &amp; &lt;@UBOSS&gt;"
+    answer = await bot.final_answer(root)
+    assert answer.text == "&lt;!channel&gt; done &lt;@U123&gt;"
+
+
+@pytest.fixture
+async def bot_without_redis(prefix: str) -> AsyncIterator[Harness]:
+    """The web process up, its Redis not answering (nothing listens on the port)."""
+    harness = Harness(redis_url=f"redis://127.0.0.1:{free_port()}/0", prefix=prefix)
+    await harness.start(worker=False)
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def test_with_redis_down_the_command_says_try_again_within_slacks_limit(
+    bot_without_redis: Harness,
+) -> None:
+    started = time.perf_counter()
+    status, body = await bot_without_redis.sender.command("restart the api")
+    assert time.perf_counter() - started < 3
+    assert status == 200
+    assert "can't reach its job queue right now, so nothing was started" in body["text"]
+
+
+async def test_with_redis_down_a_click_says_try_again_and_keeps_the_buttons(
+    bot_without_redis: Harness,
+) -> None:
+    card = Message("CGENERAL", "1700000000.000200", "card", [], "1700000000.000100")
+    value = "r0123456789abcdef:a0123456789"
+    started = time.perf_counter()
+    status, _ = await bot_without_redis.sender.click(card, "approve", user="UBOB", value=value)
+    assert time.perf_counter() - started < 3
+    assert status == 200
+    slack = bot_without_redis.slack
+    note = await slack.wait_for(lambda: slack.ephemerals, what="ephemeral")
+    assert "your decision was not recorded" in note[0]["text"]
+    assert "The buttons still work" in note[0]["text"]
+    assert slack.calls_to("chat.update") == []

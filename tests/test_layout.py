@@ -1,0 +1,50 @@
+"""The architecture holds: the runtime knows nothing of Slack; entry points only wire."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_runtime_imports_nothing_from_bot_or_slack() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            name
+            for name in imported_modules(path)
+            if name.split(".")[0] in {"bot", "slack_sdk", "slack_bolt"}
+        )
+        for path in (ROOT / "runtime").rglob("*.py")
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}
+
+
+def test_modules_stay_small() -> None:
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in ("bot", "runtime")
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert {path: lines for path, lines in sizes.items() if lines > 400} == {}
+
+
+def test_no_module_is_named_for_nothing_in_particular() -> None:
+    vague = {"utils.py", "helpers.py", "manager.py", "misc.py", "common.py"}
+    assert [p for p in ROOT.glob("*/*.py") if p.name in vague] == []
+
+
+def test_procfile_runs_web_and_worker_through_the_entry_point() -> None:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    assert lines == ["web: python -m bot web", "worker: python -m bot worker"]

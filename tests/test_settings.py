@@ -1,0 +1,65 @@
+"""Settings: read once from the environment; a bad one stops the process and names the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.settings import SettingsError, load_settings
+
+REQUIRED = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
+
+
+def test_defaults() -> None:
+    settings = load_settings(REQUIRED)
+    assert settings.slack_api_url == "https://slack.com/api/"
+    assert settings.effective_redis_url == "redis://localhost:6379/0"
+    assert settings.port == 3000
+    assert settings.agents == "runtime.examples:AGENTS"
+    assert settings.approval_ttl_seconds == 3600
+
+
+def test_the_tls_redis_url_wins_as_on_heroku() -> None:
+    settings = load_settings(
+        {**REQUIRED, "REDIS_URL": "redis://plain:1/0", "REDIS_TLS_URL": "rediss://tls:2/0"}
+    )
+    assert settings.effective_redis_url == "rediss://tls:2/0"
+
+
+def test_secrets_do_not_show_in_reprs() -> None:
+    assert "xoxb-1" not in repr(load_settings(REQUIRED))
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        (
+            {},
+            [
+                "SLACK_BOT_TOKEN is not set. Copy the Bot User OAuth Token",
+                "SLACK_SIGNING_SECRET is not set. Copy the Signing Secret",
+            ],
+        ),
+        ({**REQUIRED, "PORT": "http"}, ["PORT is invalid", "Use a TCP port number"]),
+        ({**REQUIRED, "APPROVAL_TTL_SECONDS": "0"}, ["APPROVAL_TTL_SECONDS is invalid"]),
+        ({**REQUIRED, "AGENTS": "agents.py"}, ["AGENTS is invalid", "module:attribute"]),
+        ({**REQUIRED, "SLACK_API_URL": "slack.com"}, ["SLACK_API_URL is invalid", "/api/"]),
+    ],
+)
+def test_a_bad_environment_names_each_variable_and_its_fix(
+    environ: dict[str, str], expected: list[str]
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ)
+    for fragment in expected:
+        assert fragment in str(raised.value)
+
+
+def test_an_unimportable_registry_names_the_module() -> None:
+    from runtime.registry import RegistryError, load_registry
+
+    with pytest.raises(RegistryError, match="cannot import module 'nowhere'"):
+        load_registry("nowhere:AGENTS")
+    with pytest.raises(RegistryError, match="has no attribute 'MISSING'"):
+        load_registry("tests.agents:MISSING")
+    with pytest.raises(RegistryError, match="list of Agent objects"):
+        load_registry("tests.agents:ops")
