@@ -15,6 +15,7 @@ from typing import Literal, cast
 
 import redis.asyncio as aioredis
 
+from runtime.audit import AUDIT_MAX_ENTRIES
 from runtime.envelope import Decision, Outcome
 from runtime.keys import Keys
 
@@ -29,7 +30,7 @@ Status = Literal[
     "open",  # (check only) a decision would be recorded now
 ]
 
-# KEYS: run hash, deadlines zset, job stream
+# KEYS: run hash, deadlines zset, job stream, audit stream
 # ARGV: approval id, decision JSON (without decided_at), channel ('' = any),
 #       is_expiry ('1'/'0'), deadline member, run id, dry run ('1': check only, write nothing)
 _RECORD = """
@@ -52,6 +53,11 @@ local decision = cjson.decode(ARGV[2])
 decision['decided_at'] = now
 local encoded = cjson.encode(decision)
 redis.call('HSET', run, 'decision:' .. aid, encoded)
+-- In the same step as the decision, so the audit trail cannot miss or invent one.
+local audited = cjson.encode({approval_id = aid, outcome = decision['outcome'],
+  user_id = decision['user_id'], reason = decision['reason'], at = now})
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'event', 'decided', 'run_id', ARGV[6],
+  'details', audited)
 if not expiry then redis.call('ZREM', KEYS[2], ARGV[5]) end
 local pending = redis.call('HINCRBY', run, 'pending', -1)
 if pending > 0 then return {'recorded', encoded, '0'} end
@@ -122,7 +128,12 @@ class Approvals:
             "reason": choice.reason,
         }
         reply = await self._record(
-            keys=[self._keys.run(run_id), self._keys.deadlines, self._keys.jobs],
+            keys=[
+                self._keys.run(run_id),
+                self._keys.deadlines,
+                self._keys.jobs,
+                self._keys.audit,
+            ],
             args=[
                 approval_id,
                 json.dumps(decision),
@@ -131,6 +142,7 @@ class Approvals:
                 f"{run_id}:{approval_id}",
                 run_id,
                 "1" if dry_run else "0",
+                AUDIT_MAX_ENTRIES,
             ],
         )
         parts = [p.decode() if isinstance(p, bytes) else str(p) for p in reply]

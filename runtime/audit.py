@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -25,6 +26,7 @@ class AuditTrail:
         self._keys = keys
 
     async def record(self, event: str, run_id: str, **details: str | int | float | None) -> None:
+        details = {**details, "at": time.time()}
         entry: dict[Any, Any] = {"event": event, "run_id": run_id, "details": json.dumps(details)}
         try:
             await self._redis.xadd(

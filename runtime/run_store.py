@@ -14,6 +14,7 @@ from typing import Literal, cast
 
 import redis.asyncio as aioredis
 
+from runtime.audit import AUDIT_MAX_ENTRIES
 from runtime.contracts import Conversation
 from runtime.envelope import (
     Decision,
@@ -53,6 +54,10 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'ready' then
   redis.call('HSET', KEYS[1], 'status', 'resuming', 'owner', ARGV[2])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
+  local t = redis.call('TIME')
+  local details = cjson.encode({round = round, at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'event', 'resumed', 'run_id', ARGV[4],
+    'details', details)
   return 'claimed'
 end
 if status == 'resuming' then
@@ -215,7 +220,8 @@ class RunStore:
     async def claim_resume(self, run_id: str, round_: int, job_id: str) -> ClaimResult:
         """Take the decided run for one resume job; the same job may take it again."""
         result = await self._claim(
-            keys=[self._keys.run(run_id)], args=[round_, job_id, RUNNING_TTL_SECONDS]
+            keys=[self._keys.run(run_id), self._keys.audit],
+            args=[round_, job_id, RUNNING_TTL_SECONDS, run_id, AUDIT_MAX_ENTRIES],
         )
         return cast(ClaimResult, _text(result))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests import agents
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
@@ -135,3 +137,27 @@ async def test_a_handoff_and_a_tool_without_approval_show_in_the_status_message(
     assert status.text.startswith(":white_check_mark: Done")
     assert "called `restart_service`" in status.text
     assert [tool for tool, _ in agents.EXECUTIONS] == ["list_users", "restart_service"]
+
+
+async def test_a_finished_run_leaves_only_its_audit_trail(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.final_answer(root)
+
+    assert await bot.run_leftovers() == []
+    trail = [
+        (entry[b"event"].decode(), json.loads(entry[b"details"]))
+        for entry in await bot.entries(bot.keys.audit)
+    ]
+    assert [event for event, _ in trail] == [
+        "started",
+        "approval_requested",
+        "decided",
+        "resumed",
+        "finished",
+    ]
+    decided = trail[2][1]
+    assert (decided["outcome"], decided["user_id"]) == ("approved", "UBOB")
+    assert trail[1][1]["tool"] == "delete_user"
