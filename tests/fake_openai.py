@@ -32,6 +32,7 @@ Script = Callable[["ModelRequest"], Reply | Awaitable[Reply]]
 @dataclass(frozen=True)
 class ModelRequest:
     body: dict[str, Any]
+    authorization: str = ""
 
     @property
     def input(self) -> list[Item]:
@@ -109,7 +110,7 @@ class FakeOpenAI:
             await self._runner.cleanup()
 
     async def _responses(self, request: web.Request) -> web.Response:
-        model_request = ModelRequest(await request.json())
+        model_request = ModelRequest(await request.json(), request.headers.get("Authorization", ""))
         self.requests.append(model_request)
         if self.delay:
             await asyncio.sleep(self.delay)

@@ -168,6 +168,31 @@ async def test_a_worker_killed_mid_run_is_replaced_by_another(deployment: Deploy
     assert len(deployment.slack.cards()) == 1
 
 
+async def test_the_bundled_agents_use_the_openai_settings_of_the_environment(
+    deployment: Deployment,
+) -> None:
+    def restart_api(request: ModelRequest) -> list[dict[str, object]]:
+        if not request.tool_outputs:
+            return [tool_call("restart_service", {"service": "api"}, "c1")]
+        return [message(request.tool_outputs["c1"])]
+
+    deployment.model.script = restart_api
+    process = Process("web", procfile()["web"], deployment.env(AGENTS=""), deployment.logs)
+    deployment.processes.append(process)
+    await wait_until_healthy(f"http://127.0.0.1:{deployment.port}/healthz", process)
+    worker = Process("worker.1", procfile()["worker"], deployment.env(AGENTS=""), deployment.logs)
+    deployment.processes.append(worker)
+
+    root = await deployment.start_run("restart the api")
+    [card] = await deployment.cards(root, 1)
+    assert "*ops* wants to run `restart_service`" in card.all_text()
+    await deployment.sender.click(card, "approve", user="UBOB")
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == "Restarted api (restart #1)."
+    assert {r.authorization for r in deployment.model.requests} == {"Bearer sk-test"}
+    assert "restart_service" in deployment.model.requests[0].tools
+
+
 async def test_a_missing_setting_stops_the_process_with_the_fix(
     deployment: Deployment, tmp_path: Path
 ) -> None:
