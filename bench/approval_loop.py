@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import time
 import zlib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +88,7 @@ async def run_bench(deployment: Deployment, runs: int) -> None:
         status, _ = await sender.click(card, "approve", user="UBOB")
         click_ms.append((time.perf_counter() - started) * 1000)
         assert status == 200 and card.thread_ts is not None
-        thread = card.thread_ts
-        await slack.wait_for(lambda thread=thread: slack.final_answers(thread), 30, "answer")
+        await slack.wait_for(partial(slack.final_answers, card.thread_ts), 30, "answer")
     resume_ms = await decision_to_resume(deployment)
 
     version = await redis_version(deployment)
