@@ -7,13 +7,7 @@ import json
 from tests import agents
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
-
-
-def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
-    outputs = request.tool_outputs
-    if not outputs:
-        return [tool_call("delete_user", {"user_id": "u-100"}, "call_del")]
-    return [message(f"Finished: {outputs['call_del']}")]
+from tests.model_scripts import delete_then_answer
 
 
 async def test_approve_runs_the_tool_and_answers_in_the_thread(bot: Harness) -> None:
@@ -29,7 +23,7 @@ async def test_approve_runs_the_tool_and_answers_in_the_thread(bot: Harness) -> 
     assert status == 200
 
     answer = await bot.final_answer(root)
-    assert answer.text == "Finished: deleted u-100"
+    assert answer.text == "done: deleted u-100"
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
     assert card.actions() == []
     assert "Approved by <@UBOB>" in card.all_text()
@@ -70,7 +64,7 @@ async def test_reject_with_a_reason_tells_the_model_who_and_why(bot: Harness) ->
     told = bot.model.requests[-1].tool_outputs["call_del"]
     assert "rejected by ucarol (UCAROL)" in told
     assert "Ada is still on payroll" in told
-    assert answer.text.startswith("Finished: ")
+    assert answer.text.startswith("done: ")
     assert agents.EXECUTIONS == []
     assert "Rejected by <@UCAROL>" in card.all_text()
     assert "Ada is still on payroll" in card.all_text()

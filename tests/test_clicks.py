@@ -12,13 +12,8 @@ from tests import agents
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
+from tests.model_scripts import delete_then_answer
 from tests.slack_requests import signature_headers
-
-
-def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
-    if not request.tool_outputs:
-        return [tool_call("delete_user", {"user_id": "u-100"}, "call_del")]
-    return [message("done: " + request.tool_outputs["call_del"])]
 
 
 async def waiting_card(bot: Harness) -> tuple[Message, Message]:

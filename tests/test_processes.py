@@ -16,6 +16,7 @@ from runtime.keys import JOB_GROUP, Keys
 from tests.fake_openai import FakeOpenAI, ModelRequest, message, tool_call
 from tests.fake_slack import FakeSlack, Message
 from tests.harness import SIGNING_SECRET, bot_environ
+from tests.model_scripts import delete_then_answer
 from tests.processes import Process, procfile, wait_until_healthy
 from tests.redis_server import free_port
 from tests.slack_requests import SlackSender
@@ -111,12 +112,6 @@ async def deployment(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterat
         yield deployment
     finally:
         await deployment.stop()
-
-
-def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
-    if not request.tool_outputs:
-        return [tool_call("delete_user", {"user_id": "u-100"}, "call_del")]
-    return [message("done: " + request.tool_outputs["call_del"])]
 
 
 async def test_both_processes_restart_while_an_approval_waits(deployment: Deployment) -> None:

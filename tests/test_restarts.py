@@ -8,14 +8,8 @@ import pytest
 
 from runtime.keys import Keys
 from tests import agents
-from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
-
-
-def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
-    if not request.tool_outputs:
-        return [tool_call("delete_user", {"user_id": "u-100"}, "call_del")]
-    return [message("done: " + request.tool_outputs["call_del"])]
+from tests.model_scripts import delete_then_answer
 
 
 async def test_web_and_worker_restart_while_an_approval_waits(bot: Harness) -> None:

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
-
-
-def delete_then_answer(request: ModelRequest) -> list[dict[str, object]]:
-    if not request.tool_outputs:
-        return [tool_call("delete_user", {"user_id": "u-1"}, "c1")]
-    return [message("done")]
+from tests.model_scripts import delete_then_answer
 
 
 async def test_a_rate_limited_card_is_retried_after_retry_after(bot: Harness) -> None:
@@ -21,22 +16,22 @@ async def test_a_rate_limited_card_is_retried_after_retry_after(bot: Harness) ->
         when=lambda args: "blocks" in args,
         **{"Retry-After": "1"},
     )
-    root = await bot.start_run("delete u-1")
+    root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1, timeout=15)
     limited, retried = [c for c in bot.slack.calls_to("chat.postMessage") if "blocks" in c.args]
     assert limited.args == retried.args, "the same card, posted again"
     assert retried.at - limited.at >= 0.9, "after waiting for Retry-After"
     await bot.sender.click(card, "approve", user="UBOB")
-    assert (await bot.final_answer(root)).text == "done"
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
 
 
 async def test_a_slack_server_error_is_retried(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     bot.slack.fail_next("chat.postMessage", 503, {"ok": False, "error": "service_unavailable"})
-    root = await bot.start_run("delete u-1")
+    root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1, timeout=15)
     await bot.sender.click(card, "approve", user="UBOB")
-    assert (await bot.final_answer(root)).text == "done"
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
 
 
 async def test_the_status_message_is_updated_in_place_at_a_modest_rate(bot: Harness) -> None:
