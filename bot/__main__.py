@@ -10,12 +10,15 @@ import sys
 import aiohttp
 from aiohttp import web
 
+from bot.approvers import ApproverDirectory
 from bot.settings import Settings, SettingsError, load_settings
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
 from bot.web import create_web_app
+from runtime.keys import Keys
+from runtime.policy import Policy, PolicyError, load_policy
 from runtime.redis_connection import connect
-from runtime.registry import RegistryError, load_registry
+from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.worker import build_worker, serve_until_signalled
 
 log = logging.getLogger("countersign")
@@ -31,13 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings()
         registry = load_registry(settings.agents)
-    except (SettingsError, RegistryError) as error:
+        policy = load_policy(settings)
+    except (SettingsError, RegistryError, PolicyError) as error:
         print(error, file=sys.stderr)
         return 2
     if args.process == "web":
         run_web(settings, registry.names)
     else:
-        asyncio.run(run_worker(settings))
+        asyncio.run(run_worker(settings, registry, policy))
     return 0
 
 
@@ -50,8 +54,7 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
     web.run_app(app, host="0.0.0.0", port=settings.port, shutdown_timeout=25, print=None)
 
 
-async def run_worker(settings: Settings) -> None:
-    registry = load_registry(settings.agents)
+async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:
     redis = connect(settings.effective_redis_url)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         client = slack_client(
@@ -59,8 +62,13 @@ async def run_worker(settings: Settings) -> None:
             base_url=settings.slack_api_url,
             session=session,
         )
+        directory = ApproverDirectory(redis, Keys(settings.redis_key_prefix), client)
         worker = build_worker(
-            settings, redis=redis, reporter=SlackReporter(client), registry=registry
+            settings,
+            redis=redis,
+            reporter=SlackReporter(client, directory),
+            registry=registry,
+            policy=policy,
         )
         log.info("worker ready: %d concurrent runs", settings.worker_concurrency)
         try:

@@ -27,9 +27,10 @@ from bot.approval_blocks import (
     arguments_modal,
     reject_modal,
 )
+from bot.approval_gate import ApprovalGate
 from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.slack_reporter import SlackReporter
-from runtime.approvals import Approvals, Choice, RecordResult
+from runtime.approvals import Approvals, AuditContext, Choice, RecordResult
 from runtime.envelope import PendingCall, UnreadableEnvelope
 from runtime.reporter import RunView
 from runtime.run_store import RunRecord, RunStore
@@ -59,6 +60,7 @@ class ApprovalActions:
     store: RunStore
     client: AsyncWebClient
     reporter: SlackReporter
+    gate: ApprovalGate
     tasks: TaskSet
 
     # --- listeners ------------------------------------------------------------------------
@@ -85,13 +87,19 @@ class ApprovalActions:
         ref = ApprovalRef.parse(click.action.value)
         try:
             target = await self._target(ref)
+            refusal = await self._refusal(target, click.user)
             check = await self.approvals.check(
-                ref.run_id, ref.approval_id, channel=click.channel.id
+                ref.run_id, ref.approval_id, click.user.id, channel=click.channel.id
             )
         except (RedisError, UnreadableEnvelope):
             self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
             return
-        if target is None or check.status != "open":
+        if refusal is not None:
+            assert target is not None, "only a known call can be refused"
+            thread = target.record.envelope.conversation.thread
+            self._ephemeral(click.channel.id, click.user.id, thread, refusal)
+            return
+        if target is None or check.status not in ("open", "already_approved"):
             self._explain(check, click.user, click.channel.id, target)
             return
         metadata = RejectMetadata(
@@ -157,17 +165,28 @@ class ApprovalActions:
             # Read before deciding: once the last decision is in, the worker may finish the run
             # and delete its record before the card is redrawn.
             target = await self._readable_target(ref)
-            result = await self.approvals.decide(
-                ref.run_id, ref.approval_id, choice, channel=channel
-            )
+            refusal = await self._refusal(target, actor)
+            if refusal is None:
+                context = AuditContext.of(target.record.envelope, target.call) if target else None
+                result = await self.approvals.decide(
+                    ref.run_id, ref.approval_id, choice, channel=channel, context=context
+                )
         except RedisError:
             log.warning("run %s: decision not recorded, Redis unreachable", ref.run_id)
             self._ephemeral(channel, actor.id, None, messages.TRY_AGAIN)
+            return
+        if refusal is not None:
+            assert target is not None, "only a known call can be refused"
+            log.info("run %s: click by %s refused by the policy", ref.run_id, actor.id)
+            self._ephemeral(channel, actor.id, target.record.envelope.conversation.thread, refusal)
             return
         if result.status == "recorded" or _is_own_retry(result, choice):
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
             if target is not None and result.decision is not None:
                 self._redraw(target, result, message_ts)
+            return
+        if result.status == "counted" and target is not None:
+            self._redraw(target, result, message_ts)
             return
         self._explain(result, actor, channel, target, message_ts)
 
@@ -181,7 +200,9 @@ class ApprovalActions:
     ) -> None:
         """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
         thread = target.record.envelope.conversation.thread if target else None
-        if result.status == "decided" and result.decision is not None:
+        if result.status == "already_approved" and target is not None:
+            text = messages.already_approved(len(result.approvals), target.call.quorum)
+        elif result.status == "decided" and result.decision is not None:
             text = messages.already_decided(result.decision)
             if target is not None:
                 self._redraw(target, result, message_ts)
@@ -191,16 +212,27 @@ class ApprovalActions:
         self._ephemeral(channel, actor.id, thread, text)
 
     def _redraw(self, target: Target, result: RecordResult, message_ts: str | None) -> None:
+        """Show the decision on the card, or the approvals so far while a quorum is not met."""
         call = target.call.model_copy(
             update={
                 "decision": result.decision,
+                "approvals": result.approvals,
                 "message_ts": target.call.message_ts or message_ts,
             }
         )
         if call.message_ts is None:
             return
         run = RunView.of(target.record.envelope)
-        self._later(self.reporter.show_decision(run, call), f"redraw:{call.approval_id}")
+        if call.decision is None:
+            work = self.reporter.show_progress(run, call)
+        else:
+            work = self.reporter.show_decision(run, call)
+        self._later(work, f"redraw:{call.approval_id}")
+
+    async def _refusal(self, target: Target | None, actor: SlackUser) -> str | None:
+        if target is None:
+            return None  # nothing to decide on; the script says why
+        return await self.gate.refusal(target.record.envelope, target.call, actor)
 
     # --- plumbing ---------------------------------------------------------------------------
 

@@ -55,30 +55,36 @@ def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
     return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
 
 
-def _call_blocks(run: RunView, call: PendingCall) -> tuple[list[Block], bool]:
+def _call_blocks(
+    run: RunView, call: PendingCall, approver_names: list[str]
+) -> tuple[list[Block], bool]:
     arguments = pretty_arguments(call.arguments)
     code, shown = code_block(arguments)
+    fields = [
+        _field(f"*Requested by*\n{messages.user(run.conversation.requester)}"),
+        _field(f"*Expires*\n{messages.slack_date(call.expires_at)}"),
+    ]
+    if approver_names:
+        fields.append(_field(messages.approvers_field(approver_names)))
     blocks: list[Block] = [
         {
             "type": "section",
             "text": {"type": "mrkdwn", "text": messages.approval_headline(call.agent, call.tool)},
         },
-        {
-            "type": "section",
-            "fields": [
-                {
-                    "type": "mrkdwn",
-                    "text": f"*Requested by*\n{messages.user(run.conversation.requester)}",
-                },
-                {"type": "mrkdwn", "text": f"*Expires*\n{messages.slack_date(call.expires_at)}"},
-            ],
-        },
+        {"type": "section", "fields": fields},
         {"type": "section", "text": {"type": "mrkdwn", "text": code}},
     ]
     truncated = shown < len(arguments)
-    if truncated:
-        blocks.append(_context(messages.arguments_shortened(shown, len(arguments))))
+    notes = [messages.arguments_shortened(shown, len(arguments))] if truncated else []
+    if call.digest:
+        notes.append(messages.digest_line(call.digest))
+    if notes:
+        blocks.append(_context(" · ".join(notes)))
     return blocks, truncated
+
+
+def _field(text: str) -> Block:
+    return {"type": "mrkdwn", "text": text}
 
 
 def _context(text: str) -> Block:
@@ -97,24 +103,34 @@ def _button(action_id: str, text: str, value: str, style: str | None = None) -> 
     return button
 
 
-def approval_request_blocks(run: RunView, call: PendingCall) -> list[Block]:
-    blocks, truncated = _call_blocks(run, call)
+def approval_request_blocks(
+    run: RunView, call: PendingCall, approver_names: list[str] | None = None
+) -> list[Block]:
+    """The card asking for a decision (also redrawn as approvals towards a quorum come in)."""
+    blocks, truncated = _call_blocks(run, call, approver_names or [])
+    if call.quorum > 1:
+        approved_by = [a.user_id for a in call.approvals]
+        blocks.append(
+            _context(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
+        )
     value = button_value(run.run_id, call.approval_id)
-    buttons = [
-        _button(ACTION_APPROVE, messages.APPROVE, value, "primary"),
-        _button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value),
-        _button(ACTION_REJECT, messages.REJECT, value, "danger"),
-    ]
+    buttons = [_button(ACTION_APPROVE, messages.APPROVE, value, "primary")]
+    if call.allow_always:
+        buttons.append(_button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
+    buttons.append(_button(ACTION_REJECT, messages.REJECT, value, "danger"))
     if truncated:
         buttons.append(_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
     blocks.append({"type": "actions", "block_id": "approval", "elements": buttons})
-    blocks.append(_context(messages.APPROVE_ALWAYS_HINT))
+    if call.allow_always:
+        blocks.append(_context(messages.APPROVE_ALWAYS_HINT))
     return blocks
 
 
-def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
+def approval_decided_blocks(
+    run: RunView, call: PendingCall, approver_names: list[str] | None = None
+) -> list[Block]:
     """The card once decided or expired: no buttons, who decided and when."""
-    blocks, truncated = _call_blocks(run, call)
+    blocks, truncated = _call_blocks(run, call, approver_names or [])
     if truncated:
         value = button_value(run.run_id, call.approval_id)
         blocks.append(

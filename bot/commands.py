@@ -18,6 +18,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import messages
 from bot.payloads import SlashCommand
+from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs import JobQueue
 
@@ -25,11 +26,15 @@ log = logging.getLogger(__name__)
 
 # `name: task` picks an agent when `name` is one word; anything else is a task.
 _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTALL)
+# `audit`, `audit 50` or `audit <run id>`; "audit the logs" stays a task.
+_AUDIT = re.compile(r"^audit(?:\s+(\d{1,3}|r[0-9a-f]{16}))?$", re.IGNORECASE)
+AUDIT_DEFAULT_COUNT = 20
+AUDIT_MAX_COUNT = 100
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "unknown_agent" or "task"
+    kind: str  # "help", "audit", "unknown_agent" or "task"
     agent: str = ""
     task: str = ""
 
@@ -38,6 +43,9 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stripped = text.strip()
     if stripped.lower() in ("", "help", "-h", "--help", "?"):
         return ParsedCommand("help")
+    audit = _AUDIT.match(stripped)
+    if audit is not None:
+        return ParsedCommand("audit", task=audit.group(1) or "")
     match = _AGENT_PREFIX.match(stripped)
     if match is None:
         return ParsedCommand("task", agents[0], stripped)
@@ -52,6 +60,7 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
 @dataclass(kw_only=True)
 class AgentCommand:
     queue: JobQueue
+    audit: AuditTrail
     agents: list[str]
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -64,6 +73,9 @@ class AgentCommand:
         parsed = parse_command_text(command.text, self.agents)
         if parsed.kind == "help":
             await _reply(ack, messages.command_help(command.command, self.agents))
+            return
+        if parsed.kind == "audit":
+            await _reply(ack, await self._audit(parsed.task, command.channel_id))
             return
         if parsed.kind == "unknown_agent":
             await _reply(
@@ -90,6 +102,20 @@ class AgentCommand:
             return
         log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
         await _reply(ack, messages.command_starting(parsed.agent))
+
+    async def _audit(self, what: str, channel: str) -> str:
+        """This channel's recent events, or one run's history (only if it ran here)."""
+        try:
+            if what.startswith("r"):
+                entries = await self.audit.for_run(what)
+                if not any(entry.channel == channel for entry in entries):
+                    return messages.audit_no_run(what)
+                return messages.audit_listing(entries, f"run `{what}`")
+            count = min(int(what or AUDIT_DEFAULT_COUNT), AUDIT_MAX_COUNT)
+            entries = await self.audit.recent(count, channel=channel)
+        except RedisError:
+            return messages.QUEUE_UNAVAILABLE
+        return messages.audit_listing(entries, f"the last {len(entries)} events in this channel")
 
 
 async def _reply(ack: AsyncAck, text: str) -> None:

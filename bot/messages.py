@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from runtime.audit import AuditEntry
 from runtime.envelope import Decision
 from runtime.reporter import Failure
 
@@ -36,6 +37,7 @@ def command_help(command: str, agents: Sequence[str]) -> str:
         "to approve it here.\n"
         f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
         f"• `{command} <agent>: <task>`: pick an agent\n"
+        f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
         f"• `{command} help`: this message\n"
         f"Agents: {listed}"
     )
@@ -123,6 +125,8 @@ APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this 
 def decided_line(decision: Decision) -> str:
     when = slack_date(decision.decided_at)
     who = user(decision.user_id) if decision.user_id else ""
+    if decision.approvals:
+        who = ", ".join(user(a.user_id) for a in decision.approvals)
     if decision.outcome == "approved":
         return f":white_check_mark: Approved by {who} {when}"
     if decision.outcome == "approved_always":
@@ -146,6 +150,62 @@ def already_decided(decision: Decision) -> str:
         return APPROVAL_EXPIRED
     who = user(decision.user_id) if decision.user_id else "someone"
     return f"This was already {OUTCOME_WORDS[decision.outcome]} by {who}; nothing changed."
+
+
+def already_approved(count: int, quorum: int) -> str:
+    return (
+        f"You already approved this. It needs {quorum} different approvers; "
+        f"{count} so far. Nothing changed."
+    )
+
+
+def names_list(names: Sequence[str]) -> str:
+    """`a`, `a or b`, `a, b or c`."""
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def not_an_approver(names: Sequence[str], tool: str) -> str:
+    return f"Only {escape(names_list(names))} may decide `{escape(tool)}`, so nothing was recorded."
+
+
+SELF_APPROVAL_REFUSED = (
+    "You asked for this run, so someone else has to decide its tool calls. Nothing was recorded."
+)
+DIRECTORY_UNAVAILABLE = (
+    "Slack did not tell Countersign who is in the approver group just now, so nothing was "
+    "recorded. Please try again in a few seconds."
+)
+
+
+def quorum_progress(count: int, quorum: int, approvers: Sequence[str]) -> str:
+    so_far = ", ".join(user(a) for a in approvers)
+    line = f":busts_in_silhouette: {count} of {quorum} approvals"
+    return f"{line}: {so_far}" if so_far else line
+
+
+def approvers_field(names: Sequence[str]) -> str:
+    return f"*Who may decide*\n{escape(', '.join(names))}"
+
+
+def digest_line(digest: str) -> str:
+    return f"Call digest `sha256:{digest[:16]}`"
+
+
+def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) -> str:
+    who = " ".join(mentions)
+    return (
+        f":alarm_clock: {who} Reminder: *{escape(agent)}* still waits for a decision on "
+        f"`{escape(tool)}` (above). It expires {slack_date(expires_at)}."
+    )
+
+
+def call_refused(tool: str, digest: str) -> str:
+    return (
+        f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "
+        f"so it did not run (approved digest `sha256:{digest[:16]}`)."
+    )
 
 
 APPROVAL_EXPIRED = "This approval expired: no decision came in time, so the tool did not run."
@@ -203,3 +263,42 @@ def final_answer(output: str) -> str:
     if len(text) > FINAL_LIMIT:
         text = text[:FINAL_LIMIT] + "\n…(shortened)"
     return text
+
+
+# --- /agent audit --------------------------------------------------------------------------------
+
+AUDIT_EVENT_WORDS = {
+    "approved_always": "approved always",
+    "auto_approved": "approved by policy",
+    "auto_rejected": "rejected by policy",
+    "denied": "click refused",
+    "refused": "not run: changed after approval",
+}
+
+
+def audit_line(entry: AuditEntry) -> str:
+    details = entry.details
+    parts = [
+        f"`{dt.datetime.fromtimestamp(entry.at, dt.UTC):%Y-%m-%d %H:%M:%S}`",
+        f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
+    ]
+    if details.get("tool"):
+        parts.append(f"`{escape(str(details['tool']))}`")
+    if details.get("user_id"):
+        parts.append(f"by {user(str(details['user_id']))}")
+    if details.get("reason") and entry.event in ("rejected", "denied"):
+        parts.append(f"({escape(str(details['reason']))})")
+    parts.append(f"run `{entry.run_id}`")
+    if details.get("digest"):
+        parts.append(f"digest `{str(details['digest'])[:12]}`")
+    return " ".join(parts)
+
+
+def audit_listing(entries: Sequence[AuditEntry], title: str) -> str:
+    if not entries:
+        return "No audit events here yet."
+    return f"*Audit: {title}*\n" + "\n".join(audit_line(entry) for entry in entries)
+
+
+def audit_no_run(run_id: str) -> str:
+    return f"No audit events of run `{escape(run_id)}` in this channel."

@@ -11,6 +11,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot import messages
 from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
+from bot.approvers import ApproverDirectory, is_group
 from runtime.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 
@@ -23,8 +24,13 @@ UNREACHABLE_CHANNEL_ERRORS = frozenset(
 
 
 class SlackReporter:
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, directory: ApproverDirectory) -> None:
         self._client = client
+        self._directory = directory
+
+    async def _approver_names(self, call: PendingCall) -> list[str]:
+        names = await self._directory.names(call.approvers)
+        return [names[p] for p in call.approvers]
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -75,7 +81,7 @@ class SlackReporter:
             channel=run.conversation.channel,
             thread_ts=run.conversation.thread,
             text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_request_blocks(run, call),
+            blocks=approval_request_blocks(run, call, await self._approver_names(call)),
         )
         return str(response["ts"])
 
@@ -91,7 +97,35 @@ class SlackReporter:
             channel=run.conversation.channel,
             ts=call.message_ts,
             text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_decided_blocks(run, call),
+            blocks=approval_decided_blocks(run, call, await self._approver_names(call)),
+        )
+
+    async def show_progress(self, run: RunView, call: PendingCall) -> None:
+        """Redraw a card still open, with the approvals counted so far."""
+        assert call.message_ts is not None
+        await self._client.chat_update(
+            channel=run.conversation.channel,
+            ts=call.message_ts,
+            text=messages.approval_fallback(call.agent, call.tool),
+            blocks=approval_request_blocks(run, call, await self._approver_names(call)),
+        )
+
+    async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
+        # Mentions notify: the approvers (a group mention reaches all its members), or the
+        # requester when anyone may decide.
+        targets = call.approvers or (run.conversation.requester,)
+        mentions = [f"<!subteam^{p}>" if is_group(p) else messages.user(p) for p in targets]
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.reminder(mentions, call.agent, call.tool, call.expires_at),
+        )
+
+    async def call_refused(self, run: RunView, call: PendingCall) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.call_refused(call.tool, call.digest),
         )
 
     async def run_finished(self, run: RunView, output: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -22,11 +23,14 @@ from bot.approval_blocks import (
     ACTION_VIEW_ARGUMENTS,
     REJECT_CALLBACK,
 )
+from bot.approval_gate import ApprovalGate
+from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.settings import Settings
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
 from runtime.approvals import Approvals
+from runtime.audit import AuditTrail
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
 from runtime.run_store import RunStore
@@ -63,14 +67,20 @@ def build_bolt(
         # decision; nothing acknowledged can be lost to a restart.
         process_before_response=True,
     )
-    command = AgentCommand(queue=JobQueue(redis, keys), agents=agent_names)
+    audit = AuditTrail(redis, keys)
+    directory = ApproverDirectory(redis, keys, client)
+    command = AgentCommand(queue=JobQueue(redis, keys), audit=audit, agents=agent_names)
     actions = ApprovalActions(
         approvals=Approvals(redis, keys),
         store=RunStore(redis, keys),
         client=client,
-        reporter=SlackReporter(client),
+        reporter=SlackReporter(client, directory),
+        gate=ApprovalGate(
+            directory=directory, audit=audit, allow_self_approval=settings.allow_self_approval
+        ),
         tasks=tasks,
     )
+    membership = GroupMembershipEvents(directory=directory)
     bolt.command(re.compile(r"^/.*"))(command)
     bolt.action(ACTION_APPROVE)(actions.on_approve)
     bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)
@@ -78,7 +88,28 @@ def build_bolt(
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     bolt.action(re.compile(r".*"))(_unknown_action)
+    bolt.event("subteam_members_changed")(membership.on_members_changed)
+    bolt.event("subteam_updated")(membership.on_group_updated)
     return bolt
+
+
+@dataclass(kw_only=True)
+class GroupMembershipEvents:
+    """Slack says a user group changed: forget what we cached about it."""
+
+    directory: ApproverDirectory
+
+    async def on_members_changed(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        group = event.get("subteam_id")
+        if isinstance(group, str):
+            await self.directory.forget_group(group)
+
+    async def on_group_updated(self, ack: AsyncAck, event: dict[str, Any]) -> None:
+        await ack()
+        group = (event.get("subteam") or {}).get("id")
+        if isinstance(group, str):
+            await self.directory.forget_group(group)
 
 
 async def _unknown_action(ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -1,12 +1,18 @@
-"""Applying recorded decisions to a restored SDK RunState: what the model is told."""
+"""Applying recorded decisions to a restored SDK RunState: what the model is told.
+
+What is approved is what runs: an approval carries the digest of the call that was shown, and a
+call whose restored tool name and arguments no longer match it is refused, not run.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents import RunState
 
+from runtime.call_digest import call_digest
 from runtime.envelope import Decision, PendingCall
 
 log = logging.getLogger(__name__)
@@ -21,6 +27,8 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
             f"The call to {tool} was not run: no one approved or rejected it in time, "
             "so the request expired. Tell the user it was not done."
         )
+    if decision.by_policy:
+        return f"The call to {tool} was not run: the approval policy does not allow it."
     who = decision.user_name or decision.user_id or "an approver"
     if decision.user_name and decision.user_id:
         who = f"{decision.user_name} ({decision.user_id})"
@@ -28,22 +36,41 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
     return f"The call to {tool} was rejected by {who}. Reason: {reason}"
 
 
-def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -> int:
-    """Approve or reject every pending interruption; return how many were approved.
+def refusal_message(tool: str) -> str:
+    return (
+        f"The call to {tool} was not run: its arguments changed after it was approved, so the "
+        "approval does not cover it. Ask for approval again if it is still needed."
+    )
+
+
+@dataclass
+class Applied:
+    approved: list[PendingCall] = field(default_factory=list)
+    refused: list[PendingCall] = field(default_factory=list)
+    """Approved, but the call in the state is not the call that was approved."""
+
+
+def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -> Applied:
+    """Approve or reject every pending interruption.
 
     Items must come from the restored state's own `get_interruptions()`: the SDK matches them
     by identity.
     """
     by_call_id = {call.call_id: call for call in calls}
-    approved = 0
+    applied = Applied()
     for item in state.get_interruptions():
+        tool = item.name or "?"
         call = by_call_id.get(item.call_id or "")
         decision = call.decision if call else None
-        if decision is not None and decision.outcome in ("approved", "approved_always"):
-            state.approve(item, always_approve=decision.outcome == "approved_always")
-            approved += 1
-        else:
+        if call is None or decision is None or decision.outcome in ("rejected", "expired"):
             if call is None:
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
-            state.reject(item, rejection_message=rejection_message(decision, item.name or "?"))
-    return approved
+            state.reject(item, rejection_message=rejection_message(decision, tool))
+            continue
+        if decision.digest and decision.digest != call_digest(tool, item.arguments or ""):
+            state.reject(item, rejection_message=refusal_message(tool))
+            applied.refused.append(call)
+            continue
+        state.approve(item, always_approve=decision.outcome == "approved_always")
+        applied.approved.append(call)
+    return applied

@@ -6,6 +6,8 @@ change without the other silently misreading a stored run.
 Versions:
 - 1: envelope JSON in hash field `envelope`, zlib-compressed RunState JSON in field `state`,
   per-approval `deadline:`, `ts:` and `decision:` fields beside them.
+- 2: each call also carries its policy (approvers, quorum, allow_always) and digest; partial
+  quorum approvals live in `approvals:` fields. Version 1 reads as: anyone, one approval.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN, Conversation
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 SCHEMA_VERSION_SUMMARIES: dict[int, str] = {
     1: "envelope JSON + zlib RunState + per-approval fields in one hash",
+    2: "adds per-call approvers, quorum, allow_always, digest and quorum approvals",
 }
 
 Outcome = Literal["approved", "approved_always", "rejected", "expired"]
@@ -48,15 +51,32 @@ class UnsupportedEnvelope(UnreadableEnvelope):
         self.version = version
 
 
+class Approval(BaseModel):
+    """One person's approval towards a quorum."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    user_name: str | None = None
+    outcome: Literal["approved", "approved_always"]
+    at: float
+
+
 class Decision(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     outcome: Outcome
     user_id: str | None = None
-    """None when nobody decided (expiry)."""
+    """Who decided last (the rejecter, or the approver who completed the quorum); None when
+    nobody decided (expiry) or the policy did."""
     user_name: str | None = None
     reason: str | None = Field(None, max_length=3000)
     decided_at: float
+    digest: str | None = None
+    """The digest of the call as shown when it was decided: what is approved is what runs."""
+    approvals: tuple[Approval, ...] = ()
+    """Everyone whose approval counted, in order."""
+    by_policy: bool = False
 
 
 class PendingCall(BaseModel):
@@ -71,14 +91,21 @@ class PendingCall(BaseModel):
     arguments: str
     """As the model sent them: usually JSON, but not guaranteed to be."""
     expires_at: float
+    approvers: tuple[str, ...] = ()
+    """User and user-group ids who may decide; empty means anyone in the channel."""
+    quorum: int = 1
+    allow_always: bool = True
+    digest: str = ""
     message_ts: str | None = None
     decision: Decision | None = None
+    approvals: tuple[Approval, ...] = ()
+    """Approvals so far, while a quorum is not yet met."""
 
 
 class RunEnvelope(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     root_agent: str
     """Name of the agent the run started with; resolved through the registry on resume."""

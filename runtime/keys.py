@@ -39,6 +39,19 @@ class Keys:
         return f"{self.prefix}deadlines"
 
     @property
+    def reminders(self) -> str:
+        """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
+        return f"{self.prefix}reminders"
+
+    def group_members(self, group_id: str) -> str:
+        """Cached members of a Slack user group (short TTL; refreshed on membership events)."""
+        return f"{self.prefix}group:{group_id}"
+
+    def display_name(self, principal: str) -> str:
+        """Cached display name of a Slack user or handle of a user group."""
+        return f"{self.prefix}name:{principal}"
+
+    @property
     def audit(self) -> str:
         """Capped stream of what happened to runs (the short audit trail)."""
         return f"{self.prefix}audit"

@@ -80,6 +80,14 @@ class Reporter(Protocol):
         """Show that nobody decided `call` in time."""
         ...
 
+    async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
+        """Remind the people who may decide `call` that it is still waiting."""
+        ...
+
+    async def call_refused(self, run: RunView, call: PendingCall) -> None:
+        """Say that an approved call was not run because it changed after the approval."""
+        ...
+
     async def run_finished(self, run: RunView, output: str) -> None: ...
 
     async def run_failed(self, run: RunView, failure: Failure, detail: str) -> None:

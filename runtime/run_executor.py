@@ -14,13 +14,15 @@ from typing import Any
 from agents import Agent, RunConfig, Runner, RunResult, RunState
 
 from runtime.audit import AuditTrail
+from runtime.call_digest import call_digest
 from runtime.contracts import ResumeJob, StartJob, new_approval_id
-from runtime.decisions import apply_decisions
-from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
+from runtime.decisions import Applied, apply_decisions
+from runtime.envelope import Decision, PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
-from runtime.progress import ProgressHooks
+from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
+from runtime.run_observer import RunObserver
 from runtime.run_store import RunRecord, RunStore
 
 log = logging.getLogger(__name__)
@@ -32,8 +34,10 @@ class RunExecutor:
     store: RunStore
     reporter: Reporter
     audit: AuditTrail
-    approval_ttl_seconds: int
+    policy: Policy
     max_turns: int
+    reminder_at: float = 0.0
+    """Fraction of an approval's lifetime after which its approvers are reminded; 0: never."""
     run_config: RunConfig | None = None
 
     async def start(self, job: StartJob) -> None:
@@ -62,7 +66,14 @@ class RunExecutor:
             conversation = envelope.conversation.model_copy(update={"thread": thread})
             envelope = envelope.model_copy(update={"conversation": conversation})
             await self.store.update_envelope(envelope)
-            await self.audit.record("started", job.run_id, agent=job.agent, task=job.task)
+            await self.audit.record(
+                "started",
+                job.run_id,
+                agent=job.agent,
+                task=job.task,
+                requester=conversation.requester,
+                channel=conversation.channel,
+            )
         try:
             agent = self._agent(envelope.root_agent)
         except RunFailed as failure:
@@ -93,8 +104,11 @@ class RunExecutor:
         except RunFailed as failure:
             await self._fail(envelope, failure, keep=True)
             return
-        approved = apply_decisions(state, envelope.calls)
-        log.info("run %s: resuming round %d, %d approved", job.run_id, job.round, approved)
+        applied = apply_decisions(state, envelope.calls)
+        log.info(
+            "run %s: resuming round %d, %d approved", job.run_id, job.round, len(applied.approved)
+        )
+        await self._report_refusals(envelope, applied)
         await self._advance(envelope, record, agent, state)
 
     async def on_dead_job(self, job: StartJob | ResumeJob) -> None:
@@ -135,65 +149,130 @@ class RunExecutor:
         *,
         context: dict[str, Any] | None = None,
     ) -> None:
-        view = RunView.of(envelope)
-        hooks = ProgressHooks(
-            run=view, reporter=self.reporter, store=self.store, message_id=record.status_message
+        """Run until the answer, or until a call needs a person (the policy may decide some)."""
+        observer = RunObserver(
+            run=RunView.of(envelope),
+            reporter=self.reporter,
+            store=self.store,
+            audit=self.audit,
+            message_id=record.status_message,
         )
-        try:
-            result = await Runner.run(
-                agent,
-                run_input,
-                context=context,
-                # Frozen into the state at the first run; passing it again would be ignored.
-                max_turns=self.max_turns,
-                hooks=hooks,
-                run_config=self.run_config,
-            )
-        except Exception as error:
-            failure = describe_run_error(error)
-            if failure is None:
-                raise
-            log.warning("run %s: ended by %s: %s", envelope.run_id, type(error).__name__, failure)
-            await hooks.flush("failed")
-            await self._fail(envelope, failure, keep=False)
-            return
-        if result.interruptions:
-            await self._stop_for_approvals(envelope, result, hooks)
-        else:
-            output = str(result.final_output)
-            await self.store.mark_finishing(envelope.run_id, output)
-            await hooks.flush("done")
-            await self._finish(envelope, output)
+        while True:
+            try:
+                result = await Runner.run(
+                    agent,
+                    run_input,
+                    context=context,
+                    # Frozen into the state at the first run; passing it again is ignored.
+                    max_turns=self.max_turns,
+                    hooks=observer,
+                    run_config=self.run_config,
+                )
+            except Exception as error:
+                failure = describe_run_error(error)
+                if failure is None:
+                    raise
+                log.warning(
+                    "run %s: ended by %s: %s", envelope.run_id, type(error).__name__, failure
+                )
+                await observer.flush("failed")
+                await self._fail(envelope, failure, keep=False)
+                return
+            if not result.interruptions:
+                output = str(result.final_output)
+                await self.store.mark_finishing(envelope.run_id, output)
+                await observer.flush("done")
+                await self._finish(envelope, output)
+                return
+            calls = await self._plan_calls(envelope, result)
+            if any(call.decision is None for call in calls):
+                await self._stop_for_approvals(envelope, result, calls, observer)
+                return
+            # The policy decided every call: go on without asking anyone.
+            run_input = result.to_state()
+            apply_decisions(run_input, calls)
 
-    async def _stop_for_approvals(
-        self, envelope: RunEnvelope, result: RunResult, hooks: ProgressHooks
-    ) -> None:
-        expires_at = await self.store.server_time() + self.approval_ttl_seconds
-        calls = tuple(
-            PendingCall(
+    async def _plan_calls(
+        self, envelope: RunEnvelope, result: RunResult
+    ) -> tuple[PendingCall, ...]:
+        """One pending call per interruption, with its rule; the policy decides `auto` ones."""
+        now = await self.store.server_time()
+        calls = []
+        for item in result.interruptions:
+            tool, agent_name, arguments = item.name or "?", item.agent.name, item.arguments or ""
+            rule = self.policy.rule_for(tool, agent_name)
+            digest = call_digest(tool, arguments)
+            decision = None
+            if rule.auto is not None:
+                decision = Decision(
+                    outcome="approved" if rule.auto == "approve" else "rejected",
+                    user_name="policy",
+                    reason=f"auto-{rule.auto} rule",
+                    decided_at=now,
+                    digest=digest,
+                    by_policy=True,
+                )
+            call = PendingCall(
                 approval_id=new_approval_id(),
                 call_id=item.call_id or "",
-                tool=item.name or "?",
-                agent=item.agent.name,
-                arguments=item.arguments or "",
-                expires_at=expires_at,
+                tool=tool,
+                agent=agent_name,
+                arguments=arguments,
+                expires_at=now + rule.ttl_seconds,
+                approvers=rule.approvers,
+                quorum=rule.quorum,
+                allow_always=rule.allow_always,
+                digest=digest,
+                decision=decision,
             )
-            for item in result.interruptions
-        )
+            calls.append(call)
+            event = f"auto_{rule.auto}d" if rule.auto else "requested"
+            await self.audit.record(event, envelope.run_id, **self._audit_fields(envelope, call))
+        return tuple(calls)
+
+    @staticmethod
+    def _audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | int | None]:
+        return {
+            "approval_id": call.approval_id,
+            "call_id": call.call_id,
+            "tool": call.tool,
+            "agent": call.agent,
+            "requester": envelope.conversation.requester,
+            "channel": envelope.conversation.channel,
+            "digest": call.digest,
+            "quorum": call.quorum,
+        }
+
+    async def _stop_for_approvals(
+        self,
+        envelope: RunEnvelope,
+        result: RunResult,
+        calls: tuple[PendingCall, ...],
+        observer: RunObserver,
+    ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
-        await self.store.wait_for_approvals(waiting, state_json, previous=envelope)
-        for call in calls:
-            await self.audit.record(
-                "approval_requested",
-                envelope.run_id,
-                approval_id=call.approval_id,
-                tool=call.tool,
-                agent=call.agent,
-                call_id=call.call_id,
-            )
-        await hooks.flush("waiting")
+        reminders = {}
+        if self.reminder_at > 0:
+            now = await self.store.server_time()
+            reminders = {
+                c.approval_id: now + (c.expires_at - now) * self.reminder_at
+                for c in calls
+                if c.decision is None
+            }
+        await self.store.wait_for_approvals(
+            waiting, state_json, previous=envelope, reminders=reminders
+        )
+        await observer.flush("waiting")
         await self._post_cards(waiting)
+
+    async def _report_refusals(self, envelope: RunEnvelope, applied: Applied) -> None:
+        for call in applied.refused:
+            log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
+            await self.audit.record(
+                "refused", envelope.run_id, **self._audit_fields(envelope, call)
+            )
+            await self.reporter.call_refused(RunView.of(envelope), call)
 
     async def _post_cards(self, envelope: RunEnvelope) -> None:
         """Ask for every open approval that has no message yet."""
@@ -213,7 +292,12 @@ class RunExecutor:
     async def _finish(self, envelope: RunEnvelope, output: str) -> None:
         await self.reporter.run_finished(RunView.of(envelope), output)
         await self.store.delete(envelope)
-        await self.audit.record("finished", envelope.run_id, rounds=envelope.round)
+        await self.audit.record(
+            "finished",
+            envelope.run_id,
+            rounds=envelope.round,
+            channel=envelope.conversation.channel,
+        )
 
     async def _fail(self, envelope: RunEnvelope, failure: RunFailed, *, keep: bool) -> None:
         """Tell the thread the run ended; keep the record (until its TTL) if it may be recovered."""
@@ -222,7 +306,12 @@ class RunExecutor:
             await self.store.mark_failed(envelope.run_id)
         else:
             await self.store.delete(envelope)
-        await self.audit.record("failed", envelope.run_id, failure=failure.kind.value)
+        await self.audit.record(
+            "failed",
+            envelope.run_id,
+            failure=failure.kind.value,
+            channel=envelope.conversation.channel,
+        )
 
     async def _report_unreadable(self, run_id: str, detail: str) -> None:
         log.error("%s", detail)

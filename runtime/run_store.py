@@ -8,15 +8,17 @@ script in `approvals.py`; everything else only by the worker that owns the run's
 
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
 
 from runtime.audit import AUDIT_MAX_ENTRIES
 from runtime.contracts import Conversation
 from runtime.envelope import (
+    Approval,
     Decision,
     RunEnvelope,
     UnreadableEnvelope,
@@ -24,6 +26,9 @@ from runtime.envelope import (
     parse_envelope,
 )
 from runtime.keys import Keys
+
+# Hash fields each approval of the current round may have, besides the envelope's call entry.
+PER_CALL_FIELDS = ("deadline", "ts", "decision", "approvals", "quorum")
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed"]
 
@@ -55,7 +60,8 @@ if status == 'ready' then
   redis.call('HSET', KEYS[1], 'status', 'resuming', 'owner', ARGV[2])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   local t = redis.call('TIME')
-  local details = cjson.encode({round = round, at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
+  local details = cjson.encode({round = round, at = tonumber(t[1]) + tonumber(t[2]) / 1000000,
+    channel = redis.call('HGET', KEYS[1], 'channel')})
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'event', 'resumed', 'run_id', ARGV[4],
     'details', details)
   return 'claimed'
@@ -126,6 +132,7 @@ class RunStore:
                 update={
                     "message_ts": _text(fields.get(f"ts:{call.approval_id}")),
                     "decision": _decision(fields.get(f"decision:{call.approval_id}")),
+                    "approvals": _approvals(fields.get(f"approvals:{call.approval_id}")),
                 }
             )
             for call in envelope.calls
@@ -154,7 +161,7 @@ class RunStore:
             envelope = parse_envelope(run_id, fields["envelope"])
         except UnreadableEnvelope:
             return fields  # load() raises it again, for its caller to handle
-        extra = [f"{f}:{c.approval_id}" for c in envelope.calls for f in ("ts", "decision")]
+        extra = [f"{f}:{c.approval_id}" for c in envelope.calls for f in PER_CALL_FIELDS[1:]]
         if extra:
             values = await self._redis.hmget(key, extra)  # type: ignore[assignment]
             fields.update({n: v for n, v in zip(extra, values, strict=True) if v is not None})
@@ -188,33 +195,47 @@ class RunStore:
         await self._set(run_id, {f"ts:{approval_id}": message_ts})
 
     async def wait_for_approvals(
-        self, envelope: RunEnvelope, state_json: str, previous: RunEnvelope
+        self,
+        envelope: RunEnvelope,
+        state_json: str,
+        *,
+        previous: RunEnvelope,
+        reminders: dict[str, float],
     ) -> None:
-        """Store the interrupted run and open its approvals, all in one transaction."""
+        """Store the interrupted run and open its approvals, all in one transaction.
+
+        Calls that already carry a decision (the policy decided them) open nothing; the others
+        get a deadline, a quorum, and a reminder time if `reminders` has one for them.
+        """
         key = self._keys.run(envelope.run_id)
-        stale = [
-            f"{field}:{call.approval_id}"
-            for call in previous.calls
-            for field in ("deadline", "ts", "decision")
-        ]
-        deadlines = {f"{envelope.run_id}:{c.approval_id}": c.expires_at for c in envelope.calls}
+        stale = [f"{f}:{c.approval_id}" for c in previous.calls for f in PER_CALL_FIELDS]
+        open_calls = [c for c in envelope.calls if c.decision is None]
+        fields: dict[Any, Any] = {
+            "envelope": dump_envelope(envelope),
+            "status": "waiting",
+            "round": envelope.round,
+            "pending": len(open_calls),
+        }
+        for call in envelope.calls:
+            if call.decision is not None:
+                fields[f"decision:{call.approval_id}"] = call.decision.model_dump_json()
+        for call in open_calls:
+            fields[f"deadline:{call.approval_id}"] = call.expires_at
+            fields[f"quorum:{call.approval_id}"] = call.quorum
+        member = f"{envelope.run_id}:{{}}".format
+        last = max((c.expires_at for c in envelope.calls), default=await self.server_time())
         async with self._redis.pipeline(transaction=True) as pipe:
             if stale:
                 pipe.hdel(key, *stale)
             pipe.hdel(key, "owner", "final")
-            pipe.hset(
-                key,
-                mapping={
-                    "envelope": dump_envelope(envelope),
-                    "state": zlib.compress(state_json.encode(), 6),
-                    "status": "waiting",
-                    "round": envelope.round,
-                    "pending": len(envelope.calls),
-                    **{f"deadline:{c.approval_id}": c.expires_at for c in envelope.calls},
-                },
-            )
-            pipe.zadd(self._keys.deadlines, deadlines)
-            pipe.expireat(key, int(max(deadlines.values()) + STATE_GRACE_SECONDS))
+            pipe.hset(key, mapping={**fields, "state": zlib.compress(state_json.encode(), 6)})
+            if open_calls:
+                pipe.zadd(
+                    self._keys.deadlines, {member(c.approval_id): c.expires_at for c in open_calls}
+                )
+            if reminders:
+                pipe.zadd(self._keys.reminders, {member(aid): at for aid, at in reminders.items()})
+            pipe.expireat(key, int(last + STATE_GRACE_SECONDS))
             await pipe.execute()
 
     async def claim_resume(self, run_id: str, round_: int, job_id: str) -> ClaimResult:
@@ -237,10 +258,9 @@ class RunStore:
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.delete(self._keys.run(envelope.run_id))
             if envelope.calls:
-                pipe.zrem(
-                    self._keys.deadlines,
-                    *[f"{envelope.run_id}:{c.approval_id}" for c in envelope.calls],
-                )
+                members = [f"{envelope.run_id}:{c.approval_id}" for c in envelope.calls]
+                pipe.zrem(self._keys.deadlines, *members)
+                pipe.zrem(self._keys.reminders, *members)
             await pipe.execute()
 
     async def server_time(self) -> float:
@@ -255,3 +275,7 @@ def _text(value: bytes | None) -> str | None:
 
 def _decision(raw: bytes | None) -> Decision | None:
     return Decision.model_validate_json(raw) if raw else None
+
+
+def _approvals(raw: bytes | None) -> tuple[Approval, ...]:
+    return tuple(Approval.model_validate(item) for item in json.loads(raw)) if raw else ()

@@ -24,7 +24,14 @@ FIXES: dict[str, str] = {
     "MAX_TURNS": "Use a whole number of model turns per run between 1 and 100.",
     "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
     "JOB_IDLE_TIMEOUT_SECONDS": "Use a number of seconds between 0.5 and 3600.",
+    "APPROVERS": "List Slack user ids (U…, W…) and user-group ids (S…), comma-separated.",
+    "ALLOW_SELF_APPROVAL": "Use true or false.",
+    "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
+    "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
+    "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
 }
+
+_PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
 
 
 class RuntimeSettings(BaseSettings):
@@ -51,6 +58,15 @@ class RuntimeSettings(BaseSettings):
         30.0, validation_alias="JOB_IDLE_TIMEOUT_SECONDS", ge=0.5, le=3600
     )
     """A job whose worker stops heartbeating for this long is handed to another worker."""
+
+    # --- who may decide (see runtime/policy.py) ---
+    approvers: str = Field("", validation_alias="APPROVERS", pattern=_PRINCIPALS)
+    """Comma-separated user and user-group ids; empty means anyone in the channel."""
+    allow_self_approval: bool = Field(False, validation_alias="ALLOW_SELF_APPROVAL")
+    policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
+    reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
+    """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
+    audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
 
     @property
     def effective_redis_url(self) -> str:

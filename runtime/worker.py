@@ -14,12 +14,15 @@ from agents import RunConfig
 from pydantic import ValidationError
 
 from runtime.approvals import Approvals
-from runtime.audit import AuditTrail
+from runtime.audit import AuditTrail, AuditTrimmer
 from runtime.contracts import JOB, ResumeJob, StartJob
-from runtime.expiry import ExpirySweeper
+from runtime.due_set import DuePoller
+from runtime.expiry import Expiry
 from runtime.jobs import Delivery, JobConsumer, JobQueue
 from runtime.keys import Keys
+from runtime.policy import Policy
 from runtime.registry import AgentRegistry
+from runtime.reminders import Reminders
 from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
@@ -36,17 +39,22 @@ def consumer_name() -> str:
 @dataclass(kw_only=True)
 class Worker:
     consumer: JobConsumer
-    sweeper: ExpirySweeper
+    pollers: list[DuePoller]
+    audit_trimmer: AuditTrimmer
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.consumer.run())
-            group.create_task(self.sweeper.run())
+            for poller in self.pollers:
+                group.create_task(poller.run())
+            group.create_task(self.audit_trimmer.run())
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
         self.consumer.stop()
-        self.sweeper.stop()
+        for poller in self.pollers:
+            poller.stop()
+        self.audit_trimmer.stop()
 
 
 @dataclass(kw_only=True)
@@ -85,20 +93,23 @@ def build_worker(
     redis: aioredis.Redis,
     reporter: Reporter,
     registry: AgentRegistry,
+    policy: Policy,
     run_config: RunConfig | None = None,
     name: str | None = None,
-    expiry_interval: float = 1.0,
+    poll_interval: float = 1.0,
 ) -> Worker:
     keys = Keys(settings.redis_key_prefix)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
+    approvals = Approvals(redis, keys)
     executor = RunExecutor(
         registry=registry,
         store=store,
         reporter=reporter,
         audit=audit,
-        approval_ttl_seconds=settings.approval_ttl_seconds,
+        policy=policy,
         max_turns=settings.max_turns,
+        reminder_at=settings.reminder_at,
         run_config=run_config,
     )
     router = JobRouter(executor=executor)
@@ -111,16 +122,26 @@ def build_worker(
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
     )
-    sweeper = ExpirySweeper(
-        redis=redis,
-        keys=keys,
-        approvals=Approvals(redis, keys),
-        store=store,
-        reporter=reporter,
-        audit=audit,
-        interval=expiry_interval,
-    )
-    return Worker(consumer=consumer, sweeper=sweeper)
+    expiry = Expiry(approvals=approvals, store=store, reporter=reporter)
+    reminders = Reminders(store=store, reporter=reporter)
+    pollers = [
+        DuePoller(
+            redis=redis,
+            key=keys.deadlines,
+            handler=expiry.handle,
+            name="expiry",
+            interval=poll_interval,
+        ),
+        DuePoller(
+            redis=redis,
+            key=keys.reminders,
+            handler=reminders.handle,
+            name="reminders",
+            interval=poll_interval,
+        ),
+    ]
+    trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
+    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer)
 
 
 async def serve_until_signalled(worker: Worker) -> None:

@@ -23,6 +23,8 @@ STATUS_PREFIXES = (
     ":white_check_mark: Done",
     ":x: Stopped",
 )
+NOTE_PREFIXES = (":alarm_clock:", ":warning:")
+"""Reminders and notes in a thread: neither status nor answer."""
 
 
 @dataclass
@@ -156,11 +158,20 @@ class FakeSlack:
         return [m for m in self.messages.values() if m.thread_ts is None]
 
     def final_answers(self, thread_ts: str) -> list[Message]:
-        """Thread replies that are neither cards nor the status message."""
+        """Thread replies that are not cards, the status message, reminders or notes."""
         return [
             m
             for m in self.messages.values()
-            if m.thread_ts == thread_ts and not m.blocks and not _is_status(m.text)
+            if m.thread_ts == thread_ts
+            and not m.blocks
+            and not m.text.startswith(STATUS_PREFIXES + NOTE_PREFIXES)
+        ]
+
+    def notes(self, thread_ts: str) -> list[Message]:
+        return [
+            m
+            for m in self.messages.values()
+            if m.thread_ts == thread_ts and m.text.startswith(NOTE_PREFIXES)
         ]
 
     # --- handlers ---------------------------------------------------------------------------------
@@ -222,10 +233,6 @@ class FakeSlack:
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
-
-
-def _is_status(text: str) -> bool:
-    return text.startswith(STATUS_PREFIXES)
 
 
 def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,11 +18,13 @@ from agents import OpenAIProvider, RunConfig
 from aiohttp import web
 from openai import AsyncOpenAI
 
+from bot.approvers import ApproverDirectory
 from bot.settings import Settings
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
 from bot.web import create_web_app
 from runtime.keys import Keys
+from runtime.policy import load_policy
 from runtime.redis_connection import connect
 from runtime.registry import load_registry
 from runtime.worker import Worker, build_worker
@@ -111,14 +114,16 @@ class Harness:
         settings = self.settings
         session = aiohttp.ClientSession()
         client = slack_client(token="xoxb-test-token", base_url=self.slack.api_url, session=session)
+        directory = ApproverDirectory(self.redis, self.keys, client)
         worker = build_worker(
             settings,
             redis=self.redis,
-            reporter=SlackReporter(client),
+            reporter=SlackReporter(client, directory),
             registry=load_registry(settings.agents),
+            policy=load_policy(settings),
             run_config=self.run_config(),
             name=name or f"test-worker-{len(self._workers)}",
-            expiry_interval=0.1,
+            poll_interval=0.1,
         )
         task = asyncio.get_running_loop().create_task(worker.run())
         self._workers.append((worker, task, session))
@@ -178,6 +183,20 @@ class Harness:
     async def entries(self, stream: str) -> list[dict[bytes, bytes]]:
         rows: Any = await self.redis.xrange(stream)
         return [fields for _id, fields in rows]
+
+    async def audit_until(self, event: str, timeout: float = 10) -> list[dict[str, Any]]:
+        """The audit trail as (event, details) once `event` is in it."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            trail = [
+                {"event": e[b"event"].decode(), **json.loads(e[b"details"])}
+                for e in await self.entries(self.keys.audit)
+            ]
+            if any(entry["event"] == event for entry in trail):
+                return trail
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"no {event} in the audit trail: {trail}")
+            await asyncio.sleep(0.05)
 
     async def run_leftovers(self) -> list[str]:
         """Keys beyond the audit trail, the job streams and short-lived job-id markers."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from tests import agents
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
@@ -140,18 +138,19 @@ async def test_a_finished_run_leaves_only_its_audit_trail(bot: Harness) -> None:
     await bot.sender.click(card, "approve", user="UBOB")
     await bot.final_answer(root)
 
+    trail = [(entry.pop("event"), entry) for entry in await bot.audit_until("finished")]
     assert await bot.run_leftovers() == []
-    trail = [
-        (entry[b"event"].decode(), json.loads(entry[b"details"]))
-        for entry in await bot.entries(bot.keys.audit)
-    ]
     assert [event for event, _ in trail] == [
         "started",
-        "approval_requested",
-        "decided",
+        "requested",
+        "approved",
         "resumed",
+        "executed",
         "finished",
     ]
-    decided = trail[2][1]
-    assert (decided["outcome"], decided["user_id"]) == ("approved", "UBOB")
-    assert trail[1][1]["tool"] == "delete_user"
+    requested, approved, executed = trail[1][1], trail[2][1], trail[4][1]
+    assert approved["user_id"] == "UBOB"
+    assert requested["tool"] == approved["tool"] == executed["tool"] == "delete_user"
+    assert requested["digest"] == approved["digest"] == executed["digest"]
+    assert len(requested["digest"]) == 64
+    assert executed["outcome"] == "deleted u-100"

@@ -113,20 +113,23 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
                 expires_at=deadline,
             )
             waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
-            await store.wait_for_approvals(waiting, "{}", previous=envelope)
+            await store.wait_for_approvals(waiting, "{}", previous=envelope, reminders={})
 
             async def click(
                 n: int, run_id: str = run_id, approval_id: str = call.approval_id
             ) -> str:
                 await asyncio.sleep(n * 0.001)
                 choice = Choice(outcome="approved", user_id=f"U{n}")
-                return (await approvals.decide(run_id, approval_id, choice, channel="C1")).status
+                decided = await approvals.decide(
+                    run_id, approval_id, choice, channel="C1", context=None
+                )
+                return decided.status
 
             async def expire(
                 n: int, run_id: str = run_id, approval_id: str = call.approval_id
             ) -> str:
                 await asyncio.sleep(n * 0.001)
-                return (await approvals.expire(run_id, approval_id)).status
+                return (await approvals.expire(run_id, approval_id, None)).status
 
             results = await asyncio.gather(
                 *(click(n) for n in range(40)), *(expire(n) for n in range(40))

@@ -36,7 +36,7 @@ async def test_stored_runs_carry_our_versioned_envelope(bot: Harness) -> None:
     key = Keys(bot.prefix).run(run_id)
 
     envelope = json.loads(await bot.field(key, "envelope"))
-    assert envelope["schema_version"] == 1
+    assert envelope["schema_version"] == 2
     assert envelope["root_agent"] == "ops"
     assert envelope["conversation"] == {
         "channel": "CGENERAL",
@@ -46,6 +46,8 @@ async def test_stored_runs_carry_our_versioned_envelope(bot: Harness) -> None:
     }
     [call] = envelope["calls"]
     assert (call["tool"], call["agent"], call["call_id"]) == ("delete_user", "ops", "call_del")
+    assert (call["approvers"], call["quorum"], call["allow_always"]) == ([], 1, True)
+    assert len(call["digest"]) == 64
     assert json.loads(call["arguments"]) == {"user_id": "u-100"}
     assert await bot.redis.hget(key, f"ts:{call['approval_id']}") == card.ts.encode()
     ttl = await bot.redis.ttl(key)
@@ -100,3 +102,19 @@ async def test_a_state_the_sdk_cannot_read_is_reported_and_kept(bot: Harness) ->
     assert "saved state can't be resumed" in answer.text
     assert agents.EXECUTIONS == []
     assert await bot.redis.hget(key, "status") == b"failed"
+
+
+async def test_a_run_stored_by_the_previous_envelope_version_still_resumes(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
+    envelope = json.loads(await bot.field(key, "envelope"))
+    for call in envelope["calls"]:
+        for added_in_v2 in ("approvers", "quorum", "allow_always", "digest"):
+            del call[added_in_v2]
+    envelope["schema_version"] = 1
+    await bot.redis.hset(key, "envelope", json.dumps(envelope))
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"

@@ -1,4 +1,8 @@
-"""The run's status message: SDK lifecycle hooks, throttled to a rate Slack is happy with."""
+"""Watching a run through the SDK's lifecycle hooks: for people, and for the record.
+
+People get one status message, updated at a rate Slack is happy with; the audit trail gets an
+`executed` entry (with the call's digest and outcome) for every function tool that ran.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ import time
 from typing import Any
 
 from agents import Agent, RunContextWrapper, RunHooks, Tool
+from agents.tool_context import ToolContext
 
+from runtime.audit import AuditTrail
+from runtime.call_digest import call_digest
 from runtime.reporter import Activity, Reporter, RunView
 from runtime.run_store import RunStore
 
@@ -16,21 +23,24 @@ log = logging.getLogger(__name__)
 # chat.update is a Tier 3 method (~50 per minute per workspace); one run stays well below.
 MIN_UPDATE_INTERVAL_SECONDS = 1.5
 MAX_STEPS_SHOWN = 12
+OUTCOME_CHARS = 300
 
 
-class ProgressHooks(RunHooks[Any]):
+class RunObserver(RunHooks[Any]):
     def __init__(
         self,
         *,
         run: RunView,
         reporter: Reporter,
         store: RunStore,
+        audit: AuditTrail,
         message_id: str | None,
         clock: Any = time.monotonic,
     ) -> None:
         self._run = run
         self._reporter = reporter
         self._store = store
+        self._audit = audit
         self._clock = clock
         self.message_id = message_id
         self._steps: list[str] = []
@@ -41,6 +51,24 @@ class ProgressHooks(RunHooks[Any]):
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:
         await self._note(f"tool:{tool.name}")
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        if not isinstance(context, ToolContext):
+            return
+        conversation = self._run.conversation
+        await self._audit.record(
+            "executed",
+            self._run.run_id,
+            call_id=context.tool_call_id,
+            tool=tool.name,
+            agent=agent.name,
+            requester=conversation.requester,
+            channel=conversation.channel,
+            digest=call_digest(tool.name, context.tool_arguments or ""),
+            outcome=str(result)[:OUTCOME_CHARS],
+        )
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]

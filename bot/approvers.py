@@ -1,0 +1,100 @@
+"""Who may decide: Slack users and user groups, with group members and names cached in Redis.
+
+Group membership comes from `usergroups.users.list`, cached briefly and dropped when Slack sends
+`subteam_members_changed`; names (for messages that tell people who may decide) from
+`users.info` and `usergroups.list`, cached longer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from runtime.keys import Keys
+
+log = logging.getLogger(__name__)
+
+MEMBERS_TTL_SECONDS = 300
+NAMES_TTL_SECONDS = 3600
+
+
+class DirectoryUnavailable(Exception):
+    """Slack could not tell us who is in a group; deciding must wait."""
+
+
+def is_group(principal: str) -> bool:
+    return principal.startswith("S")
+
+
+class ApproverDirectory:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, client: AsyncWebClient) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._client = client
+
+    async def may_decide(self, user_id: str, approvers: Sequence[str]) -> bool:
+        """Empty `approvers` means anyone; otherwise the user or one of their groups is listed."""
+        if not approvers or user_id in approvers:
+            return True
+        for group in (p for p in approvers if is_group(p)):
+            if user_id in await self.members(group):
+                return True
+        return False
+
+    async def members(self, group_id: str) -> set[str]:
+        key = self._keys.group_members(group_id)
+        cached: Any = await self._redis.get(key)
+        if cached is not None:
+            return set(json.loads(cached))
+        try:
+            response = await self._client.usergroups_users_list(usergroup=group_id)
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            log.warning("members of %s unavailable: %s", group_id, type(error).__name__)
+            raise DirectoryUnavailable(group_id) from error
+        users = [u for u in response.get("users") or [] if isinstance(u, str)]
+        await self._redis.set(key, json.dumps(users), ex=MEMBERS_TTL_SECONDS)
+        return set(users)
+
+    async def forget_group(self, group_id: str) -> None:
+        """Slack says the group changed: ask again next time."""
+        await self._redis.delete(self._keys.group_members(group_id))
+
+    async def names(self, principals: Sequence[str]) -> dict[str, str]:
+        """A readable name per principal (`@handle` for groups); the id if Slack won't say."""
+        return {principal: await self._name(principal) for principal in principals}
+
+    async def _name(self, principal: str) -> str:
+        key = self._keys.display_name(principal)
+        cached: Any = await self._redis.get(key)
+        if cached is not None:
+            return str(cached.decode())
+        try:
+            name = await (
+                self._group_handle(principal) if is_group(principal) else self._user_name(principal)
+            )
+        except (SlackApiError, ClientError, TimeoutError):
+            return principal
+        await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)
+        return name
+
+    async def _user_name(self, user_id: str) -> str:
+        response = await self._client.users_info(user=user_id)
+        user = response.get("user") or {}
+        profile = user.get("profile") or {}
+        return str(
+            profile.get("display_name") or profile.get("real_name") or user.get("name") or user_id
+        )
+
+    async def _group_handle(self, group_id: str) -> str:
+        response = await self._client.usergroups_list()
+        for group in response.get("usergroups") or []:
+            if group.get("id") == group_id:
+                return f"@{group.get('handle') or group.get('name') or group_id}"
+        return group_id

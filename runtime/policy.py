@@ -1,0 +1,163 @@
+"""Who may decide which tool calls, how many must agree, and which need nobody.
+
+The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match wins:
+
+    [[rule]]
+    tool = "delete_*"          # glob on the tool name
+    agent = "ops"              # optional glob on the agent name
+    approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
+    quorum = 2                 # distinct approvers needed (default 1)
+    ttl_seconds = 900          # how long the approval waits (default APPROVAL_TTL_SECONDS)
+    allow_always = false       # offer "Approve always"? (default: only when quorum is 1)
+    auto = "approve"           # or "reject": decided without asking anyone
+
+Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
+`APPROVAL_TTL_SECONDS`). The runtime stores the resolved rule with each pending call, so a
+policy change never changes what an open card promised.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.settings import RuntimeSettings
+
+PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
+
+
+class PolicyError(Exception):
+    """The policy file cannot be used; the message names the line and the reason."""
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str = Field(min_length=1)
+    agent: str | None = None
+    approvers: tuple[str, ...] | None = None
+    quorum: int = Field(1, ge=1, le=20)
+    ttl_seconds: int | None = Field(None, ge=1, le=604800)
+    allow_always: bool | None = None
+    auto: Literal["approve", "reject"] | None = None
+
+    def matches(self, tool: str, agent: str) -> bool:
+        return fnmatch.fnmatchcase(tool, self.tool) and (
+            self.agent is None or fnmatch.fnmatchcase(agent, self.agent)
+        )
+
+
+class PolicyFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallRule:
+    """The policy for one tool call, defaults filled in."""
+
+    approvers: tuple[str, ...]
+    """Who may decide; empty means anyone in the channel."""
+    quorum: int
+    ttl_seconds: int
+    allow_always: bool
+    auto: Literal["approve", "reject"] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Policy:
+    rules: tuple[Rule, ...]
+    default_approvers: tuple[str, ...]
+    default_ttl_seconds: int
+
+    def rule_for(self, tool: str, agent: str) -> CallRule:
+        rule = next((r for r in self.rules if r.matches(tool, agent)), None)
+        if rule is None:
+            return CallRule(
+                approvers=self.default_approvers,
+                quorum=1,
+                ttl_seconds=self.default_ttl_seconds,
+                allow_always=True,
+                auto=None,
+            )
+        return CallRule(
+            approvers=self.default_approvers if rule.approvers is None else rule.approvers,
+            quorum=rule.quorum,
+            ttl_seconds=rule.ttl_seconds or self.default_ttl_seconds,
+            # "Approve always" would let later calls skip the quorum: off unless asked for.
+            allow_always=rule.allow_always if rule.allow_always is not None else rule.quorum == 1,
+            auto=rule.auto,
+        )
+
+
+def parse_principals(text: str) -> tuple[str, ...]:
+    """`APPROVERS`: comma-separated user and user-group ids."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def load_policy(settings: RuntimeSettings) -> Policy:
+    """The policy file (if any) over the environment's defaults."""
+    rules = _read_rules(Path(settings.policy_file)) if settings.policy_file else ()
+    return Policy(
+        rules=rules,
+        default_approvers=parse_principals(settings.approvers),
+        default_ttl_seconds=settings.approval_ttl_seconds,
+    )
+
+
+def _read_rules(path: Path) -> tuple[Rule, ...]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise PolicyError(f"POLICY_FILE={path}: cannot read it ({error.strerror}).") from error
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PolicyError(f"POLICY_FILE={path}: not valid TOML: {error}.") from error
+    try:
+        policy = PolicyFile.model_validate(data)
+    except ValidationError as error:
+        problems = [_describe(problem, text) for problem in error.errors()]
+        raise PolicyError(f"POLICY_FILE={path}: " + "; ".join(problems)) from error
+    for number, rule in enumerate(policy.rule):
+        for principal in rule.approvers or ():
+            if not re.match(PRINCIPAL_PATTERN, principal):
+                line = _line_of(text, number, "approvers")
+                raise PolicyError(
+                    f"POLICY_FILE={path}: line {line}: {principal!r} is not a Slack user (U…, "
+                    "W…) or user-group (S…) id."
+                )
+    return policy.rule
+
+
+def _describe(problem: object, text: str) -> str:
+    assert isinstance(problem, dict)
+    loc = problem["loc"]
+    if len(loc) >= 2 and loc[0] == "rule" and isinstance(loc[1], int):
+        key = str(loc[2]) if len(loc) > 2 else None
+        where = f"line {_line_of(text, loc[1], key)}: rule {loc[1] + 1}"
+        field = f" `{key}`" if key else ""
+        return f"{where}{field}: {problem['msg']}"
+    return f"{'.'.join(str(part) for part in loc) or 'file'}: {problem['msg']}"
+
+
+def _line_of(text: str, rule_index: int, key: str | None) -> int:
+    """The line of `key` inside the rule_index-th `[[rule]]` table (or of its header)."""
+    lines = text.splitlines()
+    headers = [n for n, line in enumerate(lines) if line.strip() == "[[rule]]"]
+    if rule_index >= len(headers):
+        return 1
+    start = headers[rule_index]
+    end = headers[rule_index + 1] if rule_index + 1 < len(headers) else len(lines)
+    if key is not None:
+        for number in range(start, end):
+            if re.match(rf"^\s*{re.escape(key)}\s*=", lines[number]):
+                return number + 1
+    return start + 1
