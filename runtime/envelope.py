@@ -140,4 +140,5 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
-    return envelope.model_dump_json(exclude={"calls": {"__all__": {"message_ts", "decision"}}})
+    per_call = {"message_ts", "decision", "approvals"}
+    return envelope.model_dump_json(exclude={"calls": {"__all__": per_call}})

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, RunConfig, Runner, RunResult, RunState
+from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
 from runtime.call_digest import call_digest
@@ -101,10 +102,10 @@ class RunExecutor:
         try:
             agent = self._agent(envelope.root_agent)
             state = await self._restore(agent, record)
+            applied = self._apply(state, envelope)
         except RunFailed as failure:
             await self._fail(envelope, failure, keep=True)
             return
-        applied = apply_decisions(state, envelope.calls)
         log.info(
             "run %s: resuming round %d, %d approved", job.run_id, job.round, len(applied.approved)
         )
@@ -129,6 +130,16 @@ class RunExecutor:
             return self.registry.get(name)
         except UnknownAgent as error:
             raise RunFailed(Failure.UNKNOWN_AGENT, str(error)) from error
+
+    @staticmethod
+    def _apply(state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
+        try:
+            return apply_decisions(state, envelope.calls)
+        except AgentsException as error:
+            # The SDK fingerprints each tool call; a state edited behind its back fails here.
+            log.error("run %s: stored state is inconsistent: %s", envelope.run_id, error)
+            detail = "the stored run state is inconsistent; it may have been edited"
+            raise RunFailed(Failure.UNREADABLE_STATE, detail) from error
 
     async def _restore(self, agent: Agent[Any], record: RunRecord) -> RunState[Any, Any]:
         if record.state is None:
@@ -226,7 +237,9 @@ class RunExecutor:
                 decision=decision,
             )
             calls.append(call)
-            event = f"auto_{rule.auto}d" if rule.auto else "requested"
+            event = {"approve": "auto_approved", "reject": "auto_rejected", None: "requested"}[
+                rule.auto
+            ]
             await self.audit.record(event, envelope.run_id, **self._audit_fields(envelope, call))
         return tuple(calls)
 

@@ -45,9 +45,14 @@ def prefix(redis_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def env_overrides() -> dict[str, str]:
-    """Override settings for one test with `@pytest.mark.parametrize` or a local fixture."""
-    return {}
+def env_overrides(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Settings for one test: `@with_env(NAME="value")`, or a module's own fixture."""
+    param: dict[str, str] = getattr(request, "param", {})
+    return param
+
+
+def with_env(**environ: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("env_overrides", [environ], indirect=True, ids=["env"])
 
 
 @pytest.fixture

@@ -73,6 +73,10 @@ class FakeSlack:
         self.views: list[dict[str, Any]] = []
         self.responses: list[dict[str, Any]] = []
         self._failures: dict[str, list[Failure]] = {}
+        self.groups: dict[str, dict[str, Any]] = {}
+        """User groups by id: {"handle": ..., "users": [...]} (usergroups.* methods)."""
+        self.users: dict[str, str] = {}
+        """Display names by user id (users.info)."""
         self._ts = itertools.count(1)
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -83,6 +87,7 @@ class FakeSlack:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # slack_sdk GETs some read methods
         app.router.add_post("/response/{token}", self._response_url)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -190,40 +195,76 @@ class FakeSlack:
         return web.json_response(body)
 
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
-        if method == "auth.test":
-            return {
-                "ok": True,
-                "user_id": BOT_USER,
-                "bot_id": "B0001",
-                "team_id": "T0001",
-                "user": "countersign",
-                "team": "Test",
-                "url": "https://test.slack.com/",
-            }
-        if method == "chat.postMessage":
-            ts = f"{1_700_000_000 + next(self._ts)}.000100"
-            channel = str(args["channel"])
-            self.messages[ts] = Message(
-                channel, ts, str(args.get("text", "")), _blocks(args), args.get("thread_ts")
-            )
-            return {"ok": True, "channel": channel, "ts": ts}
-        if method == "chat.update":
-            message = self.messages.get(str(args.get("ts")))
-            if message is None:
-                return {"ok": False, "error": "message_not_found"}
-            message.text = str(args.get("text", message.text))
-            if "blocks" in args:
-                message.blocks = _blocks(args)
-            message.updates += 1
-            return {"ok": True, "channel": message.channel, "ts": message.ts}
-        if method == "chat.postEphemeral":
-            self.ephemerals.append(args)
-            return {"ok": True, "message_ts": f"{time.time():.6f}"}
-        if method == "views.open":
-            view = args["view"]
-            self.views.append(json.loads(view) if isinstance(view, str) else view)
-            return {"ok": True, "view": {"id": f"V{len(self.views)}"}}
-        return {"ok": False, "error": "unknown_method"}
+        handlers = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "chat.postEphemeral": self._post_ephemeral,
+            "views.open": self._open_view,
+            "usergroups.users.list": self._group_members,
+            "usergroups.list": self._groups,
+            "users.info": self._user_info,
+        }
+        handler = handlers.get(method)
+        return handler(args) if handler else {"ok": False, "error": "unknown_method"}
+
+    def _auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "user_id": BOT_USER,
+            "bot_id": "B0001",
+            "team_id": "T0001",
+            "user": "countersign",
+            "team": "Test",
+            "url": "https://test.slack.com/",
+        }
+
+    def _post_message(self, args: dict[str, Any]) -> dict[str, Any]:
+        ts = f"{1_700_000_000 + next(self._ts)}.000100"
+        channel = str(args["channel"])
+        text = str(args.get("text", ""))
+        self.messages[ts] = Message(channel, ts, text, _blocks(args), args.get("thread_ts"))
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _update(self, args: dict[str, Any]) -> dict[str, Any]:
+        message = self.messages.get(str(args.get("ts")))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        message.text = str(args.get("text", message.text))
+        if "blocks" in args:
+            message.blocks = _blocks(args)
+        message.updates += 1
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
+
+    def _post_ephemeral(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.ephemerals.append(args)
+        return {"ok": True, "message_ts": f"{time.time():.6f}"}
+
+    def _open_view(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args["view"]
+        self.views.append(json.loads(view) if isinstance(view, str) else view)
+        return {"ok": True, "view": {"id": f"V{len(self.views)}"}}
+
+    def _group_members(self, args: dict[str, Any]) -> dict[str, Any]:
+        group = self.groups.get(str(args.get("usergroup")))
+        if group is None:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": list(group["users"])}
+
+    def _groups(self, args: dict[str, Any]) -> dict[str, Any]:
+        groups = [
+            {"id": gid, "handle": g["handle"], "name": g["handle"]}
+            for gid, g in self.groups.items()
+        ]
+        return {"ok": True, "usergroups": groups}
+
+    def _user_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        user_id = str(args.get("user"))
+        name = self.users.get(user_id)
+        if name is None:
+            return {"ok": False, "error": "user_not_found"}
+        profile = {"display_name": name, "real_name": name}
+        return {"ok": True, "user": {"id": user_id, "name": name.lower(), "profile": profile}}
 
     async def _response_url(self, request: web.Request) -> web.Response:
         self.responses.append(await request.json())
@@ -241,6 +282,8 @@ def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     if request.content_type == "application/json":
         data = await request.json()
         return dict(data)

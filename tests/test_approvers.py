@@ -1,0 +1,115 @@
+"""Who may decide: approver lists, user groups, self-approval, quorum, policy rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests import agents
+from tests.conftest import with_env
+from tests.fake_slack import Message
+from tests.harness import Harness
+from tests.model_scripts import delete_then_answer
+
+
+async def card_for(bot: Harness, task: str = "delete u-100") -> tuple[Message, Message]:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run(task)
+    [card] = await bot.cards(root, 1)
+    return root, card
+
+
+async def ephemeral_for(bot: Harness, user: str) -> str:
+    notes = await bot.slack.wait_for(
+        lambda: [e for e in bot.slack.ephemerals if e["user"] == user], what=f"note to {user}"
+    )
+    return str(notes[-1]["text"])
+
+
+@with_env(APPROVERS="UBOB,S0SRE")
+async def test_only_listed_users_and_group_members_may_decide(bot: Harness) -> None:
+    bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL"]}
+    bot.slack.users["UBOB"] = "Bob Builder"
+    root, card = await card_for(bot)
+    assert "Bob Builder, @sre" in card.all_text(), "the card names who may decide"
+
+    await bot.sender.click(card, "approve", user="UEVE")
+    note = await ephemeral_for(bot, "UEVE")
+    assert note == "Only Bob Builder or @sre may decide `delete_user`, so nothing was recorded."
+    assert card.action_ids() == ["approve", "approve_always", "reject"]
+
+    await bot.sender.click(card, "approve", user="UCAROL")  # a member of @sre
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    trail = await bot.audit_until("finished")
+    [denied] = [e for e in trail if e["event"] == "denied"]
+    assert (denied["user_id"], denied["reason"], denied["tool"]) == (
+        "UEVE",
+        "not_an_approver",
+        "delete_user",
+    )
+
+
+@with_env(APPROVERS="S0SRE")
+async def test_a_change_of_group_membership_takes_effect(bot: Harness) -> None:
+    bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL"]}
+    root, card = await card_for(bot)
+    await bot.sender.click(card, "approve", user="UDAVE")
+    assert "Only @sre may decide" in await ephemeral_for(bot, "UDAVE")
+
+    bot.slack.groups["S0SRE"]["users"].append("UDAVE")
+    status, _ = await bot.sender.event(
+        {
+            "type": "subteam_members_changed",
+            "subteam_id": "S0SRE",
+            "team_id": "T0001",
+            "added_users": ["UDAVE"],
+            "added_users_count": "1",
+        }
+    )
+    assert status == 200
+    await bot.sender.click(card, "approve", user="UDAVE")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    lookups = bot.slack.calls_to("usergroups.users.list")
+    assert len(lookups) == 2, "cached between clicks, asked again after the event"
+
+
+async def test_the_requester_may_not_approve_their_own_run(bot: Harness) -> None:
+    _root, card = await card_for(bot)
+    await bot.sender.click(card, "approve", user="UALICE")
+    assert "You asked for this run" in await ephemeral_for(bot, "UALICE")
+    await bot.sender.click(card, "reject", user="UALICE")
+    await asyncio.sleep(0.2)
+    assert bot.slack.views == [], "no reject modal for the requester either"
+    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert agents.EXECUTIONS == []
+
+
+@with_env(ALLOW_SELF_APPROVAL="true")
+async def test_self_approval_can_be_allowed(bot: Harness) -> None:
+    root, card = await card_for(bot)
+    await bot.sender.click(card, "approve", user="UALICE")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+@pytest.mark.parametrize(
+    "env_overrides",
+    [{"APPROVAL_TTL_SECONDS": "2", "REMINDER_AT": "0.5", "APPROVERS": "S0SRE"}],
+    indirect=True,
+    ids=["env"],
+)
+async def test_one_reminder_mentions_the_approver_group(bot: Harness) -> None:
+    root, _card = await card_for(bot)
+    reminders = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="reminder")
+    assert reminders[0].text.startswith(":alarm_clock: <!subteam^S0SRE> Reminder: *ops* still")
+    await bot.final_answer(root, timeout=10)  # it then expires
+    assert len(bot.slack.notes(root.ts)) == 1
+
+
+@with_env(REMINDER_AT="0.5", APPROVAL_TTL_SECONDS="2")
+async def test_no_reminder_once_decided(bot: Harness) -> None:
+    root, card = await card_for(bot)
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.final_answer(root)
+    await asyncio.sleep(1.5)
+    assert bot.slack.notes(root.ts) == []
