@@ -30,6 +30,9 @@ from tests.redis_server import RedisServer
 from tests.test_processes import Deployment
 
 
+DECISION_EVENTS = {b"approved", b"approved_always", b"rejected", b"expired"}
+
+
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))
@@ -123,8 +126,8 @@ async def decision_to_resume(deployment: Deployment) -> list[float]:
     for _id, fields in rows:
         details = json.loads(fields[b"details"])
         run_id = fields[b"run_id"].decode()
-        if fields[b"event"] == b"decided":
-            decided[run_id] = details["at"]
+        if fields[b"event"] in DECISION_EVENTS:
+            decided[run_id] = details["at"]  # the last one completes the decision
         elif fields[b"event"] == b"resumed" and run_id in decided:
             delays.append((details["at"] - decided[run_id]) * 1000)
     return delays
