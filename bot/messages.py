@@ -243,6 +243,8 @@ FAILURES = {
     Failure.MAX_TURNS: "The agent took too many steps without finishing.",
     Failure.AGENT_ERROR: "The agent stopped with an error ({detail}).",
     Failure.UNKNOWN_AGENT: "This run's agent is not available any more ({detail}).",
+    Failure.TOOL_REMOVED: "This run waits on a tool its agent no longer offers ({detail}); "
+    "nothing was run.",
     Failure.UNREADABLE_STATE: "This run's saved state can't be resumed by this version ({detail}).",
     Failure.UNSUPPORTED_ENVELOPE: "This run was saved by a different version of "
     f"{PRODUCT} and can't be resumed ({{detail}}).",

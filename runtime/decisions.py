@@ -50,6 +50,18 @@ class Applied:
     """Approved, but the call in the state is not the call that was approved."""
 
 
+def missing_tools(state: RunState[Any, Any]) -> list[tuple[str, str]]:
+    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy)."""
+    missing = []
+    for item in state.get_interruptions():
+        raw = item.raw_item
+        kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
+        offered = {getattr(tool, "name", None) for tool in item.agent.tools}
+        if kind == "function_call" and item.name and item.name not in offered:
+            missing.append((item.agent.name, item.name))
+    return missing
+
+
 def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -> Applied:
     """Approve or reject every pending interruption.
 

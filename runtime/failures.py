@@ -20,6 +20,7 @@ from agents.exceptions import (
     ModelBehaviorError,
     ModelRefusalError,
     ModelTimeoutError,
+    UserError,
 )
 
 from runtime.reporter import Failure
@@ -32,22 +33,34 @@ class RunFailed(Exception):
         self.detail = detail
 
 
+TRANSIENT_HTTP_STATUSES = frozenset({408, 409, 429})
+
+
 def describe_run_error(error: Exception) -> RunFailed | None:
     """Translate an error raised by a run into a failure to report, or None to retry."""
     if isinstance(error, RunFailed):
         return error
     if isinstance(error, openai.APIStatusError):
-        return RunFailed(Failure.MODEL_ERROR, f"the model API answered HTTP {error.status_code}")
-    if isinstance(error, openai.APITimeoutError):
-        return RunFailed(Failure.MODEL_ERROR, "the model API did not answer in time")
-    if isinstance(error, openai.APIConnectionError):
-        return RunFailed(Failure.MODEL_ERROR, "the model API could not be reached")
+        code = error.status_code
+        if code in TRANSIENT_HTTP_STATUSES or code >= 500:
+            return None
+        return RunFailed(Failure.MODEL_ERROR, f"the model API answered HTTP {code}")
+    if isinstance(error, openai.APIConnectionError | ModelTimeoutError):
+        return None
     if isinstance(error, openai.OpenAIError):
         return RunFailed(Failure.MODEL_ERROR, "the model client is not configured or failed")
     if isinstance(error, MaxTurnsExceeded):
         return RunFailed(Failure.MAX_TURNS, "")
-    if isinstance(error, ModelBehaviorError | ModelRefusalError | ModelTimeoutError):
+    if isinstance(error, ModelBehaviorError | ModelRefusalError):
         return RunFailed(Failure.MODEL_ERROR, "the model's reply could not be used")
+    if isinstance(error, UserError) and _raised_by_a_tool(error):
+        return None
     if isinstance(error, AgentsException):
         return RunFailed(Failure.AGENT_ERROR, type(error).__name__)
     return None
+
+
+def _raised_by_a_tool(error: UserError) -> bool:
+    """The SDK wraps an exception escaping a tool in UserError('Error running tool …')."""
+    cause = error.__cause__
+    return cause is not None and not isinstance(cause, AgentsException)

@@ -21,6 +21,7 @@ class Failure(StrEnum):
     MAX_TURNS = "max_turns"
     AGENT_ERROR = "agent_error"
     UNKNOWN_AGENT = "unknown_agent"
+    TOOL_REMOVED = "tool_removed"
     UNREADABLE_STATE = "unreadable_state"
     UNSUPPORTED_ENVELOPE = "unsupported_envelope"
     GAVE_UP = "gave_up"

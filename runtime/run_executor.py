@@ -17,7 +17,7 @@ from agents.exceptions import AgentsException
 from runtime.audit import AuditTrail
 from runtime.call_digest import call_digest
 from runtime.contracts import ResumeJob, StartJob, new_approval_id
-from runtime.decisions import Applied, apply_decisions
+from runtime.decisions import Applied, apply_decisions, missing_tools
 from runtime.envelope import Decision, PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
 from runtime.policy import Policy
@@ -133,6 +133,10 @@ class RunExecutor:
 
     @staticmethod
     def _apply(state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
+        missing = missing_tools(state)
+        if missing:
+            detail = ", ".join(f"`{tool}` of agent {agent}" for agent, tool in missing)
+            raise RunFailed(Failure.TOOL_REMOVED, detail)
         try:
             return apply_decisions(state, envelope.calls)
         except AgentsException as error:

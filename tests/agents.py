@@ -59,13 +59,27 @@ async def explode(ctx: ToolContext[Any]) -> str:
     raise RuntimeError("boom: secret internal detail")
 
 
+@function_tool(needs_approval=True, failure_error_function=None)
+async def write_ledger(ctx: ToolContext[Any], entry: str) -> str:
+    """A tool whose errors escape to the runner (no failure_error_function): always fails."""
+    await _record(ctx, "write_ledger", {"entry": entry})
+    raise ConnectionError("ledger database unreachable")
+
+
 helper = Agent[Any](name="helper", instructions="You restart services.", tools=[restart_service])
 
 ops = Agent[Any](
     name="ops",
     instructions="You manage users.",
-    tools=[list_users, delete_user, restart_service, explode],
+    tools=[list_users, delete_user, restart_service, explode, write_ledger],
     handoffs=[helper],
 )
 
 REGISTRY = [ops, helper]
+
+
+# The same agents after a deploy that removed `delete_user` (for the deploy tests).
+REGISTRY_AFTER_DEPLOY = [
+    ops.clone(tools=[t for t in ops.tools if getattr(t, "name", "") != "delete_user"]),
+    helper,
+]

@@ -70,8 +70,14 @@ class Harness:
 
     @property
     def settings(self) -> Settings:
+        return self.settings_with()
+
+    def settings_with(self, **more: str) -> Settings:
         environ = bot_environ(
-            slack=self.slack, redis_url=self.redis_url, prefix=self.prefix, **self.env_overrides
+            slack=self.slack,
+            redis_url=self.redis_url,
+            prefix=self.prefix,
+            **{**self.env_overrides, **more},
         )
         return Settings.from_environ(environ)
 
@@ -110,8 +116,8 @@ class Harness:
         provider = OpenAIProvider(openai_client=self._openai, use_responses=True)
         return RunConfig(model_provider=provider, tracing_disabled=True)
 
-    async def start_worker(self, name: str | None = None) -> Worker:
-        settings = self.settings
+    async def start_worker(self, name: str | None = None, **env: str) -> Worker:
+        settings = self.settings_with(**env)
         session = aiohttp.ClientSession()
         client = slack_client(token="xoxb-test-token", base_url=self.slack.api_url, session=session)
         directory = ApproverDirectory(self.redis, self.keys, client)

@@ -85,3 +85,32 @@ async def test_a_job_that_keeps_failing_is_dead_lettered_and_the_requester_told(
     assert json.loads(dead[b"job"])["task"] == "do it"
     assert await bot.redis.xlen(bot.keys.jobs) == 0
     assert bot.model.requests == []
+
+
+async def test_a_model_that_keeps_failing_is_retried_then_dead_lettered(bot: Harness) -> None:
+    bot.model.script = lambda request: ModelError(500, "upstream is down")
+    root = await bot.start_run("do something")
+    answer = await bot.final_answer(root, timeout=30)
+    assert answer.text.startswith(":x: Something kept failing while running this task")
+    assert "upstream is down" not in answer.text
+    # 3 openai-client attempts per delivery (its own 2 retries), 2 deliveries before the burial
+    assert len(bot.model.requests) == 6
+    [dead] = await bot.entries(bot.keys.dead_jobs)
+    assert json.loads(dead[b"job"])["kind"] == "start"
+
+
+async def test_a_tool_that_keeps_raising_is_retried_then_dead_lettered(bot: Harness) -> None:
+    def script(request: ModelRequest) -> list[dict[str, object]]:
+        return [tool_call("write_ledger", {"entry": "x"}, "c1")]
+
+    bot.model.script = script
+    root = await bot.start_run("write the ledger")
+    [card] = await bot.cards(root, 1)
+    await bot.sender.click(card, "approve", user="UBOB")
+    answer = await bot.final_answer(root, timeout=30)
+    assert answer.text.startswith(":x: Something kept failing while running this task")
+    assert "ledger database unreachable" not in answer.text
+    assert [tool for tool, _ in agents.EXECUTIONS] == ["write_ledger", "write_ledger"]
+    [dead] = await bot.entries(bot.keys.dead_jobs)
+    assert json.loads(dead[b"job"])["kind"] == "resume"
+    assert len(bot.slack.final_answers(root.ts)) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -118,3 +119,22 @@ async def test_a_run_stored_by_the_previous_envelope_version_still_resumes(bot: 
 
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+async def test_a_deploy_that_removed_the_waiting_tool_says_so_once(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.stop_workers()
+    await bot.start_worker("after-deploy", AGENTS="tests.agents:REGISTRY_AFTER_DEPLOY")
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    answer = await bot.final_answer(root)
+    assert answer.text.startswith(
+        ":x: This run waits on a tool its agent no longer offers (`delete_user` of agent ops)"
+    )
+    await asyncio.sleep(1.5)
+    assert len(bot.slack.final_answers(root.ts)) == 1, "one message, no crash loop"
+    assert agents.EXECUTIONS == []
+    [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
+    assert await bot.redis.hget(key, "status") == b"failed", "kept for recovery"
