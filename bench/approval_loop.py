@@ -25,9 +25,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.redis_server import RedisServer
-from tests.test_processes import Deployment
 
 DECISION_EVENTS = {b"approved", b"approved_always", b"rejected", b"expired"}
 

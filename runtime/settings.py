@@ -29,6 +29,7 @@ FIXES: dict[str, str] = {
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
     "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
+    "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -58,6 +59,10 @@ class RuntimeSettings(BaseSettings):
         30.0, validation_alias="JOB_IDLE_TIMEOUT_SECONDS", ge=0.5, le=3600
     )
     """A job whose worker stops heartbeating for this long is handed to another worker."""
+    shutdown_grace_seconds: float = Field(
+        25.0, validation_alias="SHUTDOWN_GRACE_SECONDS", ge=0, le=3600
+    )
+    """After SIGTERM, running jobs get this long to finish before they are handed back."""
 
     # --- who may decide (see runtime/policy.py) ---
     approvers: str = Field("", validation_alias="APPROVERS", pattern=_PRINCIPALS)

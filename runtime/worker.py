@@ -121,6 +121,7 @@ def build_worker(
         concurrency=settings.worker_concurrency,
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
+        shutdown_grace=settings.shutdown_grace_seconds,
     )
     expiry = Expiry(approvals=approvals, store=store, reporter=reporter)
     reminders = Reminders(store=store, reporter=reporter)

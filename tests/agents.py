@@ -6,6 +6,7 @@ In-process tests read `EXECUTIONS`; tests with real worker processes set
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -66,12 +67,36 @@ async def write_ledger(ctx: ToolContext[Any], entry: str) -> str:
     raise ConnectionError("ledger database unreachable")
 
 
+@function_tool(needs_approval=True)
+async def migrate(ctx: ToolContext[Any], table: str) -> str:
+    """A slow tool: the first attempt of each call takes SLOW_TOOL_SECONDS (default 30)."""
+    attempts = await _attempts(ctx.tool_call_id)
+    await _record(ctx, "migrate", {"table": table})
+    if attempts == 0:
+        await asyncio.sleep(float(os.environ.get("SLOW_TOOL_SECONDS", "30")))
+    return f"migrated {table} (attempt {attempts + 1}, key {ctx.tool_call_id})"
+
+
+async def _attempts(call_id: str) -> int:
+    """How often this call id already started, across worker processes (via the ledger)."""
+    ledger = os.environ.get("COUNTERSIGN_TEST_LEDGER")
+    if not ledger:
+        return sum(1 for tool, _ in EXECUTIONS if tool == "migrate")
+    url, key = ledger.split(" ")
+    client = aioredis.Redis.from_url(url)
+    try:
+        entries: Any = await client.lrange(key, 0, -1)
+    finally:
+        await client.aclose()
+    return sum(1 for entry in entries if json.loads(entry)["call_id"] == call_id)
+
+
 helper = Agent[Any](name="helper", instructions="You restart services.", tools=[restart_service])
 
 ops = Agent[Any](
     name="ops",
     instructions="You manage users.",
-    tools=[list_users, delete_user, restart_service, explode, write_ledger],
+    tools=[list_users, delete_user, restart_service, explode, write_ledger, migrate],
     handoffs=[helper],
 )
 

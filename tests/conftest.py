@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from tests import agents
+from tests.deployment import Deployment
 from tests.harness import Harness
 from tests.redis_server import RedisServer, url_from_environment
 
@@ -64,6 +65,17 @@ async def bot(redis_url: str, prefix: str, env_overrides: dict[str, str]) -> Asy
         yield harness
     finally:
         await harness.stop()
+
+
+@pytest.fixture
+async def deployment(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[Deployment]:
+    """The Procfile's processes against a fake Slack and model (see tests/deployment.py)."""
+    deployment = Deployment(redis_url, prefix, tmp_path)
+    await deployment.start()
+    try:
+        yield deployment
+    finally:
+        await deployment.stop()
 
 
 @pytest.fixture

@@ -4,114 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
-import pytest
-import redis.asyncio as aioredis
-
-from runtime.keys import JOB_GROUP, Keys
-from tests.fake_openai import FakeOpenAI, ModelRequest, message, tool_call
-from tests.fake_slack import FakeSlack, Message
-from tests.harness import SIGNING_SECRET, bot_environ
+from tests.deployment import Deployment
+from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
 from tests.processes import Process, procfile, wait_until_healthy
-from tests.redis_server import free_port
-from tests.slack_requests import SlackSender
-
-
-class Deployment:
-    """A Slack, a model, and the Procfile's processes, like a small Heroku app."""
-
-    def __init__(self, redis_url: str, prefix: str, logs: Path) -> None:
-        self.slack = FakeSlack()
-        self.model = FakeOpenAI()
-        self.redis_url = redis_url
-        self.keys = Keys(prefix)
-        self.prefix = prefix
-        self.logs = logs
-        self.port = free_port()
-        self.processes: list[Process] = []
-        self.redis = aioredis.Redis.from_url(redis_url)
-        self.session: aiohttp.ClientSession
-        self.sender: SlackSender
-
-    def env(self, **extra: str) -> dict[str, str]:
-        return {
-            **bot_environ(slack=self.slack, redis_url=self.redis_url, prefix=self.prefix),
-            "PORT": str(self.port),
-            "OPENAI_API_KEY": "sk-test",
-            "OPENAI_BASE_URL": self.model.url,
-            "OPENAI_AGENTS_DISABLE_TRACING": "1",
-            **extra,
-        }
-
-    async def start(self) -> None:
-        await self.slack.start()
-        await self.model.start()
-        self.session = aiohttp.ClientSession()
-        self.sender = SlackSender(
-            self.session, f"http://127.0.0.1:{self.port}/slack/events", SIGNING_SECRET, self.slack
-        )
-
-    async def web(self) -> Process:
-        process = Process("web", procfile()["web"], self.env(), self.logs)
-        self.processes.append(process)
-        await wait_until_healthy(f"http://127.0.0.1:{self.port}/healthz", process)
-        return process
-
-    def worker(self, dyno: str) -> Process:
-        process = Process(dyno, procfile()["worker"], self.env(DYNO=dyno), self.logs)
-        self.processes.append(process)
-        return process
-
-    async def stop(self) -> None:
-        for process in self.processes:
-            process.stop()
-        await self.session.close()
-        await self.model.stop()
-        await self.slack.stop()
-        await self.redis.aclose()
-
-    async def job_owner(self) -> str | None:
-        rows: Any = await self.redis.xpending_range(self.keys.jobs, JOB_GROUP, "-", "+", 10)
-        return rows[0]["consumer"].decode() if rows else None
-
-    async def start_run(self, text: str) -> Message:
-        roots = len(self.slack.roots())
-        status, _ = await self.sender.command(text)
-        assert status == 200
-        await self.slack.wait_for(lambda: len(self.slack.roots()) > roots, 20, "root message")
-        return self.slack.roots()[-1]
-
-    async def cards(self, root: Message, count: int) -> list[Message]:
-        def ready() -> list[Message] | None:
-            found = [c for c in self.slack.cards() if c.thread_ts == root.ts]
-            return found if len(found) >= count else None
-
-        cards: list[Message] = await self.slack.wait_for(ready, 20, f"{count} card(s)")
-        return cards
-
-    async def final_answers(self, root: Message) -> list[Message]:
-        answers: list[Message] = await self.slack.wait_for(
-            lambda: self.slack.final_answers(root.ts), 20, "final answer"
-        )
-        return answers
-
-    def logs_text(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.log()}" for p in self.processes)
-
-
-@pytest.fixture
-async def deployment(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[Deployment]:
-    deployment = Deployment(redis_url, prefix, tmp_path)
-    await deployment.start()
-    try:
-        yield deployment
-    finally:
-        await deployment.stop()
 
 
 async def test_both_processes_restart_while_an_approval_waits(deployment: Deployment) -> None:

@@ -1,0 +1,182 @@
+"""Faults, on real processes: killed and stopped workers, a stopped web, a Redis outage."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.deployment import Deployment
+from tests.fake_openai import ModelRequest, message, tool_call
+from tests.model_scripts import delete_then_answer
+from tests.redis_server import RedisServer
+
+
+def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
+    if not request.tool_outputs:
+        return [tool_call("migrate", {"table": "users"}, "call_migrate")]
+    return [message(request.tool_outputs["call_migrate"])]
+
+
+async def ledger(deployment: Deployment) -> list[dict[str, Any]]:
+    entries: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
+    return [json.loads(entry) for entry in entries]
+
+
+async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while len(await ledger(deployment)) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"ledger never reached {count}:\n{deployment.logs_text()}")
+        await asyncio.sleep(0.05)
+
+
+async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
+    deployment.model.script = migrate_then_answer
+    await deployment.web()
+    workers = {name: deployment.worker(name) for name in ("worker.1", "worker.2")}
+    root = await deployment.start_run("migrate users")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    await wait_for_ledger(deployment, 1)  # the approved tool is running, slowly
+    owner = await deployment.job_owner()
+    assert owner in workers
+    workers[owner].signal(signal.SIGKILL)
+
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == "migrated users (attempt 2, key call_migrate)"
+    runs = await ledger(deployment)
+    assert [entry["call_id"] for entry in runs] == ["call_migrate", "call_migrate"], (
+        "run again by the other worker, with the same idempotency key"
+    )
+    await asyncio.sleep(0.5)
+    assert len(deployment.slack.final_answers(root.ts)) == 1
+
+
+async def test_sigterm_lets_a_worker_hand_back_a_long_job_and_exit_in_time(
+    deployment: Deployment,
+) -> None:
+    deployment.model.script = migrate_then_answer
+    await deployment.web()
+    first = deployment.worker("worker.1", SHUTDOWN_GRACE_SECONDS="2")
+    root = await deployment.start_run("migrate users")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    await wait_for_ledger(deployment, 1)
+
+    stopped_at = time.monotonic()
+    first.signal(signal.SIGTERM)
+    second = deployment.worker("worker.2")
+    assert await first.wait(timeout=28) == 0, first.log()
+    assert time.monotonic() - stopped_at < 10, "well inside Heroku's 30 s"
+    assert "1 job(s) cancelled, 1 handed back" in first.log()
+
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == "migrated users (attempt 2, key call_migrate)"
+    assert second.popen.poll() is None
+
+
+async def test_a_stopping_worker_takes_no_new_jobs(deployment: Deployment) -> None:
+    deployment.model.script = migrate_then_answer
+    await deployment.web()
+    first = deployment.worker("worker.1", SHUTDOWN_GRACE_SECONDS="20")
+    root = await deployment.start_run("migrate users")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    await wait_for_ledger(deployment, 1)
+    first.signal(signal.SIGTERM)
+    await asyncio.sleep(0.5)
+
+    deployment.model.script = delete_then_answer
+    status, _ = await deployment.sender.command("delete u-100")  # a new job while draining
+    assert status == 200
+    await asyncio.sleep(1.5)
+    assert len(deployment.slack.roots()) == 1, "nobody took the new job"
+    deployment.worker("worker.2")
+    await deployment.slack.wait_for(lambda: len(deployment.slack.roots()) == 2, 20, "2nd run")
+    second_root = deployment.slack.roots()[-1]
+    await deployment.cards(second_root, 1)
+    assert first.popen.poll() is None, "still finishing its running job"
+
+
+async def test_every_acknowledged_click_survives_a_web_sigterm(deployment: Deployment) -> None:
+    deployment.model.script = delete_then_answer
+    web = await deployment.web()
+    deployment.worker("worker.1")
+    roots = [await deployment.start_run(f"delete u-100 #{n}") for n in range(30)]
+    cards = [(await deployment.cards(root, 1))[0] for root in roots]
+
+    async def click(n: int) -> int:
+        await asyncio.sleep(n * 0.004)
+        try:
+            status, _ = await deployment.sender.click(cards[n], "approve", user=f"U{n:04d}")
+        except (OSError, aiohttp.ClientError):
+            return 0  # refused or cut off once the web stopped: not acknowledged
+        return status
+
+    clicks = [asyncio.create_task(click(n)) for n in range(len(cards))]
+    await asyncio.sleep(0.06)
+    web.signal(signal.SIGTERM)
+    statuses = await asyncio.gather(*clicks)
+    assert await web.wait(timeout=30) == 0, web.log()
+
+    acknowledged = {f"U{n:04d}" for n, status in enumerate(statuses) if status == 200}
+    assert acknowledged, "some clicks got in before the stop"
+    rows: Any = await deployment.redis.xrange(deployment.keys.audit)
+    recorded = {
+        json.loads(fields[b"details"])["user_id"]
+        for _, fields in rows
+        if fields[b"event"] == b"approved"
+    }
+    assert acknowledged <= recorded, f"lost: {acknowledged - recorded}"
+
+
+@pytest.fixture
+async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
+    """A Redis of this test's own, which it stops and starts (keeping its data, like a
+    managed Redis failing over)."""
+    server = RedisServer(tmp_path / "redis")
+    server.binary_args = ["--appendonly", "yes", "--appendfsync", "always"]
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    deployment = Deployment(own_redis.url, "outage:", tmp_path)
+    await deployment.start()
+    try:
+        deployment.model.script = delete_then_answer
+        web = await deployment.web()
+        worker = deployment.worker("worker.1")
+        root = await deployment.start_run("delete u-100")
+        [card] = await deployment.cards(root, 1)
+
+        own_redis.stop()
+        started = time.monotonic()
+        status, _ = await deployment.sender.click(card, "approve", user="UBOB")
+        assert status == 200 and time.monotonic() - started < 3, "answered within Slack's 3 s"
+        note = await deployment.slack.wait_for(lambda: deployment.slack.ephemerals, 10, "note")
+        assert "your decision was not recorded" in note[0]["text"]
+        assert card.action_ids() == ["approve", "approve_always", "reject"], "buttons stay"
+        await asyncio.sleep(3)  # the worker keeps trying to reach Redis meanwhile
+
+        own_redis.start()
+        await deployment.sender.click(card, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "done: deleted u-100"
+        assert web.popen.poll() is None and worker.popen.poll() is None, "nothing crashed"
+        assert "Traceback" not in web.log()
+    finally:
+        await deployment.stop()
