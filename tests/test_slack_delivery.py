@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
@@ -52,3 +54,43 @@ async def test_the_status_message_is_updated_in_place_at_a_modest_rate(bot: Harn
     updates = [c for c in bot.slack.calls_to("chat.update") if c.args.get("ts") == status.ts]
     span = updates[-1].at - bot.slack.calls_to("chat.postMessage")[0].at if updates else 0
     assert len(updates) <= 2 + span / 1.5, f"{len(updates)} updates in {span:.1f}s"
+
+
+async def test_messages_arrive_in_order_through_429s_and_5xx(bot: Harness) -> None:
+    def two_rounds(request: ModelRequest) -> list[dict[str, object]]:
+        outputs = request.tool_outputs
+        if not outputs:
+            return [tool_call("delete_user", {"user_id": "u-100"}, "c1")]
+        if len(outputs) == 1:
+            return [tool_call("restart_service", {"service": "api"}, "c2")]
+        return [message("both done")]
+
+    bot.model.script = two_rounds
+    limited = {"Retry-After": "1"}
+    for _ in range(2):
+        bot.slack.fail_next(
+            "chat.postMessage", 429, {"ok": False, "error": "ratelimited"}, **limited
+        )
+    bot.slack.fail_next(
+        "chat.postMessage",
+        503,
+        {"ok": False, "error": "service_unavailable"},
+        when=lambda args: "restart_service" in json.dumps(args),
+    )
+    root = await bot.start_run("delete then restart")
+    [first] = await bot.cards(root, 1, timeout=20)
+    await bot.sender.click(first, "approve", user="UBOB")
+    [_, second] = await bot.cards(root, 2, timeout=20)
+    bot.slack.fail_next("chat.postMessage", 500, {"ok": False, "error": "internal_error"})
+    await bot.sender.click(second, "approve", user="UBOB")
+    answer = await bot.final_answer(root, timeout=20)
+
+    thread = [m.text for m in bot.slack.thread(root.channel, root.ts)]
+    assert [t.split(" ")[0] for t in thread] == [
+        ":white_check_mark:",
+        "Approval",
+        "Approval",
+        "both",
+    ], thread
+    assert "delete_user" in thread[1] and "restart_service" in thread[2]
+    assert answer.text == "both done"
