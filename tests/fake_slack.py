@@ -115,13 +115,13 @@ class FakeSlack:
         status: int,
         body: dict[str, Any],
         when: Callable[[dict[str, Any]], bool] = lambda args: True,
-        **headers: str,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """Make the next call of `method` (whose arguments match `when`) fail this way.
 
         Queue several for several calls.
         """
-        self._failures.setdefault(method, []).append(Failure(status, body, headers, when))
+        self._failures.setdefault(method, []).append(Failure(status, body, headers or {}, when))
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]

@@ -153,3 +153,30 @@ async def test_unknown_actions_and_payload_types_are_answered_quietly(bot: Harne
     assert (await bot.sender.interact(payload))[0] == 200
     assert (await bot.sender.interact({"type": "shortcut", "callback_id": "x"}))[0] in (200, 404)
     assert card.action_ids() == ["approve", "approve_always", "reject"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        pytest.param('{"type": "event_callback", "event": null}', "application/json", id="event"),
+        pytest.param("[1, 2]", "application/json", id="not-an-object"),
+        pytest.param("{not json", "application/json", id="not-json"),
+        pytest.param(
+            "payload=" + json.dumps({"type": "block_actions", "user": False, "actions": [{}]}),
+            "application/x-www-form-urlencoded",
+            id="user-false",
+        ),
+        pytest.param(
+            "payload=" + json.dumps({"type": "view_submission", "view": {"state": None}}),
+            "application/x-www-form-urlencoded",
+            id="view-without-type",
+        ),
+    ],
+)
+async def test_a_signed_body_slack_never_sends_is_a_400_not_a_500(
+    bot: Harness, body: str, content_type: str
+) -> None:
+    headers = {**signature_headers(bot.sender.secret, body), "Content-Type": content_type}
+    assert (await bot.sender.post(body, headers))[0] == 400
+    unsigned = {"Content-Type": content_type}
+    assert (await bot.sender.post(body, unsigned))[0] == 401

@@ -16,7 +16,7 @@ async def test_a_rate_limited_card_is_retried_after_retry_after(bot: Harness) ->
         429,
         {"ok": False, "error": "ratelimited"},
         when=lambda args: "blocks" in args,
-        **{"Retry-After": "1"},
+        headers={"Retry-After": "1"},
     )
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1, timeout=15)
@@ -66,10 +66,12 @@ async def test_messages_arrive_in_order_through_429s_and_5xx(bot: Harness) -> No
         return [message("both done")]
 
     bot.model.script = two_rounds
-    limited = {"Retry-After": "1"}
     for _ in range(2):
         bot.slack.fail_next(
-            "chat.postMessage", 429, {"ok": False, "error": "ratelimited"}, **limited
+            "chat.postMessage",
+            429,
+            {"ok": False, "error": "ratelimited"},
+            headers={"Retry-After": "1"},
         )
     bot.slack.fail_next(
         "chat.postMessage",

@@ -1,0 +1,262 @@
+"""10,000 signed but malformed or hostile payloads at the real web process.
+
+Slack signs whatever it sends, so the signature proves only the sender; everything inside may
+still be wrong: types, missing fields, huge strings, unknown actions, ids of other runs or
+channels, replays of real decisions. After all of them: no 5xx, no process crashed, the real
+waiting approvals are still undecided (the fuzz never pairs their ids with their channel), and
+every Redis key Countersign created for a run has a TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.deployment import Deployment
+from tests.fake_slack import Message
+from tests.harness import SIGNING_SECRET
+from tests.model_scripts import delete_then_answer
+from tests.slack_requests import signature_headers
+
+PER_EXAMPLE = 20
+EXAMPLES = int(os.environ.get("FUZZ_PAYLOADS", "10000")) // PER_EXAMPLE
+T = TypeVar("T")
+
+
+class Background:
+    """An event loop in a thread: the fake Slack and model live there while Hypothesis, which
+    wants a plain function, drives the test from the main thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, work: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+class Target:
+    """The deployment under fuzz, plus the real cards the fuzz must not be able to decide."""
+
+    def __init__(self, deployment: Deployment, background: Background, cards: list[Message]):
+        self.deployment = deployment
+        self.background = background
+        self.cards = cards
+        self.url = f"http://127.0.0.1:{deployment.port}/slack/events"
+        self.real_ids = [c.actions()[0]["value"] for c in cards]
+        self.statuses: list[int] = []
+
+
+@pytest.fixture(scope="module")
+def target(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    background = Background()
+    deployment = Deployment(redis_url, "fuzz:", tmp_path_factory.mktemp("fuzz"))
+
+    async def setup() -> list[Message]:
+        await deployment.start()
+        deployment.model.script = delete_then_answer
+        await deployment.web()
+        deployment.worker("worker.1")
+        roots = [await deployment.start_run(f"delete u-100 ({n})") for n in range(3)]
+        return [(await deployment.cards(root, 1))[0] for root in roots]
+
+    cards = background.run(setup())
+    try:
+        yield Target(deployment, background, cards)
+    finally:
+        background.run(deployment.stop())
+        client = redis.Redis.from_url(redis_url)
+        keys = list(client.scan_iter(match="fuzz:*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+        background.close()
+
+
+def post(url: str, body: bytes, content_type: str) -> int:
+    headers = signature_headers(SIGNING_SECRET, body.decode("utf-8", "surrogatepass"))
+    headers["Content-Type"] = content_type
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+# --- what hostile payloads are made of -------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+ids = st.sampled_from(["U0001", "UEVE", "", "U" * 300, "C0001", "CFUZZ", "null", "<!channel>"])
+action_ids = st.sampled_from(
+    ["approve", "approve_always", "reject", "view_arguments", "launch", "", "a" * 300]
+)
+huge = st.integers(min_value=1000, max_value=200_000).map(lambda n: "x" * n)
+
+
+@st.composite
+def button_values(draw: st.DrawFn, real_ids: list[str]) -> Any:
+    real = draw(st.sampled_from(real_ids))
+    run_id, approval_id = real.split(":")
+    return draw(
+        st.one_of(
+            st.just(real),  # a real approval... always sent from the wrong channel below
+            st.just(f"{run_id}:a0000000000"),
+            st.just(f"r0000000000000000:{approval_id}"),
+            st.just(real + ":extra"),
+            st.text(max_size=80),
+            huge,
+            json_values,
+        )
+    )
+
+
+@st.composite
+def block_actions(draw: st.DrawFn, real_ids: list[str]) -> dict[str, Any]:
+    action = {
+        "type": "button",
+        "action_id": draw(action_ids),
+        "value": draw(button_values(real_ids)),
+    }
+    payload: dict[str, Any] = {
+        "type": draw(st.sampled_from(["block_actions", "block_actions", "interactive_message"])),
+        "user": draw(
+            st.one_of(st.fixed_dictionaries({"id": ids, "username": st.text()}), json_values)
+        ),
+        # Never the real cards' channel: from anywhere else, real ids must not count.
+        "channel": {"id": draw(st.sampled_from(["CFUZZ", "COTHER", "", "D0001"]))},
+        "container": {"message_ts": draw(st.one_of(st.just("1700000003.000100"), st.text()))},
+        "actions": draw(st.one_of(st.just([action]), st.lists(json_values, max_size=3))),
+        "trigger_id": draw(st.text(max_size=30)),
+    }
+    for key in draw(st.lists(st.sampled_from(list(payload)), max_size=3)):
+        payload.pop(key, None)  # missing fields
+    return payload
+
+
+@st.composite
+def view_submissions(draw: st.DrawFn, real_ids: list[str]) -> dict[str, Any]:
+    run_id, approval_id = draw(st.sampled_from(real_ids)).split(":")
+    metadata = draw(
+        st.one_of(
+            st.just(json.dumps({"run_id": run_id, "approval_id": approval_id, "channel": "CFUZZ"})),
+            st.text(max_size=100),
+            json_values.map(json.dumps),
+        )
+    )
+    return {
+        "type": "view_submission",
+        "user": {"id": draw(ids)},
+        "view": {
+            "callback_id": draw(st.sampled_from(["reject_reason", "other", ""])),
+            "private_metadata": metadata,
+            "state": {"values": draw(json_values)},
+        },
+    }
+
+
+def slash_commands() -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "command": st.sampled_from(["/agent", "/other", ""]),
+            "user_id": ids,
+            "channel_id": ids,
+            "text": st.one_of(st.text(max_size=200), huge, st.sampled_from(["audit r0", "help"])),
+            "trigger_id": st.text(max_size=40),
+        },
+        optional={"response_url": st.sampled_from(["http://127.0.0.1:1/", "nonsense"])},
+    )
+
+
+@st.composite
+def requests(draw: st.DrawFn, real_ids: list[str]) -> tuple[bytes, str]:
+    kind = draw(st.sampled_from(["action", "action", "view", "command", "event", "junk"]))
+    if kind == "command":
+        return urlencode(draw(slash_commands())).encode(), "application/x-www-form-urlencoded"
+    if kind == "event":
+        event = {"type": "event_callback", "event": draw(json_values), "event_id": "Ev1"}
+        return json.dumps(event).encode(), "application/json"
+    if kind == "junk":
+        body = draw(st.one_of(st.binary(max_size=500), huge.map(str.encode)))
+        return body.decode("utf-8", "replace").encode(), draw(
+            st.sampled_from(["application/x-www-form-urlencoded", "application/json", "text/plain"])
+        )
+    payload = draw(block_actions(real_ids) if kind == "action" else view_submissions(real_ids))
+    return urlencode({"payload": json.dumps(payload)}).encode(), "application/x-www-form-urlencoded"
+
+
+# --- the test ------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(900)
+def test_ten_thousand_hostile_payloads(target: Target) -> None:
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(batch=st.lists(requests(target.real_ids), min_size=PER_EXAMPLE, max_size=PER_EXAMPLE))
+    def fuzz(batch: list[tuple[bytes, str]]) -> None:
+        for body, content_type in batch:
+            status = post(target.url, body, content_type)
+            target.statuses.append(status)
+            assert status < 500, (status, body[:300])
+
+    started = time.monotonic()
+    fuzz()
+    elapsed = time.monotonic() - started
+    deployment = target.deployment
+    assert len(target.statuses) >= EXAMPLES * PER_EXAMPLE
+    assert all(p.popen.poll() is None for p in deployment.processes), deployment.logs_text()
+    counts = collections.Counter(target.statuses)
+    print(f"\n{len(target.statuses)} payloads in {elapsed:.1f} s, statuses {dict(counts)}")
+
+    async def check() -> None:
+        redis_client = deployment.redis
+        for card in target.cards:
+            assert card.action_ids() == ["approve", "approve_always", "reject"], "undecided"
+        decided: Any = await redis_client.xrange(deployment.keys.audit)
+        events = {fields[b"event"] for _, fields in decided}
+        assert not events & {b"approved", b"approved_always", b"rejected"}
+        shared = {
+            deployment.keys.jobs,
+            deployment.keys.dead_jobs,
+            deployment.keys.deadlines,
+            deployment.keys.reminders,
+            deployment.keys.audit,
+            deployment.ledger_key,
+        }
+        async for key in redis_client.scan_iter(match="fuzz:*"):
+            name = key.decode()
+            if name not in shared:
+                assert await redis_client.ttl(key) > 0, f"{name} has no TTL"
+
+    target.background.run(check())
