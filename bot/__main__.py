@@ -16,6 +16,7 @@ from bot.slack_reporter import SlackReporter
 from bot.web import create_web_app
 from runtime.redis_connection import connect
 from runtime.registry import RegistryError, load_registry
+from runtime.scripted_model import model_run_config, uses_scripted_model
 from runtime.worker import build_worker, serve_until_signalled
 
 log = logging.getLogger("countersign")
@@ -60,8 +61,14 @@ async def run_worker(settings: Settings) -> None:
             session=session,
         )
         worker = build_worker(
-            settings, redis=redis, reporter=SlackReporter(client), registry=registry
+            settings,
+            redis=redis,
+            reporter=SlackReporter(client),
+            registry=registry,
+            run_config=model_run_config(settings),
         )
+        if uses_scripted_model(settings):
+            log.warning("no OPENAI_API_KEY: the example agents run on a scripted model")
         log.info("worker ready: %d concurrent runs", settings.worker_concurrency)
         try:
             await serve_until_signalled(worker)

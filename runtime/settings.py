@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 # What to tell the operator when a variable is missing or wrong, by variable name.
@@ -51,6 +51,11 @@ class RuntimeSettings(BaseSettings):
         30.0, validation_alias="JOB_IDLE_TIMEOUT_SECONDS", ge=0.5, le=3600
     )
     """A job whose worker stops heartbeating for this long is handed to another worker."""
+
+    # --- first run (issue 4) ------------------------------------------------------------------
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
+    """Read by the `openai` client itself; here only to know whether it is set: without it,
+    the bundled example agents run on a scripted model (`runtime.scripted_model`)."""
 
     @property
     def effective_redis_url(self) -> str:
