@@ -1,14 +1,13 @@
-"""A fake Slack Web API on 127.0.0.1: records every call and keeps the channel's messages.
+"""A fake Slack Web API on 127.0.0.1: the console's stand-in Slack, plus what tests need.
 
-The bot's real `slack_sdk` client talks to it over HTTP; tests read what a person would see.
+The bot's real `slack_sdk` client talks to it over HTTP; tests read what a person would see,
+make calls fail on purpose, and wait for things to appear.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +15,10 @@ from typing import Any
 
 from aiohttp import web
 
-BOT_USER = "UBOT0001"
+from bot.console.local_slack import BOT_USER, LocalSlack, Message
+
+__all__ = ["BOT_USER", "Call", "FakeSlack", "Message"]
+
 STATUS_PREFIXES = (
     ":hourglass_flowing_sand:",
     ":raised_hand: Waiting",
@@ -33,29 +35,6 @@ class Call:
 
 
 @dataclass
-class Message:
-    channel: str
-    ts: str
-    text: str
-    blocks: list[dict[str, Any]]
-    thread_ts: str | None
-    updates: int = 0
-
-    def actions(self) -> list[dict[str, Any]]:
-        return [e for b in self.blocks if b.get("type") == "actions" for e in b["elements"]]
-
-    def action_ids(self) -> list[str]:
-        return [e["action_id"] for e in self.actions()]
-
-    def all_text(self) -> str:
-        """Everything a reader sees on the message, flattened."""
-        parts = [self.text]
-        for block in self.blocks:
-            parts.append(json.dumps(block, ensure_ascii=False))
-        return "\n".join(parts)
-
-
-@dataclass
 class Failure:
     status: int
     body: dict[str, Any]
@@ -63,25 +42,22 @@ class Failure:
     when: Callable[[dict[str, Any]], bool] = lambda args: True
 
 
-class FakeSlack:
+class FakeSlack(LocalSlack):
     def __init__(self) -> None:
+        super().__init__()
         self.calls: list[Call] = []
-        self.messages: dict[str, Message] = {}
-        self.ephemerals: list[dict[str, Any]] = []
-        self.views: list[dict[str, Any]] = []
-        self.responses: list[dict[str, Any]] = []
         self._failures: dict[str, list[Failure]] = {}
-        self._ts = itertools.count(1)
-        self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.extra_routes: list[web.RouteDef] = []
+        """Routes a test adds before `start()` (e.g. Socket Mode's WebSocket)."""
 
     # --- server -------------------------------------------------------------------------------
 
     async def start(self) -> None:
         app = web.Application()
-        app.router.add_post("/api/{method}", self._api)
-        app.router.add_post("/response/{token}", self._response_url)
+        app.router.add_routes(self.routes("/"))
+        app.router.add_routes(self.extra_routes)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -124,16 +100,16 @@ class FakeSlack:
     ) -> Any:
         """Wait until `predicate()` is truthy; return its value."""
         deadline = time.monotonic() + timeout
-        async with self._changed:
-            while True:
-                value = predicate()
-                if value:
-                    return value
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"timed out waiting for {what}; calls: {self.summary()}")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), timeout=remaining)
+        while True:
+            seen = self.version
+            value = predicate()
+            if value:
+                return value
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"timed out waiting for {what}; calls: {self.summary()}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wait_for_change(seen), remaining)
 
     def summary(self) -> str:
         return ", ".join(c.method for c in self.calls[-40:])
@@ -163,79 +139,16 @@ class FakeSlack:
             if m.thread_ts == thread_ts and not m.blocks and not _is_status(m.text)
         ]
 
-    # --- handlers ---------------------------------------------------------------------------------
+    # --- failures ---------------------------------------------------------------------------------
 
-    async def _api(self, request: web.Request) -> web.Response:
-        method = request.match_info["method"]
-        args = await _arguments(request)
+    def refusal(self, method: str, args: dict[str, Any]) -> web.Response | None:
         self.calls.append(Call(method, args, time.time()))
         failures = self._failures.get(method)
         if failures and failures[0].when(args):
             failure = failures.pop(0)
-            await self._notify()
             return web.json_response(failure.body, status=failure.status, headers=failure.headers)
-        body = self._answer(method, args)
-        await self._notify()
-        return web.json_response(body)
-
-    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
-        if method == "auth.test":
-            return {
-                "ok": True,
-                "user_id": BOT_USER,
-                "bot_id": "B0001",
-                "team_id": "T0001",
-                "user": "countersign",
-                "team": "Test",
-                "url": "https://test.slack.com/",
-            }
-        if method == "chat.postMessage":
-            ts = f"{1_700_000_000 + next(self._ts)}.000100"
-            channel = str(args["channel"])
-            self.messages[ts] = Message(
-                channel, ts, str(args.get("text", "")), _blocks(args), args.get("thread_ts")
-            )
-            return {"ok": True, "channel": channel, "ts": ts}
-        if method == "chat.update":
-            message = self.messages.get(str(args.get("ts")))
-            if message is None:
-                return {"ok": False, "error": "message_not_found"}
-            message.text = str(args.get("text", message.text))
-            if "blocks" in args:
-                message.blocks = _blocks(args)
-            message.updates += 1
-            return {"ok": True, "channel": message.channel, "ts": message.ts}
-        if method == "chat.postEphemeral":
-            self.ephemerals.append(args)
-            return {"ok": True, "message_ts": f"{time.time():.6f}"}
-        if method == "views.open":
-            view = args["view"]
-            self.views.append(json.loads(view) if isinstance(view, str) else view)
-            return {"ok": True, "view": {"id": f"V{len(self.views)}"}}
-        return {"ok": False, "error": "unknown_method"}
-
-    async def _response_url(self, request: web.Request) -> web.Response:
-        self.responses.append(await request.json())
-        await self._notify()
-        return web.Response(text="ok")
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+        return None
 
 
 def _is_status(text: str) -> bool:
     return text.startswith(STATUS_PREFIXES)
-
-
-def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks = args.get("blocks") or []
-    return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
-
-
-async def _arguments(request: web.Request) -> dict[str, Any]:
-    if request.content_type == "application/json":
-        data = await request.json()
-        return dict(data)
-    form = await request.post()
-    return {key: value for key, value in form.items() if isinstance(value, str)}
