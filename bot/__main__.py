@@ -1,16 +1,20 @@
-"""Process entry points (see Procfile): `python -m bot web` and `python -m bot worker`."""
+"""Process entry points: `python -m bot web` and `python -m bot worker` (see Procfile), and
+`python -m bot demo` (everything in one process, with the local console: see bot/demo.py)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import sys
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
-from bot.settings import Settings, SettingsError, load_settings
+from bot.demo import run_demo
+from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
 from bot.web import create_web_app
@@ -24,13 +28,15 @@ log = logging.getLogger("countersign")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
-    parser.add_argument("process", choices=["web", "worker"])
+    parser.add_argument("process", choices=["web", "worker", "demo"])
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.process == "demo":
+        return run_demo(os.environ, Path.cwd())
     try:
-        settings = load_settings()
+        settings = load_settings(with_console_defaults(os.environ))
         registry = load_registry(settings.agents)
     except (SettingsError, RegistryError) as error:
         print(error, file=sys.stderr)
@@ -48,7 +54,11 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
         settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
     )
     app = create_web_app(settings, redis=redis, agent_names=agent_names)
-    web.run_app(app, host="0.0.0.0", port=settings.port, shutdown_timeout=25, print=None)
+    # The console has no login: it stays on this machine.
+    host = "127.0.0.1" if settings.console else "0.0.0.0"
+    if settings.console:
+        log.info("console: http://localhost:%d/console", settings.port)
+    web.run_app(app, host=host, port=settings.port, shutdown_timeout=25, print=None)
 
 
 async def run_worker(settings: Settings) -> None:
@@ -57,7 +67,7 @@ async def run_worker(settings: Settings) -> None:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         client = slack_client(
             token=settings.slack_bot_token.get_secret_value(),
-            base_url=settings.slack_api_url,
+            base_url=settings.effective_slack_api_url,
             session=session,
         )
         worker = build_worker(

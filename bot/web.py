@@ -1,4 +1,7 @@
-"""The web process: Slack's requests in at /slack/events, a health check at /healthz."""
+"""The web process: Slack's requests in at /slack/events, a health check at /healthz.
+
+With `CONSOLE=true` it also serves the local console (`bot.console`).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from bot.approval_blocks import (
     REJECT_CALLBACK,
 )
 from bot.commands import AgentCommand
+from bot.console.routes import add_console
 from bot.settings import Settings
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
@@ -30,6 +34,7 @@ from runtime.approvals import Approvals
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
 from runtime.run_store import RunStore
+from runtime.scripted_model import uses_scripted_model
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -53,7 +58,7 @@ def build_bolt(
     keys = Keys(settings.redis_key_prefix)
     client = slack_client(
         token=settings.slack_bot_token.get_secret_value(),
-        base_url=settings.slack_api_url,
+        base_url=settings.effective_slack_api_url,
         session=session,
     )
     bolt = AsyncApp(
@@ -114,6 +119,14 @@ async def create_web_app(
     )
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+    if settings.console:
+        add_console(
+            app,
+            settings,
+            session=session,
+            agent_names=agent_names,
+            scripted_model=uses_scripted_model(settings),
+        )
 
     async def close(_: web.Application) -> None:
         # Cleanup runs after in-flight requests finished, so every task they spawned is here.

@@ -13,7 +13,6 @@ It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.upd
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -89,7 +88,7 @@ class LocalSlack:
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
         self.version = 0
         self.closing = asyncio.Event()
-        self._ts = itertools.count(1)
+        self._last_ts = 0.0
         self._changed = asyncio.Condition()
 
     # --- serving --------------------------------------------------------------------------------
@@ -159,8 +158,13 @@ class LocalSlack:
             return {"ok": True, "view": {"id": view_id}}
         return {"ok": False, "error": "unknown_method"}
 
+    def _next_ts(self) -> str:
+        """Like Slack's: the posting time, unique within the channel."""
+        self._last_ts = max(time.time(), self._last_ts + 0.000001)
+        return f"{self._last_ts:.6f}"
+
     def _post(self, args: dict[str, Any]) -> dict[str, Any]:
-        ts = f"{1_700_000_000 + next(self._ts)}.000100"
+        ts = self._next_ts()
         channel = str(args["channel"])
         message = Message(channel, ts, _text(args), _blocks(args), args.get("thread_ts"))
         self.messages[ts] = message
