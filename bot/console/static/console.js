@@ -195,6 +195,7 @@ function renderNote(note) {
   const body = el("div", "body");
   const meta = el("div", "meta");
   meta.append(el("b", "", BOT.name), el("span", "app-tag", "APP"), clock(note.at));
+  meta.append(el("i", "only-you", "Only visible to you"));
   body.append(meta, mrkdwn(note.text));
   node.append(el("div", "avatar", "C"), body);
   return node;
