@@ -83,7 +83,7 @@ async def type_command(page: Page, text: str) -> None:
 
 
 async def test_approve_and_reject_with_a_reason_in_the_console(
-    demo: str, browser: Browser, artifacts: Path
+    browser: Browser, demo: str, artifacts: Path
 ) -> None:
     page = await browser.new_page(viewport={"width": 1100, "height": 900})
     errors: list[str] = []
