@@ -1,6 +1,7 @@
 """The web process: Slack's requests in at /slack/events, a health check at /healthz.
 
-With `CONSOLE=true` it also serves the local console (`bot.console`).
+With `SLACK_APP_TOKEN` set, Slack's requests come over Socket Mode instead (`bot.socket_mode`);
+with `CONSOLE=true` it also serves the local console (`bot.console`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from bot.console.routes import add_console
 from bot.settings import Settings
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
+from bot.socket_mode import add_socket_mode
 from runtime.approvals import Approvals
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
@@ -119,6 +121,8 @@ async def create_web_app(
     )
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+    if settings.slack_app_token is not None and not settings.console:
+        add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
     if settings.console:
         add_console(
             app,
