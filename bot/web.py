@@ -85,12 +85,22 @@ def build_bolt(
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     bolt.action(re.compile(r".*"))(_unknown_action)
+    # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
+    bolt.event("app_uninstalled")(_app_event)
+    bolt.event("tokens_revoked")(_app_event)
     return bolt
 
 
 async def _unknown_action(ack: AsyncAck, body: dict[str, Any]) -> None:
     await ack()
     log.info("click on an unknown action refused")
+
+
+async def _app_event(ack: AsyncAck, body: dict[str, Any]) -> None:
+    await ack()
+    event = body.get("event")
+    kind = event.get("type") if isinstance(event, dict) else None
+    log.warning("Slack says %s for team %s", kind, body.get("team_id"))
 
 
 async def slack_events(request: web.Request) -> web.StreamResponse:
