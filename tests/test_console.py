@@ -47,6 +47,15 @@ class Console:
         assert value, what
         return value
 
+    async def user_name(self, user: str) -> str:
+        async with self.session.get(
+            f"{self.url}/console/api/users.info",
+            params={"user": user},
+            headers={"Authorization": f"Bearer {self.slack.token}"},
+        ) as response:
+            answer = await response.json()
+        return str(answer["user"]["profile"]["display_name"])
+
     def cards(self) -> list[Message]:
         return [m for m in self.slack.messages.values() if m.actions()]
 
@@ -108,8 +117,9 @@ async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: C
     assert result["answer"]["text"].startswith("Starting *ops* on your task")
     [card] = await console.wait_for(console.cards, "a card")
     assert "*ops* wants to run `delete_user`" in card.all_text()
-    [note] = [n for n in console.slack.notes if n.user == "UALICE"]
+    [note] = [n for n in console.slack.private_notes if n.user == "UALICE"]
     assert note.text.startswith("Starting *ops*"), "the command's reply, for alice only"
+    assert await console.user_name("UBOB") == "bob", "the console's people are Slack users"
 
     status, _ = await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
     assert status == 200

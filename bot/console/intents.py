@@ -104,7 +104,7 @@ class IntentSender:
             )
             status, answer = await self._post(base_url, body)
             if answer.get("text"):
-                self.slack.note(intent.user, self.channel, None, str(answer["text"]))
+                self.slack.add_private_note(intent.user, self.channel, None, str(answer["text"]))
         elif isinstance(intent, ClickButton):
             status, answer = await self._post(base_url, self._click(intent, response_url))
         else:

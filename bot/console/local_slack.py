@@ -6,7 +6,8 @@ ephemeral note and modal goes through the same code as in Slack. The tests' fake
 class plus failure injection.
 
 It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
-`chat.postEphemeral`, `views.open`, and `response_url` posts. Anything else answers
+`chat.postEphemeral`, `views.open`, `users.info`, `usergroups.list`, `usergroups.users.list`,
+and `response_url` posts. Anything else answers
 `unknown_method`, as Slack would for a typo.
 """
 
@@ -83,7 +84,11 @@ class LocalSlack:
         self.views: list[dict[str, Any]] = []
         """Each opened view as sent, with its `id`."""
         self.opened: dict[str, OpenedView] = {}
-        self.notes: list[Note] = []
+        self.private_notes: list[Note] = []
+        self.users: dict[str, str] = {}
+        """Display names by user id (`users.info`)."""
+        self.groups: dict[str, dict[str, Any]] = {}
+        """User groups by id, `{"handle": ..., "users": [...]}` (`usergroups.*`)."""
         self.triggers: dict[str, str] = {}
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
         self.version = 0
@@ -97,6 +102,7 @@ class LocalSlack:
         """`{prefix}api/{method}` (the Web API base URL is `{prefix}api/`) and response URLs."""
         return [
             web.post(f"{prefix}api/{{method}}", self.handle_api),
+            web.get(f"{prefix}api/{{method}}", self.handle_api),  # slack_sdk GETs some reads
             web.post(f"{prefix}response/{{token}}", self.handle_response),
         ]
 
@@ -120,7 +126,7 @@ class LocalSlack:
     async def handle_response(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.responses.append(body)
-        self.note(request.match_info["token"], None, None, str(body.get("text", "")))
+        self.add_private_note(request.match_info["token"], None, None, str(body.get("text", "")))
         await self.notify()
         return web.Response(text="ok")
 
@@ -143,7 +149,7 @@ class LocalSlack:
             return self._update(args)
         if method == "chat.postEphemeral":
             self.ephemerals.append(args)
-            self.note(
+            self.add_private_note(
                 str(args.get("user")), args.get("channel"), args.get("thread_ts"), _text(args)
             )
             return {"ok": True, "message_ts": f"{time.time():.6f}"}
@@ -156,6 +162,28 @@ class LocalSlack:
             user = self.triggers.pop(str(args.get("trigger_id")), None)
             self.opened[view_id] = OpenedView(view_id, user, view)
             return {"ok": True, "view": {"id": view_id}}
+        return self._directory(method, args)
+
+    def _directory(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Who people are and which groups they are in."""
+        if method == "users.info":
+            user_id = str(args.get("user"))
+            name = self.users.get(user_id)
+            if name is None:
+                return {"ok": False, "error": "user_not_found"}
+            profile = {"display_name": name, "real_name": name}
+            return {"ok": True, "user": {"id": user_id, "name": name.lower(), "profile": profile}}
+        if method == "usergroups.list":
+            groups = [
+                {"id": gid, "handle": g["handle"], "name": g["handle"]}
+                for gid, g in self.groups.items()
+            ]
+            return {"ok": True, "usergroups": groups}
+        if method == "usergroups.users.list":
+            group = self.groups.get(str(args.get("usergroup")))
+            if group is None:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": list(group["users"])}
         return {"ok": False, "error": "unknown_method"}
 
     def _next_ts(self) -> str:
@@ -184,9 +212,11 @@ class LocalSlack:
 
     # --- what the console shows -----------------------------------------------------------------
 
-    def note(self, user: str, channel: str | None, thread_ts: str | None, text: str) -> None:
-        self.notes.append(Note(user, channel, thread_ts, text))
-        del self.notes[:-MESSAGE_LIMIT]
+    def add_private_note(
+        self, user: str, channel: str | None, thread_ts: str | None, text: str
+    ) -> None:
+        self.private_notes.append(Note(user, channel, thread_ts, text))
+        del self.private_notes[:-MESSAGE_LIMIT]
 
     def close_view(self, view_id: str, errors: dict[str, str] | None = None) -> None:
         """After a submission: closed, or kept open showing Slack's per-field errors."""
@@ -199,7 +229,7 @@ class LocalSlack:
         return {
             "version": self.version,
             "messages": [asdict(m) for m in self.messages.values()],
-            "notes": [asdict(n) for n in self.notes],
+            "notes": [asdict(n) for n in self.private_notes],
             "views": [asdict(v) for v in self.opened.values() if v.open],
         }
 
@@ -224,6 +254,8 @@ def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     if request.content_type == "application/json":
         data = await request.json()
         return dict(data)

@@ -52,6 +52,7 @@ def add_console(
 ) -> LocalSlack:
     """Mount the console and its stand-in Slack on `app`; return the stand-in."""
     slack = LocalSlack(token=settings.slack_bot_token.get_secret_value())
+    slack.users.update({person.id: person.name for person in PEOPLE})
     app[LOCAL_SLACK] = slack
     app[SENDER] = IntentSender(
         slack=slack,
