@@ -25,9 +25,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
-from tests.redis_server import RedisServer
 
 DECISION_EVENTS = {b"approved", b"approved_always", b"rejected", b"expired"}
 
@@ -53,7 +53,7 @@ def instant_model(request: ModelRequest) -> list[dict[str, Any]]:
 
 async def measure(runs: int, logs: Path) -> None:
     with tempfile.TemporaryDirectory() as directory:
-        server = RedisServer(Path(directory))
+        server = RedisServer(directory=Path(directory))
         server.start()
         deployment = Deployment(server.url, "bench:", logs)
         try:

@@ -1,38 +1,42 @@
-"""Process entry points (see Procfile): `python -m bot web` and `python -m bot worker`."""
+"""Process entry points: `python -m bot web` and `python -m bot worker` (see Procfile), and
+`python -m bot demo` (everything in one process, with the local console: see bot/demo.py)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import sys
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
-from bot.approvers import ApproverDirectory
-from bot.settings import Settings, SettingsError, load_settings
-from bot.slack_client import slack_client
-from bot.slack_reporter import SlackReporter
+from bot.demo import run_demo
+from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
+from bot.slack_worker import slack_worker
 from bot.web import create_web_app
-from runtime.keys import Keys
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
-from runtime.worker import build_worker, serve_until_signalled
+from runtime.scripted_model import uses_scripted_model
+from runtime.worker import serve_until_signalled
 
 log = logging.getLogger("countersign")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
-    parser.add_argument("process", choices=["web", "worker"])
+    parser.add_argument("process", choices=["web", "worker", "demo"])
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.process == "demo":
+        return run_demo(os.environ, Path.cwd())
     try:
-        settings = load_settings()
+        settings = load_settings(with_console_defaults(os.environ))
         registry = load_registry(settings.agents)
         policy = load_policy(settings)
     except (SettingsError, RegistryError, PolicyError) as error:
@@ -51,25 +55,21 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
         settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
     )
     app = create_web_app(settings, redis=redis, agent_names=agent_names)
-    web.run_app(app, host="0.0.0.0", port=settings.port, shutdown_timeout=25, print=None)
+    # The console has no login: it stays on this machine.
+    host = "127.0.0.1" if settings.console else "0.0.0.0"
+    if settings.console:
+        log.info("console: http://localhost:%d/console", settings.port)
+    web.run_app(app, host=host, port=settings.port, shutdown_timeout=25, print=None)
 
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:
     redis = connect(settings.effective_redis_url)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-        client = slack_client(
-            token=settings.slack_bot_token.get_secret_value(),
-            base_url=settings.slack_api_url,
-            session=session,
+        worker = slack_worker(
+            settings, redis=redis, session=session, registry=registry, policy=policy
         )
-        directory = ApproverDirectory(redis, Keys(settings.redis_key_prefix), client)
-        worker = build_worker(
-            settings,
-            redis=redis,
-            reporter=SlackReporter(client, directory),
-            registry=registry,
-            policy=policy,
-        )
+        if uses_scripted_model(settings):
+            log.warning("no OPENAI_API_KEY: the example agents run on a scripted model")
         log.info("worker ready: %d concurrent runs", settings.worker_concurrency)
         try:
             await serve_until_signalled(worker)

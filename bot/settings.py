@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from secrets import token_hex
 
 from pydantic import Field, SecretStr, ValidationError
 
@@ -27,6 +28,19 @@ class Settings(RuntimeSettings):
     )
     port: int = Field(3000, validation_alias="PORT", ge=1, le=65535)
 
+    # --- first run: the local console and Socket Mode (issue 4) ---------------------------------
+    console: bool = Field(False, validation_alias="CONSOLE")
+    """Serve the console at /console and talk to its stand-in Slack API instead of Slack."""
+    slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
+    """An app-level token (xapp-...): Slack's requests arrive over Socket Mode."""
+
+    @property
+    def effective_slack_api_url(self) -> str:
+        """Where both processes send Web API calls: Slack, or the console's stand-in."""
+        if self.console:
+            return f"http://127.0.0.1:{self.port}{CONSOLE_PREFIX}api/"
+        return self.slack_api_url
+
 
 class SettingsError(Exception):
     """The environment does not configure Countersign; the message names each fix."""
@@ -37,3 +51,29 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         return Settings.from_environ(environ)
     except ValidationError as error:
         raise SettingsError(describe_settings_error(error, FIXES)) from None
+
+
+# --- first run: the local console and Socket Mode (issue 4) ------------------------------------
+
+CONSOLE_PREFIX = "/console/"
+CONSOLE_BOT_TOKEN = "xoxb-console-local"
+_TRUE = {"1", "true", "yes", "on"}
+
+FIXES["CONSOLE"] = "Use true to serve the local console at /console, or false (the default)."
+FIXES["SLACK_APP_TOKEN"] = (
+    "Create an app-level token with the connections:write scope on your Slack app's Basic "
+    "Information page (xapp-...), or unset it to receive Slack's requests over HTTP."
+)
+
+
+def with_console_defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    """With CONSOLE=true no Slack app is needed: unset Slack credentials get local stand-ins.
+
+    The signing secret is made up per process: only the web process signs (for the console)
+    and checks signatures, so nothing else needs to know it.
+    """
+    values = dict(environ)
+    if values.get("CONSOLE", "").strip().lower() in _TRUE:
+        values["SLACK_BOT_TOKEN"] = values.get("SLACK_BOT_TOKEN") or CONSOLE_BOT_TOKEN
+        values["SLACK_SIGNING_SECRET"] = values.get("SLACK_SIGNING_SECRET") or token_hex(16)
+    return values

@@ -1,4 +1,8 @@
-"""The web process: Slack's requests in at /slack/events, a health check at /healthz."""
+"""The web process: Slack's requests in at /slack/events, a health check at /healthz.
+
+With `SLACK_APP_TOKEN` set, Slack's requests come over Socket Mode instead (`bot.socket_mode`);
+with `CONSOLE=true` it also serves the local console (`bot.console`).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.request.internals import parse_body
-from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
 from bot.approval_actions import ApprovalActions
@@ -29,15 +32,18 @@ from bot.approval_blocks import (
 from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
+from bot.console.routes import add_console
 from bot.payloads import malformed
 from bot.settings import Settings
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
+from bot.socket_mode import add_socket_mode
 from runtime.approvals import Approvals
 from runtime.audit import AuditTrail
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
 from runtime.run_store import RunStore
+from runtime.scripted_model import uses_scripted_model
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -62,7 +68,7 @@ def build_bolt(
     keys = Keys(settings.redis_key_prefix)
     client = slack_client(
         token=settings.slack_bot_token.get_secret_value(),
-        base_url=settings.slack_api_url,
+        base_url=settings.effective_slack_api_url,
         session=session,
     )
     bolt = AsyncApp(
@@ -93,9 +99,11 @@ def build_bolt(
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     bolt.action(re.compile(r".*"))(_unknown_action)
-    bolt.error(_malformed_request)
     bolt.event("subteam_members_changed")(membership.on_members_changed)
     bolt.event("subteam_updated")(membership.on_group_updated)
+    # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
+    bolt.event("app_uninstalled")(_app_event)
+    bolt.event("tokens_revoked")(_app_event)
     return bolt
 
 
@@ -118,16 +126,16 @@ class GroupMembershipEvents:
             await self.directory.forget_group(group)
 
 
-async def _malformed_request(error: Exception) -> BoltResponse:
-    """A signed request whose body Slack would never send trips Bolt's own parsing (it assumes
-    Slack's shapes); answer it as the bad request it is, in one log line, not a 500."""
-    log.warning("request refused, Bolt could not handle it: %s: %s", type(error).__name__, error)
-    return BoltResponse(status=400, body='{"ok": false, "error": "malformed_request"}')
-
-
 async def _unknown_action(ack: AsyncAck, body: dict[str, Any]) -> None:
     await ack()
     log.info("click on an unknown action refused")
+
+
+async def _app_event(ack: AsyncAck, body: dict[str, Any]) -> None:
+    await ack()
+    event = body.get("event")
+    kind = event.get("type") if isinstance(event, dict) else None
+    log.warning("Slack says %s for team %s", kind, body.get("team_id"))
 
 
 async def slack_events(request: web.Request) -> web.StreamResponse:
@@ -170,6 +178,16 @@ async def create_web_app(
     )
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+    if settings.slack_app_token is not None and not settings.console:
+        add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
+    if settings.console:
+        add_console(
+            app,
+            settings,
+            session=session,
+            agent_names=agent_names,
+            scripted_model=uses_scripted_model(settings),
+        )
 
     async def close(_: web.Application) -> None:
         # Cleanup runs after in-flight requests finished, so every task they spawned is here.

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 # What to tell the operator when a variable is missing or wrong, by variable name.
@@ -72,6 +72,11 @@ class RuntimeSettings(BaseSettings):
     reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
     """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
+
+    # --- first run (issue 4) ------------------------------------------------------------------
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
+    """Read by the `openai` client itself; here only to know whether it is set: without it,
+    the bundled example agents run on a scripted model (`runtime.scripted_model`)."""
 
     @property
     def effective_redis_url(self) -> str:

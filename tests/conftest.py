@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import redis
 
+from runtime.local_redis import RedisServer, answers
 from tests import agents
 from tests.deployment import Deployment
 from tests.harness import Harness
-from tests.redis_server import RedisServer, url_from_environment
 
 # The SDK would export traces to OpenAI; tests must never reach a real service.
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
@@ -19,11 +19,11 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    existing = url_from_environment()
-    if existing:
+    existing = os.environ.get("REDIS_URL")
+    if existing and answers(existing):
         yield existing
         return
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server = RedisServer(directory=tmp_path_factory.mktemp("redis"))
     server.start()
     try:
         yield server.url

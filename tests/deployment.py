@@ -13,11 +13,11 @@ import aiohttp
 import redis.asyncio as aioredis
 
 from runtime.keys import JOB_GROUP, Keys
+from runtime.local_redis import free_port
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
 from tests.harness import SIGNING_SECRET, bot_environ
 from tests.processes import Process, procfile, wait_until_healthy
-from tests.redis_server import free_port
 from tests.slack_requests import SlackSender
 
 

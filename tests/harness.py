@@ -27,6 +27,7 @@ from runtime.keys import Keys
 from runtime.policy import load_policy
 from runtime.redis_connection import connect
 from runtime.registry import load_registry
+from runtime.scripted_model import model_run_config
 from runtime.worker import Worker, build_worker
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
@@ -53,13 +54,22 @@ def bot_environ(
 
 
 class Harness:
-    def __init__(self, *, redis_url: str, prefix: str, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        redis_url: str,
+        prefix: str,
+        env: Mapping[str, str] | None = None,
+        scripted_model: bool = False,
+    ):
         self.redis_url = redis_url
         self.prefix = prefix
         self.keys = Keys(prefix)
         self.slack = FakeSlack()
         self.model = FakeOpenAI()
         self.env_overrides = dict(env or {})
+        self.scripted_model = scripted_model
+        """Run the worker with the product's model choice (`model_run_config`), not the fake."""
         self.redis: aioredis.Redis = connect(redis_url)
         self._runner: web.AppRunner | None = None
         self._workers: list[tuple[Worker, asyncio.Task[None], aiohttp.ClientSession]] = []
@@ -127,7 +137,7 @@ class Harness:
             reporter=SlackReporter(client, directory),
             registry=load_registry(settings.agents),
             policy=load_policy(settings),
-            run_config=self.run_config(),
+            run_config=model_run_config(settings) if self.scripted_model else self.run_config(),
             name=name or f"test-worker-{len(self._workers)}",
             poll_interval=0.1,
         )

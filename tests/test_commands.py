@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.commands import parse_command_text
+from runtime.local_redis import free_port
 from tests.fake_openai import ModelRequest, message
 from tests.fake_slack import Message
 from tests.harness import Harness
-from tests.redis_server import free_port
 
 AGENTS = ["ops", "helper"]
 

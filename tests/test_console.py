@@ -1,0 +1,197 @@
+"""The local console over HTTP: what the page posts goes through the same handlers as Slack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.console.local_slack import LocalSlack, Message
+from bot.console.routes import LOCAL_SLACK
+from bot.settings import load_settings, with_console_defaults
+from bot.slack_worker import slack_worker
+from bot.web import create_web_app
+from runtime.examples.ops import REFUNDS, SERVICES, USERS
+from runtime.local_redis import free_port
+from runtime.policy import load_policy
+from runtime.redis_connection import connect
+from runtime.registry import load_registry
+from tests.harness import Harness
+
+
+class Console:
+    """The web process with CONSOLE=true and a worker, as `python -m bot demo` wires them."""
+
+    def __init__(self, url: str, slack: LocalSlack, session: aiohttp.ClientSession) -> None:
+        self.url = url
+        self.slack = slack
+        self.session = session
+
+    async def intent(self, user: str, **intent: Any) -> tuple[int, dict[str, Any]]:
+        async with self.session.post(
+            f"{self.url}/console/intents", json={"user": user, **intent}
+        ) as response:
+            return response.status, await response.json()
+
+    async def wait_for(self, predicate: Any, what: str, timeout: float = 10) -> Any:
+        async with asyncio.timeout(timeout):
+            while not (value := predicate()):
+                await self.slack.wait_for_change(self.slack.version)
+        assert value, what
+        return value
+
+    async def user_name(self, user: str) -> str:
+        async with self.session.get(
+            f"{self.url}/console/api/users.info",
+            params={"user": user},
+            headers={"Authorization": f"Bearer {self.slack.token}"},
+        ) as response:
+            answer = await response.json()
+        return str(answer["user"]["profile"]["display_name"])
+
+    def cards(self) -> list[Message]:
+        return [m for m in self.slack.messages.values() if m.actions()]
+
+    def answers(self) -> list[str]:
+        return [m.text for m in self.slack.messages.values() if m.text.startswith("Scripted")]
+
+
+@pytest.fixture
+def pretend_world() -> Iterator[None]:
+    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS)]
+    yield
+    for world, copy in saved:
+        world.clear()
+        world.update(copy)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def console(redis_url: str, prefix: str, pretend_world: None) -> AsyncIterator[Console]:
+    port = free_port()
+    environ = {"CONSOLE": "true", "PORT": str(port), "REDIS_URL": redis_url}
+    settings = load_settings(with_console_defaults({**environ, "REDIS_KEY_PREFIX": prefix}))
+    registry = load_registry(settings.agents)
+    app = await create_web_app(settings, redis=connect(redis_url), agent_names=registry.names)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    session = aiohttp.ClientSession()
+    worker_redis = connect(redis_url)
+    worker = slack_worker(
+        settings,
+        redis=worker_redis,
+        session=session,
+        registry=registry,
+        policy=load_policy(settings),
+        name="console-worker",
+        poll_interval=0.1,
+    )
+    task = asyncio.get_running_loop().create_task(worker.run())
+    try:
+        yield Console(f"http://127.0.0.1:{port}", app[LOCAL_SLACK], session)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, timeout=30)
+        await runner.cleanup()
+        await session.close()
+        await worker_redis.aclose()
+
+
+async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: Console) -> None:
+    status, result = await console.intent(
+        "UALICE", kind="command", command="/agent", text="delete u-100"
+    )
+    assert status == 200
+    assert result["answer"]["text"].startswith("Starting *ops* on your task")
+    [card] = await console.wait_for(console.cards, "a card")
+    assert "*ops* wants to run `delete_user`" in card.all_text()
+    [note] = [n for n in console.slack.private_notes if n.user == "UALICE"]
+    assert note.text.startswith("Starting *ops*"), "the command's reply, for alice only"
+    assert await console.user_name("UBOB") == "bob", "the console's people are Slack users"
+
+    status, _ = await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    assert status == 200
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "Deleted user u-100 (Ada Lovelace)." in answer
+    assert "Approved by <@UBOB>" in card.all_text()
+    assert card.actions() == []
+
+
+async def test_reject_opens_the_modal_for_the_clicker_and_needs_a_reason(console: Console) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    [card] = await console.wait_for(console.cards, "a card")
+    await console.intent("UCAROL", kind="click", message_ts=card.ts, action_id="reject")
+    [opened] = await console.wait_for(
+        lambda: [v for v in console.slack.opened.values() if v.open], "the reject modal"
+    )
+    assert opened.user == "UCAROL"
+    assert opened.view["callback_id"] == "reject_reason"
+
+    status, result = await console.intent(
+        "UCAROL", kind="submit", view_id=opened.id, values={"reason": {"reason_input": " "}}
+    )
+    assert status == 200
+    assert result["answer"]["response_action"] == "errors"
+    assert opened.open and opened.errors == {
+        "reason": "Please say why, so the agent can explain it."
+    }
+
+    await console.intent(
+        "UCAROL",
+        kind="submit",
+        view_id=opened.id,
+        values={"reason": {"reason_input": "not during the sale"}},
+    )
+    assert not opened.open
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "rejected by carol (UCAROL). Reason: not during the sale" in answer
+    assert SERVICES["api"] == 0
+
+
+async def test_the_stream_sends_a_snapshot_with_the_model_in_use(console: Console) -> None:
+    async with console.session.get(f"{console.url}/console/stream") as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        line = await response.content.readline()
+    snapshot = json.loads(line.decode().removeprefix("data: "))
+    assert snapshot["config"]["model"] == "scripted"
+    assert [p["id"] for p in snapshot["config"]["people"]] == ["UALICE", "UBOB", "UCAROL"]
+    assert snapshot["messages"] == []
+
+
+@pytest.mark.parametrize(
+    ("intent", "status"),
+    [
+        ({"user": "UMALLORY", "kind": "command", "command": "/agent", "text": "x"}, 404),
+        ({"user": "UALICE", "kind": "click", "message_ts": "1.1", "action_id": "approve"}, 404),
+        ({"user": "UALICE", "kind": "submit", "view_id": "V9"}, 404),
+        ({"user": "UALICE", "kind": "delete everything"}, 400),
+    ],
+    ids=["unknown-person", "unknown-message", "unknown-modal", "unknown-kind"],
+)
+async def test_intents_about_nothing_are_refused(
+    console: Console, intent: dict[str, Any], status: int
+) -> None:
+    async with console.session.post(f"{console.url}/console/intents", json=intent) as response:
+        assert response.status == status
+    assert console.slack.messages == {}
+
+
+async def test_slack_events_still_need_slacks_signature(console: Console) -> None:
+    async with console.session.post(
+        f"{console.url}/slack/events", data="command=/agent&text=delete+u-100"
+    ) as response:
+        assert response.status == 401
+
+
+async def test_the_console_is_off_unless_enabled(bot: Harness) -> None:
+    async with aiohttp.ClientSession() as session:
+        for path in ("/console", "/console/stream", "/console/api/chat.postMessage"):
+            async with session.get(f"{bot.web_url}{path}") as response:
+                assert response.status in (404, 405), path
+        async with session.post(f"{bot.web_url}/console/intents", json={}) as response:
+            assert response.status == 404

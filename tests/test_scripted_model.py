@@ -1,0 +1,117 @@
+"""No OpenAI key: the bundled example agents run on a scripted model, with real approvals."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from bot.settings import load_settings
+from runtime.examples.ops import REFUNDS, SERVICES, USERS
+from runtime.scripted_model import intents_of, model_run_config, uses_scripted_model
+from tests.harness import Harness
+
+EXAMPLE_AGENTS = {"AGENTS": "runtime.examples:AGENTS"}
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("delete u-100", [("delete_user", {"user_id": "u-100"})]),
+        ("Restart the API please", [("restart_service", {"service": "api"})]),
+        ("restart foo", [("restart_service", {"service": "foo"})]),
+        ("refund o-1 1200", [("refund_order", {"order_id": "o-1", "amount_cents": 1200})]),
+        (
+            "delete u-101 and restart search",
+            [("delete_user", {"user_id": "u-101"}), ("restart_service", {"service": "search"})],
+        ),
+        ("list users", [("list_users", {})]),
+        ("refund o-1", []),
+        ("what is the weather?", []),
+    ],
+)
+def test_intents_are_read_from_the_task(task: str, expected: list[tuple[str, object]]) -> None:
+    assert [(i.tool, i.arguments) for i in intents_of(task)] == expected
+
+
+@pytest.mark.parametrize(
+    ("environ", "scripted"),
+    [
+        ({}, True),
+        ({"OPENAI_API_KEY": "sk-real"}, False),
+        ({"AGENTS": "tests.agents:REGISTRY"}, False),
+    ],
+    ids=["no-key", "key", "own-agents"],
+)
+def test_the_script_serves_only_the_example_agents_without_a_key(
+    environ: dict[str, str], scripted: bool
+) -> None:
+    settings = load_settings({"SLACK_BOT_TOKEN": "x", "SLACK_SIGNING_SECRET": "y", **environ})
+    assert uses_scripted_model(settings) is scripted
+    assert (model_run_config(settings) is not None) is scripted
+
+
+@pytest.fixture
+def pretend_world() -> Iterator[None]:
+    """The example tools change module-level dicts; each test starts from the same world."""
+    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS)]
+    yield
+    for world, copy in saved:
+        world.clear()
+        world.update(copy)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def demo_bot(redis_url: str, prefix: str, pretend_world: None) -> AsyncIterator[Harness]:
+    harness = Harness(redis_url=redis_url, prefix=prefix, env=EXAMPLE_AGENTS, scripted_model=True)
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def test_approve_runs_the_real_example_tool(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("delete u-100")
+    [card] = await demo_bot.cards(root, 1)
+    assert "*ops* wants to run `delete_user`" in card.all_text()
+    assert "u-100" in card.all_text()
+    assert "u-100" in USERS, "nothing ran before the click"
+
+    await demo_bot.sender.click(card, "approve", user="UBOB")
+    answer = await demo_bot.final_answer(root)
+    assert answer.text.startswith("Scripted model (no OPENAI_API_KEY set)")
+    assert "`delete_user`: Deleted user u-100 (Ada Lovelace)." in answer.text
+    assert "u-100" not in USERS
+
+
+async def test_a_rejection_reason_reaches_the_answer(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("delete u-101 and restart the api")
+    first, second = await demo_bot.cards(root, 2)
+    await demo_bot.sender.click(first, "approve", user="UBOB")
+    await demo_bot.sender.reject(second, user="UCAROL", reason="not during the sale")
+
+    answer = await demo_bot.final_answer(root)
+    assert "Deleted user u-101 (Grace Hopper)." in answer.text
+    assert "restart_service was rejected by ucarol (UCAROL). Reason: not during the sale" in (
+        answer.text
+    )
+    assert SERVICES["api"] == 0
+
+
+async def test_a_refund_hands_off_to_billing_which_asks_for_approval(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("refund o-5521 1200")
+    [card] = await demo_bot.cards(root, 1)
+    assert "*billing* wants to run `refund_order`" in card.all_text()
+    await demo_bot.sender.click(card, "approve", user="UBOB")
+    answer = await demo_bot.final_answer(root)
+    assert "Refunded 12.00 on order o-5521 (refund rf-0001)." in answer.text
+
+
+async def test_a_task_it_cannot_read_gets_examples_and_no_card(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("what is the weather?")
+    answer = await demo_bot.final_answer(root)
+    assert "did not understand “what is the weather?”" in answer.text
+    assert "`delete u-100`" in answer.text
+    assert "set OPENAI_API_KEY" in answer.text
+    assert demo_bot.slack.cards() == []

@@ -1,0 +1,87 @@
+"""The Slack app as the manifests create it: what they ask for is what the bot answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.harness import Harness
+from tests.slack_requests import signature_headers
+
+ROOT = Path(__file__).resolve().parent.parent
+SCOPES = {"commands", "chat:write", "chat:write.public", "usergroups:read", "users:read"}
+
+
+def manifest(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / name).read_text())
+    return loaded
+
+
+def urls(node: object) -> list[str]:
+    """Every URL in the manifest, wherever it sits."""
+    if isinstance(node, dict):
+        return [url for value in node.values() for url in urls(value)]
+    if isinstance(node, list):
+        return [url for value in node for url in urls(value)]
+    return [node] if isinstance(node, str) and node.startswith("https://") else []
+
+
+def test_the_http_manifest_points_everything_at_slack_events() -> None:
+    app = manifest("slack-manifest.yml")
+    assert set(app["oauth_config"]["scopes"]["bot"]) == SCOPES
+    [command] = app["features"]["slash_commands"]
+    assert command["command"] == "/agent"
+    settings = app["settings"]
+    assert settings["interactivity"]["is_enabled"] is True
+    assert settings["socket_mode_enabled"] is False
+    found = urls(app)
+    assert len(found) == 3, "command, interactivity and events"
+    assert all(url.endswith("/slack/events") for url in found)
+
+
+def test_the_socket_mode_manifest_is_the_same_app_without_urls() -> None:
+    http, socket = manifest("slack-manifest.yml"), manifest("slack-manifest.socket-mode.yml")
+    assert socket["settings"]["socket_mode_enabled"] is True
+    assert urls(socket) == []
+    assert socket["oauth_config"] == http["oauth_config"]
+    assert (
+        socket["settings"]["event_subscriptions"]["bot_events"]
+        == (http["settings"]["event_subscriptions"]["bot_events"])
+    )
+    assert [c["command"] for c in socket["features"]["slash_commands"]] == ["/agent"]
+
+
+async def test_slacks_url_verification_is_answered(bot: Harness) -> None:
+    body = json.dumps({"type": "url_verification", "token": "t", "challenge": "c-123"})
+    status, text = await bot.sender.post(
+        body, {**_headers(bot, body), "Content-Type": "application/json"}
+    )
+    assert (status, json.loads(text)) == (200, {"challenge": "c-123"})
+
+
+@pytest.mark.parametrize(
+    "event", manifest("slack-manifest.yml")["settings"]["event_subscriptions"]["bot_events"]
+)
+async def test_subscribed_events_are_acknowledged(bot: Harness, event: str) -> None:
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": "T0001",
+            "api_app_id": "A0001",
+            "event": {"type": event},
+            "event_id": "Ev1",
+            "event_time": 1,
+        }
+    )
+    status, _ = await bot.sender.post(
+        body, {**_headers(bot, body), "Content-Type": "application/json"}
+    )
+    assert status == 200
+
+
+def _headers(bot: Harness, body: str) -> dict[str, str]:
+    return signature_headers(bot.sender.secret, body)

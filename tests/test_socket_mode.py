@@ -1,0 +1,116 @@
+"""Socket Mode: Slack's requests over a WebSocket the web process opens; /healthz stays on HTTP.
+
+The fake Slack answers `apps.connections.open` with the URL of its own WebSocket, says hello,
+and sends envelopes the way Slack does; the bot acknowledges each one on the socket.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qsl
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.console.slack_payloads import new_trigger, slash_command_form
+from tests import agents
+from tests.fake_slack import FakeSlack
+from tests.harness import Harness
+from tests.model_scripts import delete_then_answer
+
+APP_TOKEN = "xapp-1-test"
+
+
+class SocketSlack(FakeSlack):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sockets: list[web.WebSocketResponse] = []
+        self.acks: list[dict[str, Any]] = []
+        self.extra_routes.append(web.get("/link", self._link))
+        self._envelopes = itertools.count(1)
+
+    def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if method == "apps.connections.open":
+            return {"ok": True, "url": self.url.replace("http://", "ws://") + "/link"}
+        return super().answer(method, args)
+
+    async def _link(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self.sockets.append(socket)
+        await socket.send_json({"type": "hello", "num_connections": 1})
+        await self.notify()
+        async for frame in socket:
+            if frame.type == aiohttp.WSMsgType.TEXT:
+                self.acks.append(json.loads(frame.data))
+                await self.notify()
+        return socket
+
+    async def deliver(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """Send one envelope on the open socket; return the bot's acknowledgement."""
+        envelope_id = f"env-{next(self._envelopes)}"
+        await self.sockets[-1].send_json(
+            {
+                "envelope_id": envelope_id,
+                "type": kind,
+                "payload": payload,
+                "accepts_response_payload": kind != "events_api",
+                "retry_attempt": 0,
+                "retry_reason": "",
+            }
+        )
+        acks = await self.wait_for(
+            lambda: [a for a in self.acks if a.get("envelope_id") == envelope_id],
+            what=f"ack of {envelope_id}",
+        )
+        return acks[0]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def socket_bot(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
+    agents.EXECUTIONS.clear()
+    harness = Harness(redis_url=redis_url, prefix=prefix, env={"SLACK_APP_TOKEN": APP_TOKEN})
+    harness.slack = SocketSlack()
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def test_a_command_and_a_click_over_the_socket_run_the_loop(socket_bot: Harness) -> None:
+    slack = socket_bot.slack
+    assert isinstance(slack, SocketSlack)
+    await slack.wait_for(lambda: slack.sockets, what="the web process to connect")
+    assert len(slack.calls_to("apps.connections.open")) == 1
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{socket_bot.web_url}/healthz") as response,
+    ):
+        assert response.status == 200, "health over HTTP while in Socket Mode"
+
+    socket_bot.model.script = delete_then_answer
+    form = slash_command_form(
+        text="delete u-100",
+        user="UALICE",
+        channel="CGENERAL",
+        response_url=slack.response_url("UALICE"),
+        trigger_id=new_trigger(),
+    )
+    ack = await slack.deliver("slash_commands", dict(parse_qsl(form)))
+    assert ack["payload"]["text"].startswith("Starting *ops* on your task")
+
+    [root] = await slack.wait_for(lambda: slack.roots(), what="root message")
+    [card] = await socket_bot.cards(root, 1)
+    click = socket_bot.sender.click_payload(card, "approve", user="UBOB")
+    ack = await slack.deliver("interactive", click)
+    assert ack == {"envelope_id": ack["envelope_id"]}, "an empty acknowledgement"
+
+    answer = await socket_bot.final_answer(root)
+    assert answer.text == "done: deleted u-100"
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
+    assert "Approved by <@UBOB>" in card.all_text()
