@@ -46,7 +46,7 @@ class Failure:
 
 class FakeSlack(LocalSlack):
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(message_limit=None)
         self.calls: list[Call] = []
         self._failures: dict[str, list[Failure]] = {}
         self._runner: web.AppRunner | None = None

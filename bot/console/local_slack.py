@@ -73,8 +73,10 @@ class OpenedView:
 
 
 class LocalSlack:
-    def __init__(self, *, token: str | None = None) -> None:
+    def __init__(self, *, token: str | None = None, message_limit: int | None = MESSAGE_LIMIT):
         self.token = token
+        self.message_limit = message_limit
+        """Messages kept (oldest dropped first); None keeps all (tests, benchmarks)."""
         """When set, calls without `Authorization: Bearer <token>` get `invalid_auth`."""
         self.messages: dict[str, Message] = {}
         self.ephemerals: list[dict[str, Any]] = []
@@ -93,8 +95,10 @@ class LocalSlack:
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
         self.version = 0
         self.closing = asyncio.Event()
-        self._last_ts = 0.0
-        self._changed = asyncio.Condition()
+        self._last_us = 0
+        # An event per version, swapped on every change: no lock, so a waiter cancelled by a
+        # timeout can never leave one held (asyncio.wait_for around a Condition can, on 3.11).
+        self._changed = asyncio.Event()
 
     # --- serving --------------------------------------------------------------------------------
 
@@ -187,16 +191,21 @@ class LocalSlack:
         return {"ok": False, "error": "unknown_method"}
 
     def _next_ts(self) -> str:
-        """Like Slack's: the posting time, unique within the channel."""
-        self._last_ts = max(time.time(), self._last_ts + 0.000001)
-        return f"{self._last_ts:.6f}"
+        """Like Slack's: the posting time, unique within the channel.
+
+        Counted in whole microseconds: a float of today's epoch cannot hold one more microsecond
+        reliably, and two messages sharing a ts would overwrite each other.
+        """
+        self._last_us = max(time.time_ns() // 1000, self._last_us + 1)
+        seconds, micros = divmod(self._last_us, 1_000_000)
+        return f"{seconds}.{micros:06d}"
 
     def _post(self, args: dict[str, Any]) -> dict[str, Any]:
         ts = self._next_ts()
         channel = str(args["channel"])
         message = Message(channel, ts, _text(args), _blocks(args), args.get("thread_ts"))
         self.messages[ts] = message
-        while len(self.messages) > MESSAGE_LIMIT:
+        while self.message_limit is not None and len(self.messages) > self.message_limit:
             self.messages.pop(next(iter(self.messages)))
         return {"ok": True, "channel": channel, "ts": ts}
 
@@ -216,7 +225,8 @@ class LocalSlack:
         self, user: str, channel: str | None, thread_ts: str | None, text: str
     ) -> None:
         self.private_notes.append(Note(user, channel, thread_ts, text))
-        del self.private_notes[:-MESSAGE_LIMIT]
+        if self.message_limit is not None:
+            del self.private_notes[: -self.message_limit]
 
     def close_view(self, view_id: str, errors: dict[str, str] | None = None) -> None:
         """After a submission: closed, or kept open showing Slack's per-field errors."""
@@ -234,14 +244,14 @@ class LocalSlack:
         }
 
     async def notify(self) -> None:
-        async with self._changed:
-            self.version += 1
-            self._changed.notify_all()
+        self.version += 1
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     async def wait_for_change(self, version: int) -> None:
         """Return once something changed after `version` (callers bound the wait)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.version > version)
+        while self.version <= version:
+            await self._changed.wait()
 
 
 def _text(args: dict[str, Any]) -> str:

@@ -1,0 +1,111 @@
+"""What every benchmark shares: a private Redis, the Procfile's processes, figures."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import statistics
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from runtime.local_redis import RedisServer
+from tests.deployment import Deployment
+from tests.fake_openai import ModelRequest, message, tool_call
+
+DECISION_EVENTS = {b"approved", b"approved_always", b"rejected", b"expired"}
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))
+    return ordered[index]
+
+
+def report(name: str, values: list[float], unit: str = "ms") -> None:
+    print(
+        f"{name:<40} n={len(values):<6} p50={statistics.median(values):9.2f} {unit}"
+        f"  p99={percentile(values, 99):9.2f} {unit}  max={max(values):9.2f} {unit}",
+        flush=True,
+    )
+
+
+def machine() -> str:
+    memory_kb = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
+    return (
+        f"{os.cpu_count()} cores, {memory_kb / 1024 / 1024:.0f} GiB, "
+        f"{platform.python_implementation()} {platform.python_version()}"
+    )
+
+
+def header(title: str, command: str) -> None:
+    print(f"# {title}\n# machine: {machine()}\n# rerun: {command}", flush=True)
+
+
+def approve_then_answer(request: ModelRequest) -> list[dict[str, Any]]:
+    """An instant model: asks to delete a user, then answers with what the tool said."""
+    if not request.tool_outputs:
+        return [tool_call("delete_user", {"user_id": "u-100", "reason": request.task}, "c1")]
+    return [message("done: " + request.tool_outputs["c1"])]
+
+
+def answer_at_once(request: ModelRequest) -> list[dict[str, Any]]:
+    """An instant model that needs no approval: one model call, one answer."""
+    return [message("done")]
+
+
+@contextlib.asynccontextmanager
+async def deployment(
+    *, workers: int = 1, prefix: str = "bench:", **worker_env: str
+) -> AsyncIterator[Deployment]:
+    """A private Redis, a fake Slack and model here, and the Procfile's web and workers."""
+    with tempfile.TemporaryDirectory() as directory:
+        server = RedisServer(directory=Path(directory) / "redis")
+        server.start()
+        running = Deployment(server.url, prefix, Path(directory))
+        try:
+            await running.start()
+            running.model.script = approve_then_answer
+            await running.web()
+            for number in range(workers):
+                running.worker(f"worker.{number + 1}", **worker_env)
+            await running.sender.command("warm up")  # pays for auth.test and first imports
+            await running.slack.wait_for(lambda: running.slack.cards(), 60, "warm-up card")
+            yield running
+        finally:
+            await running.stop()
+            server.stop()
+
+
+async def decision_to_resume_ms(running: Deployment) -> list[float]:
+    """Per run: the decision's Redis time (its script audits it) to the resume claim's."""
+    rows: Any = await running.redis.xrange(running.keys.audit)
+    decided: dict[str, float] = {}
+    delays: list[float] = []
+    for _id, fields in rows:
+        details = json.loads(fields[b"details"])
+        run_id = fields[b"run_id"].decode()
+        if fields[b"event"] in DECISION_EVENTS:
+            decided[run_id] = details["at"]  # the last one completes the decision
+        elif fields[b"event"] == b"resumed" and run_id in decided:
+            delays.append((details["at"] - decided[run_id]) * 1000)
+    return delays
+
+
+async def waiting_cards(running: Deployment, count: int, within: float = 600) -> list[Any]:
+    """Start `count` runs and return their approval cards once all are posted."""
+    before = len(running.slack.cards())
+    for number in range(count):
+        status, _ = await running.sender.command(f"delete u-100 (run {number})")
+        assert status == 200
+    await running.slack.wait_for(
+        lambda: len(running.slack.cards()) >= before + count, within, f"{count} cards"
+    )
+    return running.slack.cards()[before:]
