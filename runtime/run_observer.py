@@ -44,7 +44,9 @@ class RunObserver(RunHooks[Any]):
         self._clock = clock
         self.message_id = message_id
         self._steps: list[str] = []
-        self._last_sent = float("-inf")
+        # Counting from now, a step that ends within the interval sends only its final status:
+        # most resumes take milliseconds, and Slack need not see "working" just before "done".
+        self._last_sent = clock()
         self._dirty = False
 
     async def on_tool_start(
