@@ -21,7 +21,7 @@ import zlib
 from functools import partial
 from typing import Any
 
-from bench.common import decision_to_resume_ms, deployment, header, report
+from bench.harness import decision_to_resume_ms, deployment, header, report
 from tests.deployment import Deployment
 
 

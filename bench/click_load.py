@@ -17,7 +17,7 @@ import time
 from functools import partial
 from typing import Any
 
-from bench.common import decision_to_resume_ms, deployment, header, report, waiting_cards
+from bench.harness import decision_to_resume_ms, deployment, header, report, waiting_cards
 from tests.deployment import Deployment
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import header
+from bench.harness import header
 from bench.storage import interrupted_state
 from runtime.approvals import Approvals
 from runtime.call_digest import call_digest

@@ -23,7 +23,7 @@ import aiohttp
 from agents import OpenAIProvider, RunConfig, Runner, RunState
 from openai import AsyncOpenAI
 
-from bench.common import approve_then_answer, header, report
+from bench.harness import approve_then_answer, header, report
 from bot.approvers import ApproverDirectory
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter

@@ -23,7 +23,7 @@ from typing import Any
 from agents import RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from bench.common import header
+from bench.harness import header
 from runtime.call_digest import call_digest
 from runtime.contracts import Conversation, new_approval_id, new_run_id
 from runtime.envelope import PendingCall, RunEnvelope

@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import time
 
-from bench.common import answer_at_once, deployment, header, waiting_cards
+from bench.harness import answer_at_once, deployment, header, waiting_cards
 from tests.deployment import Deployment
 
 

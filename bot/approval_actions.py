@@ -223,11 +223,7 @@ class ApprovalActions:
         if call.message_ts is None:
             return
         run = RunView.of(target.record.envelope)
-        if call.decision is None:
-            work = self.reporter.show_progress(run, call)
-        else:
-            work = self.reporter.show_decision(run, call)
-        self._later(work, f"redraw:{call.approval_id}")
+        self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
 
     async def _refusal(self, target: Target | None, actor: SlackUser) -> str | None:
         if target is None:

@@ -88,26 +88,23 @@ class SlackReporter:
     async def approval_expired(self, run: RunView, call: PendingCall) -> None:
         if call.message_ts is None:
             return  # the card was never posted; nothing to update
-        await self.show_decision(run, call)
+        await self.redraw(run, call)
 
-    async def show_decision(self, run: RunView, call: PendingCall) -> None:
-        """Replace a card's buttons with who decided, when and why."""
+    async def redraw(self, run: RunView, call: PendingCall) -> None:
+        """Redraw a card: once decided, who decided, when and why, and no buttons; while open,
+        the approvals counted so far."""
         assert call.message_ts is not None
-        await self._client.chat_update(
-            channel=run.conversation.channel,
-            ts=call.message_ts,
-            text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_decided_blocks(run, call, await self._approver_names(call)),
+        names = await self._approver_names(call)
+        blocks = (
+            approval_request_blocks(run, call, names)
+            if call.decision is None
+            else approval_decided_blocks(run, call, names)
         )
-
-    async def show_progress(self, run: RunView, call: PendingCall) -> None:
-        """Redraw a card still open, with the approvals counted so far."""
-        assert call.message_ts is not None
         await self._client.chat_update(
             channel=run.conversation.channel,
             ts=call.message_ts,
             text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_request_blocks(run, call, await self._approver_names(call)),
+            blocks=blocks,
         )
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from runtime.examples.ops import REFUNDS, SERVICES, USERS
 from runtime.local_redis import RedisServer, answers
 from tests import agents
 from tests.deployment import Deployment
@@ -83,3 +84,13 @@ def artifacts() -> Path:
     path = Path(os.environ.get("TEST_ARTIFACTS", "test-artifacts"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture
+def pretend_world() -> Iterator[None]:
+    """The example tools change module-level dicts; each test starts from the same world."""
+    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS)]
+    yield
+    for world, copy in saved:
+        world.clear()
+        world.update(copy)  # type: ignore[arg-type]

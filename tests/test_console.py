@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -16,7 +16,7 @@ from bot.console.routes import LOCAL_SLACK
 from bot.settings import load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
-from runtime.examples.ops import REFUNDS, SERVICES, USERS
+from runtime.examples.ops import SERVICES
 from runtime.local_redis import free_port
 from runtime.policy import load_policy
 from runtime.redis_connection import connect
@@ -59,15 +59,6 @@ class Console:
 
     def answers(self) -> list[str]:
         return [m.text for m in self.slack.messages.values() if m.text.startswith("Scripted")]
-
-
-@pytest.fixture
-def pretend_world() -> Iterator[None]:
-    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS)]
-    yield
-    for world, copy in saved:
-        world.clear()
-        world.update(copy)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from bot.settings import load_settings
-from runtime.examples.ops import REFUNDS, SERVICES, USERS
+from runtime.examples.ops import SERVICES, USERS
 from runtime.scripted_model import intents_of, model_run_config, uses_scripted_model
 from tests.harness import Harness
 
@@ -49,16 +49,6 @@ def test_the_script_serves_only_the_example_agents_without_a_key(
     settings = load_settings({"SLACK_BOT_TOKEN": "x", "SLACK_SIGNING_SECRET": "y", **environ})
     assert uses_scripted_model(settings) is scripted
     assert (model_run_config(settings) is not None) is scripted
-
-
-@pytest.fixture
-def pretend_world() -> Iterator[None]:
-    """The example tools change module-level dicts; each test starts from the same world."""
-    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS)]
-    yield
-    for world, copy in saved:
-        world.clear()
-        world.update(copy)  # type: ignore[arg-type]
 
 
 @pytest.fixture
