@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.process == "web":
         run_web(settings, registry.names)
     else:
+        os.nice(settings.worker_niceness)
         asyncio.run(run_worker(settings, registry, policy))
     return 0
 

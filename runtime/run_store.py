@@ -21,7 +21,6 @@ from runtime.envelope import (
     Approval,
     Decision,
     RunEnvelope,
-    UnreadableEnvelope,
     dump_envelope,
     parse_envelope,
 )
@@ -123,7 +122,10 @@ class RunStore:
 
     async def load(self, run_id: str, *, with_state: bool = True) -> RunRecord | None:
         """The run as stored; without its (large) state unless asked."""
-        fields = await (self._all_fields(run_id) if with_state else self._light_fields(run_id))
+        # One round trip for everything: the compressed state is a few kilobytes, cheaper to
+        # carry than a second request; it is only decompressed when asked for.
+        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
+        fields = {name.decode(): value for name, value in raw.items()}
         if "envelope" not in fields or "status" not in fields:
             return None
         envelope = parse_envelope(run_id, fields["envelope"])
@@ -145,27 +147,6 @@ class RunStore:
             status_message=_text(fields.get("status_message")),
             final_output=_text(fields.get("final")),
         )
-
-    async def _all_fields(self, run_id: str) -> dict[str, bytes]:
-        raw: dict[bytes, bytes] = await self._redis.hgetall(self._keys.run(run_id))  # type: ignore[assignment]
-        return {name.decode(): value for name, value in raw.items()}
-
-    async def _light_fields(self, run_id: str) -> dict[str, bytes]:
-        key = self._keys.run(run_id)
-        names = ["envelope", "status", "status_message", "final"]
-        values: list[bytes | None] = await self._redis.hmget(key, names)  # type: ignore[assignment]
-        fields = {n: v for n, v in zip(names, values, strict=True) if v is not None}
-        if "envelope" not in fields:
-            return fields
-        try:
-            envelope = parse_envelope(run_id, fields["envelope"])
-        except UnreadableEnvelope:
-            return fields  # load() raises it again, for its caller to handle
-        extra = [f"{f}:{c.approval_id}" for c in envelope.calls for f in PER_CALL_FIELDS[1:]]
-        if extra:
-            values = await self._redis.hmget(key, extra)  # type: ignore[assignment]
-            fields.update({n: v for n, v in zip(extra, values, strict=True) if v is not None})
-        return fields
 
     async def update_envelope(self, envelope: RunEnvelope) -> None:
         fields = {"envelope": dump_envelope(envelope)}

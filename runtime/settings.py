@@ -29,6 +29,7 @@ FIXES: dict[str, str] = {
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
     "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
+    "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
 }
 
@@ -63,6 +64,8 @@ class RuntimeSettings(BaseSettings):
         25.0, validation_alias="SHUTDOWN_GRACE_SECONDS", ge=0, le=3600
     )
     """After SIGTERM, running jobs get this long to finish before they are handed back."""
+    worker_niceness: int = Field(10, validation_alias="WORKER_NICENESS", ge=0, le=19)
+    """Where web and worker share CPUs, the worker yields: Slack's 3 s are the hard deadline."""
 
     # --- who may decide (see runtime/policy.py) ---
     approvers: str = Field("", validation_alias="APPROVERS", pattern=_PRINCIPALS)
