@@ -171,6 +171,7 @@ class RunExecutor:
             store=self.store,
             audit=self.audit,
             message_id=record.status_message,
+            steps=record.status_steps,
         )
         while True:
             try:

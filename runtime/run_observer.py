@@ -35,6 +35,7 @@ class RunObserver(RunHooks[Any]):
         store: RunStore,
         audit: AuditTrail,
         message_id: str | None,
+        steps: tuple[str, ...] = (),
         clock: Any = time.monotonic,
     ) -> None:
         self._run = run
@@ -43,7 +44,7 @@ class RunObserver(RunHooks[Any]):
         self._audit = audit
         self._clock = clock
         self.message_id = message_id
-        self._steps: list[str] = []
+        self._steps = list(steps)
         # Counting from now, a step that ends within the interval sends only its final status:
         # most resumes take milliseconds, and Slack need not see "working" just before "done".
         self._last_sent = clock()
@@ -90,7 +91,7 @@ class RunObserver(RunHooks[Any]):
         self._dirty = False
         self._last_sent = self._clock()
         activity = Activity(steps=tuple(self._steps[-MAX_STEPS_SHOWN:]), state=state)
-        new_id = await self._reporter.progress(self._run, self.message_id, activity)
-        if new_id != self.message_id:
-            self.message_id = new_id
-            await self._store.set_status_message(self._run.run_id, new_id)
+        self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
+        # Kept with the run, so the next step (after an approval) goes on with the same list.
+        kept = self._steps[-MAX_STEPS_SHOWN:]
+        await self._store.set_status(self._run.run_id, self.message_id, kept)

@@ -1,9 +1,10 @@
 """Persistence of runs: one Redis hash per run, from the start job until the final answer.
 
 Fields: `envelope` (our versioned JSON), `state` (zlib of the SDK's RunState JSON), `status`,
-`round`, `pending`, `channel`, `status_message`, `owner`, `final`, and per approval of the
-current round `deadline:<id>`, `ts:<id>` and `decision:<id>`. Decisions are written only by the
-script in `approvals.py`; everything else only by the worker that owns the run's current job.
+`round`, `pending`, `channel`, `status_message`, `status_steps`, `owner`, `final`, and per
+approval of the current round `deadline:<id>`, `ts:<id>`, `decision:<id>`, `approvals:<id>` and
+`quorum:<id>`. Decisions are written only by the script in `approvals.py`; everything else only by
+the worker that owns the run's current job.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class RunRecord:
     status: Status
     state: str | None
     status_message: str | None
+    status_steps: tuple[str, ...]
+    """The steps the status message shows, kept across the run's stops for approval."""
     final_output: str | None
 
 
@@ -145,6 +148,7 @@ class RunStore:
             status=cast(Status, fields["status"].decode()),
             state=zlib.decompress(state).decode() if (state and with_state) else None,
             status_message=_text(fields.get("status_message")),
+            status_steps=tuple(json.loads(fields.get("status_steps") or b"[]")),
             final_output=_text(fields.get("final")),
         )
 
@@ -169,8 +173,8 @@ class RunStore:
             reply_url=_text(reply_url) or None,
         )
 
-    async def set_status_message(self, run_id: str, message_id: str) -> None:
-        await self._set(run_id, {"status_message": message_id})
+    async def set_status(self, run_id: str, message_id: str, steps: list[str]) -> None:
+        await self._set(run_id, {"status_message": message_id, "status_steps": json.dumps(steps)})
 
     async def set_message_ts(self, run_id: str, approval_id: str, message_ts: str) -> None:
         await self._set(run_id, {f"ts:{approval_id}": message_ts})
