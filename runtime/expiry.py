@@ -10,7 +10,6 @@ import logging
 from dataclasses import dataclass
 
 from runtime.approvals import Approvals, AuditContext
-from runtime.envelope import UnreadableEnvelope
 from runtime.reporter import Reporter, RunView
 from runtime.run_store import RunStore
 
@@ -26,11 +25,8 @@ class Expiry:
     async def handle(self, member: str) -> bool:
         """Expire one approval; False leaves it for a retry after the lease."""
         run_id, _, approval_id = member.partition(":")
-        try:
-            record = await self.store.load(run_id, with_state=False)
-        except UnreadableEnvelope:
-            record = None  # still expire it: the resume then reports what cannot be read
-        call = record.envelope.call(approval_id) if record else None
+        # An unreadable run is still expired: its resume then reports what cannot be read.
+        record, call = await self.store.find_call(run_id, approval_id)
         context = AuditContext.of(record.envelope, call) if record and call else None
         result = await self.approvals.expire(run_id, approval_id, context)
         if result.status == "early":

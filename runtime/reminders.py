@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from runtime.envelope import UnreadableEnvelope
 from runtime.reporter import Reporter, RunView
 from runtime.run_store import RunStore
 
@@ -23,11 +22,7 @@ class Reminders:
 
     async def handle(self, member: str) -> bool:
         run_id, _, approval_id = member.partition(":")
-        try:
-            record = await self.store.load(run_id, with_state=False)
-        except UnreadableEnvelope:
-            return True
-        call = record.envelope.call(approval_id) if record else None
+        record, call = await self.store.find_call(run_id, approval_id)
         if record is None or call is None or call.decision is not None:
             return True
         if record.status != "waiting" or call.message_ts is None:

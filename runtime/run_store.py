@@ -21,7 +21,9 @@ from runtime.contracts import Conversation
 from runtime.envelope import (
     Approval,
     Decision,
+    PendingCall,
     RunEnvelope,
+    UnreadableEnvelope,
     dump_envelope,
     parse_envelope,
 )
@@ -151,6 +153,17 @@ class RunStore:
             status_steps=tuple(json.loads(fields.get("status_steps") or b"[]")),
             final_output=_text(fields.get("final")),
         )
+
+    async def find_call(
+        self, run_id: str, approval_id: str
+    ) -> tuple[RunRecord | None, PendingCall | None]:
+        """A run (without its state) and one of its current calls; (None, None) when the run
+        is gone or a newer deploy wrote it, as the due-time pollers need it."""
+        try:
+            record = await self.load(run_id, with_state=False)
+        except UnreadableEnvelope:
+            return None, None
+        return record, record.envelope.call(approval_id) if record else None
 
     async def update_envelope(self, envelope: RunEnvelope) -> None:
         fields = {"envelope": dump_envelope(envelope)}
