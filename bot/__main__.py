@@ -17,6 +17,7 @@ from bot.demo import run_demo
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
+from bot.wiring import web_redis
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
@@ -51,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_web(settings: Settings, agent_names: list[str]) -> None:
-    # Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence.
-    redis = connect(
-        settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
-    )
+    redis = web_redis(settings)
     app = create_web_app(settings, redis=redis, agent_names=agent_names)
     # The console has no login: it stays on this machine.
     host = "127.0.0.1" if settings.console else "0.0.0.0"

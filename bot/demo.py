@@ -21,6 +21,7 @@ from aiohttp import web
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
+from bot.wiring import web_redis
 from runtime.local_redis import LocalRedisError, redis_for_demo
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.redis_connection import connect
@@ -67,11 +68,9 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
 
 
 async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, redis: str) -> None:
-    web_redis = connect(
-        settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
-    )
+    redis_for_web = web_redis(settings)
     worker_redis = connect(settings.effective_redis_url)
-    app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
+    app = await create_web_app(settings, redis=redis_for_web, agent_names=registry.names)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:

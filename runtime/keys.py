@@ -33,6 +33,10 @@ class Keys:
         """Hash holding one run's record: envelope, compressed SDK state, decisions."""
         return f"{self.prefix}run:{run_id}"
 
+    def tombstone(self, run_id: str) -> str:
+        """Left behind when a run ends, so that no redelivered job can replay it."""
+        return f"{self.prefix}done:{run_id}"
+
     @property
     def deadlines(self) -> str:
         """Sorted set of approval deadlines: member `run_id:approval_id`, score epoch seconds."""

@@ -13,9 +13,9 @@ import redis.asyncio as aioredis
 from agents import RunConfig
 from pydantic import ValidationError
 
-from runtime.approvals import Approvals
 from runtime.audit import AuditTrail, AuditTrimmer
 from runtime.contracts import JOB, ResumeJob, StartJob
+from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
 from runtime.jobs import Delivery, JobConsumer, JobQueue
@@ -27,6 +27,7 @@ from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
+from runtime.tool_journal import install_journal
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class JobRouter:
     async def on_dead(self, delivery: Delivery) -> None:
         job = self._parse(delivery)
         if job is not None:
-            await self.executor.on_dead_job(job)
+            await self.executor.on_dead_job(job, "")
 
     @staticmethod
     def _parse(delivery: Delivery) -> StartJob | ResumeJob | None:
@@ -101,7 +102,7 @@ def build_worker(
     keys = Keys(settings.redis_key_prefix)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
-    approvals = Approvals(redis, keys)
+    install_journal(registry)
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -110,6 +111,7 @@ def build_worker(
         policy=policy,
         max_turns=settings.max_turns,
         reminder_at=settings.reminder_at,
+        allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
     )
     router = JobRouter(executor=executor)
@@ -123,7 +125,7 @@ def build_worker(
         max_deliveries=settings.job_max_deliveries,
         shutdown_grace=settings.shutdown_grace_seconds,
     )
-    expiry = Expiry(approvals=approvals, store=store, reporter=reporter)
+    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter)
     reminders = Reminders(store=store, reporter=reporter)
     pollers = [
         DuePoller(

@@ -25,6 +25,13 @@ def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
     return [message(request.tool_outputs["call_migrate"])]
 
 
+async def only_run_id(deployment: Deployment) -> str:
+    """The id of the deployment's only run, from the audit trail."""
+    rows: Any = await deployment.redis.xrange(deployment.keys.audit)
+    [run_id] = {fields[b"run_id"].decode() for _, fields in rows}
+    return str(run_id)
+
+
 async def ledger(deployment: Deployment) -> list[dict[str, Any]]:
     entries: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
     return [json.loads(entry) for entry in entries]
@@ -51,7 +58,10 @@ async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deploymen
     workers[owner].signal(signal.SIGKILL)
 
     [answer] = await deployment.final_answers(root)
-    assert answer.text == "migrated users (attempt 2, key call_migrate)"
+    assert (
+        answer.text
+        == f"migrated users (attempt 2, key {await only_run_id(deployment)}:call_migrate)"
+    )
     runs = await ledger(deployment)
     assert [entry["call_id"] for entry in runs] == ["call_migrate", "call_migrate"], (
         "run again by the other worker, with the same idempotency key"
@@ -79,7 +89,10 @@ async def test_sigterm_lets_a_worker_hand_back_a_long_job_and_exit_in_time(
     assert "1 job(s) cancelled, 1 handed back" in first.log()
 
     [answer] = await deployment.final_answers(root)
-    assert answer.text == "migrated users (attempt 2, key call_migrate)"
+    assert (
+        answer.text
+        == f"migrated users (attempt 2, key {await only_run_id(deployment)}:call_migrate)"
+    )
     assert second.popen.poll() is None
 
 

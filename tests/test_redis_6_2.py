@@ -63,6 +63,7 @@ async def test_approve_and_expire_on_redis_6_2(old_bot: Harness) -> None:
     await old_bot.sender.click(first, "approve", user="UBOB")
     answer = await old_bot.final_answer(root, timeout=15)
     assert answer.text.startswith("deleted u-1 / The call to delete_user was not run: no one")
+    await old_bot.audit_until("finished")  # the record is closed after the answer is posted
     assert await old_bot.run_leftovers() == []
 
 
