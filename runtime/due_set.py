@@ -9,14 +9,14 @@ handles the member again, so handlers must tolerate a second go.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+
+from runtime.stopping import Stopping
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class DuePoller:
     interval: float = 1.0
     lease_seconds: float = 60.0
     batch: int = 100
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _stopping: Stopping = field(default_factory=Stopping)
 
     def __post_init__(self) -> None:
         self._claim = self.redis.register_script(_CLAIM_DUE)
@@ -59,8 +59,7 @@ class DuePoller:
                     pass  # a full batch: more may be due right now
             except RedisError:
                 log.warning("%s sweep failed; retrying", self.name, exc_info=True)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=self.interval)
+            await self._stopping.sleep(self.interval)
 
     async def sweep(self) -> int:
         """Handle the members due now; return how many were claimed."""

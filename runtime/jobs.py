@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
 from runtime.keys import JOB_GROUP, Keys
+from runtime.stopping import Stopping
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ class JobConsumer:
     block_ms: int = 2000
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _stopping: Stopping = field(default_factory=Stopping)
     _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
     _next_reclaim: float = 0.0
 
@@ -229,7 +230,7 @@ class JobConsumer:
             except RedisError:
                 self._slots.release()
                 log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
-                await self._sleep(1.0)
+                await self._stopping.sleep(1.0)
                 continue
             if delivery is None:
                 self._slots.release()
@@ -297,7 +298,3 @@ class JobConsumer:
         with contextlib.suppress(asyncio.CancelledError):
             await read
         return []
-
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
