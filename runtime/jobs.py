@@ -61,6 +61,18 @@ class Delivery:
     deliveries: int
 
 
+@dataclass(frozen=True, slots=True)
+class Reclaimed:
+    deliveries: list[Delivery]
+    cursor: str
+    """Where the next scan of the pending list goes on from; `START` after a full pass."""
+
+
+# XAUTOCLAIM looks at a bounded stretch of the pending list per call (COUNT x 10 entries on
+# Redis 7, COUNT on 6.2) and says where it stopped; scanning always from here would never reach
+# a dead worker's job queued behind enough live ones.
+START = "0-0"
+
 Handler = Callable[[Delivery], Coroutine[Any, Any, None]]
 
 
@@ -92,16 +104,20 @@ class JobQueue:
         )
         return [_delivery(entry, 1) for _stream, entries in reply or [] for entry in entries]
 
-    async def reclaim(self, consumer: str, min_idle_ms: int, count: int) -> list[Delivery]:
-        """Take over jobs whose owner stopped heartbeating."""
+    async def reclaim(
+        self, consumer: str, min_idle_ms: int, count: int, cursor: str = START
+    ) -> Reclaimed:
+        """Take over jobs whose owner stopped heartbeating, scanning on from `cursor`."""
         reply = await self._redis.xautoclaim(
-            self._keys.jobs, JOB_GROUP, consumer, min_idle_ms, start_id="0-0", count=count
+            self._keys.jobs, JOB_GROUP, consumer, min_idle_ms, start_id=cursor, count=count
         )
+        next_cursor = _text(reply[0])
         entries = [entry for entry in reply[1] if entry[1]]  # deleted entries come back empty
         if not entries:
-            return []
+            return Reclaimed([], next_cursor)
         counts = await self._delivery_counts([_text(entry_id) for entry_id, _ in entries])
-        return [_delivery(entry, counts.get(_text(entry[0]), 1)) for entry in entries]
+        deliveries = [_delivery(entry, counts.get(_text(entry[0]), 1)) for entry in entries]
+        return Reclaimed(deliveries, next_cursor)
 
     async def _delivery_counts(self, entry_ids: list[str]) -> dict[str, int]:
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -185,6 +201,7 @@ class JobConsumer:
     _stopping: Stopping = field(default_factory=Stopping)
     _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
     _next_reclaim: float = 0.0
+    _reclaim_cursor: str = START
 
     def __post_init__(self) -> None:
         self._slots = asyncio.Semaphore(self.concurrency)
@@ -243,22 +260,36 @@ class JobConsumer:
         return deliveries[0] if deliveries else None
 
     async def _take_over_one(self) -> Delivery | None:
-        """A job whose owner went quiet, if one is due; burying those that failed too often."""
-        if asyncio.get_running_loop().time() < self._next_reclaim:
+        """A job whose owner went quiet, if one is due; burying those that failed too often.
+
+        Each tick scans one stretch of the pending list, on from where the last one stopped, so
+        a pass over it takes a bounded number of ticks however many live jobs are ahead.
+        """
+        clock = asyncio.get_running_loop()
+        if clock.time() < self._next_reclaim:
             return None
         idle_ms = int(self.idle_timeout * 1000)
-        while stolen := await self.queue.reclaim(self.consumer, idle_ms, 1):
-            [delivery] = stolen
-            if delivery.deliveries <= self.max_deliveries:
-                log.warning(
-                    "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
-                )
-                return delivery
-            await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
-            log.error("job %s moved to the dead-letter stream", delivery.entry_id)
-            self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
-        self._next_reclaim = asyncio.get_running_loop().time() + self.idle_timeout / 3
-        return None
+        while True:
+            page = await self.queue.reclaim(self.consumer, idle_ms, 1, self._reclaim_cursor)
+            self._reclaim_cursor = page.cursor
+            for delivery in page.deliveries:
+                if delivery.deliveries <= self.max_deliveries:
+                    log.warning(
+                        "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
+                    )
+                    return delivery
+                await self._bury(delivery)
+            if page.cursor == START:
+                # A full pass: no other job can go quiet before a heartbeat interval.
+                self._next_reclaim = clock.time() + self.idle_timeout / 3
+                return None
+            if not page.deliveries:
+                return None  # the rest of the pending list on the next tick
+
+    async def _bury(self, delivery: Delivery) -> None:
+        await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
+        log.error("job %s moved to the dead-letter stream", delivery.entry_id)
+        self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
 
     async def _heartbeat_loop(self) -> None:
         """Keep our running jobs from looking abandoned, also while draining."""

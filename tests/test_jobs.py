@@ -98,7 +98,7 @@ async def test_heartbeat_does_not_take_back_a_job_another_worker_took_over(
     await queue.enqueue("j", "job")
     [delivery] = await queue.read("slow", 1, 100)
     await asyncio.sleep(0.05)
-    [stolen] = await queue.reclaim("fast", 10, 1)
+    [stolen] = (await queue.reclaim("fast", 10, 1)).deliveries
     assert await queue.heartbeat("slow", [delivery.entry_id]) == 0
     client = connect(redis_url)
     [row] = await pending(queue, client, prefix)
@@ -159,5 +159,49 @@ async def test_stopping_finishes_short_jobs_and_hands_back_long_ones(
     await asyncio.wait_for(task, timeout=10)
     assert finished == ["short"]
     await queue.enqueue("n", "new")  # taken by nobody: the stopped worker reads no more
-    [handed] = await queue.reclaim("next", 600, 10)  # claimable at once: idle was set high
+    # Claimable at once: the hand-back set its idle time high.
+    [handed] = (await queue.reclaim("next", 600, 10)).deliveries
     assert handed.payload == "long"
+
+
+async def test_a_dead_workers_job_behind_many_live_ones_is_taken_over(queue: JobQueue) -> None:
+    # XAUTOCLAIM looks at a bounded stretch of the pending list per call (COUNT x 10 entries
+    # on Redis 7, COUNT on 6.2): 25 live jobs ahead of the orphan hide it from a scan that
+    # always starts at the front.
+    release = asyncio.Event()
+    running: list[str] = []
+
+    async def hold(delivery: Delivery) -> None:
+        running.append(delivery.payload)
+        await release.wait()
+
+    live = consumer(queue, "live", hold, concurrency=25)
+    live_task = asyncio.create_task(live.run())
+    for n in range(25):
+        await queue.enqueue(f"live-{n}", f"live {n}")
+    for _ in range(100):
+        if len(running) == 25:
+            break
+        await asyncio.sleep(0.05)
+    assert len(running) == 25
+    await queue.enqueue("orphan", "orphaned job")
+    [orphan] = await queue.read("dead-worker", 1, 100)  # read, then the worker dies
+
+    taken: list[Delivery] = []
+
+    async def record(delivery: Delivery) -> None:
+        taken.append(delivery)
+
+    thief = consumer(queue, "thief", record, concurrency=1)
+    thief_task = asyncio.create_task(thief.run())
+    # Idle after 0.6 s; then one XAUTOCLAIM per tick (<= 0.2 s) covers 10 entries: 3 ticks.
+    for _ in range(40):
+        if taken:
+            break
+        await asyncio.sleep(0.1)
+    release.set()
+    for c in (live, thief):
+        c.stop()
+    await asyncio.gather(live_task, thief_task)
+    assert [(d.entry_id, d.deliveries) for d in taken] == [(orphan.entry_id, 2)]
+    assert len(running) == 25, "no live job was stolen"

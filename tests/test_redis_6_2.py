@@ -74,7 +74,7 @@ async def test_a_silent_consumer_loses_its_job_on_redis_6_2(redis_6_2: str) -> N
         assert await queue.enqueue("j1", "{}")
         assert not await queue.enqueue("j1", "{}"), "idempotent by job id"
         [taken] = await queue.read("dead-worker", 1, 100)
-        stolen = await queue.reclaim("live-worker", 0, 10)
+        stolen = (await queue.reclaim("live-worker", 0, 10)).deliveries
         assert [(d.entry_id, d.deliveries) for d in stolen] == [(taken.entry_id, 2)]
         await queue.ack(taken.entry_id)
     finally:
