@@ -193,6 +193,8 @@ class JobConsumer:
     concurrency: int
     idle_timeout: float
     max_deliveries: int
+    job_timeout: float = 900.0
+    """`JOB_TIMEOUT_SECONDS`: a handler running longer is cancelled and its job retried."""
     shutdown_grace: float = 25.0
     """Heroku sends SIGKILL 30 s after SIGTERM."""
     block_ms: int = 2000
@@ -306,14 +308,37 @@ class JobConsumer:
 
     async def _run_one(self, delivery: Delivery) -> None:
         try:
-            await self.handler(delivery)
-            await self.queue.ack(delivery.entry_id)
+            if await self._handle_in_time(delivery):
+                await self.queue.ack(delivery.entry_id)
         except Exception:
             # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
             log.exception("job %s failed; it will be retried", delivery.entry_id)
         finally:
             self._running.pop(delivery.entry_id, None)
             self._slots.release()
+
+    async def _handle_in_time(self, delivery: Delivery) -> bool:
+        """Run the handler; False if it overran the job timeout and was cancelled.
+
+        Without a bound a hung handler would be heartbeated, so kept from every other worker,
+        for ever. Cut off, its job is neither acknowledged nor heartbeated any more: it is taken
+        over after the idle timeout like a dead worker's, and dead-lettered after too many tries.
+        """
+        deadline = asyncio.timeout(self.job_timeout)
+        try:
+            async with deadline:
+                await self.handler(delivery)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the handler's own timeout: a failure like any other
+            log.error(
+                "job %s ran longer than JOB_TIMEOUT_SECONDS (%g s) and was cancelled; "
+                "it will be retried",
+                delivery.entry_id,
+                self.job_timeout,
+            )
+            return False
+        return True
 
     async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
         read = asyncio.ensure_future(work)

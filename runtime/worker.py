@@ -121,6 +121,7 @@ def build_worker(
         concurrency=settings.worker_concurrency,
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
+        job_timeout=settings.job_timeout_seconds,
         shutdown_grace=settings.shutdown_grace_seconds,
     )
     expiry = Expiry(approvals=approvals, store=store, reporter=reporter)

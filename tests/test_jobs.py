@@ -205,3 +205,42 @@ async def test_a_dead_workers_job_behind_many_live_ones_is_taken_over(queue: Job
     await asyncio.gather(live_task, thief_task)
     assert [(d.entry_id, d.deliveries) for d in taken] == [(orphan.entry_id, 2)]
     assert len(running) == 25, "no live job was stolen"
+
+
+async def test_a_hung_job_is_cancelled_retried_and_dead_lettered(
+    queue: JobQueue, redis_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    attempts: list[int] = []
+    cancelled: list[int] = []
+    buried: list[Delivery] = []
+
+    async def hangs(delivery: Delivery) -> None:
+        attempts.append(delivery.deliveries)
+        try:
+            await asyncio.Event().wait()  # nothing ever sets it
+        except asyncio.CancelledError:
+            cancelled.append(delivery.deliveries)
+            raise
+
+    async def on_dead(delivery: Delivery) -> None:
+        buried.append(delivery)
+
+    worker = consumer(
+        queue, "w", hangs, max_deliveries=2, on_dead=on_dead, idle_timeout=0.3, job_timeout=0.5
+    )
+    task = asyncio.create_task(worker.run())
+    await queue.enqueue("hung", "hung job")
+    for _ in range(60):
+        if buried:
+            break
+        await asyncio.sleep(0.1)
+    worker.stop()
+    await task
+    assert attempts == [1, 2], "retried once after its first try was cut off"
+    assert cancelled == [1, 2]
+    assert [d.payload for d in buried] == ["hung job"]
+    client = connect(redis_url)
+    assert await pending(queue, client, prefix) == []
+    await client.aclose()
+    timeouts = [r.getMessage() for r in caplog.records if "JOB_TIMEOUT_SECONDS" in r.getMessage()]
+    assert len(timeouts) == 2, timeouts
