@@ -7,7 +7,9 @@ import logging
 import os
 import signal
 import socket
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import redis.asyncio as aioredis
 from agents import RunConfig
@@ -27,6 +29,7 @@ from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
+from runtime.stopping import Stopping
 
 log = logging.getLogger(__name__)
 
@@ -36,25 +39,56 @@ def consumer_name() -> str:
     return os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
 
 
+# A loop that keeps crashing is restarted at most this often.
+MAX_RESTART_DELAY_SECONDS = 60.0
+
+
+class Poller(Protocol):
+    """A background loop of the worker, such as a `DuePoller`."""
+
+    name: str
+
+    async def run(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 @dataclass(kw_only=True)
 class Worker:
     consumer: JobConsumer
-    pollers: list[DuePoller]
+    pollers: Sequence[Poller]
     audit_trimmer: AuditTrimmer
+    restart_delay: float = 1.0
+    """First wait before restarting a crashed poller; it doubles up to a minute."""
+    _stopping: Stopping = field(default_factory=Stopping)
 
     async def run(self) -> None:
+        # The job consumer is the worker: if it fails the process exits and the platform starts
+        # a new one. A poller is a side duty: its crash must not take the jobs down with it.
         async with asyncio.TaskGroup() as group:
             group.create_task(self.consumer.run())
             for poller in self.pollers:
-                group.create_task(poller.run())
-            group.create_task(self.audit_trimmer.run())
+                group.create_task(self._keep_running(poller.name, poller.run))
+            group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
+        self._stopping.set()
         self.consumer.stop()
         for poller in self.pollers:
             poller.stop()
         self.audit_trimmer.stop()
+
+    async def _keep_running(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
+        delay = self.restart_delay
+        while not self._stopping.is_set():
+            try:
+                await run()
+                return
+            except Exception:
+                log.exception("%s crashed; restarting it in %g s", name, delay)
+            await self._stopping.sleep(delay)
+            delay = min(delay * 2, MAX_RESTART_DELAY_SECONDS)
 
 
 @dataclass(kw_only=True)
