@@ -54,6 +54,23 @@ return kept
 """
 
 
+# Drop consumers with no pending jobs that have not read for longer than ARGV[2] ms; atomic, so
+# a consumer cannot pick up a job between the check and the delete (which would drop the job
+# from the pending list). Returns their names.
+_FORGET_IDLE_CONSUMERS_SCRIPT = """
+local gone = {}
+for _, row in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local consumer = {}
+  for i = 1, #row, 2 do consumer[row[i]] = row[i + 1] end
+  if consumer['pending'] == 0 and consumer['idle'] > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], consumer['name'])
+    table.insert(gone, consumer['name'])
+  end
+end
+return gone
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     entry_id: str
@@ -84,6 +101,7 @@ class JobQueue:
         self._keys = keys
         self._enqueue = redis.register_script(_ENQUEUE_SCRIPT)
         self._heartbeat = redis.register_script(_HEARTBEAT_SCRIPT)
+        self._forget_idle = redis.register_script(_FORGET_IDLE_CONSUMERS_SCRIPT)
 
     async def enqueue(self, job_id: str, payload: str) -> bool:
         """Add a job unless one with this id was enqueued recently. True if added."""
@@ -171,6 +189,13 @@ class JobQueue:
     async def forget_consumer(self, consumer: str) -> None:
         await self._redis.xgroup_delconsumer(self._keys.jobs, JOB_GROUP, consumer)
 
+    async def forget_idle_consumers(self, min_idle_ms: int) -> list[str]:
+        """Drop consumers that hold no jobs and have not read for `min_idle_ms`."""
+        gone: list[bytes | str] = await self._forget_idle(
+            keys=[self._keys.jobs], args=[JOB_GROUP, min_idle_ms]
+        )
+        return [_text(name) for name in gone]
+
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
@@ -198,12 +223,17 @@ class JobConsumer:
     shutdown_grace: float = 25.0
     """Heroku sends SIGKILL 30 s after SIGTERM."""
     block_ms: int = 2000
+    consumer_gone_after: float = 3600.0
+    """Each boot reads under a name of its own (`worker.1:3f9a1c`), so the names of stopped
+    ones pile up in the group: one that holds no job and has not read this long is dropped."""
+    forget_interval: float = 300.0
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
     _stopping: Stopping = field(default_factory=Stopping)
     _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
     _next_reclaim: float = 0.0
     _reclaim_cursor: str = START
+    _next_forget: float = 0.0
 
     def __post_init__(self) -> None:
         self._slots = asyncio.Semaphore(self.concurrency)
@@ -245,6 +275,7 @@ class JobConsumer:
                 self._slots.release()
                 return
             try:
+                await self._forget_gone_consumers()
                 delivery = await self._take_over_one() or await self._read_one()
             except RedisError:
                 self._slots.release()
@@ -260,6 +291,15 @@ class JobConsumer:
         block_ms = max(50, min(self.block_ms, int(self.idle_timeout * 1000 / 3)))
         deliveries = await self._until_stopped(self.queue.read(self.consumer, 1, block_ms))
         return deliveries[0] if deliveries else None
+
+    async def _forget_gone_consumers(self) -> None:
+        clock = asyncio.get_running_loop()
+        if clock.time() < self._next_forget:
+            return
+        self._next_forget = clock.time() + self.forget_interval  # also after a failure
+        gone = await self.queue.forget_idle_consumers(int(self.consumer_gone_after * 1000))
+        if gone:
+            log.info("dropped %d stopped consumer(s) from the group: %s", len(gone), gone)
 
     async def _take_over_one(self) -> Delivery | None:
         """A job whose owner went quiet, if one is due; burying those that failed too often.

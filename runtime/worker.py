@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,8 +36,13 @@ log = logging.getLogger(__name__)
 
 
 def consumer_name() -> str:
-    """Stable per dyno on Heroku (`worker.1`), unique per process elsewhere."""
-    return os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    """The dyno (`worker.1`) or host and pid, plus a suffix of this boot's own (`worker.1:3f9a1c`).
+
+    In a deploy Heroku starts the new `worker.1` before the old one has stopped: with one name
+    between them, the old one's hand-back on SIGTERM would give away the new one's jobs.
+    """
+    where = os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    return f"{where}:{secrets.token_hex(3)}"
 
 
 # A loop that keeps crashing is restarted at most this often.

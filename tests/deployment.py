@@ -68,8 +68,10 @@ class Deployment:
         await wait_until_healthy(f"http://127.0.0.1:{self.port}/healthz", process)
         return process
 
-    def worker(self, dyno: str, **env: str) -> Process:
-        process = Process(dyno, procfile()["worker"], self.env(DYNO=dyno, **env), self.logs)
+    def worker(self, dyno: str, *, name: str | None = None, **env: str) -> Process:
+        """A worker process on `dyno`; `name` tells two processes on one dyno apart."""
+        command = procfile()["worker"]
+        process = Process(name or dyno, command, self.env(DYNO=dyno, **env), self.logs)
         self.processes.append(process)
         return process
 

@@ -244,3 +244,33 @@ async def test_a_hung_job_is_cancelled_retried_and_dead_lettered(
     await client.aclose()
     timeouts = [r.getMessage() for r in caplog.records if "JOB_TIMEOUT_SECONDS" in r.getMessage()]
     assert len(timeouts) == 2, timeouts
+
+
+async def test_consumers_of_stopped_boots_are_dropped_unless_they_hold_jobs(
+    queue: JobQueue, redis_url: str, prefix: str
+) -> None:
+    client = connect(redis_url)
+    jobs = Keys(prefix).jobs
+    await client.xgroup_createconsumer(jobs, JOB_GROUP, "worker.1:0ld001")  # stopped cleanly
+    await queue.enqueue("held", "held job")
+    await queue.read("worker.2:0ld002", 1, 100)  # killed while it held a job
+    await asyncio.sleep(0.4)
+
+    async def nothing(_: Delivery) -> None: ...
+
+    live = consumer(queue, "worker.1:n3w001", nothing, idle_timeout=30, consumer_gone_after=0.3)
+    task = asyncio.create_task(live.run())
+
+    async def names() -> set[str]:
+        rows: Any = await client.xinfo_consumers(jobs, JOB_GROUP)
+        return {row["name"].decode() for row in rows}
+
+    for _ in range(50):
+        if "worker.1:0ld001" not in await names():
+            break
+        await asyncio.sleep(0.05)
+    # One script drops and keeps: once the first is gone, the second was looked at too.
+    assert await names() - {"worker.1:n3w001"} == {"worker.2:0ld002"}
+    live.stop()
+    await task
+    await client.aclose()
