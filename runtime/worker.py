@@ -21,7 +21,8 @@ from runtime.audit import AuditTrail, AuditTrimmer
 from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
-from runtime.jobs import Delivery, JobConsumer, JobQueue
+from runtime.job_consumer import JobConsumer
+from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry

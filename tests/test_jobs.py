@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.jobs import Delivery, JobConsumer, JobQueue
+from runtime.job_consumer import JobConsumer
+from runtime.jobs import Delivery, JobQueue
 from runtime.keys import JOB_GROUP, Keys
 from runtime.redis_connection import connect
 

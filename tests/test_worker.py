@@ -9,7 +9,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from runtime.audit import AuditTrail, AuditTrimmer
-from runtime.jobs import Delivery, JobConsumer, JobQueue
+from runtime.job_consumer import JobConsumer
+from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
 from runtime.redis_connection import connect
 from runtime.stopping import Stopping
