@@ -37,19 +37,20 @@ return due
 """
 
 # Count one more failed try of a member; on the last, move it from the due set to the parked one.
-# Returns the tries so far and whether it was parked (not if something else removed it first).
+# Returns the tries so far and what became of it: retry, parked, or gone (removed meanwhile,
+# say by a click).
 _FAILED = """
 local tries = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 if tries < tonumber(ARGV[2]) then
-  return {tries, 0}
+  return {tries, 'retry'}
 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
-  return {tries, 0}
+  return {tries, 'gone'}
 end
 redis.call('ZADD', KEYS[3], redis.call('TIME')[1], ARGV[1])
-return {tries, 1}
+return {tries, 'parked'}
 """
 
 MAX_TRIES = 5
@@ -113,11 +114,14 @@ class DuePoller:
 
     async def _count_failure(self, member: str, error: Exception) -> None:
         parked_key = Keys.parked(self.key)
-        tries, parked = await self._failed(
+        tries, reply = await self._failed(
             keys=[self.key, Keys.due_tries(self.key), parked_key],
             args=[member, MAX_TRIES, _TRIES_TTL_SECONDS],
         )
-        if not parked:
+        outcome = reply.decode() if isinstance(reply, bytes) else reply
+        if outcome == "gone":
+            return
+        if outcome == "retry":
             log.warning(
                 "%s: %s failed (try %d of %d: %s); retrying in %g s",
                 self.name,

@@ -42,6 +42,7 @@ class JobConsumer:
     """Each boot reads under a name of its own (`worker.1:3f9a1c`), so the names of stopped
     ones pile up in the group: one that holds no job and has not read this long is dropped."""
     forget_interval: float = 300.0
+    """How often to look for such consumers: one XINFO CONSUMERS, cheap at this pace."""
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
     _stopping: Stopping = field(default_factory=Stopping)
