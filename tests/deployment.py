@@ -84,8 +84,12 @@ class Deployment:
         await self.redis.aclose()
 
     async def job_owner(self) -> str | None:
+        """The dyno (`worker.1`) holding the first pending job, if any."""
         rows: Any = await self.redis.xpending_range(self.keys.jobs, JOB_GROUP, "-", "+", 10)
-        return rows[0]["consumer"].decode() if rows else None
+        if not rows:
+            return None
+        dyno, _, _boot = rows[0]["consumer"].decode().rpartition(":")  # `worker.1:3f9a1c`
+        return str(dyno)
 
     async def start_run(self, text: str) -> Message:
         roots = len(self.slack.roots())
