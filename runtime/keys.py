@@ -47,6 +47,17 @@ class Keys:
         """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
         return f"{self.prefix}reminders"
 
+    @staticmethod
+    def parked(due_set: str) -> str:
+        """Sorted set of a due set's members whose handler kept raising, set aside for a person:
+        score = when parked. `ZADD` one back into its due set to try it again."""
+        return f"{due_set}:parked"
+
+    @staticmethod
+    def due_tries(due_set: str) -> str:
+        """Hash: member of a due set -> how often its handler raised (until handled or parked)."""
+        return f"{due_set}:tries"
+
     def group_members(self, group_id: str) -> str:
         """Cached members of a Slack user group (short TTL; refreshed on membership events)."""
         return f"{self.prefix}group:{group_id}"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import signal
 import socket
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import redis.asyncio as aioredis
 from agents import RunConfig
@@ -18,7 +21,8 @@ from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
-from runtime.jobs import Delivery, JobConsumer, JobQueue
+from runtime.job_consumer import JobConsumer
+from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
@@ -27,35 +31,72 @@ from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
+from runtime.stopping import Stopping
 from runtime.tool_journal import install_journal
 
 log = logging.getLogger(__name__)
 
 
 def consumer_name() -> str:
-    """Stable per dyno on Heroku (`worker.1`), unique per process elsewhere."""
-    return os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    """The dyno (`worker.1`) or host and pid, plus a suffix of this boot's own (`worker.1:3f9a1c`).
+
+    In a deploy Heroku starts the new `worker.1` before the old one has stopped: with one name
+    between them, the old one's hand-back on SIGTERM would give away the new one's jobs.
+    """
+    where = os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    return f"{where}:{secrets.token_hex(3)}"
+
+
+# A loop that keeps crashing is restarted at most this often.
+MAX_RESTART_DELAY_SECONDS = 60.0
+
+
+class Poller(Protocol):
+    """A background loop of the worker, such as a `DuePoller`."""
+
+    name: str
+
+    async def run(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass(kw_only=True)
 class Worker:
     consumer: JobConsumer
-    pollers: list[DuePoller]
+    pollers: Sequence[Poller]
     audit_trimmer: AuditTrimmer
+    restart_delay: float = 1.0
+    """First wait before restarting a crashed poller; it doubles up to a minute."""
+    _stopping: Stopping = field(default_factory=Stopping)
 
     async def run(self) -> None:
+        # The job consumer is the worker: if it fails the process exits and the platform starts
+        # a new one. A poller is a side duty: its crash must not take the jobs down with it.
         async with asyncio.TaskGroup() as group:
             group.create_task(self.consumer.run())
             for poller in self.pollers:
-                group.create_task(poller.run())
-            group.create_task(self.audit_trimmer.run())
+                group.create_task(self._keep_running(poller.name, poller.run))
+            group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
+        self._stopping.set()
         self.consumer.stop()
         for poller in self.pollers:
             poller.stop()
         self.audit_trimmer.stop()
+
+    async def _keep_running(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
+        delay = self.restart_delay
+        while not self._stopping.is_set():
+            try:
+                await run()
+                return
+            except Exception:
+                log.exception("%s crashed; restarting it in %g s", name, delay)
+            await self._stopping.sleep(delay)
+            delay = min(delay * 2, MAX_RESTART_DELAY_SECONDS)
 
 
 @dataclass(kw_only=True)
@@ -123,6 +164,7 @@ def build_worker(
         concurrency=settings.worker_concurrency,
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
+        job_timeout=settings.job_timeout_seconds,
         shutdown_grace=settings.shutdown_grace_seconds,
     )
     expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter)

@@ -17,6 +17,7 @@ from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
+from tests.processes import Process
 
 
 def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
@@ -42,6 +43,14 @@ async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 2
     while len(await ledger(deployment)) < count:
         if time.monotonic() > deadline:
             raise AssertionError(f"ledger never reached {count}:\n{deployment.logs_text()}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_for_log(process: Process, text: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in process.log():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.name} never logged {text!r}:\n{process.log()}")
         await asyncio.sleep(0.05)
 
 
@@ -117,6 +126,35 @@ async def test_a_stopping_worker_takes_no_new_jobs(deployment: Deployment) -> No
     second_root = deployment.slack.roots()[-1]
     await deployment.cards(second_root, 1)
     assert first.popen.poll() is None, "still finishing its running job"
+
+
+async def test_an_old_dyno_stopping_in_a_deploy_leaves_the_new_ones_job_alone(
+    deployment: Deployment,
+) -> None:
+    # Heroku starts the new worker.1 before it stops the old one: for a while both run.
+    deployment.model.script = migrate_then_answer
+    await deployment.web()
+    new = deployment.worker("worker.1", name="new worker.1", SLOW_TOOL_SECONDS="4")
+    root = await deployment.start_run("migrate users")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    await wait_for_ledger(deployment, 1)  # the new one runs the approved tool, slowly
+    old = deployment.worker("worker.1", name="old worker.1")
+    await wait_for_log(old, "worker ready")  # logged as it starts to listen for SIGTERM
+
+    old.signal(signal.SIGTERM)
+    assert await old.wait(timeout=28) == 0, old.log()
+    assert "0 job(s) cancelled, 0 handed back" in old.log(), "it held no job of its own"
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == "migrated users (attempt 1, key call_migrate)", deployment.logs_text()
+    await wait_for_log(new, "resuming round 1")
+    deadline = time.monotonic() + 10
+    while await deployment.job_owner() is not None:  # acknowledged: nobody can run it again
+        assert time.monotonic() < deadline, deployment.logs_text()
+        await asyncio.sleep(0.05)
+    assert len(await ledger(deployment)) == 1, "the tool ran once"
+    assert "taken over" not in new.log()
+    assert new.popen.poll() is None
 
 
 async def test_every_acknowledged_click_survives_a_web_sigterm(deployment: Deployment) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -75,9 +76,11 @@ async def test_a_silent_consumer_loses_its_job_on_redis_6_2(redis_6_2: str) -> N
         assert await queue.enqueue("j1", "{}")
         assert not await queue.enqueue("j1", "{}"), "idempotent by job id"
         [taken] = await queue.read("dead-worker", 1, 100)
-        stolen = await queue.reclaim("live-worker", 0, 10)
+        stolen = (await queue.reclaim("live-worker", 0, 10)).deliveries
         assert [(d.entry_id, d.deliveries) for d in stolen] == [(taken.entry_id, 2)]
         await queue.ack(taken.entry_id)
+        await asyncio.sleep(0.01)
+        assert sorted(await queue.forget_idle_consumers(1)) == ["dead-worker", "live-worker"]
     finally:
         await client.delete(*[k async for k in client.scan_iter(match="cs62-jobs:*")])
         await client.aclose()
