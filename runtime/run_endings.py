@@ -15,7 +15,7 @@ from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import RunEnvelope
 from runtime.failures import RunFailed
 from runtime.reporter import Failure, Reporter, RunView
-from runtime.run_store import Lease, RunStore
+from runtime.run_store import Lease, RunStore, StopMark
 from runtime.tool_journal import ran_tools
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,11 @@ class RunEndings:
             rounds=envelope.round,
             channel=envelope.conversation.channel,
         )
+
+    async def stopped(self, envelope: RunEnvelope, lease: Lease, mark: StopMark) -> None:
+        """A working run reached its next safe point after someone stopped it."""
+        await self.reporter.run_stopped(RunView.of(envelope), mark.user_id)
+        await self._close(envelope, lease, "stopped")
 
     async def fail(
         self, envelope: RunEnvelope, failure: RunFailed, lease: Lease | None, *, keep: bool

@@ -27,6 +27,7 @@ FIXES: dict[str, str] = {
     "JOB_TIMEOUT_SECONDS": "Use a number of seconds between 1 and 86400 (a day).",
     "APPROVERS": "List Slack user ids (U…, W…) and user-group ids (S…), comma-separated.",
     "ALLOW_SELF_APPROVAL": "Use true or false.",
+    "ADMINS": "List Slack user ids (U…, W…) and user-group ids (S…) who may stop any run.",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
     "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
@@ -76,6 +77,8 @@ class RuntimeSettings(BaseSettings):
     approvers: str = Field("", validation_alias="APPROVERS", pattern=_PRINCIPALS)
     """Comma-separated user and user-group ids; empty means anyone in the channel."""
     allow_self_approval: bool = Field(False, validation_alias="ALLOW_SELF_APPROVAL")
+    admins: str = Field("", validation_alias="ADMINS", pattern=_PRINCIPALS)
+    """Users and user groups who may stop any run (besides its requester and approvers)."""
     policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
     reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
     """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
