@@ -22,6 +22,7 @@ from runtime.call_digest import call_digest
 from runtime.contracts import ResumeJob, StartJob, new_approval_id
 from runtime.envelope import Decision, PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
+from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
@@ -83,6 +84,7 @@ class RunExecutor:
             except ConversationUnavailable as error:
                 log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
                 await self.store.close(job.run_id, lease=lease, outcome="failed")
+                count_run("conversation_unavailable")
                 await self.audit.record(
                     AuditEvent.FAILED, job.run_id, failure="conversation_unavailable"
                 )
@@ -221,6 +223,7 @@ class RunExecutor:
             except Exception as error:
                 if _fenced(error):
                     raise Fenced(envelope.run_id) from error
+                count_model_error(error)
                 failure = describe_run_error(error)
                 if failure is None:
                     raise

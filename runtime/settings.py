@@ -31,6 +31,7 @@ FIXES: dict[str, str] = {
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
+    "METRICS_PORT": "Use a free TCP port (1-65535) for the worker's /metrics, or unset it.",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -75,6 +76,11 @@ class RuntimeSettings(BaseSettings):
     reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
     """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
+
+    # --- operating it (issue 12) ---------------------------------------------------------------
+    metrics_port: int | None = Field(None, validation_alias="METRICS_PORT", ge=1, le=65535)
+    """A worker serves `GET /metrics` on this port; unset, it serves none. (The web process
+    serves `/metrics` on `PORT`.)"""
 
     # --- first run (issue 4) ------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")

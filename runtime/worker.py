@@ -20,6 +20,7 @@ from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
 from runtime.jobs import Delivery, JobConsumer, JobQueue
 from runtime.keys import Keys
+from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
@@ -42,6 +43,8 @@ class Worker:
     consumer: JobConsumer
     pollers: list[DuePoller]
     audit_trimmer: AuditTrimmer
+    metrics: MetricsEndpoint | None = None
+    """`GET /metrics` on `METRICS_PORT`, when that is set."""
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -49,6 +52,8 @@ class Worker:
             for poller in self.pollers:
                 group.create_task(poller.run())
             group.create_task(self.audit_trimmer.run())
+            if self.metrics is not None:
+                group.create_task(self.metrics.run())
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
@@ -56,6 +61,8 @@ class Worker:
         for poller in self.pollers:
             poller.stop()
         self.audit_trimmer.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
 
 
 @dataclass(kw_only=True)
@@ -144,7 +151,8 @@ def build_worker(
         ),
     ]
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
-    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer)
+    metrics = MetricsEndpoint(port=settings.metrics_port) if settings.metrics_port else None
+    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer, metrics=metrics)
 
 
 async def serve_until_signalled(worker: Worker) -> None:
