@@ -1,7 +1,8 @@
-"""The operator's endpoints on the web process: `GET /metrics`.
+"""The operator's endpoints on the web process: `GET /metrics` and `GET /readyz`.
 
-`/metrics` is this process's counters (`runtime.metrics`) plus what Redis holds right now
-(`runtime.state_gauges`).
+`/healthz` (`bot.web`) stays the liveness check: the process answers and Redis pings. `/readyz`
+also wants the run record's scripts in Redis's cache (`runtime.readiness`). `/metrics` is this
+process's counters (`runtime.metrics`) plus what Redis holds right now (`runtime.state_gauges`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from redis.exceptions import RedisError
 
 from runtime.keys import Keys
 from runtime.metrics import Scrape, metrics_response
+from runtime.readiness import check_readiness
 from runtime.state_gauges import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)
@@ -34,7 +36,12 @@ class Operations:
             snapshot = None
         return metrics_response(Scrape((StateGauges(snapshot),)))
 
+    async def readyz(self, request: web.Request) -> web.Response:
+        readiness = await check_readiness(self.redis)
+        return web.json_response(readiness.body(), status=200 if readiness.ready else 503)
+
 
 def add_operations(app: web.Application, *, redis: aioredis.Redis, keys: Keys) -> None:
     operations = Operations(redis=redis, keys=keys)
     app.router.add_get("/metrics", operations.metrics)
+    app.router.add_get("/readyz", operations.readyz)
