@@ -32,6 +32,7 @@ from bot.approvers import DirectoryUnavailable
 from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.slack_reporter import SlackReporter
 from runtime.decision_recorder import CallView, Choice, DecisionRecorder, RecordResult
+from runtime.log_format import bind_log_context
 from runtime.metrics import count_decision, count_denied
 from runtime.reporter import RunView
 from runtime.task_set import TaskSet
@@ -156,6 +157,7 @@ class ApprovalActions:
         message_ts: str | None,
     ) -> None:
         view: CallView | None = None
+        bind_log_context(run_id=ref.run_id, approval_id=ref.approval_id, event=choice.outcome)
         try:
             # Read before deciding: once the last decision is in, the worker may finish the run
             # and delete its record before the card is redrawn.

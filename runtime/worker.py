@@ -20,6 +20,7 @@ from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
 from runtime.jobs import Delivery, JobConsumer, JobQueue
 from runtime.keys import Keys
+from runtime.log_format import bind_log_context
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
@@ -75,6 +76,7 @@ class JobRouter:
         job = self._parse(delivery)
         if job is None:
             return
+        bind_log_context(run_id=job.run_id, event=job.kind)  # each job runs in a task of its own
         if isinstance(job, StartJob):
             await self.executor.start(job)
         else:
@@ -83,6 +85,7 @@ class JobRouter:
     async def on_dead(self, delivery: Delivery) -> None:
         job = self._parse(delivery)
         if job is not None:
+            bind_log_context(run_id=job.run_id, event="dead_letter")
             await self.executor.on_dead_job(job, "")
 
     @staticmethod
