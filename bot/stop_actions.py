@@ -26,6 +26,7 @@ from bot.payloads import ButtonClick
 from bot.slack_reporter import SlackReporter
 from runtime.contracts import RUN_ID_PATTERN
 from runtime.envelope import Decision
+from runtime.metrics import DECISIONS
 from runtime.reporter import Activity, RunView
 from runtime.run_stopper import Principals, RunStopper, StopResult, StopView
 from runtime.task_set import TaskSet
@@ -75,6 +76,8 @@ class StopActions:
         except DirectoryUnavailable:
             return messages.DIRECTORY_UNAVAILABLE
         log.info("run %s: stop by %s: %s", run_id, user_id, result.status)
+        if result.status in ("stopped", "stopping"):
+            DECISIONS.labels("stopped").inc()
         if result.status == "stopped":
             self._later(self._show_stopped(view, result), f"stopped:{run_id}")
             return None

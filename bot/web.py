@@ -33,6 +33,7 @@ from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.console.routes import add_console
+from bot.operations import add_operations
 from bot.payloads import malformed
 from bot.settings import Settings
 from bot.socket_mode import add_socket_mode
@@ -184,6 +185,7 @@ async def create_web_app(
     )
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+    add_operations(app, redis=redis, keys=Keys(settings.redis_key_prefix))
     if settings.slack_app_token is not None and not settings.console:
         add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
     if settings.console:

@@ -24,6 +24,7 @@ from runtime.call_planner import CallPlanner, call_audit_fields
 from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
+from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
@@ -91,6 +92,7 @@ class RunExecutor:
             except ConversationUnavailable as error:
                 log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
                 await self.store.close(job.run_id, lease=lease, outcome="failed")
+                count_run("conversation_unavailable")
                 await self.audit.record(
                     AuditEvent.FAILED, job.run_id, failure="conversation_unavailable"
                 )
@@ -241,6 +243,7 @@ class RunExecutor:
                 for ours in (Fenced, Stopped):
                     if (cause := _caused_by(error, ours)) is not None:
                         raise cause from error
+                count_model_error(error)
                 failure = describe_run_error(error)
                 if failure is None:
                     raise

@@ -27,6 +27,7 @@ from agents.tool_context import ToolContext
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_digest import call_digest
+from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
 from runtime.run_store import Lease, RunStore, StopMark, Stopped
 
@@ -110,12 +111,18 @@ class JournaledInvoker:
                 self._tool_name,
             )
             await self._audit(scope, ctx, AuditEvent.REPLAYED, entry["output"])
+            count_tool(self._tool_name, "replayed")
             return entry["output"]
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
         scope.in_flight.count += 1
         try:
-            output = await self._inner(ctx, arguments)
+            try:
+                output = await self._inner(ctx, arguments)
+            except Exception:
+                count_tool(self._tool_name, "error")
+                raise
+            count_tool(self._tool_name, "ok")
             # Recorded before anything else can fail: from here on, a retry reuses it.
             entry = {"tool": self._tool_name, "output": _storable(output)}
             await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))

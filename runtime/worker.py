@@ -24,6 +24,8 @@ from runtime.expiry import Expiry
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
+from runtime.log_format import bind_log_context
+from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
@@ -69,6 +71,8 @@ class Worker:
     restart_delay: float = 1.0
     """First wait before restarting a crashed poller; it doubles up to a minute."""
     _stopping: Stopping = field(default_factory=Stopping)
+    metrics: MetricsEndpoint | None = None
+    """`GET /metrics` on `METRICS_PORT`, when that is set."""
 
     async def run(self) -> None:
         # The job consumer is the worker: if it fails the process exits and the platform starts
@@ -78,6 +82,8 @@ class Worker:
             for poller in self.pollers:
                 group.create_task(self._keep_running(poller.name, poller.run))
             group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
+            if self.metrics is not None:
+                group.create_task(self.metrics.run())
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
@@ -86,6 +92,8 @@ class Worker:
         for poller in self.pollers:
             poller.stop()
         self.audit_trimmer.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
 
     async def _keep_running(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         delay = self.restart_delay
@@ -109,6 +117,7 @@ class JobRouter:
         job = self._parse(delivery)
         if job is None:
             return
+        bind_log_context(run_id=job.run_id, event=job.kind)  # each job runs in a task of its own
         if isinstance(job, StartJob):
             await self.executor.start(job)
         else:
@@ -117,6 +126,7 @@ class JobRouter:
     async def on_dead(self, delivery: Delivery) -> None:
         job = self._parse(delivery)
         if job is not None:
+            bind_log_context(run_id=job.run_id, event="dead_letter")
             await self.executor.on_dead_job(job, "")
 
     @staticmethod
@@ -186,7 +196,8 @@ def build_worker(
         ),
     ]
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
-    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer)
+    metrics = MetricsEndpoint(port=settings.metrics_port) if settings.metrics_port else None
+    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer, metrics=metrics)
 
 
 async def serve_until_signalled(worker: Worker) -> None:
