@@ -19,7 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import messages
+from bot import choice_messages, messages
 from bot.approval_blocks import (
     ACTION_APPROVE_ALWAYS,
     REASON_ACTION,
@@ -44,6 +44,9 @@ NOT_RECORDED = {
     "closed": messages.APPROVAL_CLOSED,
     "unknown": messages.APPROVAL_UNKNOWN,
     "gone": messages.APPROVAL_UNKNOWN,
+    "grant_not_offered": choice_messages.GRANT_NOT_OFFERED,
+    "edit_not_offered": choice_messages.EDIT_NOT_OFFERED,
+    "edit_stale": choice_messages.EDIT_STALE,
 }
 REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable"})
 
@@ -146,6 +149,44 @@ class ApprovalActions:
         ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id)
         await self._decide(ref, choice, submission.user, meta.channel, meta.message_ts)
 
+    # --- for the grant and edit actions (bot/grant_actions.py, bot/edit_actions.py) ----------
+
+    async def record(
+        self, ref: ApprovalRef, choice: Choice, actor: SlackUser, channel: str, ts: str | None
+    ) -> None:
+        """Record a choice made some other way than the card's buttons, exactly like a click."""
+        await self._decide(ref, choice, actor, channel, ts)
+
+    async def may_decide(self, click: ButtonClick) -> CallView | None:
+        """The call a click is about, if the clicker may decide it now (recording nothing);
+        otherwise None, and the clicker has been told why."""
+        ref = ApprovalRef.parse(click.action.value)
+        channel, user = click.channel.id, click.user
+        try:
+            view = await self.recorder.view(ref.run_id, ref.approval_id)
+            member_of = await self.gate.groups_of(user.id, view.gate)
+            check = await self.recorder.check(view, user.id, channel=channel, member_of=member_of)
+        except RedisError:
+            self._ephemeral(channel, user.id, None, messages.TRY_AGAIN)
+            return None
+        except DirectoryUnavailable:
+            self._ephemeral(channel, user.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
+            return None
+        if view.call is None or check.status not in ("open", "already_approved"):
+            self._explain(check, user, channel, view)
+            return None
+        return view
+
+    def parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
+        return self._parse_click(body)
+
+    def tell(self, channel: str, user: str, thread: str | None, text: str) -> None:
+        """A private note to one person, sent after the acknowledgement."""
+        self._ephemeral(channel, user, thread, text)
+
+    def later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        self._later(work, name)
+
     # --- the decision ------------------------------------------------------------------------
 
     async def _decide(
@@ -228,6 +269,7 @@ class ApprovalActions:
                 "decision": result.decision,
                 "approvals": result.approvals,
                 "message_ts": view.call.message_ts or message_ts,
+                "edit": result.edit or view.call.edit,
             }
         )
         if call.message_ts is None:

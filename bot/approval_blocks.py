@@ -6,6 +6,9 @@ import json
 from typing import Any
 
 from bot import messages
+from bot.call_context_blocks import context_blocks, preview_blocks
+from bot.edit_blocks import ARGUMENTS_BLOCK, add_edit_button, change_blocks
+from bot.grant_blocks import grant_menu_blocks, granted_blocks
 from runtime.envelope import PendingCall
 from runtime.reporter import RunView
 
@@ -58,7 +61,7 @@ def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
 def _call_blocks(
     run: RunView, call: PendingCall, approver_names: list[str]
 ) -> tuple[list[Block], bool]:
-    arguments = pretty_arguments(call.arguments)
+    arguments = pretty_arguments(call.shown_arguments)
     code, shown = code_block(arguments)
     fields = [
         _field(f"*Requested by*\n{messages.user(run.conversation.requester)}"),
@@ -72,12 +75,15 @@ def _call_blocks(
             "text": {"type": "mrkdwn", "text": messages.approval_headline(call.agent, call.tool)},
         },
         {"type": "section", "fields": fields},
-        {"type": "section", "text": {"type": "mrkdwn", "text": code}},
+        *context_blocks(run, call),
+        {"type": "section", "block_id": ARGUMENTS_BLOCK, "text": {"type": "mrkdwn", "text": code}},
+        *change_blocks(call),
+        *preview_blocks(call),
     ]
     truncated = shown < len(arguments)
     notes = [messages.arguments_shortened(shown, len(arguments))] if truncated else []
-    if call.digest:
-        notes.append(messages.digest_line(call.digest))
+    if call.shown_digest:
+        notes.append(messages.digest_line(call.shown_digest))
     if notes:
         blocks.append(_context(" · ".join(notes)))
     return blocks, truncated
@@ -104,10 +110,14 @@ def _button(action_id: str, text: str, value: str, style: str | None = None) -> 
 
 
 def approval_request_blocks(
-    run: RunView, call: PendingCall, approver_names: list[str] | None = None
+    run: RunView,
+    call: PendingCall,
+    approver_names: list[str] | None = None,
+    channel_name: str | None = None,
 ) -> list[Block]:
     """The card asking for a decision (also redrawn as approvals towards a quorum come in)."""
     blocks, truncated = _call_blocks(run, call, approver_names or [])
+    add_edit_button(blocks, button_value(run.run_id, call.approval_id), call)
     if call.quorum > 1:
         approved_by = [a.user_id for a in call.approvals]
         blocks.append(
@@ -121,6 +131,7 @@ def approval_request_blocks(
     if truncated:
         buttons.append(_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
     blocks.append({"type": "actions", "block_id": "approval", "elements": buttons})
+    blocks.extend(grant_menu_blocks(run, call, channel_name))
     if call.allow_always:
         blocks.append(_context(messages.APPROVE_ALWAYS_HINT))
     return blocks
@@ -142,6 +153,7 @@ def approval_decided_blocks(
         )
     if call.decision is not None:
         blocks.append(_context(messages.decided_line(call.decision)))
+    blocks.extend(granted_blocks(run, call))
     return blocks
 
 
@@ -178,7 +190,7 @@ def reject_modal(call: PendingCall, private_metadata: str) -> Block:
 
 def arguments_modal(call: PendingCall) -> Block:
     """All of a call's arguments, in as many code blocks as a modal holds."""
-    remaining = pretty_arguments(call.arguments)
+    remaining = pretty_arguments(call.shown_arguments)
     blocks: list[Block] = []
     while remaining and len(blocks) < MODAL_BLOCK_LIMIT - 1:
         code, shown = code_block(remaining)
@@ -188,8 +200,8 @@ def arguments_modal(call: PendingCall) -> Block:
         blocks.append(
             _context(
                 messages.arguments_shortened(
-                    len(pretty_arguments(call.arguments)) - len(remaining),
-                    len(pretty_arguments(call.arguments)),
+                    len(pretty_arguments(call.shown_arguments)) - len(remaining),
+                    len(pretty_arguments(call.shown_arguments)),
                 )
             )
         )

@@ -98,3 +98,19 @@ class ApproverDirectory:
             if group.get("id") == group_id:
                 return f"@{group.get('handle') or group.get('name') or group_id}"
         return group_id
+
+    async def channel_name(self, channel_id: str) -> str | None:
+        """A channel's name without the `#` (cached like names); None if Slack won't say."""
+        key = self._keys.display_name(channel_id)
+        cached: Any = await self._redis.get(key)
+        if cached is not None:
+            return str(cached.decode())
+        try:
+            response = await self._client.conversations_info(channel=channel_id)
+        except (SlackApiError, ClientError, TimeoutError):
+            return None
+        name = (response.get("channel") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)
+        return name

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import messages
+from bot.grant_actions import GrantActions
 from bot.payloads import SlashCommand
 from bot.stop_actions import StopActions
 from runtime.audit import AuditTrail
@@ -37,7 +38,7 @@ AUDIT_MAX_COUNT = 100
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "audit", "stop", "unknown_agent" or "task"
+    kind: str  # "help", "audit", "stop", "grants", "unknown_agent" or "task"
     agent: str = ""
     task: str = ""
 
@@ -46,6 +47,8 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stripped = text.strip()
     if stripped.lower() in ("", "help", "-h", "--help", "?"):
         return ParsedCommand("help")
+    if stripped.lower() == "grants":
+        return ParsedCommand("grants")
     stop = _STOP.match(stripped)
     if stop is not None and (stop.group(1) is None or re.match(r"^r[0-9a-f]{16}$", stop.group(1))):
         return ParsedCommand("stop", task=stop.group(1) or "")
@@ -69,6 +72,7 @@ class AgentCommand:
     audit: AuditTrail
     agents: list[str]
     stops: StopActions
+    grants: GrantActions | None = None
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -87,6 +91,10 @@ class AgentCommand:
                 return
             told = await self.stops.stop(parsed.task, command.user_id, command.user_name)
             await _reply(ack, told or messages.STOP_REQUESTED)
+            return
+        if parsed.kind == "grants" and self.grants is not None:
+            text, blocks = await self.grants.listing(command.channel_id)
+            await ack(response_type="ephemeral", text=text, blocks=blocks or None)
             return
         if parsed.kind == "audit":
             await _reply(ack, await self._audit(parsed.task, command.channel_id))

@@ -38,6 +38,7 @@ def command_help(command: str, agents: Sequence[str]) -> str:
         f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
         f"• `{command} <agent>: <task>`: pick an agent\n"
         f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
+        f"• `{command} grants`: grants active in this channel, to revoke them\n"
         f"• `{command} help`: this message\n"
         f"Agents: {listed}"
     )
@@ -328,6 +329,10 @@ AUDIT_EVENT_WORDS = {
     "auto_rejected": "rejected by policy",
     "denied": "click refused",
     "refused": "not run: changed after approval",
+    "grant_used": "approved by a grant",
+    "granted": "granted",
+    "revoked": "grant revoked",
+    "edited": "edited",
 }
 
 

@@ -87,7 +87,12 @@ class SlackReporter:
             channel=run.conversation.channel,
             thread_ts=run.conversation.thread,
             text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_request_blocks(run, call, await self._approver_names(call)),
+            blocks=approval_request_blocks(
+                run,
+                call,
+                await self._approver_names(call),
+                await self._directory.channel_name(run.conversation.channel),
+            ),
         )
         return str(response["ts"])
 
@@ -101,8 +106,9 @@ class SlackReporter:
         the approvals counted so far."""
         assert call.message_ts is not None
         names = await self._approver_names(call)
+        channel_name = await self._directory.channel_name(run.conversation.channel)
         blocks = (
-            approval_request_blocks(run, call, names)
+            approval_request_blocks(run, call, names, channel_name)
             if call.decision is None
             else approval_decided_blocks(run, call, names)
         )

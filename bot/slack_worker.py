@@ -6,6 +6,7 @@ import aiohttp
 import redis.asyncio as aioredis
 from agents import RunConfig
 
+from bot.grant_notices import DirectoryMembership, SlackGrantNotices
 from bot.settings import Settings
 from bot.wiring import slack_parts
 from runtime.policy import Policy
@@ -26,13 +27,16 @@ def slack_worker(
     run_config: RunConfig | None = None,
 ) -> Worker:
     """`run_config` overrides the model the settings choose (tests point it at a fake)."""
+    parts = slack_parts(settings, redis=redis, session=session)
     return build_worker(
         settings,
         redis=redis,
-        reporter=slack_parts(settings, redis=redis, session=session).reporter,
+        reporter=parts.reporter,
         registry=registry,
         policy=policy,
         run_config=run_config or model_run_config(settings),
         name=name,
         poll_interval=poll_interval,
+        membership=DirectoryMembership(parts.directory),
+        grant_notices=SlackGrantNotices(parts.client),
     )

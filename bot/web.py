@@ -33,6 +33,8 @@ from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.console.routes import add_console
+from bot.grant_actions import GrantActions
+from bot.grant_blocks import ACTION_GRANT, ACTION_REVOKE_GRANT
 from bot.operations import add_operations
 from bot.payloads import malformed
 from bot.settings import Settings
@@ -42,6 +44,7 @@ from bot.stop_actions import StopActions
 from bot.wiring import slack_parts
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
+from runtime.grants import GrantStore
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
 from runtime.policy import parse_principals
@@ -87,15 +90,16 @@ def build_bolt(
         tasks=tasks,
         admins=Principals.parse(parse_principals(settings.admins)),
     )
-    command = AgentCommand(
-        queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops
-    )
     actions = ApprovalActions(
         recorder=DecisionRecorder(redis, keys),
         client=client,
         reporter=parts.reporter,
         gate=ApprovalGate(directory=parts.directory),
         tasks=tasks,
+    )
+    grants = GrantActions(actions=actions, store=GrantStore(redis, keys), client=client)
+    command = AgentCommand(
+        queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops, grants=grants
     )
     membership = GroupMembershipEvents(directory=parts.directory)
     bolt.command(re.compile(r"^/.*"))(command)
@@ -104,6 +108,8 @@ def build_bolt(
     bolt.action(ACTION_REJECT)(actions.on_reject)
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
     bolt.action(ACTION_STOP)(stops.on_stop_button)
+    bolt.action(ACTION_GRANT)(grants.on_grant_chosen)
+    bolt.action(ACTION_REVOKE_GRANT)(grants.on_revoke)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     bolt.action(re.compile(r".*"))(_unknown_action)
     bolt.event("subteam_members_changed")(membership.on_members_changed)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
+from runtime.call_choices import ArgumentEdit, GrantScope
 from runtime.contracts import ResumeJob
 from runtime.envelope import (
     Approval,
@@ -44,7 +45,28 @@ Status = Literal[
     "not_allowed",  # this person may not decide this call
     "self",  # the requester may not approve their own run's call
     "not_offered",  # "Approve always" is not offered for this call
+    "grant_not_offered",  # no grant this long is offered for this call (or under a quorum)
+    "edit_not_offered",  # the policy does not allow editing this call
+    "edit_stale",  # the arguments changed since the editor opened them
 ]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GrantChoice:
+    """Approve, and let later calls like this one run without a card (`runtime.grants`)."""
+
+    id: str
+    scope: GrantScope
+    seconds: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EditChoice:
+    """Approve these arguments instead (`previous_digest`: the ones the editor saw)."""
+
+    arguments: str
+    digest: str
+    previous_digest: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,6 +77,8 @@ class Choice:
     user_id: str | None = None
     user_name: str | None = None
     reason: str | None = None
+    grant: GrantChoice | None = None
+    edit: EditChoice | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,6 +89,8 @@ class RecordResult:
     approvals: tuple[Approval, ...] = ()
     """For `counted`, `already_approved` and `open`: the approvals so far."""
     resume_enqueued: bool = False
+    edit: ArgumentEdit | None = None
+    """For `counted`: the edit this choice made (the count restarted on it)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,6 +107,10 @@ class CallView:
     call: PendingCall | None
 
 
+CHOSEN = frozenset({"grant", "edit"})
+"""Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
+
+
 class DecisionRecorder:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._redis = redis
@@ -93,6 +123,7 @@ class DecisionRecorder:
             [rr.ENVELOPE, rr.ROUND, rr.GATE + approval_id, rr.TS + approval_id],
         )
         raw_envelope, round_, raw_gate, message_ts = reply
+        raw_edit: Any = await self._redis.hget(self._keys.run(run_id), rr.EDIT + approval_id)
         envelope = call = gate = None
         if raw_envelope is not None:
             try:
@@ -100,7 +131,8 @@ class DecisionRecorder:
             except UnreadableEnvelope:
                 envelope = None
         if envelope is not None and (found := envelope.call(approval_id)) is not None:
-            call = found.model_copy(update={"message_ts": _text(message_ts)})
+            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+            call = found.model_copy(update={"message_ts": _text(message_ts), "edit": edit})
         if raw_gate is not None:
             try:
                 gate = CallGate.model_validate_json(raw_gate)
@@ -145,6 +177,12 @@ class DecisionRecorder:
     ) -> RecordResult:
         run_id = view.run_id
         job = ResumeJob(run_id=run_id, round=int(view.round)) if view.round.isdigit() else None
+        sent = {k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN}
+        grant_keys = (
+            [self._keys.grant(choice.grant.id), self._keys.channel_grants(channel)]
+            if choice.grant
+            else []
+        )
         reply = await self._decide(
             keys=[
                 self._keys.run(run_id),
@@ -152,10 +190,11 @@ class DecisionRecorder:
                 self._keys.jobs,
                 self._keys.audit,
                 self._keys.reminders,
+                *grant_keys,
             ],
             args=[
                 view.approval_id,
-                json.dumps(asdict(choice)),
+                json.dumps(sent),
                 channel,
                 mode,
                 f"{run_id}:{view.approval_id}",
@@ -170,7 +209,9 @@ class DecisionRecorder:
         status = cast(Status, parts[0])
         if status in ("counted", "already_approved", "open"):
             approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
-            return RecordResult(status=status, approvals=approvals)
+            raw_edit = parts[2] if len(parts) > 2 else ""
+            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+            return RecordResult(status=status, approvals=approvals, edit=edit)
         decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
         return RecordResult(
             status=status,

@@ -8,21 +8,26 @@ Versions:
   per-approval `deadline:`, `ts:` and `decision:` fields beside them.
 - 2: each call also carries its policy (approvers, quorum, allow_always) and digest; partial
   quorum approvals live in `approvals:` fields. Version 1 reads as: anyone, one approval.
+- 3: each call also carries what its card shows beyond the arguments (`why`, `preview`), the
+  tool's parameter schema, `allow_edit` and `grant_max_seconds`; an edit lives in `edit:`
+  fields. Versions 1 and 2 read as: no edits, no grants.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runtime.call_choices import ArgumentEdit, GrantRef
 from runtime.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN, Conversation
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 SCHEMA_VERSION_SUMMARIES: dict[int, str] = {
     1: "envelope JSON + zlib RunState + per-approval fields in one hash",
     2: "adds per-call approvers, quorum, allow_always, digest and quorum approvals",
+    3: "adds per-call why, preview, params schema, allow_edit, grant_max_seconds and edits",
 }
 
 Outcome = Literal["approved", "approved_always", "rejected", "expired", "stopped"]
@@ -77,6 +82,12 @@ class Decision(BaseModel):
     approvals: tuple[Approval, ...] = ()
     """Everyone whose approval counted, in order."""
     by_policy: bool = False
+    edit: ArgumentEdit | None = None
+    """The arguments a person approved instead of the model's (`digest` is theirs)."""
+    granted: GrantRef | None = None
+    """The grant this approval made."""
+    by_grant: GrantRef | None = None
+    """The grant that approved this call without a card."""
 
 
 class PendingCall(BaseModel):
@@ -100,12 +111,35 @@ class PendingCall(BaseModel):
     decision: Decision | None = None
     approvals: tuple[Approval, ...] = ()
     """Approvals so far, while a quorum is not yet met."""
+    # Version 3: less fatigue, same safety (see runtime/call_choices.py).
+    why: str | None = None
+    """What the model said just before asking, shortened: the intent behind the call."""
+    preview: str | None = None
+    """The tool's preview of its effect; "" when it has one but it failed or took too long."""
+    params_schema: dict[str, Any] | None = None
+    """The tool's JSON schema of its arguments, so an edit is validated where no tool exists."""
+    allow_edit: bool = False
+    grant_max_seconds: int = 0
+    """The longest grant this call's rule allows; 0: none (always 0 under a quorum)."""
+    edit: ArgumentEdit | None = None
+    """An edit made while a quorum is not yet met (kept in its own field, like approvals)."""
+
+    @property
+    def shown_arguments(self) -> str:
+        """The arguments people are asked about: the latest edit's, else the model's."""
+        edit = self.decision.edit if self.decision and self.decision.edit else self.edit
+        return edit.arguments if edit else self.arguments
+
+    @property
+    def shown_digest(self) -> str:
+        edit = self.decision.edit if self.decision and self.decision.edit else self.edit
+        return edit.digest if edit else self.digest
 
 
 class RunEnvelope(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: Literal[1, 2] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3] = SCHEMA_VERSION
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     root_agent: str
     """Name of the agent the run started with; resolved through the registry on resume."""
@@ -140,5 +174,5 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
-    per_call = {"message_ts", "decision", "approvals"}
+    per_call = {"message_ts", "decision", "approvals", "edit"}
     return envelope.model_dump_json(exclude={"calls": {"__all__": per_call}})

@@ -70,3 +70,11 @@ class Keys:
     def audit(self) -> str:
         """Capped stream of what happened to runs (the short audit trail)."""
         return f"{self.prefix}audit"
+
+    def grant(self, grant_id: str) -> str:
+        """Hash of one grant (`runtime.grants`): `grant` (JSON) and `uses`; expires at its end."""
+        return f"{self.prefix}grant:{grant_id}"
+
+    def channel_grants(self, channel: str) -> str:
+        """Sorted set of a channel's grants: member grant id, score when it ends."""
+        return f"{self.prefix}grants:{channel}"

@@ -10,10 +10,14 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     ttl_seconds = 900          # how long the approval waits (default APPROVAL_TTL_SECONDS)
     allow_always = false       # offer "Approve always"? (default: only when quorum is 1)
     auto = "approve"           # or "reject": decided without asking anyone
+    grant_max_seconds = 3600   # longest grant offered (default GRANT_MAX_SECONDS; 0: none)
+    allow_edit = false         # hide "Edit" (default true)
 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
-`APPROVAL_TTL_SECONDS`). The runtime stores the resolved rule with each pending call, so a
-policy change never changes what an open card promised.
+`APPROVAL_TTL_SECONDS`, `GRANT_MAX_SECONDS`); grants are never offered under a quorum. The
+runtime stores the resolved rule with each pending call, so a policy change never changes what
+an open card promised. Grants are checked again at each call they would cover, against the rule
+that call falls under (`runtime.grant_check`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class Rule(BaseModel):
     ttl_seconds: int | None = Field(None, ge=1, le=604800)
     allow_always: bool | None = None
     auto: Literal["approve", "reject"] | None = None
+    grant_max_seconds: int | None = Field(None, ge=0, le=604800)
+    allow_edit: bool = True
 
     def matches(self, tool: str, agent: str) -> bool:
         return fnmatch.fnmatchcase(tool, self.tool) and (
@@ -69,6 +75,9 @@ class CallRule:
     ttl_seconds: int
     allow_always: bool
     auto: Literal["approve", "reject"] | None
+    grant_max_seconds: int = 0
+    """The longest grant people may make for calls under this rule; 0: none."""
+    allow_edit: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,6 +85,7 @@ class Policy:
     rules: tuple[Rule, ...]
     default_approvers: tuple[str, ...]
     default_ttl_seconds: int
+    default_grant_max_seconds: int = 0
 
     def rule_for(self, tool: str, agent: str) -> CallRule:
         rule = next((r for r in self.rules if r.matches(tool, agent)), None)
@@ -86,6 +96,7 @@ class Policy:
                 ttl_seconds=self.default_ttl_seconds,
                 allow_always=True,
                 auto=None,
+                grant_max_seconds=self.default_grant_max_seconds,
             )
         return CallRule(
             approvers=self.default_approvers if rule.approvers is None else rule.approvers,
@@ -94,6 +105,15 @@ class Policy:
             # "Approve always" would let later calls skip the quorum: off unless asked for.
             allow_always=rule.allow_always if rule.allow_always is not None else rule.quorum == 1,
             auto=rule.auto,
+            # A grant would let later calls skip the quorum: never under one.
+            grant_max_seconds=0
+            if rule.quorum > 1
+            else (
+                self.default_grant_max_seconds
+                if rule.grant_max_seconds is None
+                else rule.grant_max_seconds
+            ),
+            allow_edit=rule.allow_edit,
         )
 
 
@@ -109,6 +129,7 @@ def load_policy(settings: RuntimeSettings) -> Policy:
         rules=rules,
         default_approvers=parse_principals(settings.approvers),
         default_ttl_seconds=settings.approval_ttl_seconds,
+        default_grant_max_seconds=settings.grant_max_seconds,
     )
 
 

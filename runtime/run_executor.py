@@ -24,6 +24,7 @@ from runtime.call_planner import CallPlanner, call_audit_fields
 from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
+from runtime.grant_check import GrantCheck, GrantNotices
 from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
@@ -31,7 +32,7 @@ from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.run_endings import RunEndings
 from runtime.run_observer import RunObserver
 from runtime.run_store import Fenced, Lease, RunRecord, RunStore, Stopped
-from runtime.state_decisions import Applied, apply_decisions, missing_tools
+from runtime.state_decisions import Applied, apply_decisions, approved_edits, missing_tools
 from runtime.tool_journal import JournalScope, ToolsInFlight, journal_scope
 
 log = logging.getLogger(__name__)
@@ -55,10 +56,19 @@ class RunExecutor:
     allow_self_approval: bool = False
     """Written into each call's gate: may the requester approve their own run's calls?"""
     run_config: RunConfig | None = None
+    grants: GrantCheck | None = None
+    """Grants that approve calls without a card (`runtime.grant_check`); None: none do."""
+    grant_notices: GrantNotices | None = None
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
-        self.planner = CallPlanner(store=self.store, audit=self.audit, policy=self.policy)
+        self.planner = CallPlanner(
+            store=self.store,
+            audit=self.audit,
+            policy=self.policy,
+            grants=self.grants,
+            notices=self.grant_notices,
+        )
 
     async def start(self, job: StartJob) -> None:
         record = await self.store.create(
@@ -216,6 +226,7 @@ class RunExecutor:
             requester=conversation.requester,
             channel=conversation.channel,
             in_flight=ToolsInFlight(),
+            edits=approved_edits(envelope),
         )
         try:
             await self._steps(envelope, agent, run_input, observer, scope, context)

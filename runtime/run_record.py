@@ -10,7 +10,7 @@ Fields of `run:<id>`:
 - `status_message`, `status_steps`, `final` (the answer, kept until it is posted), `stopped`;
 - per approval of the current round: `deadline:<id>`, `ts:<id>` (its card), `gate:<id>` (who may
   decide it, as plain JSON: `CallGate`), `approvals:<id>` (towards a quorum), `denied:<id>`,
-  `decision:<id>`;
+  `decision:<id>`, `edit:<id>` (arguments a person edited, `runtime.call_choices`);
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.tool_journal`).
 
 **Fencing.** Every delivery of a job claims the run and gets the next `fence` number; every
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from runtime.envelope import PendingCall, RunEnvelope
 
 # The scripts by which people act on a run (decide, stop) live beside this module.
+from runtime.run_record_choices import CHOICES_LUA
 from runtime.run_record_people import DECIDE, STOP
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
@@ -56,7 +57,8 @@ GATE: Final = "gate:"
 APPROVALS: Final = "approvals:"
 DENIED: Final = "denied:"
 DECISION: Final = "decision:"
-PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION)
+EDIT: Final = "edit:"
+PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, EDIT)
 # Per SDK call id:
 JOURNAL: Final = "journal:"
 
@@ -95,6 +97,9 @@ class CallGate(BaseModel):
     allow_always: bool
     self_ok: bool
     digest: str
+    allow_edit: bool = False
+    grant_max_seconds: int = 0
+    """Read by the decision script (`runtime.run_record_choices`); absent: no edits, no grants."""
 
     @classmethod
     def of(cls, envelope: RunEnvelope, call: PendingCall, *, self_ok: bool) -> CallGate:
@@ -112,6 +117,8 @@ class CallGate(BaseModel):
             allow_always=call.allow_always,
             self_ok=self_ok,
             digest=call.digest,
+            allow_edit=call.allow_edit,
+            grant_max_seconds=call.grant_max_seconds,
         )
 
 
@@ -132,6 +139,7 @@ def _prelude() -> str:
         "approvals": APPROVALS,
         "denied": DENIED,
         "decision": DECISION,
+        "edit": EDIT,
     }
     pairs = ", ".join(f"{name} = '{value}'" for name, value in names.items())
     return f"local F = {{{pairs}}}\nlocal GATE_VERSION = {GATE_VERSION}\n"
@@ -243,7 +251,7 @@ SCRIPTS: dict[str, str] = {
         "wait": WAIT,
         "close": CLOSE,
         "journal_put": JOURNAL_PUT,
-        "decide": DECIDE,
+        "decide": CHOICES_LUA + DECIDE,
         "stop": STOP,
     }.items()
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 # job, all atomically. An expiry goes through the same script, so a click and an expiry racing
 # for one approval resolve to exactly one outcome.
 #
-# KEYS: run, deadlines, jobs, audit, reminders
+# KEYS: run, deadlines, jobs, audit, reminders (and with a grant: the grant, the channel's grants)
 # ARGV: 1 approval id, 2 choice JSON, 3 channel ('' = any), 4 mode (decide, check, expire),
 #       5 due-set member, 6 run id, 7 groups the person is in (JSON list), 8 resume job JSON,
 #       9 round the caller read, 10 the `denied` event name
@@ -33,6 +33,7 @@ if raw_gate then
   local ok, decoded = pcall(cjson.decode, raw_gate)
   if ok and type(decoded) == 'table' and decoded['v'] == GATE_VERSION then gate = decoded end
 end
+gate = with_edit(run, aid, gate)  -- an edited call binds its edited digest
 -- Fail closed: nobody decides a call whose gate this code cannot read.
 if mode ~= 'expire' and gate == nil then return {'unreadable'} end
 if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then return {'unknown'} end
@@ -75,9 +76,11 @@ if mode ~= 'expire' then
     refusal = 'self'
   elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
     refusal = 'not_offered'
+  else
+    refusal = choice_refusal(gate, choice)  -- grants and edits (run_record_choices)
   end
   if refusal then
-    if refusal ~= 'not_offered' then
+    if refusal == 'not_allowed' or refusal == 'self' then
       -- One entry per person and call: clicking again cannot flood the trail.
       local denied = cjson.decode(redis.call('HGET', run, F.denied .. aid) or '[]')
       local seen = false
@@ -95,6 +98,11 @@ if mode ~= 'expire' then
 end
 
 local approvals = cjson.decode(redis.call('HGET', run, F.approvals .. aid) or '[]')
+local edited = ''
+if mode == 'decide' and present(choice['edit']) then
+  edited = apply_edit(run, aid, gate, choice, entry, now, audit)
+  approvals = {}
+end
 if approving then
   for _, a in ipairs(approvals) do
     if a['user_id'] == choice['user_id'] then return {'already_approved', list(approvals)} end
@@ -113,7 +121,7 @@ if approving then
     local counted = list(approvals)
     redis.call('HSET', run, F.approvals .. aid, counted)
     audit(choice['outcome'])
-    return {'counted', counted}
+    return {'counted', counted, edited}
   end
 end
 
@@ -127,6 +135,7 @@ end
 local decision = {outcome = outcome, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], decided_at = now, digest = entry['digest']}
 if #approvals > 0 then decision['approvals'] = approvals end
+attach_choices(run, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], KEYS[7]}, audit)
 local encoded = cjson.encode(decision)
 redis.call('HSET', run, F.decision .. aid, encoded)
 audit(choice['outcome'])

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
+from runtime.call_choices import ArgumentEdit
 from runtime.contracts import Conversation
 from runtime.envelope import (
     Approval,
@@ -157,6 +158,7 @@ class RunStore:
                         "message_ts": _text(fields.get(rr.TS + call.approval_id)),
                         "decision": _decision(fields.get(rr.DECISION + call.approval_id)),
                         "approvals": _approvals(fields.get(rr.APPROVALS + call.approval_id)),
+                        "edit": _edit(fields.get(rr.EDIT + call.approval_id)),
                     }
                 )
                 for call in envelope.calls
@@ -345,3 +347,7 @@ def _decision(raw: bytes | None) -> Decision | None:
 
 def _approvals(raw: bytes | None) -> tuple[Approval, ...]:
     return tuple(Approval.model_validate(item) for item in json.loads(raw)) if raw else ()
+
+
+def _edit(raw: bytes | None) -> ArgumentEdit | None:
+    return ArgumentEdit.model_validate_json(raw) if raw else None

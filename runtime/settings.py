@@ -36,6 +36,7 @@ FIXES: dict[str, str] = {
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
     "METRICS_PORT": "Use a free TCP port (1-65535) for the worker's /metrics, or unset it.",
+    "GRANT_MAX_SECONDS": "Use a whole number of seconds from 0 (no grants) to 604800 (7 days).",
     "LOG_FORMAT": "Use text (the default) or json (one JSON object per line, for log drains).",
 }
 
@@ -87,6 +88,8 @@ class RuntimeSettings(BaseSettings):
     reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
     """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
+    grant_max_seconds: int = Field(86400, validation_alias="GRANT_MAX_SECONDS", ge=0, le=604800)
+    """The longest grant a card offers where the policy rule says nothing; 0 turns grants off."""
 
     # --- operating it (issue 12) ---------------------------------------------------------------
     metrics_port: int | None = Field(None, validation_alias="METRICS_PORT", ge=1, le=65535)

@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents import RunState
+from agents.items import ToolApprovalItem
 
+from runtime.call_choices import ArgumentEdit
+from runtime.call_context import editable_schema
 from runtime.call_digest import call_digest
-from runtime.envelope import Decision, PendingCall
+from runtime.envelope import Decision, PendingCall, RunEnvelope
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,21 @@ class Applied:
     """Approved, but the call in the state is not the call that was approved."""
 
 
+def binds(decision: Decision, call: PendingCall, item: ToolApprovalItem) -> bool:
+    """Whether the approval covers the call in the state. An edited approval covers the model's
+    call it was made on (its original digest), run with the edited arguments, whose digest the
+    approval binds; and only where the tool can run with them (`editable_schema`)."""
+    tool = item.name or "?"
+    model_digest = call_digest(tool, item.arguments or "")
+    if decision.edit is None:
+        return not decision.digest or decision.digest == model_digest
+    return (
+        model_digest == call.digest
+        and decision.digest == decision.edit.digest == call_digest(tool, decision.edit.arguments)
+        and editable_schema(item) is not None
+    )
+
+
 def missing_tools(state: RunState[Any, Any]) -> list[tuple[str, str]]:
     """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy)."""
     missing = []
@@ -79,10 +97,21 @@ def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
             state.reject(item, rejection_message=rejection_message(decision, tool))
             continue
-        if decision.digest and decision.digest != call_digest(tool, item.arguments or ""):
+        if not binds(decision, call, item):
             state.reject(item, rejection_message=refusal_message(tool))
             applied.refused.append(call)
             continue
         state.approve(item, always_approve=decision.outcome == "approved_always")
         applied.approved.append(call)
     return applied
+
+
+def approved_edits(envelope: RunEnvelope) -> dict[str, ArgumentEdit]:
+    """Call id -> the edited arguments its approval binds: what the tool runs with."""
+    return {
+        call.call_id: call.decision.edit
+        for call in envelope.calls
+        if call.decision is not None
+        and call.decision.edit is not None
+        and call.decision.outcome in ("approved", "approved_always")
+    }

@@ -17,15 +17,17 @@ import contextlib
 import contextvars
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents import Agent, FunctionTool
 from agents.tool_context import ToolContext
 
+from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
+from runtime.call_choices import ArgumentEdit
 from runtime.call_digest import call_digest
 from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
@@ -54,6 +56,8 @@ class JournalScope:
     requester: str
     channel: str
     in_flight: ToolsInFlight
+    edits: Mapping[str, ArgumentEdit] = field(default_factory=dict)
+    """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -102,6 +106,10 @@ class JournaledInvoker:
         if scope is None:
             return await self._inner(ctx, arguments)
         call_id = ctx.tool_call_id
+        original = ctx.tool_arguments or ""
+        edit = scope.edits.get(call_id)
+        if edit is not None:
+            ctx, arguments = edited_call(ctx, edit), edit.arguments
         recorded = await scope.store.journal_entry(scope.lease, call_id)
         if recorded is not None:
             entry = json.loads(recorded)
@@ -123,6 +131,8 @@ class JournaledInvoker:
                 count_tool(self._tool_name, "error")
                 raise
             count_tool(self._tool_name, "ok")
+            if edit is not None:
+                output = edit_note(self._tool_name, original, edit) + str(output)
             # Recorded before anything else can fail: from here on, a retry reuses it.
             entry = {"tool": self._tool_name, "output": _storable(output)}
             await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))
@@ -142,9 +152,24 @@ class JournaledInvoker:
             agent=getattr(ctx.agent, "name", None),
             requester=scope.requester,
             channel=scope.channel,
-            digest=call_digest(self._tool_name, ctx.tool_arguments or ""),
+            digest=call_digest(self._tool_name, ctx.tool_arguments or ""),  # the edited, if so
             outcome=str(output)[:OUTCOME_CHARS],
         )
+
+
+def edited_call(ctx: ToolContext[Any], edit: ArgumentEdit) -> ToolContext[Any]:
+    """The tool's context for running with a person's edited arguments: `tool_arguments` is
+    the edited text, and nothing the SDK prepared from the model's arguments carries over."""
+    return ToolContext.from_agent_context(
+        ctx,
+        ctx.tool_call_id,
+        tool_call=ctx.tool_call,
+        agent=ctx.agent,
+        tool_name=ctx.tool_name,
+        tool_arguments=edit.arguments,
+        tool_namespace=ctx.tool_namespace,
+        run_config=ctx.run_config,
+    )
 
 
 def _storable(output: object) -> object:

@@ -21,6 +21,8 @@ from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
+from runtime.grant_check import GrantCheck, GrantNotices, Membership
+from runtime.grants import GrantStore
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
@@ -149,7 +151,11 @@ def build_worker(
     run_config: RunConfig | None = None,
     name: str | None = None,
     poll_interval: float = 1.0,
+    membership: Membership | None = None,
+    grant_notices: GrantNotices | None = None,
 ) -> Worker:
+    """`membership` answers whether a grant's author is still in an approver group;
+    `grant_notices` tells the thread when a grant approved a call."""
     keys = Keys(settings.redis_key_prefix)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
@@ -164,6 +170,12 @@ def build_worker(
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
+        grants=GrantCheck(
+            store=GrantStore(redis, keys),
+            membership=membership,
+            allow_self_approval=settings.allow_self_approval,
+        ),
+        grant_notices=grant_notices,
     )
     router = JobRouter(executor=executor)
     consumer = JobConsumer(

@@ -65,6 +65,15 @@ class SlackSender:
         action = next((a for a in card.actions() if a["action_id"] == action_id), None)
         if action is None and value is None:
             raise AssertionError(f"card has no {action_id} button: {card.action_ids()}")
+        # The block the button is in, as Slack says (the card's buttons are in `approval`).
+        block_id = next(
+            (
+                b.get("block_id") or "approval"
+                for b in card.blocks
+                if b.get("type") == "actions" and action in b["elements"]
+            ),
+            "approval",
+        )
         return button_click(
             message=card,
             action_id=action_id,
@@ -72,6 +81,7 @@ class SlackSender:
             user=slack_user(user),
             response_url=self.slack.response_url(user),
             trigger_id=new_trigger(),
+            block_id=block_id,
         )
 
     async def event(self, event: dict[str, Any]) -> tuple[int, str]:

@@ -6,9 +6,9 @@ ephemeral note and modal goes through the same code as in Slack. The tests' fake
 class plus failure injection.
 
 It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
-`chat.postEphemeral`, `views.open`, `users.info`, `usergroups.list`, `usergroups.users.list`,
-and `response_url` posts. Anything else answers
-`unknown_method`, as Slack would for a typo.
+`chat.postEphemeral`, `views.open`, `users.info`, `conversations.info`, `usergroups.list`,
+`usergroups.users.list`, and `response_url` posts. Anything else answers `unknown_method`, as
+Slack would for a typo.
 """
 
 from __future__ import annotations
@@ -89,6 +89,8 @@ class LocalSlack:
         self.private_notes: list[Note] = []
         self.users: dict[str, str] = {}
         """Display names by user id (`users.info`)."""
+        self.channels: dict[str, str] = {}
+        """Channel names by id (`conversations.info`)."""
         self.groups: dict[str, dict[str, Any]] = {}
         """User groups by id, `{"handle": ..., "users": [...]}` (`usergroups.*`)."""
         self.triggers: dict[str, str] = {}
@@ -177,6 +179,11 @@ class LocalSlack:
                 return {"ok": False, "error": "user_not_found"}
             profile = {"display_name": name, "real_name": name}
             return {"ok": True, "user": {"id": user_id, "name": name.lower(), "profile": profile}}
+        if method == "conversations.info":
+            channel_id = str(args.get("channel"))
+            if channel_id not in self.channels:
+                return {"ok": False, "error": "channel_not_found"}
+            return {"ok": True, "channel": {"id": channel_id, "name": self.channels[channel_id]}}
         if method == "usergroups.list":
             groups = [
                 {"id": gid, "handle": g["handle"], "name": g["handle"]}

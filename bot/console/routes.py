@@ -53,6 +53,7 @@ def add_console(
     """Mount the console and its stand-in Slack on `app`; return the stand-in."""
     slack = LocalSlack(token=settings.slack_bot_token.get_secret_value())
     slack.users.update({person.id: person.name for person in PEOPLE})
+    slack.channels[CHANNEL] = CHANNEL_NAME
     app[LOCAL_SLACK] = slack
     app[SENDER] = IntentSender(
         slack=slack,

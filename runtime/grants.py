@@ -1,0 +1,174 @@
+"""Grants: an approval that also lets later calls like it run without a card, for a while.
+
+A person picks a grant on a card ("`delete_user` in #ops for 1 hour", or "these exact arguments
+for 24 hours"); the decision script approves the call and creates the grant in the same step
+(`runtime.run_record_choices`). A grant covers later calls in the same channel by the same agent
+of the same tool (an `arguments` grant: only with the same call digest). Whether it may cover
+one is checked at that call (`runtime.grant_check`); using it, revoking it and letting it end are
+here.
+
+Keys (`runtime.keys`): `grant:<id>`, a hash of `grant` (JSON, `Grant`) and `uses`, expiring at
+its end; `grants:<channel>`, a sorted set of the channel's grant ids by end time. A deployment
+(one `REDIS_KEY_PREFIX`) serves one Slack workspace, so channel ids do not collide.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import redis.asyncio as aioredis
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.audit_events import AuditEvent
+from runtime.call_choices import GRANT_ID_PATTERN, GrantRef, GrantScope
+from runtime.keys import Keys
+
+GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (
+    ("tool", 3600),
+    ("tool", 8 * 3600),
+    ("arguments", 24 * 3600),
+)
+"""What a card offers (scope, seconds), where the call's rule allows that long."""
+
+
+def new_grant_id() -> str:
+    return "g" + secrets.token_hex(5)
+
+
+class Grant(BaseModel):
+    """One grant as stored (written by the decision script)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=GRANT_ID_PATTERN)
+    scope: GrantScope
+    channel: str
+    agent: str
+    tool: str
+    digest: str | None = None
+    """Only for `arguments` grants: the digest of the approved call."""
+    user_id: str
+    """Who granted it."""
+    user_name: str | None = None
+    at: float
+    ends_at: float
+    seconds: int
+    run_id: str
+    approval_id: str
+    uses: int = 0
+
+    def covers(self, *, channel: str, agent: str, tool: str, digest: str) -> bool:
+        same = (self.channel, self.agent, self.tool) == (channel, agent, tool)
+        return same and (self.scope == "tool" or self.digest == digest)
+
+    def ref(self) -> GrantRef:
+        return GrantRef(
+            id=self.id,
+            scope=self.scope,
+            ends_at=self.ends_at,
+            user_id=self.user_id,
+            user_name=self.user_name,
+        )
+
+
+# A grant covers one more call: atomically checks it still exists and has not ended (Redis's
+# clock), counts the use and writes `grant_used`. A revoked grant is gone: the next call asks.
+# KEYS: grant, audit. ARGV: run id, details JSON, event name.
+USE = """
+local raw = redis.call('HGET', KEYS[1], 'grant')
+if not raw then return false end
+local grant = cjson.decode(raw)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+if now >= tonumber(grant['ends_at']) then return false end
+local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
+local details = cjson.decode(ARGV[2])
+details['grant_id'] = grant['id']
+details['user_id'] = grant['user_id']
+details['user_name'] = grant['user_name']
+details['ends_at'] = grant['ends_at']
+details['uses'] = uses
+details['at'] = now
+local encoded = cjson.encode(details)
+redis.call('XADD', KEYS[2], '*', 'event', ARGV[3], 'run_id', ARGV[1], 'details', encoded)
+return {raw, uses}
+"""
+
+# A person ends a grant early, in its own channel; the next call it would have covered asks.
+# KEYS: grant, channel's grants, audit. ARGV: grant id, channel, user id, user name, event name.
+REVOKE = """
+local raw = redis.call('HGET', KEYS[1], 'grant')
+if not raw then return false end
+local grant = cjson.decode(raw)
+if grant['channel'] ~= ARGV[2] then return false end
+local uses = redis.call('HGET', KEYS[1], 'uses') or '0'
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+local t = redis.call('TIME')
+local details = cjson.encode({grant_id = ARGV[1], user_id = ARGV[3], user_name = ARGV[4],
+  channel = grant['channel'], agent = grant['agent'], tool = grant['tool'],
+  granted_by = grant['user_id'], digest = grant['digest'], uses = tonumber(uses),
+  at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
+redis.call('XADD', KEYS[3], '*', 'event', ARGV[5], 'run_id', grant['run_id'], 'details', details)
+return {raw, uses}
+"""
+
+
+class GrantStore:
+    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._use = redis.register_script(USE)
+        self._revoke = redis.register_script(REVOKE)
+
+    async def active(self, channel: str) -> list[Grant]:
+        """The channel's grants that have not ended, soonest end first."""
+        index = self._keys.channel_grants(channel)
+        seconds, micros = await self._redis.time()
+        await self._redis.zremrangebyscore(index, "-inf", seconds + micros / 1_000_000)
+        ids: Any = await self._redis.zrange(index, 0, -1)
+        grants = []
+        for grant_id in ids:
+            grant = await self.get(grant_id.decode())
+            if grant is not None:
+                grants.append(grant)
+        return grants
+
+    async def get(self, grant_id: str) -> Grant | None:
+        raw: Any = await self._redis.hmget(self._keys.grant(grant_id), ["grant", "uses"])
+        return _grant(raw[0], raw[1])
+
+    async def use(self, grant: Grant, run_id: str, **details: str | int | None) -> Grant | None:
+        """Count one more call covered by `grant`; None if it was revoked or has ended."""
+        reply = await self._use(
+            keys=[self._keys.grant(grant.id), self._keys.audit],
+            args=[run_id, json.dumps(details), AuditEvent.GRANT_USED],
+        )
+        return _grant(reply[0], reply[1]) if reply else None
+
+    async def revoke(
+        self, grant_id: str, *, channel: str, user_id: str, user_name: str | None
+    ) -> Grant | None:
+        """End a grant of `channel` now; None if there is no such grant (ended, revoked)."""
+        reply = await self._revoke(
+            keys=[
+                self._keys.grant(grant_id),
+                self._keys.channel_grants(channel),
+                self._keys.audit,
+            ],
+            args=[grant_id, channel, user_id, user_name or "", AuditEvent.REVOKED],
+        )
+        return _grant(reply[0], reply[1]) if reply else None
+
+
+def _grant(raw: bytes | None, uses: bytes | int | None) -> Grant | None:
+    """A stored grant; None when absent or written by a version this one cannot read (fail
+    closed: the call asks a person)."""
+    if raw is None:
+        return None
+    try:
+        return Grant.model_validate({**json.loads(raw), "uses": int(uses or 0)})
+    except (ValidationError, ValueError):
+        return None
