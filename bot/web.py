@@ -33,6 +33,8 @@ from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.console.routes import add_console
+from bot.edit_actions import EditActions
+from bot.edit_blocks import ACTION_EDIT, EDIT_CALLBACK
 from bot.grant_actions import GrantActions
 from bot.grant_blocks import ACTION_GRANT, ACTION_REVOKE_GRANT
 from bot.operations import add_operations
@@ -98,6 +100,7 @@ def build_bolt(
         tasks=tasks,
     )
     grants = GrantActions(actions=actions, store=GrantStore(redis, keys), client=client)
+    edits = EditActions(actions=actions, client=client)
     command = AgentCommand(
         queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops, grants=grants
     )
@@ -110,6 +113,8 @@ def build_bolt(
     bolt.action(ACTION_STOP)(stops.on_stop_button)
     bolt.action(ACTION_GRANT)(grants.on_grant_chosen)
     bolt.action(ACTION_REVOKE_GRANT)(grants.on_revoke)
+    bolt.action(ACTION_EDIT)(edits.on_edit)
+    bolt.view(EDIT_CALLBACK)(edits.on_edit_submitted)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     bolt.action(re.compile(r".*"))(_unknown_action)
     bolt.event("subteam_members_changed")(membership.on_members_changed)

@@ -1,0 +1,112 @@
+"""Edit, then approve: **Edit** on a card opens the arguments in a modal; a valid submission
+approves the edited call.
+
+The submission is parsed and checked against the tool's schema (written with the call by the
+worker) before anything is recorded; a problem comes back in the modal next to the field. A valid
+edit is a decision like a click on Approve, recorded by the decision script together with the
+edited arguments and their digest, and refused there if the editor may not decide, the policy
+does not allow edits, or the arguments changed since the modal opened.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, ValidationError
+from redis.exceptions import RedisError
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import choice_messages, messages
+from bot.approval_actions import ApprovalActions
+from bot.edit_blocks import EDIT_ACTION, EDIT_BLOCK, edit_modal, editable
+from bot.payloads import MESSAGE_TS, SLACK_ID, ApprovalRef, ViewSubmission, _Payload
+from runtime.argument_edits import InvalidEdit, parse_edit
+from runtime.call_digest import call_digest
+from runtime.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
+from runtime.decision_recorder import Choice, EditChoice
+
+log = logging.getLogger(__name__)
+
+
+class EditMetadata(_Payload):
+    """What the edit modal carries from the click to the submission."""
+
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)
+    channel: str = Field(pattern=SLACK_ID)
+    message_ts: str | None = Field(None, pattern=MESSAGE_TS)
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The digest of the arguments the modal showed."""
+
+
+@dataclass(kw_only=True)
+class EditActions:
+    actions: ApprovalActions
+    client: AsyncWebClient
+
+    async def on_edit(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Open the editor, after the same checks as a decision (recording nothing)."""
+        await ack()
+        click = self.actions.parse_click(body)
+        if click is None:
+            return
+        view = await self.actions.may_decide(click)
+        if view is None or view.call is None:
+            return
+        call = view.call
+        if not editable(call):
+            thread = view.envelope.conversation.thread if view.envelope else None
+            self.actions.tell(
+                click.channel.id, click.user.id, thread, choice_messages.EDIT_NOT_OFFERED
+            )
+            return
+        metadata = EditMetadata(
+            run_id=view.run_id,
+            approval_id=view.approval_id,
+            channel=click.channel.id,
+            message_ts=click.container.message_ts,
+            digest=call.shown_digest,
+        )
+        modal = edit_modal(call, metadata.model_dump_json())
+        work = self.client.views_open(trigger_id=click.trigger_id, view=modal)
+        self.actions.later(work, "edit-modal")
+
+    async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        try:
+            submission = ViewSubmission.model_validate(body)
+            meta = EditMetadata.model_validate_json(submission.view.private_metadata)
+        except ValidationError:
+            log.warning("edit submission with an invalid payload refused")
+            await ack()
+            return
+        text = submission.text_input(EDIT_BLOCK, EDIT_ACTION)
+        try:
+            view = await self.actions.recorder.view(meta.run_id, meta.approval_id)
+        except RedisError:
+            await ack(response_action="errors", errors={EDIT_BLOCK: messages.TRY_AGAIN})
+            return
+        if view.call is None:
+            await ack(response_action="errors", errors={EDIT_BLOCK: messages.APPROVAL_UNKNOWN})
+            return
+        try:
+            parse_edit(text, view.call.params_schema)
+        except InvalidEdit as problem:
+            # Nothing is recorded: the person fixes it in the modal.
+            await ack(response_action="errors", errors={EDIT_BLOCK: str(problem)[:1000]})
+            return
+        await ack()
+        digest = call_digest(view.call.tool, text)
+        edit = None
+        if digest != meta.digest:
+            edit = EditChoice(arguments=text, digest=digest, previous_digest=meta.digest)
+        choice = Choice(
+            outcome="approved",
+            user_id=submission.user.id,
+            user_name=submission.user.display,
+            edit=edit,
+        )
+        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id)
+        await self.actions.record(ref, choice, submission.user, meta.channel, meta.message_ts)

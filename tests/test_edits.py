@@ -1,0 +1,170 @@
+"""Edit, then approve: a person changes a call's arguments in a modal; what runs is exactly what
+they approved, bound by its digest, and the model is told what changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from runtime.call_digest import call_digest
+from tests import agents
+from tests.fake_slack import Message
+from tests.harness import Harness
+from tests.model_scripts import delete_then_answer
+
+
+def edit_button(card: Message) -> dict[str, Any] | None:
+    found = [b.get("accessory") for b in card.blocks if b.get("block_id") == "call_arguments"]
+    return found[0] if found else None
+
+
+async def open_editor(bot: Harness, card: Message, *, user: str) -> dict[str, Any]:
+    button = edit_button(card)
+    assert button is not None, "the card has an Edit button"
+    opened = len(bot.slack.views)
+    status, _ = await bot.sender.click(card, "edit_arguments", user=user, value=button["value"])
+    assert status == 200
+    await bot.slack.wait_for(lambda: len(bot.slack.views) > opened, what="edit modal")
+    return bot.slack.views[-1]
+
+
+async def submit(bot: Harness, modal: dict[str, Any], text: str, *, user: str) -> dict[str, Any]:
+    values = {"arguments": {"arguments_input": {"type": "plain_text_input", "value": text}}}
+    status, body = await bot.sender.submit_view(modal, user=user, values=values)
+    assert status == 200
+    return json.loads(body) if body.startswith("{") else {}
+
+
+async def test_an_edited_call_runs_with_the_edited_arguments_and_the_model_is_told(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    modal = await open_editor(bot, card, user="UBOB")
+    field = modal["blocks"][1]["element"]
+    assert field["initial_value"] == '{\n  "user_id": "u-100"\n}', "pretty JSON, ready to edit"
+
+    edited = '{"user_id": "u-101"}'
+    assert await submit(bot, modal, edited, user="UBOB") == {}, "the modal closes"
+    answer = await bot.final_answer(root)
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-101"})]
+    told = bot.model.requests[-1].tool_outputs["call_del"]
+    assert told.startswith("Note: before approving, ubob (UBOB) edited the arguments"), told
+    assert 'user_id: "u-100" -> "u-101"' in told and told.endswith("deleted u-101")
+    assert answer.text.endswith("deleted u-101")
+
+    new_digest = call_digest("delete_user", edited)
+    text = card.all_text()
+    assert "Edited and approved by <@UBOB>" in text
+    assert '`user_id`: `\\"u-100\\"` → `\\"u-101\\"`' in text, text
+    assert f"sha256:{new_digest[:16]}" in text
+    trail = await bot.audit_until("finished")
+    [entry] = [e for e in trail if e["event"] == "edited"]
+    assert entry["digest"] == new_digest
+    assert entry["previous_digest"] == call_digest("delete_user", '{"user_id": "u-100"}')
+    [executed] = [e for e in trail if e["event"] == "executed"]
+    assert executed["digest"] == new_digest
+
+
+async def test_an_invalid_edit_comes_back_in_the_modal_and_records_nothing(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    modal = await open_editor(bot, card, user="UBOB")
+
+    answer = await submit(bot, modal, '{"user_id": ', user="UBOB")
+    assert answer["response_action"] == "errors"
+    assert answer["errors"]["arguments"].startswith("This is not valid JSON (line 1)")
+    answer = await submit(bot, modal, '{"user": "u-101"}', user="UBOB")
+    assert "'user_id' is a required property" in answer["errors"]["arguments"]
+    answer = await submit(bot, modal, '{"user_id": 7}', user="UBOB")
+    assert answer["errors"]["arguments"] == "`user_id`: 7 is not of type 'string'"
+
+    run_id, approval_id = str(card.actions()[0]["value"]).split(":")
+    fields: Any = await bot.redis.hkeys(bot.keys.run(run_id))
+    assert {f.decode() for f in fields} >= {f"gate:{approval_id}"}
+    assert not {f.decode() for f in fields} & {f"decision:{approval_id}", f"edit:{approval_id}"}
+    trail = [e[b"event"] for e in await bot.entries(bot.keys.audit)]
+    assert b"edited" not in trail and b"approved" not in trail
+    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+
+    # Still decidable as it was.
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.final_answer(root)
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
+
+
+QUORUM = """
+[[rule]]
+tool = "delete_*"
+quorum = 2
+"""
+
+
+async def test_an_edit_under_a_quorum_restarts_the_count_on_the_new_arguments(
+    bot: Harness, tmp_path: Path
+) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(QUORUM)
+    await bot.stop_workers()
+    await bot.start_worker(POLICY_FILE=str(path))
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    stale = await open_editor(bot, card, user="UDAVE")  # opened before anyone edits
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.slack.wait_for(lambda: "1 of 2 approvals: <@UBOB>" in card.all_text())
+    modal = await open_editor(bot, card, user="UCAROL")
+    assert await submit(bot, modal, '{"user_id": "u-102"}', user="UCAROL") == {}
+    await bot.slack.wait_for(
+        lambda: "1 of 2 approvals: <@UCAROL>" in card.all_text(), what="count restarted"
+    )
+    assert "Edited by <@UCAROL>; approvals count from this edit" in card.all_text()
+    assert '\\"u-102\\"' in card.all_text(), "the card shows the edited arguments"
+
+    # An edit of what is no longer there is refused.
+    await submit(bot, stale, '{"user_id": "u-999"}', user="UDAVE")
+    notes = await bot.slack.wait_for(
+        lambda: [e for e in bot.slack.ephemerals if e["user"] == "UDAVE"], what="note"
+    )
+    assert str(notes[-1]["text"]).startswith("Someone changed these arguments")
+
+    await bot.sender.click(card, "approve", user="UBOB")  # Bob approves the edited call
+    await bot.final_answer(root)
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-102"})]
+
+
+NO_EDITS = """
+[[rule]]
+tool = "delete_*"
+allow_edit = false
+"""
+
+
+async def test_allow_edit_false_hides_edit_and_the_script_refuses_one(
+    bot: Harness, tmp_path: Path
+) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(NO_EDITS)
+    await bot.stop_workers()
+    await bot.start_worker(POLICY_FILE=str(path))
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    assert edit_button(card) is None
+    run_id, approval_id = str(card.actions()[0]["value"]).split(":")
+    # A hand-made submission, as if a modal had been opened.
+    original = call_digest("delete_user", '{"user_id": "u-100"}')
+    meta = {"run_id": run_id, "approval_id": approval_id, "channel": "CGENERAL"}
+    modal = {
+        "callback_id": "edit_arguments",
+        "private_metadata": json.dumps({**meta, "digest": original}),
+    }
+    await submit(bot, modal, '{"user_id": "u-101"}', user="UBOB")
+    notes = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="note")
+    assert notes[-1]["text"] == "Editing is not allowed for this call, so nothing was recorded."
+    assert await bot.redis.hget(bot.keys.run(run_id), f"decision:{approval_id}") is None
+    assert agents.EXECUTIONS == []
