@@ -3,6 +3,9 @@
 The default registry (`AGENTS=runtime.examples:AGENTS`). Each worker process keeps its own
 pretend directory of users and services; nothing outside the process changes.
 
+`delete_user` and `restart_service` declare previews (`runtime.previews`): the card says whose
+account would go, or which instances would restart, before anyone decides.
+
 Tools get an idempotency key for free: `ctx.tool_call_id` is the model's call id, the same when
 a worker dies and another one runs the approved call again.
 """
@@ -14,6 +17,8 @@ from typing import Any
 from agents import Agent, RunContextWrapper, function_tool
 from agents.tool_context import ToolContext
 
+from runtime.previews import preview
+
 USERS: dict[str, dict[str, str]] = {
     "u-100": {"name": "Ada Lovelace", "email": "ada@example.com", "status": "active"},
     "u-101": {"name": "Grace Hopper", "email": "grace@example.com", "status": "active"},
@@ -21,6 +26,11 @@ USERS: dict[str, dict[str, str]] = {
 }
 SERVICES: dict[str, int] = {"api": 0, "billing": 0, "search": 0}
 """Service name -> how many times it was restarted."""
+INSTANCES: dict[str, tuple[str, ...]] = {
+    "api": ("api-1", "api-2", "api-3"),
+    "billing": ("billing-1",),
+    "search": ("search-1", "search-2"),
+}
 REFUNDS: dict[str, str] = {}
 """Idempotency key -> refund id: a refund re-run after a crash is not paid twice."""
 
@@ -55,6 +65,27 @@ def restart_service(service: str) -> str:
         return f"No service {service!r}; known services: {', '.join(SERVICES)}."
     SERVICES[service] += 1
     return f"Restarted {service} (restart #{SERVICES[service]})."
+
+
+@preview(delete_user)
+def preview_delete_user(user_id: str) -> str:
+    """What the card shows before anyone decides: whose account would go, and what with it."""
+    user = USERS.get(user_id)
+    if user is None:
+        return f"There is no user {user_id}: nothing would be deleted."
+    return (
+        f"Would permanently delete {user['name']} ({user_id}, {user['status']}): "
+        f"the account, its email address {user['email']} and its sign-in."
+    )
+
+
+@preview(restart_service)
+def preview_restart_service(service: str) -> str:
+    instances = INSTANCES.get(service)
+    if instances is None:
+        return f"There is no service {service!r}: nothing would restart."
+    count = f"{len(instances)} instance" + ("" if len(instances) == 1 else "s")
+    return f"Would restart {count} of {service}: {', '.join(instances)}, one at a time."
 
 
 @function_tool(needs_approval=True)
