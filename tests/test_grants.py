@@ -267,3 +267,14 @@ async def gone(bot: Harness, key: str, timeout: float = 5) -> None:
 async def wait_answer(bot: Harness, root: Message) -> Message:
     await bot.final_answer(root)
     return root
+
+
+async def test_a_grant_does_not_let_its_author_approve_their_own_runs(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    roots = len(bot.slack.roots())
+    await bot.sender.command("delete u-100 myself", user="UBOB")
+    await bot.slack.wait_for(lambda: len(bot.slack.roots()) > roots, what="root message")
+    root = bot.slack.roots()[-1]
+    await bot.cards(root, 1)
+    assert grant_lines(bot, root) == []

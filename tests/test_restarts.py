@@ -37,7 +37,7 @@ async def test_stored_runs_carry_our_versioned_envelope(bot: Harness) -> None:
     key = Keys(bot.prefix).run(run_id)
 
     envelope = json.loads(await bot.field(key, "envelope"))
-    assert envelope["schema_version"] == 2
+    assert envelope["schema_version"] == 3
     assert envelope["root_agent"] == "ops"
     assert envelope["conversation"] == {
         "channel": "CGENERAL",
@@ -105,16 +105,26 @@ async def test_a_state_the_sdk_cannot_read_is_reported_and_kept(bot: Harness) ->
     assert await bot.redis.hget(key, "status") == b"failed"
 
 
-async def test_a_run_stored_by_the_previous_envelope_version_still_resumes(bot: Harness) -> None:
+ADDED_IN = {
+    2: ("approvers", "quorum", "allow_always", "digest"),
+    3: ("why", "preview", "params_schema", "allow_edit", "grant_max_seconds"),
+}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_run_stored_by_a_previous_envelope_version_still_resumes(
+    bot: Harness, version: int
+) -> None:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
     [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
     envelope = json.loads(await bot.field(key, "envelope"))
     for call in envelope["calls"]:
-        for added_in_v2 in ("approvers", "quorum", "allow_always", "digest"):
-            del call[added_in_v2]
-    envelope["schema_version"] = 1
+        for later in range(version + 1, 4):
+            for added in ADDED_IN[later]:
+                del call[added]
+    envelope["schema_version"] = version
     await bot.redis.hset(key, "envelope", json.dumps(envelope))
 
     await bot.sender.click(card, "approve", user="UBOB")
