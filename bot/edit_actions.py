@@ -56,12 +56,16 @@ class EditActions:
         view = await self.actions.may_decide(click)
         if view is None or view.call is None:
             return
-        call = view.call
+        call, gate = view.call, view.gate
+        refusal = None
         if not editable(call):
+            refusal = choice_messages.EDIT_NOT_OFFERED
+        elif gate is not None and click.user.id == gate.requester and not gate.self_ok:
+            # Editing approves: the requester may only reject their own run's calls.
+            refusal = messages.SELF_APPROVAL_REFUSED
+        if refusal is not None:
             thread = view.envelope.conversation.thread if view.envelope else None
-            self.actions.tell(
-                click.channel.id, click.user.id, thread, choice_messages.EDIT_NOT_OFFERED
-            )
+            self.actions.tell(click.channel.id, click.user.id, thread, refusal)
             return
         metadata = EditMetadata(
             run_id=view.run_id,

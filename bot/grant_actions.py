@@ -120,7 +120,8 @@ class GrantActions:
         ts = click.container.message_ts
         if click.action.block_id == GRANT_USED_BLOCK and ts and not click.container.is_ephemeral:
             text = choice_messages.grant_revoked_line(grant.tool, grant.user_id, user.id)
-            work = self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[])
+            section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+            work = self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[section])
             self.actions.later(work, f"revoked:{grant.id}")
 
     async def listing(self, channel: str) -> tuple[str, list[dict[str, Any]]]:

@@ -168,3 +168,15 @@ async def test_allow_edit_false_hides_edit_and_the_script_refuses_one(
     assert notes[-1]["text"] == "Editing is not allowed for this call, so nothing was recorded."
     assert await bot.redis.hget(bot.keys.run(run_id), f"decision:{approval_id}") is None
     assert agents.EXECUTIONS == []
+
+
+async def test_the_requester_cannot_edit_their_own_call(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")  # asked by UALICE
+    [card] = await bot.cards(root, 1)
+    button = edit_button(card)
+    assert button is not None
+    await bot.sender.click(card, "edit_arguments", user="UALICE", value=button["value"])
+    notes = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="note")
+    assert str(notes[-1]["text"]).startswith("You asked for this run")
+    assert bot.slack.views == []
