@@ -180,3 +180,26 @@ async def test_the_requester_cannot_edit_their_own_call(bot: Harness) -> None:
     notes = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="note")
     assert str(notes[-1]["text"]).startswith("You asked for this run")
     assert bot.slack.views == []
+
+
+async def test_edited_arguments_changed_after_approval_do_not_run(bot: Harness) -> None:
+    """The approval binds the edited arguments' digest: text swapped in afterwards is refused."""
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.stop_workers()  # the resume waits until the tampering is done
+    modal = await open_editor(bot, card, user="UBOB")
+    await submit(bot, modal, '{"user_id": "u-101"}', user="UBOB")
+    run_id, approval_id = str(card.actions()[0]["value"]).split(":")
+    key, field = bot.keys.run(run_id), f"decision:{approval_id}"
+    await bot.slack.wait_for(lambda: "Edited and approved" in card.all_text(), what="decided")
+    decision = json.loads(await bot.field(key, field))
+    decision["edit"]["arguments"] = '{"user_id": "u-999"}'
+    await bot.redis.hset(key, field, json.dumps(decision))
+
+    await bot.start_worker()
+    await bot.final_answer(root)
+    assert agents.EXECUTIONS == []
+    trail = await bot.audit_until("refused")
+    [refused] = [e for e in trail if e["event"] == "refused"]
+    assert refused["tool"] == "delete_user"
