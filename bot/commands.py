@@ -18,6 +18,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import messages
 from bot.payloads import SlashCommand
+from bot.run_status import RunStatus
 from bot.stop_actions import StopActions
 from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
@@ -31,13 +32,15 @@ _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTA
 _AUDIT = re.compile(r"^audit(?:\s+(\d{1,3}|r[0-9a-f]{16}))?$", re.IGNORECASE)
 # `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
 _STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
+# `status` or `status <run id>`; "status of the api" stays a task.
+_STATUS = re.compile(r"^status(?:\s+(r[0-9a-f]{16}))?$", re.IGNORECASE)
 AUDIT_DEFAULT_COUNT = 20
 AUDIT_MAX_COUNT = 100
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "audit", "stop", "unknown_agent" or "task"
+    kind: str  # "help", "audit", "stop", "status", "unknown_agent" or "task"
     agent: str = ""
     task: str = ""
 
@@ -49,6 +52,9 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stop = _STOP.match(stripped)
     if stop is not None and (stop.group(1) is None or re.match(r"^r[0-9a-f]{16}$", stop.group(1))):
         return ParsedCommand("stop", task=stop.group(1) or "")
+    status = _STATUS.match(stripped)
+    if status is not None:
+        return ParsedCommand("status", task=status.group(1) or "")
     audit = _AUDIT.match(stripped)
     if audit is not None:
         return ParsedCommand("audit", task=audit.group(1) or "")
@@ -69,6 +75,7 @@ class AgentCommand:
     audit: AuditTrail
     agents: list[str]
     stops: StopActions
+    statuses: RunStatus
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -87,6 +94,10 @@ class AgentCommand:
                 return
             told = await self.stops.stop(parsed.task, command.user_id, command.user_name)
             await _reply(ack, told or messages.STOP_REQUESTED)
+            return
+        if parsed.kind == "status":
+            text = await self.statuses.answer(command.channel_id, command.user_id, parsed.task)
+            await _reply(ack, text)
             return
         if parsed.kind == "audit":
             await _reply(ack, await self._audit(parsed.task, command.channel_id))

@@ -38,6 +38,7 @@ def command_help(command: str, agents: Sequence[str]) -> str:
         f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
         f"• `{command} <agent>: <task>`: pick an agent\n"
         f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
+        f"• `{command} status [run id]`: this channel's live runs and what they wait for\n"
         f"• `{command} help`: this message\n"
         f"Agents: {listed}"
     )

@@ -35,15 +35,18 @@ from bot.commands import AgentCommand
 from bot.console.routes import add_console
 from bot.operations import add_operations
 from bot.payloads import malformed
+from bot.run_status import RunStatus
 from bot.settings import Settings
 from bot.socket_mode import add_socket_mode
 from bot.status_blocks import ACTION_STOP
 from bot.stop_actions import StopActions
+from bot.thread_links import ThreadLinks
 from bot.wiring import slack_parts
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.live_runs import LiveRuns
 from runtime.policy import parse_principals
 from runtime.run_stopper import Principals, RunStopper
 from runtime.scripted_model import uses_scripted_model
@@ -88,7 +91,11 @@ def build_bolt(
         admins=Principals.parse(parse_principals(settings.admins)),
     )
     command = AgentCommand(
-        queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops
+        queue=JobQueue(redis, keys),
+        audit=audit,
+        agents=agent_names,
+        stops=stops,
+        statuses=RunStatus(live=LiveRuns(redis, keys), links=ThreadLinks(client)),
     )
     actions = ApprovalActions(
         recorder=DecisionRecorder(redis, keys),

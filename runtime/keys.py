@@ -43,6 +43,13 @@ class Keys:
         return f"{self.prefix}deadlines"
 
     @property
+    def live_runs(self) -> str:
+        """Sorted set of runs that have not ended: member run id, score when it started (epoch
+        s). The create script adds a run; closing or stopping it removes it; a run whose record
+        expired meanwhile is dropped by whoever reads it (`runtime.live_runs`)."""
+        return f"{self.prefix}live"
+
+    @property
     def reminders(self) -> str:
         """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
         return f"{self.prefix}reminders"
@@ -65,6 +72,16 @@ class Keys:
     def display_name(self, principal: str) -> str:
         """Cached display name of a Slack user or handle of a user group."""
         return f"{self.prefix}name:{principal}"
+
+    @property
+    def home_viewers(self) -> str:
+        """Sorted set of people who opened the app's Home tab: member user id, score when last
+        (epoch s). Their tab is republished when something changes for them."""
+        return f"{self.prefix}home:viewers"
+
+    def home_published(self, user_id: str) -> str:
+        """Exists for a short while after a person's Home tab was published (the debounce)."""
+        return f"{self.prefix}home:published:{user_id}"
 
     @property
     def audit(self) -> str:

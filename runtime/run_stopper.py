@@ -138,6 +138,7 @@ class RunStopper:
                 self._keys.reminders,
                 self._keys.audit,
                 self._keys.tombstone(run_id),
+                self._keys.live_runs,
             ],
             args=[
                 json.dumps({"user_id": user_id, "user_name": user_name}),

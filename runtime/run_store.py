@@ -123,9 +123,14 @@ class RunStore:
         }
         args: list[str | int] = [
             rr.RUNNING_TTL_SECONDS,
+            envelope.run_id,
             *[p for pair in fields.items() for p in pair],
         ]
-        keys = [self._keys.run(envelope.run_id), self._keys.tombstone(envelope.run_id)]
+        keys = [
+            self._keys.run(envelope.run_id),
+            self._keys.tombstone(envelope.run_id),
+            self._keys.live_runs,
+        ]
         if _text(await self._scripts["create"](keys=keys, args=args)) == "finished":
             return None
         return await self.load(envelope.run_id)
@@ -286,12 +291,14 @@ class RunStore:
                 self._keys.deadlines,
                 self._keys.reminders,
                 self._keys.tombstone(run_id),
+                self._keys.live_runs,
             ],
             args=[
                 str(lease.fence) if lease else "",
                 rr.TOMBSTONE_SECONDS,
                 outcome,
                 "1" if keep else "0",
+                run_id,
                 *[f"{run_id}:{aid}" for aid in approval_ids],
             ],
         )

@@ -1,0 +1,67 @@
+"""The words Countersign says outside a run's thread: `/agent status`, the Home tab, copies of
+cards, escalations. Part of `bot.messages` (whose helpers it uses), kept apart only for size."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.messages import PRODUCT, escape, user
+from runtime.live_runs import LiveRun
+
+# --- /agent status ------------------------------------------------------------------------------
+
+TASK_SHOWN = 80
+"""Characters of a task shown in a list of runs."""
+
+
+def shortened(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def run_state(state: str, pending: int) -> str:
+    if state == "waiting":
+        return f"waiting for {pending} approval{'' if pending == 1 else 's'}"
+    return {"finishing": "answering"}.get(state, state)
+
+
+def age(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+def run_line(run: LiveRun, link: str | None) -> str:
+    """One live run: agent, requester, task, state, age, thread and id."""
+    where = f"<{link}|thread>" if link else f"<#{run.channel}>"
+    return (
+        f"• *{escape(run.agent)}* for {user(run.requester)}: "
+        f"{escape(shortened(run.task, TASK_SHOWN))} · {run_state(run.state, run.pending)} · "
+        f"{age(run.age_seconds)} · {where} · `{run.run_id}`"
+    )
+
+
+def status_listing(lines: Sequence[str], total: int) -> str:
+    if not lines:
+        return "No runs are live in this channel. `/agent <task>` starts one."
+    more = f"\n…and {total - len(lines)} more." if total > len(lines) else ""
+    return f"*Live runs in this channel* ({total})\n" + "\n".join(lines) + more
+
+
+def status_no_run(run_id: str) -> str:
+    return (
+        f"No live run `{escape(run_id)}` here: it has ended, or it runs in another channel. "
+        "`/agent audit <run id>` shows what happened to it."
+    )
+
+
+STATUS_UNAVAILABLE = (
+    f"{PRODUCT} can't reach its database right now, so it can't list the runs. "
+    "Please try again in a minute."
+)
