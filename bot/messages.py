@@ -251,6 +251,14 @@ def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) 
     )
 
 
+def reminder_anyone(agent: str, tool: str, expires_at: float) -> str:
+    return (
+        f":alarm_clock: Reminder: *{escape(agent)}* still waits for a decision on "
+        f"`{escape(tool)}` (above); anyone here but the requester may decide. It expires "
+        f"{slack_date(expires_at)}."
+    )
+
+
 def call_refused(tool: str, digest: str) -> str:
     return (
         f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "

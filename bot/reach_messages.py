@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.messages import PRODUCT, escape, user
+from bot.messages import PRODUCT, escape, slack_date, user
 from runtime.live_runs import LiveRun
 
 # --- /agent status ------------------------------------------------------------------------------
@@ -65,3 +65,32 @@ STATUS_UNAVAILABLE = (
     f"{PRODUCT} can't reach its database right now, so it can't list the runs. "
     "Please try again in a minute."
 )
+
+
+# --- copies of cards and escalations -------------------------------------------------------------
+
+
+def mention(principal: str) -> str:
+    """A person, a user group or a channel, as Slack shows (and notifies) it."""
+    if principal.startswith("S"):
+        return f"<!subteam^{principal}>"
+    if principal.startswith(("C", "G")):
+        return f"<#{principal}>"
+    return user(principal)
+
+
+def copy_note(channel: str, link: str | None) -> str:
+    """Under a copy of a card: where the request lives, and that all copies are one."""
+    where = f"<#{channel}> (<{link}|thread>)" if link else f"<#{channel}>"
+    return f"A copy of a request in {where}: a decision here counts there too, and the first wins."
+
+
+ESCALATED_PREFIX = ":rotating_light:"
+
+
+def escalated(targets: Sequence[str], tool: str, expires_at: float) -> str:
+    who = " ".join(mention(target) for target in targets)
+    return (
+        f"{ESCALATED_PREFIX} {who} Escalated: nobody has decided `{escape(tool)}` (above) yet, "
+        f"so you may decide it too. It expires {slack_date(expires_at)}."
+    )

@@ -13,6 +13,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot import messages
 from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
 from bot.approvers import ApproverDirectory, is_group
+from bot.slack_reach import SlackReach
 from bot.status_blocks import status_blocks
 from runtime.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
@@ -26,9 +27,15 @@ UNREACHABLE_CHANNEL_ERRORS = frozenset(
 
 
 class SlackReporter:
-    def __init__(self, client: AsyncWebClient, directory: ApproverDirectory) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        directory: ApproverDirectory,
+        reach: SlackReach | None = None,
+    ) -> None:
         self._client = client
         self._directory = directory
+        self._reach = reach or SlackReach(client, directory)
 
     async def _approver_names(self, call: PendingCall) -> list[str]:
         names = await self._directory.names(call.approvers)
@@ -112,16 +119,19 @@ class SlackReporter:
             text=messages.approval_fallback(call.agent, call.tool),
             blocks=blocks,
         )
+        await self._reach.redraw_copies(run, call)
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
-        # Mentions notify: the approvers (a group mention reaches all its members), or the
-        # requester when anyone may decide.
-        targets = call.approvers or (run.conversation.requester,)
-        mentions = [f"<!subteam^{p}>" if is_group(p) else messages.user(p) for p in targets]
+        # Mentions notify: the approvers (a group mention reaches all its members); nobody when
+        # anyone in the channel may decide (the requester may not approve their own run).
+        mentions = [f"<!subteam^{p}>" if is_group(p) else messages.user(p) for p in call.approvers]
+        text = (
+            messages.reminder(mentions, call.agent, call.tool, call.expires_at)
+            if mentions
+            else messages.reminder_anyone(call.agent, call.tool, call.expires_at)
+        )
         await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
-            text=messages.reminder(mentions, call.agent, call.tool, call.expires_at),
+            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
         )
 
     async def call_refused(self, run: RunView, call: PendingCall) -> None:

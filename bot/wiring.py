@@ -11,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.approvers import ApproverDirectory
 from bot.settings import Settings
 from bot.slack_client import slack_client
+from bot.slack_reach import SlackReach
 from bot.slack_reporter import SlackReporter
 from runtime.keys import Keys
 from runtime.redis_connection import connect
@@ -21,6 +22,7 @@ class SlackParts:
     client: AsyncWebClient
     directory: ApproverDirectory
     reporter: SlackReporter
+    reach: SlackReach
 
 
 def slack_parts(
@@ -32,7 +34,13 @@ def slack_parts(
         session=session,
     )
     directory = ApproverDirectory(redis, Keys(settings.redis_key_prefix), client)
-    return SlackParts(client=client, directory=directory, reporter=SlackReporter(client, directory))
+    reach = SlackReach(client, directory)
+    return SlackParts(
+        client=client,
+        directory=directory,
+        reporter=SlackReporter(client, directory, reach),
+        reach=reach,
+    )
 
 
 def web_redis(settings: Settings) -> aioredis.Redis:

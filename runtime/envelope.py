@@ -79,6 +79,15 @@ class Decision(BaseModel):
     by_policy: bool = False
 
 
+class CardCopy(BaseModel):
+    """A copy of a call's card outside its thread: a direct message, or another channel."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    channel: str
+    ts: str
+
+
 class PendingCall(BaseModel):
     """One tool call waiting for a person."""
 
@@ -100,6 +109,8 @@ class PendingCall(BaseModel):
     decision: Decision | None = None
     approvals: tuple[Approval, ...] = ()
     """Approvals so far, while a quorum is not yet met."""
+    copies: tuple[CardCopy, ...] = ()
+    """Copies of the card elsewhere (`notify`, escalation): one approval, redrawn together."""
 
 
 class RunEnvelope(BaseModel):
@@ -140,5 +151,5 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
-    per_call = {"message_ts", "decision", "approvals"}
+    per_call = {"message_ts", "decision", "approvals", "copies"}
     return envelope.model_dump_json(exclude={"calls": {"__all__": per_call}})

@@ -10,6 +10,9 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     ttl_seconds = 900          # how long the approval waits (default APPROVAL_TTL_SECONDS)
     allow_always = false       # offer "Approve always"? (default: only when quorum is 1)
     auto = "approve"           # or "reject": decided without asking anyone
+    notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
+    escalate_after_seconds = 600   # still undecided then: escalate_to may decide too, and
+    escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
 `APPROVAL_TTL_SECONDS`). The runtime stores the resolved rule with each pending call, so a
@@ -25,11 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runtime.settings import RuntimeSettings
 
 PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
+AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
+"""Who can be told of a call: people, user groups, and channels."""
 
 
 class PolicyError(Exception):
@@ -46,6 +51,15 @@ class Rule(BaseModel):
     ttl_seconds: int | None = Field(None, ge=1, le=604800)
     allow_always: bool | None = None
     auto: Literal["approve", "reject"] | None = None
+    notify: tuple[str, ...] = ()
+    escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
+    escalate_to: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _escalation_is_whole(self) -> Rule:
+        if (self.escalate_after_seconds is None) != (not self.escalate_to):
+            raise ValueError("set both escalate_after_seconds and escalate_to, or neither")
+        return self
 
     def matches(self, tool: str, agent: str) -> bool:
         return fnmatch.fnmatchcase(tool, self.tool) and (
@@ -69,6 +83,11 @@ class CallRule:
     ttl_seconds: int
     allow_always: bool
     auto: Literal["approve", "reject"] | None
+    notify: tuple[str, ...] = ()
+    """Users, user groups and channels that get a copy of the card."""
+    escalate_after_seconds: int | None = None
+    escalate_to: tuple[str, ...] = ()
+    """Still undecided after `escalate_after_seconds`: these may decide too, and are told."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,6 +113,9 @@ class Policy:
             # "Approve always" would let later calls skip the quorum: off unless asked for.
             allow_always=rule.allow_always if rule.allow_always is not None else rule.quorum == 1,
             auto=rule.auto,
+            notify=rule.notify,
+            escalate_after_seconds=rule.escalate_after_seconds,
+            escalate_to=rule.escalate_to,
         )
 
 
@@ -134,6 +156,14 @@ def _read_rules(path: Path) -> tuple[Rule, ...]:
                     f"POLICY_FILE={path}: line {line}: {principal!r} is not a Slack user (U…, "
                     "W…) or user-group (S…) id."
                 )
+        for key in ("notify", "escalate_to"):
+            for audience in getattr(rule, key):
+                if not re.match(AUDIENCE_PATTERN, audience):
+                    line = _line_of(text, number, key)
+                    raise PolicyError(
+                        f"POLICY_FILE={path}: line {line}: {audience!r} is not a Slack user "
+                        "(U…, W…), user-group (S…) or channel (C…) id."
+                    )
     return policy.rule
 
 

@@ -21,6 +21,8 @@ from agents.exceptions import AgentsException
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_planner import CallPlanner, call_audit_fields
+from runtime.call_reach import plan_reach
+from runtime.card_copies import CardCopies
 from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
@@ -50,11 +52,13 @@ class RunExecutor:
     audit: AuditTrail
     policy: Policy
     max_turns: int
-    reminder_at: float = 0.0
-    """Fraction of an approval's lifetime after which its approvers are reminded; 0: never."""
+    reminder_at: tuple[float, ...] = ()
+    """Fractions of an approval's lifetime after which its approvers are reminded."""
     allow_self_approval: bool = False
     """Written into each call's gate: may the requester approve their own run's calls?"""
     run_config: RunConfig | None = None
+    copies: CardCopies | None = None
+    """Sends the copies of cards that policy rules `notify`; None: the thread only."""
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
@@ -318,21 +322,16 @@ class RunExecutor:
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
-        reminders = {}
-        if self.reminder_at > 0:
-            now = await self.store.server_time()
-            reminders = {
-                c.approval_id: now + (c.expires_at - now) * self.reminder_at
-                for c in calls
-                if c.decision is None
-            }
+        now = await self.store.server_time()
+        reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at)
         await self.store.wait_for_approvals(
             waiting,
             state_json,
             lease=lease,
             previous=envelope,
-            reminders=reminders,
+            reminders=reach.first_due,
             self_ok=self.allow_self_approval,
+            fields=reach.fields,
         )
         await observer.flush("waiting")
         await self._post_cards(waiting, lease)
@@ -352,6 +351,8 @@ class RunExecutor:
             if call.message_ts is None and call.decision is None:
                 ts = await self.reporter.approval_requested(view, call)
                 await self.store.set_message_ts(lease, call.approval_id, ts)
+            if call.decision is None and self.copies is not None:
+                await self.copies.notify(view, call)
 
     async def _continue(self, lease: Lease) -> None:
         """Finish whatever step a previous delivery of this run's job left half done."""

