@@ -94,3 +94,41 @@ def escalated(targets: Sequence[str], tool: str, expires_at: float) -> str:
         f"{ESCALATED_PREFIX} {who} Escalated: nobody has decided `{escape(tool)}` (above) yet, "
         f"so you may decide it too. It expires {slack_date(expires_at)}."
     )
+
+
+# --- the Home tab ------------------------------------------------------------------------------
+
+HOME_WAITING = "Waiting for you"
+HOME_NOTHING_WAITING = (
+    "Nothing waits for you. Tool calls you may decide, in any channel, appear here."
+)
+HOME_YOUR_RUNS = "Your runs"
+HOME_NO_RUNS = "You have no live runs. `/agent <task>` in a channel starts one."
+ARGUMENTS_SHOWN = 200
+"""Characters of a call's arguments shown on the Home tab (the card has them all)."""
+
+
+def home_call(agent: str, tool: str, arguments: str) -> str:
+    code = escape(shortened(arguments, ARGUMENTS_SHOWN)).replace("`", "'")
+    return f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`\n`{code}`"
+
+
+def home_call_context(
+    requester: str, channel: str, link: str | None, expires_at: float, progress: str | None
+) -> str:
+    where = f"<#{channel}> (<{link}|thread>)" if link else f"<#{channel}>"
+    line = f"Asked by {user(requester)} in {where} · expires {slack_date(expires_at)}"
+    return f"{line} · {progress}" if progress else line
+
+
+def home_more(count: int) -> str:
+    return f"…and {count} more: the oldest are not shown."
+
+
+def home_run(run: LiveRun, link: str | None) -> str:
+    where = f"<{link}|thread>" if link else f"<#{run.channel}>"
+    return (
+        f"*{escape(run.agent)}*: {escape(shortened(run.task, TASK_SHOWN))}\n"
+        f"{run_state(run.state, run.pending)} · {age(run.age_seconds)} · in <#{run.channel}> · "
+        f"{where} · `{run.run_id}`"
+    )

@@ -33,6 +33,8 @@ from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.console.routes import add_console
+from bot.home_routes import add_home_tab, run_home_watch
+from bot.home_watch import HomeWatch
 from bot.operations import add_operations
 from bot.payloads import malformed
 from bot.run_status import RunStatus
@@ -70,7 +72,8 @@ def build_bolt(
     session: aiohttp.ClientSession,
     agent_names: list[str],
     tasks: TaskSet,
-) -> AsyncApp:
+) -> tuple[AsyncApp, HomeWatch]:
+    """The Bolt app, and the watcher that republishes Home tabs (`run_home_watch`)."""
     keys = Keys(settings.redis_key_prefix)
     parts = slack_parts(settings, redis=redis, session=session)
     client = parts.client
@@ -97,8 +100,9 @@ def build_bolt(
         stops=stops,
         statuses=RunStatus(live=LiveRuns(redis, keys), links=ThreadLinks(client)),
     )
+    recorder = DecisionRecorder(redis, keys)
     actions = ApprovalActions(
-        recorder=DecisionRecorder(redis, keys),
+        recorder=recorder,
         client=client,
         reporter=parts.reporter,
         gate=ApprovalGate(directory=parts.directory),
@@ -112,13 +116,16 @@ def build_bolt(
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
     bolt.action(ACTION_STOP)(stops.on_stop_button)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
+    home_watch = add_home_tab(
+        bolt, redis=redis, keys=keys, parts=parts, recorder=recorder, stops=stops, tasks=tasks
+    )
     bolt.action(re.compile(r".*"))(_unknown_action)
     bolt.event("subteam_members_changed")(membership.on_members_changed)
     bolt.event("subteam_updated")(membership.on_group_updated)
     # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
     bolt.event("app_uninstalled")(_app_event)
     bolt.event("tokens_revoked")(_app_event)
-    return bolt
+    return bolt, home_watch
 
 
 @dataclass(kw_only=True)
@@ -187,9 +194,10 @@ async def create_web_app(
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
-    app[BOLT] = build_bolt(
+    app[BOLT], home_watch = build_bolt(
         settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
     )
+    run_home_watch(app, home_watch)
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     add_operations(app, redis=redis, keys=Keys(settings.redis_key_prefix))
