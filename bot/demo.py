@@ -18,7 +18,13 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
+from bot.settings import (
+    SLACK_CREDENTIALS,
+    Settings,
+    SettingsError,
+    load_settings,
+    with_console_defaults,
+)
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
 from runtime.local_redis import LocalRedisError, redis_for_demo
@@ -44,6 +50,8 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
     try:
         values = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **environ}
         values.update(CONSOLE="true", REDIS_URL=redis_url, REDIS_TLS_URL="")
+        # The demo never talks to Slack: credentials left in the shell are not the console's.
+        values.update(dict.fromkeys(SLACK_CREDENTIALS, ""))
         try:
             settings = load_settings(with_console_defaults(values))
             registry = load_registry(settings.agents)
