@@ -53,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 def run_web(settings: Settings, agent_names: list[str]) -> None:
     # Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence.
     redis = connect(
-        settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+        socket_timeout=1.0,
+        connect_timeout=0.5,
+        retries=1,
     )
     app = create_web_app(settings, redis=redis, agent_names=agent_names)
     # The console has no login: it stays on this machine.
@@ -64,7 +69,11 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
 
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:
-    redis = connect(settings.effective_redis_url)
+    redis = connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+    )
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         worker = slack_worker(
             settings, redis=redis, session=session, registry=registry, policy=policy

@@ -76,9 +76,18 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
 
 async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, redis: str) -> None:
     web_redis = connect(
-        settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+        socket_timeout=1.0,
+        connect_timeout=0.5,
+        retries=1,
     )
-    worker_redis = connect(settings.effective_redis_url)
+    worker_redis = connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+    )
     app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()

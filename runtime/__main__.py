@@ -28,7 +28,11 @@ def _date(text: str) -> dt.datetime:
 
 
 async def export(settings: RuntimeSettings, since: dt.datetime) -> int:
-    redis = connect(settings.effective_redis_url)
+    redis = connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+    )
     try:
         trail = AuditTrail(redis, Keys(settings.redis_key_prefix))
         count = 0

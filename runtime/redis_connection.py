@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -14,6 +15,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 def connect(
     url: str,
     *,
+    tls_verify: bool = True,
+    tls_ca_file: Path | None = None,
     socket_timeout: float = 10.0,
     connect_timeout: float = 5.0,
     retries: int = 3,
@@ -23,6 +26,8 @@ def connect(
 
     The worker rides out outages (blocking reads wait 2 s, so replies may take that long);
     the web process must answer Slack within 3 s, so it uses short timeouts and one retry.
+    A `rediss://` server's certificate is checked (against `tls_ca_file` if given) unless
+    `tls_verify` is false (`REDIS_TLS_VERIFY`, `REDIS_TLS_CA_FILE`).
     """
     options: dict[str, Any] = {
         "socket_timeout": socket_timeout,
@@ -36,8 +41,14 @@ def connect(
         "timeout": socket_timeout,
         "client_name": "countersign",
     }
-    if url.startswith("rediss://"):
-        # Heroku Redis presents a self-signed certificate; its own docs say not to verify it.
+    if url.startswith("rediss://") and tls_verify:
+        options["ssl_cert_reqs"] = "required"
+        options["ssl_check_hostname"] = True
+        if tls_ca_file is not None:
+            options["ssl_ca_certs"] = str(tls_ca_file)
+    elif url.startswith("rediss://"):
+        # The operator's explicit choice (REDIS_TLS_VERIFY=false), for Heroku Redis's
+        # self-signed certificate: encrypted, but anyone on the path could pose as the server.
         options["ssl_cert_reqs"] = "none"
         options["ssl_check_hostname"] = False
     pool = aioredis.BlockingConnectionPool.from_url(url, **options)

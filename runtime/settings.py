@@ -10,13 +10,17 @@ import os
 from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, FilePath, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 # What to tell the operator when a variable is missing or wrong, by variable name.
 FIXES: dict[str, str] = {
     "REDIS_URL": "Set it to a Redis URL such as redis://localhost:6379/0 (rediss:// for TLS).",
     "REDIS_TLS_URL": "Set it to a rediss:// URL, or unset it to use REDIS_URL.",
+    "REDIS_TLS_VERIFY": "Use true (check the rediss:// server's certificate, the default) or "
+    "false (Heroku Redis, whose certificate is self-signed).",
+    "REDIS_TLS_CA_FILE": "Give the path of a PEM file with the CA certificate(s) that signed "
+    "your Redis server's certificate.",
     "REDIS_KEY_PREFIX": "Use a short prefix such as countersign: (letters, digits, : _ -).",
     "AGENTS": "Name the registry as module:attribute, e.g. runtime.examples:AGENTS.",
     "APPROVAL_TTL_SECONDS": "Use a whole number of seconds between 1 and 604800 (7 days).",
@@ -44,6 +48,12 @@ class RuntimeSettings(BaseSettings):
     redis_url: str = Field("redis://localhost:6379/0", validation_alias="REDIS_URL")
     redis_tls_url: str | None = Field(None, validation_alias="REDIS_TLS_URL")
     """Heroku sets both; the TLS one wins."""
+    redis_tls_verify: bool = Field(True, validation_alias="REDIS_TLS_VERIFY")
+    """Check a rediss:// server's certificate and host name. Heroku Redis's certificate is
+    self-signed, so Heroku needs false: TLS then still encrypts, but does not authenticate."""
+    redis_tls_ca_file: FilePath | None = Field(None, validation_alias="REDIS_TLS_CA_FILE")
+    """Trust the CAs in this PEM file (e.g. a self-signed server's own certificate) instead of
+    the system's."""
     redis_key_prefix: str = Field(
         "countersign:", validation_alias="REDIS_KEY_PREFIX", pattern=r"^[A-Za-z0-9:_\-]{1,64}$"
     )

@@ -5,18 +5,29 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
-from bot.settings import load_settings
+from bot.settings import Settings, SettingsError, load_settings
 from runtime.local_redis import RedisServer, free_port
 from runtime.redis_connection import connect
 
 OPENSSL = shutil.which("openssl")
 
 
+@dataclass(frozen=True)
+class TlsRedis:
+    url: str
+    ca_file: Path
+    """The server's self-signed certificate, which is its own CA."""
+
+
 @pytest.fixture(scope="module")
-def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsRedis]:
     directory = tmp_path_factory.mktemp("redis-tls")
     server = RedisServer(directory=directory)
     if OPENSSL is None or not _linked_with_openssl(server.binary):
@@ -34,6 +45,8 @@ def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "1",
             "-subj",
             "/CN=self-signed.example",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
             "-keyout",
             str(key),
             "-out",
@@ -60,7 +73,7 @@ def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
         pytest.skip("this redis-server cannot serve TLS")
     try:
-        yield f"rediss://127.0.0.1:{tls_port}/0"
+        yield TlsRedis(url=f"rediss://127.0.0.1:{tls_port}/0", ca_file=cert)
     finally:
         server.stop()
 
@@ -73,16 +86,47 @@ def _linked_with_openssl(binary: str) -> bool:
     return "libssl" in linked
 
 
-async def test_a_self_signed_rediss_url_connects(tls_url: str) -> None:
-    settings = load_settings(
-        {
-            "SLACK_BOT_TOKEN": "x",
-            "SLACK_SIGNING_SECRET": "y",
-            "REDIS_URL": "redis://127.0.0.1:1/0",
-            "REDIS_TLS_URL": tls_url,
-        }
+def heroku_like(url: str, **more: str) -> dict[str, str]:
+    """Heroku sets both URLs; the TLS one wins."""
+    return {
+        "SLACK_BOT_TOKEN": "x",
+        "SLACK_SIGNING_SECRET": "y",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+        "REDIS_TLS_URL": url,
+        **more,
+    }
+
+
+def client_for(settings: Settings) -> aioredis.Redis:
+    return connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+        retries=0,
     )
-    client = connect(settings.effective_redis_url)
+
+
+async def test_a_self_signed_certificate_is_refused_by_default(tls_redis: TlsRedis) -> None:
+    client = client_for(load_settings(heroku_like(tls_redis.url)))
+    try:
+        with pytest.raises(RedisConnectionError, match="certificate verify failed"):
+            await client.ping()
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize(
+    "trust", ["opt-out", "ca-file"], ids=["REDIS_TLS_VERIFY=false", "REDIS_TLS_CA_FILE"]
+)
+async def test_a_self_signed_certificate_is_accepted_when_told(
+    tls_redis: TlsRedis, trust: str
+) -> None:
+    more = (
+        {"REDIS_TLS_VERIFY": "false"}
+        if trust == "opt-out"
+        else {"REDIS_TLS_CA_FILE": str(tls_redis.ca_file)}
+    )
+    client = client_for(load_settings(heroku_like(tls_redis.url, **more)))
     try:
         assert await client.ping()
         await client.set("cstest:tls", "1", ex=5)
@@ -90,3 +134,8 @@ async def test_a_self_signed_rediss_url_connects(tls_url: str) -> None:
     finally:
         await client.delete("cstest:tls")
         await client.aclose()
+
+
+def test_a_missing_ca_file_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="REDIS_TLS_CA_FILE is invalid"):
+        load_settings(heroku_like("rediss://x:1/0", REDIS_TLS_CA_FILE=str(tmp_path / "no.pem")))
