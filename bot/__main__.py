@@ -80,7 +80,6 @@ async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy
         )
         if uses_scripted_model(settings):
             log.warning("no OPENAI_API_KEY: the example agents run on a scripted model")
-        log.info("worker ready: %d concurrent runs", settings.worker_concurrency)
         try:
             await serve_until_signalled(worker)
         finally:

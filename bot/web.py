@@ -6,8 +6,10 @@ with `CONSOLE=true` it also serves the local console (`bot.console`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +44,7 @@ from runtime.approvals import Approvals
 from runtime.audit import AuditTrail
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.redis_connection import wait_until_reachable
 from runtime.run_store import RunStore
 from runtime.scripted_model import uses_scripted_model
 from runtime.task_set import TaskSet
@@ -178,6 +181,19 @@ async def create_web_app(
     )
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+
+    async def watch_redis(_: web.Application) -> AsyncIterator[None]:
+        # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
+        # attempt, while Redis does not answer yet.
+        stopping = asyncio.Event()
+        watch = asyncio.get_running_loop().create_task(
+            wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping)
+        )
+        yield
+        stopping.set()
+        await watch
+
+    app.cleanup_ctx.append(watch_redis)
     if settings.slack_app_token is not None and not settings.console:
         add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
     if settings.console:

@@ -95,6 +95,11 @@ class RuntimeSettings(BaseSettings):
     def effective_redis_url(self) -> str:
         return self.redis_tls_url or self.redis_url
 
+    @property
+    def redis_url_setting(self) -> str:
+        """The variable `effective_redis_url` comes from: what to tell the operator to check."""
+        return "REDIS_TLS_URL" if self.redis_tls_url else "REDIS_URL"
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -7,7 +7,7 @@ import logging
 import os
 import signal
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
 from agents import RunConfig
@@ -21,6 +21,7 @@ from runtime.expiry import Expiry
 from runtime.jobs import Delivery, JobConsumer, JobQueue
 from runtime.keys import Keys
 from runtime.policy import Policy
+from runtime.redis_connection import wait_until_reachable
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
 from runtime.reporter import Reporter
@@ -41,8 +42,19 @@ class Worker:
     consumer: JobConsumer
     pollers: list[DuePoller]
     audit_trimmer: AuditTrimmer
+    redis: aioredis.Redis
+    redis_setting: str = "REDIS_URL"
+    """The variable naming this Redis, for the operator to check while it does not answer."""
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self) -> None:
+        """Once Redis answers (a worker may start first), run until stop()."""
+        reachable = await wait_until_reachable(
+            self.redis, setting=self.redis_setting, stopping=self._stopping
+        )
+        if not reachable:
+            return
+        log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
         async with asyncio.TaskGroup() as group:
             group.create_task(self.consumer.run())
             for poller in self.pollers:
@@ -51,6 +63,7 @@ class Worker:
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
+        self._stopping.set()
         self.consumer.stop()
         for poller in self.pollers:
             poller.stop()
@@ -142,7 +155,13 @@ def build_worker(
         ),
     ]
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
-    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer)
+    return Worker(
+        consumer=consumer,
+        pollers=pollers,
+        audit_trimmer=trimmer,
+        redis=redis,
+        redis_setting=settings.redis_url_setting,
+    )
 
 
 async def serve_until_signalled(worker: Worker) -> None:

@@ -13,10 +13,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from runtime.local_redis import RedisServer
+from runtime.local_redis import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
+from tests.processes import Process, procfile, wait_for_log, wait_for_status, wait_until_healthy
 
 
 def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
@@ -179,5 +180,59 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         assert answer.text == "done: deleted u-100"
         assert web.popen.poll() is None and worker.popen.poll() is None, "nothing crashed"
         assert "Traceback" not in web.log()
+    finally:
+        await deployment.stop()
+
+
+async def test_processes_started_before_their_redis_wait_for_it_and_say_so(tmp_path: Path) -> None:
+    server = RedisServer(directory=tmp_path / "redis", password="s3cret-pw")
+    deployment = Deployment(server.url, "late:", tmp_path)  # nothing listens there yet
+    await deployment.start()
+    try:
+        deployment.model.script = delete_then_answer
+        web = Process("web", procfile()["web"], deployment.env(), deployment.logs)
+        deployment.processes.append(web)
+        worker = deployment.worker("worker.1")
+        healthz = f"http://127.0.0.1:{deployment.port}/healthz"
+        await wait_for_status(healthz, web, 503)
+        for process in (web, worker):
+            line = await wait_for_log(process, "REDIS_URL")
+            assert f"cannot reach Redis at 127.0.0.1:{server.port} (REDIS_URL)" in line, line
+        await asyncio.sleep(1.5)  # a second attempt, backing off
+        logs = deployment.logs_text()
+        assert "s3cret-pw" not in logs
+        assert "Traceback" not in logs
+        assert web.popen.poll() is None and worker.popen.poll() is None, logs
+
+        server.start()
+        await wait_until_healthy(healthz, web)
+        await wait_for_log(worker, "worker ready")
+        root = await deployment.start_run("delete u-100")
+        [card] = await deployment.cards(root, 1)
+        await deployment.sender.click(card, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "done: deleted u-100"
+        assert "Traceback" not in deployment.logs_text()
+    finally:
+        await deployment.stop()
+        server.stop()
+
+
+async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> None:
+    deployment = Deployment(f"redis://127.0.0.1:{free_port()}/0", "never:", tmp_path)
+    await deployment.start()
+    try:
+        web = Process("web", procfile()["web"], deployment.env(), deployment.logs)
+        deployment.processes.append(web)
+        worker = deployment.worker("worker.1")
+        for process in (web, worker):
+            await wait_for_log(process, "REDIS_URL")
+        stopped_at = time.monotonic()
+        for process in (web, worker):
+            process.signal(signal.SIGTERM)
+        for process in (web, worker):
+            assert await process.wait(timeout=10) == 0, process.log()
+        assert time.monotonic() - stopped_at < 3
+        assert "Traceback" not in deployment.logs_text()
     finally:
         await deployment.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot.settings import Settings, SettingsError, load_settings
 from runtime.local_redis import RedisServer, free_port
-from runtime.redis_connection import connect
+from runtime.redis_connection import connect, wait_until_reachable
 
 OPENSSL = shutil.which("openssl")
 
@@ -106,13 +107,25 @@ def client_for(settings: Settings) -> aioredis.Redis:
     )
 
 
-async def test_a_self_signed_certificate_is_refused_by_default(tls_redis: TlsRedis) -> None:
-    client = client_for(load_settings(heroku_like(tls_redis.url)))
+async def test_a_self_signed_certificate_is_refused_by_default(
+    tls_redis: TlsRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = load_settings(heroku_like(tls_redis.url))
+    client = client_for(settings)
     try:
         with pytest.raises(RedisConnectionError, match="certificate verify failed"):
             await client.ping()
+        stopping = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.5, stopping.set)
+        reachable = await wait_until_reachable(
+            client, setting=settings.redis_url_setting, stopping=stopping, first_delay=5
+        )
     finally:
         await client.aclose()
+    assert not reachable
+    [line] = [r.getMessage() for r in caplog.records if "cannot reach Redis" in r.getMessage()]
+    assert "(REDIS_TLS_URL): its TLS certificate was not accepted" in line
+    assert "REDIS_TLS_VERIFY=false for Heroku Redis" in line
 
 
 @pytest.mark.parametrize(
