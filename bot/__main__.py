@@ -16,7 +16,7 @@ from aiohttp import web
 from bot.demo import run_demo
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
-from bot.web import create_web_app
+from bot.web import create_web_app, requests_grace
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
@@ -65,7 +65,13 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
     host = "127.0.0.1" if settings.console else "0.0.0.0"
     if settings.console:
         log.info("console: http://localhost:%d/console", settings.port)
-    web.run_app(app, host=host, port=settings.port, shutdown_timeout=25, print=None)
+    web.run_app(
+        app,
+        host=host,
+        port=settings.port,
+        shutdown_timeout=requests_grace(settings),
+        print=None,
+    )
 
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:

@@ -26,7 +26,7 @@ from bot.settings import (
     with_console_defaults,
 )
 from bot.slack_worker import slack_worker
-from bot.web import create_web_app
+from bot.web import create_web_app, requests_grace
 from runtime.local_redis import LocalRedisError, redis_for_demo
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.redis_connection import connect
@@ -89,7 +89,7 @@ async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, 
         tls_ca_file=settings.redis_tls_ca_file,
     )
     app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=requests_grace(settings))
     await runner.setup()
     try:
         # The console has no login: it stays on this machine.

@@ -47,6 +47,7 @@ from runtime.keys import Keys
 from runtime.redis_connection import wait_until_reachable
 from runtime.run_store import RunStore
 from runtime.scripted_model import uses_scripted_model
+from runtime.shutdown_budget import ShutdownBudget
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,17 @@ REDIS: web.AppKey[aioredis.Redis] = web.AppKey("redis", aioredis.Redis)
 TASKS: web.AppKey[TaskSet] = web.AppKey("tasks", TaskSet)
 VERIFIER: web.AppKey[SignatureVerifier] = web.AppKey("verifier", SignatureVerifier)
 
-# Heroku gives 30 s between SIGTERM and SIGKILL; Slack updates still in flight get most of it.
-SHUTDOWN_DRAIN_SECONDS = 20.0
+# Heroku gives 30 s between SIGTERM and SIGKILL; SHUTDOWN_GRACE_SECONDS (25) is the whole stop.
+# Requests in flight get a share (Slack's are acknowledged within 3 s, so they need little), the
+# Slack updates they spawned get the rest, less a moment to close the sessions.
+REQUESTS_SHARE = 0.4
+REQUESTS_MAX_SECONDS = 10.0
+CLOSING_SECONDS = 1.0
+
+
+def requests_grace(settings: Settings) -> float:
+    """How long requests in flight at SIGTERM may finish (aiohttp's `shutdown_timeout`)."""
+    return min(REQUESTS_MAX_SECONDS, settings.shutdown_grace_seconds * REQUESTS_SHARE)
 
 
 def build_bolt(
@@ -181,6 +191,13 @@ async def create_web_app(
     )
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+    shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
+
+    async def start_the_clock(_: web.Application) -> None:
+        shutdown.start()
+
+    # First of the shutdown hooks: the budget covers them, the requests and the cleanup.
+    app.on_shutdown.append(start_the_clock)
 
     async def watch_redis(_: web.Application) -> AsyncIterator[None]:
         # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
@@ -208,7 +225,7 @@ async def create_web_app(
     async def close(_: web.Application) -> None:
         # Cleanup runs after in-flight requests finished, so every task they spawned is here.
         pending = len(tasks)
-        await tasks.wait(grace=SHUTDOWN_DRAIN_SECONDS)
+        await tasks.wait(grace=shutdown.left(keep=CLOSING_SECONDS))
         log.info("shutdown: %d Slack update(s) drained, %d cancelled", pending, tasks.cancel_all())
         await session.close()
         await redis.aclose()

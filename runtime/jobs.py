@@ -19,12 +19,20 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
 from runtime.keys import JOB_GROUP, Keys
+from runtime.shutdown_budget import ShutdownBudget
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
 # How long an enqueued job id is remembered, to drop a duplicate of the same request.
 MARKER_TTL_SECONDS = 3600
+
+# Of the shutdown budget, running jobs get all but the end: this share of it, at most this long,
+# is kept for cancelling the rest (first half) and handing them back (second half).
+AFTER_JOBS_SHARE = 0.2
+AFTER_JOBS_MAX_SECONDS = 5.0
+HAND_BACK_MIN_SECONDS = 1.0
+"""Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
 
 # Shared with other scripts that enqueue as part of a larger atomic step.
 ENQUEUE_LUA = """
@@ -176,8 +184,8 @@ class JobConsumer:
     concurrency: int
     idle_timeout: float
     max_deliveries: int
-    shutdown_grace: float = 25.0
-    """Heroku sends SIGKILL 30 s after SIGTERM."""
+    shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
+    """The worker's whole shutdown, from stop() (Heroku sends SIGKILL 30 s after SIGTERM)."""
     block_ms: int = 2000
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
@@ -202,17 +210,21 @@ class JobConsumer:
 
     def stop(self) -> None:
         """Take no new jobs; run() returns once running ones are done or handed back."""
+        self.shutdown.start()
         self._stopping.set()
 
     async def _drain(self) -> None:
-        await self._tasks.wait(grace=self.shutdown_grace)
+        after_jobs = min(AFTER_JOBS_MAX_SECONDS, self.shutdown.seconds * AFTER_JOBS_SHARE)
+        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs))
         unfinished = self._tasks.cancel_all()
-        await self._tasks.wait(grace=5)
+        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs / 2))
         try:
-            handed = await self.queue.hand_back(self.consumer, int(self.idle_timeout * 1000) + 1)
-            if handed == 0:
-                await self.queue.forget_consumer(self.consumer)
-        except RedisError:
+            async with asyncio.timeout(max(self.shutdown.left(), HAND_BACK_MIN_SECONDS)):
+                idle_ms = int(self.idle_timeout * 1000) + 1
+                handed = await self.queue.hand_back(self.consumer, idle_ms)
+                if handed == 0:
+                    await self.queue.forget_consumer(self.consumer)
+        except (RedisError, TimeoutError):
             log.exception("could not hand back jobs; they return after the idle timeout")
             return
         log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)

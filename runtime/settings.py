@@ -34,7 +34,8 @@ FIXES: dict[str, str] = {
     "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
-    "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
+    "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 for the whole stop after SIGTERM "
+    "(Heroku kills 30 s after it).",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -73,7 +74,9 @@ class RuntimeSettings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         25.0, validation_alias="SHUTDOWN_GRACE_SECONDS", ge=0, le=3600
     )
-    """After SIGTERM, running jobs get this long to finish before they are handed back."""
+    """After SIGTERM, a process's whole stop fits in this (`runtime.shutdown_budget`): the
+    worker's running jobs finishing, then cancelling and handing back the rest; the web's
+    requests in flight, then the Slack updates they started."""
     worker_niceness: int = Field(10, validation_alias="WORKER_NICENESS", ge=0, le=19)
     """Where web and worker share CPUs, the worker yields: Slack's 3 s are the hard deadline."""
 

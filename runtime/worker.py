@@ -28,6 +28,7 @@ from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
+from runtime.shutdown_budget import ShutdownBudget
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ class Worker:
     pollers: list[DuePoller]
     audit_trimmer: AuditTrimmer
     redis: aioredis.Redis
+    shutdown: ShutdownBudget
+    """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     redis_setting: str = "REDIS_URL"
     """The variable naming this Redis, for the operator to check while it does not answer."""
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -56,10 +59,15 @@ class Worker:
             return
         log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
         async with asyncio.TaskGroup() as group:
-            group.create_task(self.consumer.run())
-            for poller in self.pollers:
-                group.create_task(poller.run())
-            group.create_task(self.audit_trimmer.run())
+            consumer = group.create_task(self.consumer.run())
+            loops = [group.create_task(poller.run()) for poller in self.pollers]
+            loops.append(group.create_task(self.audit_trimmer.run()))
+            await consumer  # returns after stop(), its jobs finished or handed back
+            # A sweep may still wait on Slack; it must not hold the process past the budget.
+            # Cutting it short is safe: its lease lapses and a worker handles it again.
+            _, late = await asyncio.wait(loops, timeout=self.shutdown.left())
+            for task in late:
+                task.cancel()
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
@@ -112,6 +120,7 @@ def build_worker(
     poll_interval: float = 1.0,
 ) -> Worker:
     keys = Keys(settings.redis_key_prefix)
+    shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
     approvals = Approvals(redis, keys)
@@ -134,7 +143,7 @@ def build_worker(
         concurrency=settings.worker_concurrency,
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
-        shutdown_grace=settings.shutdown_grace_seconds,
+        shutdown=shutdown,
     )
     expiry = Expiry(approvals=approvals, store=store, reporter=reporter)
     reminders = Reminders(store=store, reporter=reporter)
@@ -160,6 +169,7 @@ def build_worker(
         pollers=pollers,
         audit_trimmer=trimmer,
         redis=redis,
+        shutdown=shutdown,
         redis_setting=settings.redis_url_setting,
     )
 

@@ -53,6 +53,9 @@ class FakeSlack(LocalSlack):
         self.url = ""
         self.extra_routes: list[web.RouteDef] = []
         """Routes a test adds before `start()` (e.g. Socket Mode's WebSocket)."""
+        self._held: dict[str, asyncio.Event] = {}
+        self.holding: list[str] = []
+        """Bodies of the calls being held unanswered right now (see `hold`)."""
 
     # --- server -------------------------------------------------------------------------------
 
@@ -68,6 +71,8 @@ class FakeSlack(LocalSlack):
         self.url = f"http://127.0.0.1:{port}"
 
     async def stop(self) -> None:
+        for release in self._held.values():
+            release.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -93,6 +98,24 @@ class FakeSlack(LocalSlack):
         Queue several for several calls.
         """
         self._failures.setdefault(method, []).append(Failure(status, body, headers or {}, when))
+
+    def hold(self, method: str) -> None:
+        """Leave calls of `method` unanswered (a Slack that hangs) until the fake stops."""
+        self._held.setdefault(method, asyncio.Event())
+
+    async def handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        release = self._held.get(method)
+        if release is not None:
+            # Read now (and kept for later): the caller may have given up by then.
+            body = (await request.read()).decode()
+            self.holding.append(body)
+            await self.notify()
+            try:
+                await release.wait()
+            finally:
+                self.holding.remove(body)
+        return await super().handle_api(request)
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -137,6 +138,55 @@ async def test_every_acknowledged_click_survives_a_web_sigterm(deployment: Deplo
         if fields[b"event"] == b"approved"
     }
     assert acknowledged <= recorded, f"lost: {acknowledged - recorded}"
+
+
+async def test_a_web_sigterm_with_slack_hanging_exits_within_its_budget(
+    deployment: Deployment,
+) -> None:
+    deployment.model.script = delete_then_answer
+    web = Process(
+        "web", procfile()["web"], deployment.env(SHUTDOWN_GRACE_SECONDS="6"), deployment.logs
+    )
+    deployment.processes.append(web)
+    await wait_until_healthy(f"http://127.0.0.1:{deployment.port}/healthz", web)
+    deployment.worker("worker.1")
+    root = await deployment.start_run("delete u-100")
+    [card] = await deployment.cards(root, 1)
+    deployment.slack.hold("chat.update")  # Slack stops answering card updates
+    status, _ = await deployment.sender.click(card, "approve", user="UBOB")
+    assert status == 200, "acknowledged once the decision is in Redis"
+    await deployment.slack.wait_for(lambda: deployment.slack.holding, 10, "a held update")
+
+    stopped_at = time.monotonic()
+    web.signal(signal.SIGTERM)
+    assert await web.wait(timeout=40) == 0, web.log()
+    # Before, a 20 s drain came on top of the requests' wait, whatever the setting said.
+    elapsed = time.monotonic() - stopped_at
+    assert elapsed < 6 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
+    assert re.search(r"shutdown: \d+ Slack update\(s\) drained, [1-9]\d* cancelled", web.log())
+
+
+async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
+    deployment: Deployment,
+) -> None:
+    deployment.model.script = delete_then_answer
+    await deployment.web()
+    worker = deployment.worker("worker.1", SHUTDOWN_GRACE_SECONDS="4", APPROVAL_TTL_SECONDS="2")
+    root = await deployment.start_run("delete u-100")
+    await deployment.cards(root, 1)
+    deployment.slack.hold("chat.update")  # Slack stops answering; the approval then expires
+    await deployment.slack.wait_for(
+        lambda: any("Expired" in body for body in deployment.slack.holding),
+        15,
+        "the expired card's update, hanging",
+    )
+
+    stopped_at = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert await worker.wait(timeout=40) == 0, worker.log()
+    # Before, the expiry poller's Slack call held the worker for as long as Slack's timeout.
+    elapsed = time.monotonic() - stopped_at
+    assert elapsed < 4 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
 
 
 @pytest.fixture
