@@ -16,14 +16,15 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.harness import header
 from bench.storage import interrupted_state
-from runtime.approvals import Approvals
 from runtime.call_digest import call_digest
 from runtime.contracts import Conversation, new_approval_id, new_run_id
+from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
 from runtime.envelope import PendingCall, RunEnvelope
 from runtime.expiry import Expiry
@@ -52,7 +53,9 @@ class SilentReporter:
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None: ...
     async def call_refused(self, run: RunView, call: PendingCall) -> None: ...
     async def run_finished(self, run: RunView, output: str) -> None: ...
-    async def run_failed(self, run: RunView, failure: Failure, detail: str) -> None: ...
+    async def run_failed(
+        self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()
+    ) -> None: ...
 
 
 async def add_waiting(store: RunStore, state: str, count: int) -> list[tuple[str, str]]:
@@ -67,6 +70,8 @@ async def add_waiting(store: RunStore, state: str, count: int) -> list[tuple[str
             created_at=now,
         )
         await store.create(envelope)
+        lease = (await store.claim(envelope.run_id, kind="start", round_=0)).lease
+        assert lease is not None
         call = PendingCall(
             approval_id=new_approval_id(),
             call_id="delete",
@@ -77,7 +82,9 @@ async def add_waiting(store: RunStore, state: str, count: int) -> list[tuple[str
             digest=call_digest("delete_user", '{"user_id":"u-100"}'),
         )
         waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
-        await store.wait_for_approvals(waiting, state, previous=envelope, reminders={})
+        await store.wait_for_approvals(
+            waiting, state, lease=lease, previous=envelope, reminders={}, self_ok=False
+        )
         return envelope.run_id, call.approval_id
 
     made: list[tuple[str, str]] = []
@@ -104,7 +111,7 @@ async def measure(pending: int) -> None:
         redis = connect(server.url)
         keys = Keys("bench-expiry:")
         store = RunStore(redis, keys)
-        expiry = Expiry(approvals=Approvals(redis, keys), store=store, reporter=SilentReporter())
+        expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=SilentReporter())
         poller = DuePoller(redis=redis, key=keys.deadlines, handler=expiry.handle, name="bench")
         state, _ = await interrupted_state(1)
         try:

@@ -27,9 +27,9 @@ from bench.harness import approve_then_answer, header, report
 from bot.approvers import ApproverDirectory
 from bot.slack_client import slack_client
 from bot.slack_reporter import SlackReporter
-from runtime.approvals import Approvals, Choice
 from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, ResumeJob, StartJob, new_run_id
+from runtime.decision_recorder import Choice, DecisionRecorder
 from runtime.keys import Keys
 from runtime.local_redis import RedisServer
 from runtime.policy import load_policy
@@ -38,6 +38,7 @@ from runtime.registry import load_registry
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
+from runtime.tool_journal import install_journal
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack
 
@@ -74,7 +75,8 @@ async def compare(
         tracing_disabled=True,
     )
     client = slack_client(token="xoxb-bench", base_url=slack.api_url, session=session)
-    store, approvals = RunStore(redis, keys), Approvals(redis, keys)
+    store, recorder = RunStore(redis, keys), DecisionRecorder(redis, keys)
+    install_journal(registry)  # as the worker does: ours includes recording each tool's output
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -102,9 +104,8 @@ async def compare(
         assert record is not None and record.state is not None
         [call] = record.envelope.calls
         choice = Choice(outcome="approved", user_id="UBOB")
-        decided = await approvals.decide(
-            run_id, call.approval_id, choice, channel="CBENCH", context=None
-        )
+        view = await recorder.view(run_id, call.approval_id)
+        decided = await recorder.decide(view, choice, channel="CBENCH", member_of=())
         assert decided.resume_enqueued
         state_json = record.state
 

@@ -82,6 +82,8 @@ async def one_size(store: RunStore, redis: Any, turns: int, repeat: int) -> None
             created_at=time.time(),
         )
         await store.create(envelope)
+        lease = (await store.claim(envelope.run_id, kind="start", round_=0)).lease
+        assert lease is not None
         call = PendingCall(
             approval_id=new_approval_id(),
             call_id="delete",
@@ -93,7 +95,9 @@ async def one_size(store: RunStore, redis: Any, turns: int, repeat: int) -> None
         )
         waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
         started = time.perf_counter()
-        await store.wait_for_approvals(waiting, compact, previous=envelope, reminders={})
+        await store.wait_for_approvals(
+            waiting, compact, lease=lease, previous=envelope, reminders={}, self_ok=False
+        )
         saves.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         record = await store.load(run_id)

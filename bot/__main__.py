@@ -17,8 +17,8 @@ from bot.demo import run_demo
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app, requests_grace
+from bot.wiring import web_redis, worker_redis
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
 from runtime.worker import serve_until_signalled
@@ -51,15 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_web(settings: Settings, agent_names: list[str]) -> None:
-    # Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence.
-    redis = connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-        socket_timeout=1.0,
-        connect_timeout=0.5,
-        retries=1,
-    )
+    redis = web_redis(settings)
     app = create_web_app(settings, redis=redis, agent_names=agent_names)
     # The console has no login: it stays on this machine.
     host = "127.0.0.1" if settings.console else "0.0.0.0"
@@ -75,11 +67,7 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
 
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:
-    redis = connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-    )
+    redis = worker_redis(settings)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         worker = slack_worker(
             settings, redis=redis, session=session, registry=registry, policy=policy

@@ -28,12 +28,11 @@ from bot.approval_blocks import (
     reject_modal,
 )
 from bot.approval_gate import ApprovalGate
+from bot.approvers import DirectoryUnavailable
 from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.slack_reporter import SlackReporter
-from runtime.approvals import Approvals, AuditContext, Choice, RecordResult
-from runtime.envelope import PendingCall, UnreadableEnvelope
+from runtime.decision_recorder import CallView, Choice, DecisionRecorder, RecordResult
 from runtime.reporter import RunView
-from runtime.run_store import RunRecord, RunStore
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -44,20 +43,12 @@ NOT_RECORDED = {
     "unknown": messages.APPROVAL_UNKNOWN,
     "gone": messages.APPROVAL_UNKNOWN,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One approval a click is about, looked up on the server."""
-
-    record: RunRecord
-    call: PendingCall
+REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable"})
 
 
 @dataclass(kw_only=True)
 class ApprovalActions:
-    approvals: Approvals
-    store: RunStore
+    recorder: DecisionRecorder
     client: AsyncWebClient
     reporter: SlackReporter
     gate: ApprovalGate
@@ -80,52 +71,54 @@ class ApprovalActions:
         await self._decide(ref, choice, click.user, click.channel.id, click.container.message_ts)
 
     async def on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Open the reason modal, after the same checks as a decision (recording nothing)."""
         await ack()
         click = self._parse_click(body)
         if click is None:
             return
         ref = ApprovalRef.parse(click.action.value)
+        channel, user = click.channel.id, click.user
         try:
-            target = await self._target(ref)
-            refusal = await self._refusal(target, click.user)
-            check = await self.approvals.check(
-                ref.run_id, ref.approval_id, click.user.id, channel=click.channel.id
-            )
-        except (RedisError, UnreadableEnvelope):
-            self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
+            view = await self.recorder.view(ref.run_id, ref.approval_id)
+            member_of = await self.gate.groups_of(user.id, view.gate)
+            check = await self.recorder.check(view, user.id, channel=channel, member_of=member_of)
+        except RedisError:
+            self._ephemeral(channel, user.id, None, messages.TRY_AGAIN)
             return
-        if refusal is not None:
-            assert target is not None, "only a known call can be refused"
-            thread = target.record.envelope.conversation.thread
-            self._ephemeral(click.channel.id, click.user.id, thread, refusal)
+        except DirectoryUnavailable:
+            self._ephemeral(channel, user.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
             return
-        if target is None or check.status not in ("open", "already_approved"):
-            self._explain(check, click.user, click.channel.id, target)
+        if view.call is None or check.status not in ("open", "already_approved"):
+            self._explain(check, user, channel, view)
             return
         metadata = RejectMetadata(
             run_id=ref.run_id,
             approval_id=ref.approval_id,
-            channel=click.channel.id,
+            channel=channel,
             message_ts=click.container.message_ts,
         )
-        view = reject_modal(target.call, metadata.model_dump_json())
-        self._later(self.client.views_open(trigger_id=click.trigger_id, view=view), "reject-modal")
+        modal = reject_modal(view.call, metadata.model_dump_json())
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         click = self._parse_click(body)
         if click is None:
             return
+        ref = ApprovalRef.parse(click.action.value)
         try:
-            target = await self._target(ApprovalRef.parse(click.action.value))
-        except (RedisError, UnreadableEnvelope):
+            view = await self.recorder.view(ref.run_id, ref.approval_id)
+        except RedisError:
             self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
             return
-        if target is None:
-            self._ephemeral(click.channel.id, click.user.id, None, messages.APPROVAL_UNKNOWN)
+        if view.call is None:
+            text = (
+                messages.OTHER_VERSION if view.exists and view.gate else messages.APPROVAL_UNKNOWN
+            )
+            self._ephemeral(click.channel.id, click.user.id, None, text)
             return
-        view = arguments_modal(target.call)
-        self._later(self.client.views_open(trigger_id=click.trigger_id, view=view), "args-modal")
+        modal = arguments_modal(view.call)
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "args-modal")
 
     async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -161,92 +154,81 @@ class ApprovalActions:
         channel: str,
         message_ts: str | None,
     ) -> None:
+        view: CallView | None = None
         try:
             # Read before deciding: once the last decision is in, the worker may finish the run
             # and delete its record before the card is redrawn.
-            target = await self._readable_target(ref)
-            refusal = await self._refusal(target, actor)
-            if refusal is None:
-                context = AuditContext.of(target.record.envelope, target.call) if target else None
-                result = await self.approvals.decide(
-                    ref.run_id, ref.approval_id, choice, channel=channel, context=context
-                )
+            view = await self.recorder.view(ref.run_id, ref.approval_id)
+            member_of = await self.gate.groups_of(actor.id, view.gate)
+            result = await self.recorder.decide(view, choice, channel=channel, member_of=member_of)
         except RedisError:
             log.warning("run %s: decision not recorded, Redis unreachable", ref.run_id)
             self._ephemeral(channel, actor.id, None, messages.TRY_AGAIN)
             return
-        if refusal is not None:
-            assert target is not None, "only a known call can be refused"
-            log.info("run %s: click by %s refused by the policy", ref.run_id, actor.id)
-            self._ephemeral(channel, actor.id, target.record.envelope.conversation.thread, refusal)
+        except DirectoryUnavailable:
+            log.warning("run %s: decision not recorded, group members unknown", ref.run_id)
+            self._ephemeral(channel, actor.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
             return
         if result.status == "recorded" or _is_own_retry(result, choice):
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
-            if target is not None and result.decision is not None:
-                self._redraw(target, result, message_ts)
+            if result.decision is not None:
+                self._redraw(view, result, message_ts)
             return
-        if result.status == "counted" and target is not None:
-            self._redraw(target, result, message_ts)
+        if result.status == "counted":
+            self._redraw(view, result, message_ts)
             return
-        self._explain(result, actor, channel, target, message_ts)
+        self._explain(result, actor, channel, view, message_ts)
 
     def _explain(
         self,
         result: RecordResult,
         actor: SlackUser,
         channel: str,
-        target: Target | None,
+        view: CallView,
         message_ts: str | None = None,
     ) -> None:
         """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
-        thread = target.record.envelope.conversation.thread if target else None
-        if result.status == "already_approved" and target is not None:
-            text = messages.already_approved(len(result.approvals), target.call.quorum)
+        log.info("click by %s not recorded: %s", actor.id, result.status)
+        thread = _thread(view)
+        if result.status in REFUSED:
+            # Naming the approvers may ask Slack: after the acknowledgement, not before.
+            self._later(self._refuse(result, actor, channel, view), "refusal")
+            return
+        if result.status == "already_approved" and view.call is not None:
+            text = messages.already_approved(len(result.approvals), view.call.quorum)
         elif result.status == "decided" and result.decision is not None:
             text = messages.already_decided(result.decision)
-            if target is not None:
-                self._redraw(target, result, message_ts)
+            self._redraw(view, result, message_ts)
         else:
             text = NOT_RECORDED.get(result.status, messages.APPROVAL_UNKNOWN)
-        log.info("click by %s not recorded: %s", actor.id, result.status)
         self._ephemeral(channel, actor.id, thread, text)
 
-    def _redraw(self, target: Target, result: RecordResult, message_ts: str | None) -> None:
+    async def _refuse(
+        self, result: RecordResult, actor: SlackUser, channel: str, view: CallView
+    ) -> None:
+        text = await self.gate.refusal(result.status, view.gate) or messages.APPROVAL_UNKNOWN
+        await self.client.chat_postEphemeral(
+            channel=channel, user=actor.id, text=text, thread_ts=_thread(view)
+        )
+
+    def _redraw(self, view: CallView, result: RecordResult, message_ts: str | None) -> None:
         """Show the decision on the card, or the approvals so far while a quorum is not met."""
-        call = target.call.model_copy(
+        if view.envelope is None or view.call is None:
+            log.warning("run %s: card not redrawn (record unreadable here)", view.run_id)
+            return
+        call = view.call.model_copy(
             update={
                 "decision": result.decision,
                 "approvals": result.approvals,
-                "message_ts": target.call.message_ts or message_ts,
+                "message_ts": view.call.message_ts or message_ts,
             }
         )
         if call.message_ts is None:
             return
-        run = RunView.of(target.record.envelope)
+        run = RunView.of(view.envelope)
         self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
 
-    async def _refusal(self, target: Target | None, actor: SlackUser) -> str | None:
-        if target is None:
-            return None  # nothing to decide on; the script says why
-        return await self.gate.refusal(target.record.envelope, target.call, actor)
-
     # --- plumbing ---------------------------------------------------------------------------
-
-    async def _readable_target(self, ref: ApprovalRef) -> Target | None:
-        """The target, or None if a newer deploy wrote it: the decision still counts, and the
-        worker that resumes the run tells the thread it cannot continue."""
-        try:
-            return await self._target(ref)
-        except UnreadableEnvelope as error:
-            log.warning("%s (card not redrawn)", error)
-            return None
-
-    async def _target(self, ref: ApprovalRef) -> Target | None:
-        record = await self.store.load(ref.run_id, with_state=False)
-        call = record.envelope.call(ref.approval_id) if record else None
-        if record is None or call is None:
-            return None
-        return Target(record, call)
 
     def _parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
         try:
@@ -272,6 +254,10 @@ class ApprovalActions:
 
     def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
         self.tasks.spawn(_logged(work, name), name=name)
+
+
+def _thread(view: CallView | None) -> str | None:
+    return view.envelope.conversation.thread if view and view.envelope else None
 
 
 def _is_own_retry(result: RecordResult, choice: Choice) -> bool:

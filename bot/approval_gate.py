@@ -1,51 +1,44 @@
-"""Who may press the buttons on a card: the policy's approvers, and never the requester alone.
+"""Who may press the buttons on a card, as far as the web process can help: it looks up which of
+the call's approver groups the clicker is in, and words the refusals.
 
-Checked before the decision script runs; a refused click records nothing but a `denied` entry
-in the audit trail, and the person is told who may decide instead.
+The decision itself is enforced by the decision script (`runtime.run_record`) from the call's
+gate; a refused click records nothing but one `denied` entry per person and call.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from bot import messages
-from bot.approvers import ApproverDirectory, DirectoryUnavailable
-from bot.payloads import SlackUser
-from runtime.approvals import AuditContext
-from runtime.audit import AuditTrail
-from runtime.envelope import PendingCall, RunEnvelope
+from bot.approvers import ApproverDirectory
+from runtime.decision_recorder import Status
+from runtime.run_record import CallGate
 
 
 @dataclass(kw_only=True)
 class ApprovalGate:
     directory: ApproverDirectory
-    audit: AuditTrail
-    allow_self_approval: bool
 
-    async def refusal(
-        self, envelope: RunEnvelope, call: PendingCall, actor: SlackUser
-    ) -> str | None:
-        """None if `actor` may decide `call`; otherwise what to tell them."""
-        if actor.id == envelope.conversation.requester and not self.allow_self_approval:
-            await self._deny(envelope, call, actor, "self_approval")
+    async def groups_of(self, user_id: str, gate: CallGate | None) -> tuple[str, ...]:
+        """The gate's groups `user_id` belongs to (one is enough); raises DirectoryUnavailable
+        when Slack cannot say in time, so the click is refused rather than guessed."""
+        if gate is None or gate.anyone or user_id in gate.users:
+            return ()
+        for group in gate.groups:
+            if user_id in await self.directory.members(group):
+                return (group,)
+        return ()
+
+    async def refusal(self, status: Status, gate: CallGate | None) -> str | None:
+        """What to tell a person whose click the script refused; None for other outcomes."""
+        if status == "self":
             return messages.SELF_APPROVAL_REFUSED
-        try:
-            if await self.directory.may_decide(actor.id, call.approvers):
-                return None
-        except DirectoryUnavailable:
-            return messages.DIRECTORY_UNAVAILABLE
-        await self._deny(envelope, call, actor, "not_an_approver")
-        names = await self.directory.names(call.approvers)
-        return messages.not_an_approver([names[p] for p in call.approvers], call.tool)
-
-    async def _deny(
-        self, envelope: RunEnvelope, call: PendingCall, actor: SlackUser, reason: str
-    ) -> None:
-        await self.audit.record(
-            "denied",
-            envelope.run_id,
-            **asdict(AuditContext.of(envelope, call)),
-            user_id=actor.id,
-            user_name=actor.display,
-            reason=reason,
-        )
+        if status == "not_offered":
+            return messages.APPROVE_ALWAYS_NOT_OFFERED
+        if status == "unreadable":
+            return messages.OTHER_VERSION
+        if status == "not_allowed" and gate is not None:
+            principals = [*gate.users, *gate.groups]
+            names = await self.directory.names(principals)
+            return messages.not_an_approver([names[p] for p in principals], gate.tool)
+        return None

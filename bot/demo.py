@@ -27,9 +27,9 @@ from bot.settings import (
 )
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app, requests_grace
+from bot.wiring import web_redis, worker_redis
 from runtime.local_redis import LocalRedisError, redis_for_demo
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
 from runtime.worker import serve_until_signalled
@@ -75,20 +75,9 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
 
 
 async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, redis: str) -> None:
-    web_redis = connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-        socket_timeout=1.0,
-        connect_timeout=0.5,
-        retries=1,
-    )
-    worker_redis = connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-    )
-    app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
+    redis_for_web = web_redis(settings)
+    redis_for_worker = worker_redis(settings)
+    app = await create_web_app(settings, redis=redis_for_web, agent_names=registry.names)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=requests_grace(settings))
     await runner.setup()
     try:
@@ -96,13 +85,13 @@ async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, 
         await web.TCPSite(runner, "127.0.0.1", settings.port).start()
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
             worker = slack_worker(
-                settings, redis=worker_redis, session=session, registry=registry, policy=policy
+                settings, redis=redis_for_worker, session=session, registry=registry, policy=policy
             )
             print(banner(settings, redis), flush=True)
             await serve_until_signalled(worker)
     finally:
         await runner.cleanup()
-        await worker_redis.aclose()
+        await redis_for_worker.aclose()
 
 
 def banner(settings: Settings, redis: str) -> str:

@@ -173,6 +173,13 @@ def not_an_approver(names: Sequence[str], tool: str) -> str:
 SELF_APPROVAL_REFUSED = (
     "You asked for this run, so someone else has to decide its tool calls. Nothing was recorded."
 )
+APPROVE_ALWAYS_NOT_OFFERED = (
+    "_Approve always_ is not offered for this call, so nothing was recorded. Use Approve."
+)
+OTHER_VERSION = (
+    f"This request was made by a newer version of {PRODUCT}, which this one cannot read yet "
+    "(a deploy is probably under way), so nothing was recorded. Please try again in a minute."
+)
 DIRECTORY_UNAVAILABLE = (
     "Slack did not tell Countersign who is in the approver group just now, so nothing was "
     "recorded. Please try again in a few seconds."
@@ -252,8 +259,12 @@ FAILURES = {
 }
 
 
-def run_failed(run_id: str, failure: Failure, detail: str) -> str:
+def run_failed(run_id: str, failure: Failure, detail: str, ran: Sequence[str] = ()) -> str:
     text = FAILURES[failure].format(detail=escape(detail) or "no details")
+    if ran:
+        # "It failed" must not read as "nothing happened": say what did run.
+        tools = ", ".join(f"`{escape(tool)}`" for tool in ran)
+        text = f"{tools} ran; then the run failed: {text}"
     return f":x: {text} Run `{run_id}`: an admin can find it in the logs."
 
 

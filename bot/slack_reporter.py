@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -132,8 +133,10 @@ class SlackReporter:
             text=messages.final_answer(output),
         )
 
-    async def run_failed(self, run: RunView, failure: Failure, detail: str) -> None:
-        text = messages.run_failed(run.run_id, failure, detail)
+    async def run_failed(
+        self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()
+    ) -> None:
+        text = messages.run_failed(run.run_id, failure, detail, ran)
         if run.conversation.thread is None:
             await self._tell_requester(run, text)
             return

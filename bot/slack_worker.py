@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import aiohttp
 import redis.asyncio as aioredis
+from agents import RunConfig
 
-from bot.approvers import ApproverDirectory
 from bot.settings import Settings
-from bot.slack_client import slack_client
-from bot.slack_reporter import SlackReporter
-from runtime.keys import Keys
+from bot.wiring import slack_parts
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
 from runtime.scripted_model import model_run_config
@@ -25,20 +23,16 @@ def slack_worker(
     policy: Policy,
     name: str | None = None,
     poll_interval: float = 1.0,
+    run_config: RunConfig | None = None,
 ) -> Worker:
-    client = slack_client(
-        token=settings.slack_bot_token.get_secret_value(),
-        base_url=settings.effective_slack_api_url,
-        session=session,
-    )
-    directory = ApproverDirectory(redis, Keys(settings.redis_key_prefix), client)
+    """`run_config` overrides the model the settings choose (tests point it at a fake)."""
     return build_worker(
         settings,
         redis=redis,
-        reporter=SlackReporter(client, directory),
+        reporter=slack_parts(settings, redis=redis, session=session).reporter,
         registry=registry,
         policy=policy,
-        run_config=model_run_config(settings),
+        run_config=run_config or model_run_config(settings),
         name=name,
         poll_interval=poll_interval,
     )

@@ -37,17 +37,16 @@ from bot.commands import AgentCommand
 from bot.console.routes import add_console
 from bot.payloads import malformed
 from bot.settings import Settings
-from bot.slack_client import slack_client
-from bot.slack_reporter import SlackReporter
 from bot.socket_mode import add_socket_mode
-from runtime.approvals import Approvals
+from bot.wiring import slack_parts
 from runtime.audit import AuditTrail
+from runtime.decision_recorder import DecisionRecorder
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
 from runtime.redis_connection import wait_until_reachable
-from runtime.run_store import RunStore
 from runtime.scripted_model import uses_scripted_model
 from runtime.shutdown_budget import ShutdownBudget
+from runtime.stopping import Stopping
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -79,11 +78,8 @@ def build_bolt(
     tasks: TaskSet,
 ) -> AsyncApp:
     keys = Keys(settings.redis_key_prefix)
-    client = slack_client(
-        token=settings.slack_bot_token.get_secret_value(),
-        base_url=settings.effective_slack_api_url,
-        session=session,
-    )
+    parts = slack_parts(settings, redis=redis, session=session)
+    client = parts.client
     bolt = AsyncApp(
         client=client,
         signing_secret=settings.slack_signing_secret.get_secret_value(),
@@ -92,19 +88,15 @@ def build_bolt(
         process_before_response=True,
     )
     audit = AuditTrail(redis, keys)
-    directory = ApproverDirectory(redis, keys, client)
     command = AgentCommand(queue=JobQueue(redis, keys), audit=audit, agents=agent_names)
     actions = ApprovalActions(
-        approvals=Approvals(redis, keys),
-        store=RunStore(redis, keys),
+        recorder=DecisionRecorder(redis, keys),
         client=client,
-        reporter=SlackReporter(client, directory),
-        gate=ApprovalGate(
-            directory=directory, audit=audit, allow_self_approval=settings.allow_self_approval
-        ),
+        reporter=parts.reporter,
+        gate=ApprovalGate(directory=parts.directory),
         tasks=tasks,
     )
-    membership = GroupMembershipEvents(directory=directory)
+    membership = GroupMembershipEvents(directory=parts.directory)
     bolt.command(re.compile(r"^/.*"))(command)
     bolt.action(ACTION_APPROVE)(actions.on_approve)
     bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)
@@ -202,7 +194,7 @@ async def create_web_app(
     async def watch_redis(_: web.Application) -> AsyncIterator[None]:
         # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
         # attempt, while Redis does not answer yet.
-        stopping = asyncio.Event()
+        stopping = Stopping()
         watch = asyncio.get_running_loop().create_task(
             wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping)
         )

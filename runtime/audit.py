@@ -9,8 +9,6 @@ Lua script that records them, so the trail cannot miss one. It outlives each run
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import json
 import logging
@@ -24,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from redis.exceptions import RedisError
 
 from runtime.keys import Keys
+from runtime.stopping import Stopping
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ class AuditTrimmer:
 
     audit: AuditTrail
     retention_days: int
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _stopping: Stopping = field(default_factory=Stopping)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -135,5 +134,4 @@ class AuditTrimmer:
                 await self.audit.trim(self.retention_days)
             except RedisError:
                 log.warning("audit trim failed; retrying later", exc_info=True)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=TRIM_INTERVAL_SECONDS)
+            await self._stopping.sleep(TRIM_INTERVAL_SECONDS)

@@ -3,36 +3,24 @@
 Enqueue is idempotent by job id (a marker key set in the same script as the XADD). A worker reads
 with a blocking XREADGROUP, keeps its running jobs fresh with `XCLAIM ... JUSTID` (the heartbeat),
 and steals jobs whose owner went quiet with XAUTOCLAIM. A job delivered more than
-`max_deliveries` times goes to the dead-letter stream instead of running again.
+`max_deliveries` times goes to the dead-letter stream instead of running again. The loop that
+does all this is `runtime.job_consumer.JobConsumer`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from runtime.keys import JOB_GROUP, Keys
-from runtime.shutdown_budget import ShutdownBudget
-from runtime.task_set import TaskSet
-
-log = logging.getLogger(__name__)
 
 # How long an enqueued job id is remembered, to drop a duplicate of the same request.
 MARKER_TTL_SECONDS = 3600
-
-# Of the shutdown budget, running jobs get all but the end: this share of it, at most this long,
-# is kept for cancelling the rest (first half) and handing them back (second half).
-AFTER_JOBS_SHARE = 0.2
-AFTER_JOBS_MAX_SECONDS = 5.0
-HAND_BACK_MIN_SECONDS = 1.0
-"""Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
 
 # Shared with other scripts that enqueue as part of a larger atomic step.
 ENQUEUE_LUA = """
@@ -61,12 +49,41 @@ return kept
 """
 
 
+# Drop consumers with no pending jobs that have not read for longer than ARGV[2] ms; atomic, so
+# a consumer cannot pick up a job between the check and the delete (which would drop the job
+# from the pending list). Returns their names.
+_FORGET_IDLE_CONSUMERS_SCRIPT = """
+local gone = {}
+for _, row in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local consumer = {}
+  for i = 1, #row, 2 do consumer[row[i]] = row[i + 1] end
+  if consumer['pending'] == 0 and consumer['idle'] > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], consumer['name'])
+    table.insert(gone, consumer['name'])
+  end
+end
+return gone
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     entry_id: str
     payload: str
     deliveries: int
 
+
+@dataclass(frozen=True, slots=True)
+class Reclaimed:
+    deliveries: list[Delivery]
+    cursor: str
+    """Where the next scan of the pending list goes on from; `START` after a full pass."""
+
+
+# XAUTOCLAIM looks at a bounded stretch of the pending list per call (COUNT x 10 entries on
+# Redis 7, COUNT on 6.2) and says where it stopped; scanning always from here would never reach
+# a dead worker's job queued behind enough live ones.
+START = "0-0"
 
 Handler = Callable[[Delivery], Coroutine[Any, Any, None]]
 
@@ -79,6 +96,7 @@ class JobQueue:
         self._keys = keys
         self._enqueue = redis.register_script(_ENQUEUE_SCRIPT)
         self._heartbeat = redis.register_script(_HEARTBEAT_SCRIPT)
+        self._forget_idle = redis.register_script(_FORGET_IDLE_CONSUMERS_SCRIPT)
 
     async def enqueue(self, job_id: str, payload: str) -> bool:
         """Add a job unless one with this id was enqueued recently. True if added."""
@@ -99,16 +117,20 @@ class JobQueue:
         )
         return [_delivery(entry, 1) for _stream, entries in reply or [] for entry in entries]
 
-    async def reclaim(self, consumer: str, min_idle_ms: int, count: int) -> list[Delivery]:
-        """Take over jobs whose owner stopped heartbeating."""
+    async def reclaim(
+        self, consumer: str, min_idle_ms: int, count: int, cursor: str = START
+    ) -> Reclaimed:
+        """Take over jobs whose owner stopped heartbeating, scanning on from `cursor`."""
         reply = await self._redis.xautoclaim(
-            self._keys.jobs, JOB_GROUP, consumer, min_idle_ms, start_id="0-0", count=count
+            self._keys.jobs, JOB_GROUP, consumer, min_idle_ms, start_id=cursor, count=count
         )
+        next_cursor = _text(reply[0])
         entries = [entry for entry in reply[1] if entry[1]]  # deleted entries come back empty
         if not entries:
-            return []
+            return Reclaimed([], next_cursor)
         counts = await self._delivery_counts([_text(entry_id) for entry_id, _ in entries])
-        return [_delivery(entry, counts.get(_text(entry[0]), 1)) for entry in entries]
+        deliveries = [_delivery(entry, counts.get(_text(entry[0]), 1)) for entry in entries]
+        return Reclaimed(deliveries, next_cursor)
 
     async def _delivery_counts(self, entry_ids: list[str]) -> dict[str, int]:
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -162,6 +184,13 @@ class JobQueue:
     async def forget_consumer(self, consumer: str) -> None:
         await self._redis.xgroup_delconsumer(self._keys.jobs, JOB_GROUP, consumer)
 
+    async def forget_idle_consumers(self, min_idle_ms: int) -> list[str]:
+        """Drop consumers that hold no jobs and have not read for `min_idle_ms`."""
+        gone: list[bytes | str] = await self._forget_idle(
+            keys=[self._keys.jobs], args=[JOB_GROUP, min_idle_ms]
+        )
+        return [_text(name) for name in gone]
+
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
@@ -171,145 +200,3 @@ def _delivery(entry: Any, deliveries: int) -> Delivery:
     entry_id, fields = entry
     payload = fields.get(b"job", fields.get("job", b""))
     return Delivery(_text(entry_id), _text(payload), deliveries)
-
-
-@dataclass(kw_only=True)
-class JobConsumer:
-    """Runs jobs from the queue, up to `concurrency` at once, until stopped."""
-
-    queue: JobQueue
-    consumer: str
-    handler: Handler
-    on_dead: Handler
-    concurrency: int
-    idle_timeout: float
-    max_deliveries: int
-    shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
-    """The worker's whole shutdown, from stop() (Heroku sends SIGKILL 30 s after SIGTERM)."""
-    block_ms: int = 2000
-    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    _slots: asyncio.Semaphore = field(init=False)
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
-    _next_reclaim: float = 0.0
-
-    def __post_init__(self) -> None:
-        self._slots = asyncio.Semaphore(self.concurrency)
-
-    async def run(self) -> None:
-        """Run jobs until stop(); then let running ones finish within the grace period."""
-        await self.queue.ensure_group()
-        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop())
-        try:
-            await self._read_loop()
-            await self._drain()
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-
-    def stop(self) -> None:
-        """Take no new jobs; run() returns once running ones are done or handed back."""
-        self.shutdown.start()
-        self._stopping.set()
-
-    async def _drain(self) -> None:
-        after_jobs = min(AFTER_JOBS_MAX_SECONDS, self.shutdown.seconds * AFTER_JOBS_SHARE)
-        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs))
-        unfinished = self._tasks.cancel_all()
-        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs / 2))
-        try:
-            async with asyncio.timeout(max(self.shutdown.left(), HAND_BACK_MIN_SECONDS)):
-                idle_ms = int(self.idle_timeout * 1000) + 1
-                handed = await self.queue.hand_back(self.consumer, idle_ms)
-                if handed == 0:
-                    await self.queue.forget_consumer(self.consumer)
-        except (RedisError, TimeoutError):
-            log.exception("could not hand back jobs; they return after the idle timeout")
-            return
-        log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
-
-    async def _read_loop(self) -> None:
-        """One free slot at a time: fill it with a dead worker's job, else with a new one."""
-        while not self._stopping.is_set():
-            await self._slots.acquire()
-            if self._stopping.is_set():
-                self._slots.release()
-                return
-            try:
-                delivery = await self._take_over_one() or await self._read_one()
-            except RedisError:
-                self._slots.release()
-                log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
-                await self._sleep(1.0)
-                continue
-            if delivery is None:
-                self._slots.release()
-            else:
-                self._start(delivery)
-
-    async def _read_one(self) -> Delivery | None:
-        block_ms = max(50, min(self.block_ms, int(self.idle_timeout * 1000 / 3)))
-        deliveries = await self._until_stopped(self.queue.read(self.consumer, 1, block_ms))
-        return deliveries[0] if deliveries else None
-
-    async def _take_over_one(self) -> Delivery | None:
-        """A job whose owner went quiet, if one is due; burying those that failed too often."""
-        if asyncio.get_running_loop().time() < self._next_reclaim:
-            return None
-        idle_ms = int(self.idle_timeout * 1000)
-        while stolen := await self.queue.reclaim(self.consumer, idle_ms, 1):
-            [delivery] = stolen
-            if delivery.deliveries <= self.max_deliveries:
-                log.warning(
-                    "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
-                )
-                return delivery
-            await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
-            log.error("job %s moved to the dead-letter stream", delivery.entry_id)
-            self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
-        self._next_reclaim = asyncio.get_running_loop().time() + self.idle_timeout / 3
-        return None
-
-    async def _heartbeat_loop(self) -> None:
-        """Keep our running jobs from looking abandoned, also while draining."""
-        while True:
-            await asyncio.sleep(self.idle_timeout / 3)
-            try:
-                await self.queue.heartbeat(self.consumer, list(self._running))
-            except RedisError:
-                log.warning("job heartbeat failed; retrying", exc_info=True)
-
-    def _start(self, delivery: Delivery) -> None:
-        task = self._tasks.spawn(self._run_one(delivery), name=f"job:{delivery.entry_id}")
-        self._running[delivery.entry_id] = task
-
-    async def _run_one(self, delivery: Delivery) -> None:
-        try:
-            await self.handler(delivery)
-            await self.queue.ack(delivery.entry_id)
-        except Exception:
-            # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
-            log.exception("job %s failed; it will be retried", delivery.entry_id)
-        finally:
-            self._running.pop(delivery.entry_id, None)
-            self._slots.release()
-
-    async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
-        read = asyncio.ensure_future(work)
-        stopped = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        if read.done():
-            return read.result()
-        read.cancel()
-        # A read cancelled in flight may have been delivered to us; drain() hands it back.
-        with contextlib.suppress(asyncio.CancelledError):
-            await read
-        return []
-
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)

@@ -33,6 +33,10 @@ class Keys:
         """Hash holding one run's record: envelope, compressed SDK state, decisions."""
         return f"{self.prefix}run:{run_id}"
 
+    def tombstone(self, run_id: str) -> str:
+        """Left behind when a run ends, so that no redelivered job can replay it."""
+        return f"{self.prefix}done:{run_id}"
+
     @property
     def deadlines(self) -> str:
         """Sorted set of approval deadlines: member `run_id:approval_id`, score epoch seconds."""
@@ -42,6 +46,17 @@ class Keys:
     def reminders(self) -> str:
         """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
         return f"{self.prefix}reminders"
+
+    @staticmethod
+    def parked(due_set: str) -> str:
+        """Sorted set of a due set's members whose handler kept raising, set aside for a person:
+        score = when parked. `ZADD` one back into its due set to try it again."""
+        return f"{due_set}:parked"
+
+    @staticmethod
+    def due_tries(due_set: str) -> str:
+        """Hash: member of a due set -> how often its handler raised (until handled or parked)."""
+        return f"{due_set}:tries"
 
     def group_members(self, group_id: str) -> str:
         """Cached members of a Slack user group (short TTL; refreshed on membership events)."""

@@ -18,6 +18,8 @@ from redis.exceptions import AuthenticationError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from runtime.stopping import Stopping
+
 log = logging.getLogger(__name__)
 
 FIRST_RETRY_SECONDS = 1.0
@@ -71,7 +73,7 @@ async def wait_until_reachable(
     redis: aioredis.Redis,
     *,
     setting: str,
-    stopping: asyncio.Event | None = None,
+    stopping: Stopping | None = None,
     first_delay: float = FIRST_RETRY_SECONDS,
     max_delay: float = MAX_RETRY_SECONDS,
 ) -> bool:
@@ -81,7 +83,7 @@ async def wait_until_reachable(
     attempt naming `setting` and the address (never the password), and retries with a backoff
     doubling from `first_delay` to `max_delay`, instead of crashing into a restart loop.
     """
-    stopping = stopping or asyncio.Event()
+    stopping = stopping or Stopping()
     delay = first_delay
     failures = 0
     while not stopping.is_set():
@@ -103,13 +105,13 @@ async def wait_until_reachable(
             if failures:
                 log.info("Redis at %s (%s) answers", address(redis), setting)
             return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), timeout=delay)
+        if await stopping.sleep(delay):
+            return False
         delay = min(delay * 2, max_delay)
     return False
 
 
-async def _first_or_stopped(work: asyncio.Future[Any], stopping: asyncio.Event) -> bool:
+async def _first_or_stopped(work: asyncio.Future[Any], stopping: Stopping) -> bool:
     """Wait for `work` unless `stopping` comes first (then `work` is cancelled): done?"""
     stopped = asyncio.ensure_future(stopping.wait())
     try:

@@ -6,6 +6,7 @@ point wires the two together.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -91,6 +92,9 @@ class Reporter(Protocol):
 
     async def run_finished(self, run: RunView, output: str) -> None: ...
 
-    async def run_failed(self, run: RunView, failure: Failure, detail: str) -> None:
-        """`detail` is safe to show: never raw exception text from a model or tool."""
+    async def run_failed(
+        self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()
+    ) -> None:
+        """`detail` is safe to show: never raw exception text from a model or tool. `ran`
+        names the tools that had already run, so people know what did happen."""
         ...

@@ -1,7 +1,9 @@
 """Runs the steps of a run: start it, stop it for approvals, resume it, finish it.
 
 Every job may be delivered more than once (a worker can die at any line), so each step first
-looks at the stored run and does only what is still missing.
+claims the run (`RunStore.claim`: a fence per delivery) and does only what is still missing.
+Tools run inside a journal scope (`runtime.tool_journal`), so a retried step reuses what already
+ran instead of running it again.
 """
 
 from __future__ import annotations
@@ -15,16 +17,19 @@ from agents import Agent, RunConfig, Runner, RunResult, RunState
 from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
+from runtime.audit_events import AuditEvent
 from runtime.call_digest import call_digest
 from runtime.contracts import ResumeJob, StartJob, new_approval_id
-from runtime.decisions import Applied, apply_decisions, missing_tools
 from runtime.envelope import Decision, PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
+from runtime.run_endings import RunEndings
 from runtime.run_observer import RunObserver
-from runtime.run_store import RunRecord, RunStore
+from runtime.run_store import Fenced, Lease, RunRecord, RunStore
+from runtime.state_decisions import Applied, apply_decisions, missing_tools
+from runtime.tool_journal import JournalScope, journal_scope
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +44,12 @@ class RunExecutor:
     max_turns: int
     reminder_at: float = 0.0
     """Fraction of an approval's lifetime after which its approvers are reminded; 0: never."""
+    allow_self_approval: bool = False
+    """Written into each call's gate: may the requester approve their own run's calls?"""
     run_config: RunConfig | None = None
+
+    def __post_init__(self) -> None:
+        self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
 
     async def start(self, job: StartJob) -> None:
         record = await self.store.create(
@@ -51,52 +61,76 @@ class RunExecutor:
                 created_at=job.requested_at,
             )
         )
-        if record.status != "running":
-            # A redelivered start job: a later step owns the run; repair what it may lack.
-            await self._continue(record)
+        if record is None:
+            log.info("run %s: already ended; its start job is not run again", job.run_id)
             return
-        envelope = record.envelope
+        claim = await self.store.claim(job.run_id, kind="start", round_=0)
+        if claim.lease is None:
+            log.info("run %s: start not needed (%s)", job.run_id, claim.status)
+            return
+        try:
+            if claim.status != "claimed":
+                await self._continue(claim.lease)
+                return
+            await self._start(job, record.envelope, claim.lease)
+        except Fenced as error:
+            log.warning("%s; this delivery stops", error)
+
+    async def _start(self, job: StartJob, envelope: RunEnvelope, lease: Lease) -> None:
         if envelope.conversation.thread is None:
             try:
                 thread = await self.reporter.run_started(RunView.of(envelope))
             except ConversationUnavailable as error:
                 log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
-                await self.store.delete(envelope)
-                await self.audit.record("failed", job.run_id, failure="conversation_unavailable")
+                await self.store.close(job.run_id, lease=lease, outcome="failed")
+                await self.audit.record(
+                    AuditEvent.FAILED, job.run_id, failure="conversation_unavailable"
+                )
                 return
             conversation = envelope.conversation.model_copy(update={"thread": thread})
             envelope = envelope.model_copy(update={"conversation": conversation})
-            await self.store.update_envelope(envelope)
+            await self.store.update_envelope(envelope, lease)
             await self.audit.record(
-                "started",
+                AuditEvent.STARTED,
                 job.run_id,
                 agent=job.agent,
                 task=job.task,
                 requester=conversation.requester,
                 channel=conversation.channel,
             )
+        record = await self.store.load(job.run_id, with_state=False)
+        assert record is not None, "claimed above"
         try:
             agent = self._agent(envelope.root_agent)
         except RunFailed as failure:
-            await self._fail(envelope, failure, keep=False)
+            await self.endings.fail(envelope, failure, lease, keep=False)
             return
         context = {"run_id": job.run_id, "requester": job.conversation.requester}
-        await self._advance(envelope, record, agent, job.task, context=context)
+        await self._advance(envelope, record, agent, job.task, lease, context=context)
 
     async def resume(self, job: ResumeJob) -> None:
-        claim = await self.store.claim_resume(job.run_id, job.round, job.job_id)
-        if claim in ("gone", "waiting"):
-            log.info("run %s: resume of round %d not needed (%s)", job.run_id, job.round, claim)
+        claim = await self.store.claim(job.run_id, kind="resume", round_=job.round)
+        if claim.lease is None:
+            log.info(
+                "run %s: resume of round %d not needed (%s)", job.run_id, job.round, claim.status
+            )
             return
+        lease = claim.lease
+        try:
+            if claim.status not in ("claimed", "taken_over"):
+                await self._continue(lease)
+                return
+            await self._resume(job, lease)
+        except Fenced as error:
+            log.warning("%s; this delivery stops", error)
+
+    async def _resume(self, job: ResumeJob, lease: Lease) -> None:
         try:
             record = await self.store.load(job.run_id)
         except UnreadableEnvelope as error:
-            await self._report_unreadable(job.run_id, str(error))
+            await self.endings.unreadable(job.run_id, str(error), lease)
             return
         if record is None:
-            return
-        if claim in ("stale", "finishing"):
-            await self._continue(record)
             return
         envelope = record.envelope
         try:
@@ -104,26 +138,16 @@ class RunExecutor:
             state = await self._restore(agent, record)
             applied = self._apply(state, envelope)
         except RunFailed as failure:
-            await self._fail(envelope, failure, keep=True)
+            await self.endings.fail(envelope, failure, lease, keep=True)
             return
         log.info(
             "run %s: resuming round %d, %d approved", job.run_id, job.round, len(applied.approved)
         )
         await self._report_refusals(envelope, applied)
-        await self._advance(envelope, record, agent, state)
+        await self._advance(envelope, record, agent, state, lease)
 
-    async def on_dead_job(self, job: StartJob | ResumeJob) -> None:
-        """A job for this run failed too often: tell its thread and stop trying."""
-        conversation = await self.store.locate(job.run_id)
-        if conversation is None and isinstance(job, StartJob):
-            conversation = job.conversation
-        if conversation is None:
-            log.error("run %s: gave up, and its record is gone; nobody can be told", job.run_id)
-            return
-        view = RunView(run_id=job.run_id, agent="?", task="", conversation=conversation)
-        await self.reporter.run_failed(view, Failure.GAVE_UP, "")
-        await self.store.mark_failed(job.run_id)
-        await self.audit.record("failed", job.run_id, failure=Failure.GAVE_UP.value)
+    async def on_dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
+        await self.endings.dead_job(job, reason)
 
     def _agent(self, name: str) -> Agent[Any]:
         try:
@@ -161,6 +185,7 @@ class RunExecutor:
         record: RunRecord,
         agent: Agent[Any],
         run_input: str | RunState[Any, Any],
+        lease: Lease,
         *,
         context: dict[str, Any] | None = None,
     ) -> None:
@@ -169,22 +194,33 @@ class RunExecutor:
             run=RunView.of(envelope),
             reporter=self.reporter,
             store=self.store,
-            audit=self.audit,
+            lease=lease,
             message_id=record.status_message,
             steps=record.status_steps,
         )
+        conversation = envelope.conversation
+        scope = JournalScope(
+            store=self.store,
+            audit=self.audit,
+            lease=lease,
+            requester=conversation.requester,
+            channel=conversation.channel,
+        )
         while True:
             try:
-                result = await Runner.run(
-                    agent,
-                    run_input,
-                    context=context,
-                    # Frozen into the state at the first run; passing it again is ignored.
-                    max_turns=self.max_turns,
-                    hooks=observer,
-                    run_config=self.run_config,
-                )
+                with journal_scope(scope):
+                    result = await Runner.run(
+                        agent,
+                        run_input,
+                        context=context,
+                        # Frozen into the state at the first run; passing it again is ignored.
+                        max_turns=self.max_turns,
+                        hooks=observer,
+                        run_config=self.run_config,
+                    )
             except Exception as error:
+                if _fenced(error):
+                    raise Fenced(envelope.run_id) from error
                 failure = describe_run_error(error)
                 if failure is None:
                     raise
@@ -192,17 +228,17 @@ class RunExecutor:
                     "run %s: ended by %s: %s", envelope.run_id, type(error).__name__, failure
                 )
                 await observer.flush("failed")
-                await self._fail(envelope, failure, keep=False)
+                await self.endings.fail(envelope, failure, lease, keep=False)
                 return
             if not result.interruptions:
                 output = str(result.final_output)
-                await self.store.mark_finishing(envelope.run_id, output)
+                await self.store.mark_finishing(lease, output)
                 await observer.flush("done")
-                await self._finish(envelope, output)
+                await self.endings.finish(envelope, output, lease)
                 return
             calls = await self._plan_calls(envelope, result)
             if any(call.decision is None for call in calls):
-                await self._stop_for_approvals(envelope, result, calls, observer)
+                await self._stop_for_approvals(envelope, result, calls, observer, lease)
                 return
             # The policy decided every call: go on without asking anyone.
             run_input = result.to_state()
@@ -242,9 +278,11 @@ class RunExecutor:
                 decision=decision,
             )
             calls.append(call)
-            event = {"approve": "auto_approved", "reject": "auto_rejected", None: "requested"}[
-                rule.auto
-            ]
+            event = {
+                "approve": AuditEvent.AUTO_APPROVED,
+                "reject": AuditEvent.AUTO_REJECTED,
+                None: AuditEvent.REQUESTED,
+            }[rule.auto]
             await self.audit.record(event, envelope.run_id, **self._audit_fields(envelope, call))
         return tuple(calls)
 
@@ -267,6 +305,7 @@ class RunExecutor:
         result: RunResult,
         calls: tuple[PendingCall, ...],
         observer: RunObserver,
+        lease: Lease,
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
@@ -279,63 +318,52 @@ class RunExecutor:
                 if c.decision is None
             }
         await self.store.wait_for_approvals(
-            waiting, state_json, previous=envelope, reminders=reminders
+            waiting,
+            state_json,
+            lease=lease,
+            previous=envelope,
+            reminders=reminders,
+            self_ok=self.allow_self_approval,
         )
         await observer.flush("waiting")
-        await self._post_cards(waiting)
+        await self._post_cards(waiting, lease)
 
     async def _report_refusals(self, envelope: RunEnvelope, applied: Applied) -> None:
         for call in applied.refused:
             log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
             await self.audit.record(
-                "refused", envelope.run_id, **self._audit_fields(envelope, call)
+                AuditEvent.REFUSED, envelope.run_id, **self._audit_fields(envelope, call)
             )
             await self.reporter.call_refused(RunView.of(envelope), call)
 
-    async def _post_cards(self, envelope: RunEnvelope) -> None:
+    async def _post_cards(self, envelope: RunEnvelope, lease: Lease) -> None:
         """Ask for every open approval that has no message yet."""
         view = RunView.of(envelope)
         for call in envelope.calls:
             if call.message_ts is None and call.decision is None:
                 ts = await self.reporter.approval_requested(view, call)
-                await self.store.set_message_ts(envelope.run_id, call.approval_id, ts)
+                await self.store.set_message_ts(lease, call.approval_id, ts)
 
-    async def _continue(self, record: RunRecord) -> None:
+    async def _continue(self, lease: Lease) -> None:
         """Finish whatever step a previous delivery of this run's job left half done."""
+        try:
+            record = await self.store.load(lease.run_id, with_state=False)
+        except UnreadableEnvelope as error:
+            log.warning("%s; left for its resume to report", error)
+            return
+        if record is None:
+            return
         if record.status == "waiting":
-            await self._post_cards(record.envelope)
+            await self._post_cards(record.envelope, lease)
         elif record.status == "finishing" and record.final_output is not None:
-            await self._finish(record.envelope, record.final_output)
+            await self.endings.finish(record.envelope, record.final_output, lease)
 
-    async def _finish(self, envelope: RunEnvelope, output: str) -> None:
-        await self.reporter.run_finished(RunView.of(envelope), output)
-        await self.store.delete(envelope)
-        await self.audit.record(
-            "finished",
-            envelope.run_id,
-            rounds=envelope.round,
-            channel=envelope.conversation.channel,
-        )
 
-    async def _fail(self, envelope: RunEnvelope, failure: RunFailed, *, keep: bool) -> None:
-        """Tell the thread the run ended; keep the record (until its TTL) if it may be recovered."""
-        await self.reporter.run_failed(RunView.of(envelope), failure.kind, failure.detail)
-        if keep:
-            await self.store.mark_failed(envelope.run_id)
-        else:
-            await self.store.delete(envelope)
-        await self.audit.record(
-            "failed",
-            envelope.run_id,
-            failure=failure.kind.value,
-            channel=envelope.conversation.channel,
-        )
-
-    async def _report_unreadable(self, run_id: str, detail: str) -> None:
-        log.error("%s", detail)
-        conversation = await self.store.locate(run_id)
-        if conversation is not None:
-            view = RunView(run_id=run_id, agent="?", task="", conversation=conversation)
-            await self.reporter.run_failed(view, Failure.UNSUPPORTED_ENVELOPE, detail)
-        await self.store.mark_failed(run_id)
-        await self.audit.record("failed", run_id, failure=Failure.UNSUPPORTED_ENVELOPE.value)
+def _fenced(error: BaseException) -> bool:
+    """The SDK wraps what a tool invoker raises; a fence lost inside one is ours."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, Fenced):
+            return True
+        seen = seen.__cause__
+    return False

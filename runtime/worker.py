@@ -5,20 +5,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import signal
 import socket
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import redis.asyncio as aioredis
 from agents import RunConfig
 from pydantic import ValidationError
 
-from runtime.approvals import Approvals
 from runtime.audit import AuditTrail, AuditTrimmer
 from runtime.contracts import JOB, ResumeJob, StartJob
+from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
-from runtime.jobs import Delivery, JobConsumer, JobQueue
+from runtime.job_consumer import JobConsumer
+from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
 from runtime.policy import Policy
 from runtime.redis_connection import wait_until_reachable
@@ -29,26 +33,49 @@ from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
 from runtime.shutdown_budget import ShutdownBudget
+from runtime.stopping import Stopping
+from runtime.tool_journal import install_journal
 
 log = logging.getLogger(__name__)
 
 
 def consumer_name() -> str:
-    """Stable per dyno on Heroku (`worker.1`), unique per process elsewhere."""
-    return os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    """The dyno (`worker.1`) or host and pid, plus a suffix of this boot's own (`worker.1:3f9a1c`).
+
+    In a deploy Heroku starts the new `worker.1` before the old one has stopped: with one name
+    between them, the old one's hand-back on SIGTERM would give away the new one's jobs.
+    """
+    where = os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    return f"{where}:{secrets.token_hex(3)}"
+
+
+# A loop that keeps crashing is restarted at most this often.
+MAX_RESTART_DELAY_SECONDS = 60.0
+
+
+class Poller(Protocol):
+    """A background loop of the worker, such as a `DuePoller`."""
+
+    name: str
+
+    async def run(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass(kw_only=True)
 class Worker:
     consumer: JobConsumer
-    pollers: list[DuePoller]
+    pollers: Sequence[Poller]
     audit_trimmer: AuditTrimmer
     redis: aioredis.Redis
-    shutdown: ShutdownBudget
-    """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     redis_setting: str = "REDIS_URL"
     """The variable naming this Redis, for the operator to check while it does not answer."""
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
+    """Shared with the consumer: the whole stop, from stop() on, fits in it."""
+    restart_delay: float = 1.0
+    """First wait before restarting a crashed poller; it doubles up to a minute."""
+    _stopping: Stopping = field(default_factory=Stopping)
 
     async def run(self) -> None:
         """Once Redis answers (a worker may start first), run until stop()."""
@@ -58,10 +85,17 @@ class Worker:
         if not reachable:
             return
         log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
+        # The job consumer is the worker: if it fails the process exits and the platform starts
+        # a new one. A poller is a side duty: its crash must not take the jobs down with it.
         async with asyncio.TaskGroup() as group:
             consumer = group.create_task(self.consumer.run())
-            loops = [group.create_task(poller.run()) for poller in self.pollers]
-            loops.append(group.create_task(self.audit_trimmer.run()))
+            loops = [
+                group.create_task(self._keep_running(poller.name, poller.run))
+                for poller in self.pollers
+            ]
+            loops.append(
+                group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
+            )
             await consumer  # returns after stop(), its jobs finished or handed back
             # A sweep may still wait on Slack; it must not hold the process past the budget.
             # Cutting it short is safe: its lease lapses and a worker handles it again.
@@ -71,11 +105,23 @@ class Worker:
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
+        self.shutdown.start()
         self._stopping.set()
         self.consumer.stop()
         for poller in self.pollers:
             poller.stop()
         self.audit_trimmer.stop()
+
+    async def _keep_running(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
+        delay = self.restart_delay
+        while not self._stopping.is_set():
+            try:
+                await run()
+                return
+            except Exception:
+                log.exception("%s crashed; restarting it in %g s", name, delay)
+            await self._stopping.sleep(delay)
+            delay = min(delay * 2, MAX_RESTART_DELAY_SECONDS)
 
 
 @dataclass(kw_only=True)
@@ -96,7 +142,7 @@ class JobRouter:
     async def on_dead(self, delivery: Delivery) -> None:
         job = self._parse(delivery)
         if job is not None:
-            await self.executor.on_dead_job(job)
+            await self.executor.on_dead_job(job, "")
 
     @staticmethod
     def _parse(delivery: Delivery) -> StartJob | ResumeJob | None:
@@ -123,7 +169,7 @@ def build_worker(
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
-    approvals = Approvals(redis, keys)
+    install_journal(registry)
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -132,6 +178,7 @@ def build_worker(
         policy=policy,
         max_turns=settings.max_turns,
         reminder_at=settings.reminder_at,
+        allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
     )
     router = JobRouter(executor=executor)
@@ -143,9 +190,10 @@ def build_worker(
         concurrency=settings.worker_concurrency,
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
+        job_timeout=settings.job_timeout_seconds,
         shutdown=shutdown,
     )
-    expiry = Expiry(approvals=approvals, store=store, reporter=reporter)
+    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter)
     reminders = Reminders(store=store, reporter=reporter)
     pollers = [
         DuePoller(
@@ -169,8 +217,8 @@ def build_worker(
         pollers=pollers,
         audit_trimmer=trimmer,
         redis=redis,
-        shutdown=shutdown,
         redis_setting=settings.redis_url_setting,
+        shutdown=shutdown,
     )
 
 

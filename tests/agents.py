@@ -15,6 +15,8 @@ import redis.asyncio as aioredis
 from agents import Agent, function_tool
 from agents.tool_context import ToolContext
 
+from runtime.tool_journal import idempotency_key
+
 EXECUTIONS: list[tuple[str, dict[str, Any]]] = []
 
 
@@ -69,12 +71,13 @@ async def write_ledger(ctx: ToolContext[Any], entry: str) -> str:
 
 @function_tool(needs_approval=True)
 async def migrate(ctx: ToolContext[Any], table: str) -> str:
-    """A slow tool: the first attempt of each call takes SLOW_TOOL_SECONDS (default 30)."""
+    """A slow tool: the first attempt of each call takes SLOW_TOOL_SECONDS (default 30), and
+    says which attempt it was and its idempotency key."""
     attempts = await _attempts(ctx.tool_call_id)
     await _record(ctx, "migrate", {"table": table})
     if attempts == 0:
         await asyncio.sleep(float(os.environ.get("SLOW_TOOL_SECONDS", "30")))
-    return f"migrated {table} (attempt {attempts + 1}, key {ctx.tool_call_id})"
+    return f"migrated {table} (attempt {attempts + 1}, key {idempotency_key(ctx)})"
 
 
 async def _attempts(call_id: str) -> int:

@@ -68,8 +68,10 @@ class Deployment:
         await wait_until_healthy(f"http://127.0.0.1:{self.port}/healthz", process)
         return process
 
-    def worker(self, dyno: str, **env: str) -> Process:
-        process = Process(dyno, procfile()["worker"], self.env(DYNO=dyno, **env), self.logs)
+    def worker(self, dyno: str, *, name: str | None = None, **env: str) -> Process:
+        """A worker process on `dyno`; `name` tells two processes on one dyno apart."""
+        command = procfile()["worker"]
+        process = Process(name or dyno, command, self.env(DYNO=dyno, **env), self.logs)
         self.processes.append(process)
         return process
 
@@ -82,8 +84,12 @@ class Deployment:
         await self.redis.aclose()
 
     async def job_owner(self) -> str | None:
+        """The dyno (`worker.1`) holding the first pending job, if any."""
         rows: Any = await self.redis.xpending_range(self.keys.jobs, JOB_GROUP, "-", "+", 10)
-        return rows[0]["consumer"].decode() if rows else None
+        if not rows:
+            return None
+        dyno, _, _boot = rows[0]["consumer"].decode().rpartition(":")  # `worker.1:3f9a1c`
+        return str(dyno)
 
     async def start_run(self, text: str) -> Message:
         roots = len(self.slack.roots())

@@ -18,17 +18,16 @@ from agents import OpenAIProvider, RunConfig
 from aiohttp import web
 from openai import AsyncOpenAI
 
-from bot.approvers import ApproverDirectory
 from bot.settings import Settings
-from bot.slack_client import slack_client
-from bot.slack_reporter import SlackReporter
+from bot.slack_worker import slack_worker
 from bot.web import create_web_app
+from bot.wiring import web_redis
 from runtime.keys import Keys
 from runtime.policy import load_policy
 from runtime.redis_connection import connect
 from runtime.registry import load_registry
-from runtime.scripted_model import model_run_config
-from runtime.worker import Worker, build_worker
+from runtime.run_record import TOMBSTONE_SECONDS
+from runtime.worker import Worker
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
 from tests.slack_requests import SlackSender
@@ -101,9 +100,8 @@ class Harness:
 
     async def start_web(self) -> None:
         settings = self.settings
-        web_redis = connect(self.redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1)
         registry = load_registry(settings.agents)
-        app = await create_web_app(settings, redis=web_redis, agent_names=registry.names)
+        app = await create_web_app(settings, redis=web_redis(settings), agent_names=registry.names)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -129,15 +127,13 @@ class Harness:
     async def start_worker(self, name: str | None = None, **env: str) -> Worker:
         settings = self.settings_with(**env)
         session = aiohttp.ClientSession()
-        client = slack_client(token="xoxb-test-token", base_url=self.slack.api_url, session=session)
-        directory = ApproverDirectory(self.redis, self.keys, client)
-        worker = build_worker(
+        worker = slack_worker(
             settings,
             redis=self.redis,
-            reporter=SlackReporter(client, directory),
+            session=session,
             registry=load_registry(settings.agents),
             policy=load_policy(settings),
-            run_config=model_run_config(settings) if self.scripted_model else self.run_config(),
+            run_config=None if self.scripted_model else self.run_config(),
             name=name or f"test-worker-{len(self._workers)}",
             poll_interval=0.1,
         )
@@ -215,13 +211,17 @@ class Harness:
             await asyncio.sleep(0.05)
 
     async def run_leftovers(self) -> list[str]:
-        """Keys beyond the audit trail, the job streams and short-lived job-id markers."""
+        """Keys beyond the audit trail, the job streams, short-lived job-id markers and the
+        tombstones of ended runs (which expire)."""
         shared = {self.keys.audit, self.keys.jobs, self.keys.dead_jobs}
         left = []
         for key in await self.keys_left():
             if key in shared:
                 continue
             if key.startswith(self.keys.job_marker("")) and 0 < await self.redis.ttl(key) <= 3600:
+                continue
+            ttl = await self.redis.ttl(key)
+            if key.startswith(self.keys.tombstone("")) and 0 < ttl <= TOMBSTONE_SECONDS:
                 continue
             left.append(key)
         return left

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from runtime.approvals import Approvals, Choice
+from runtime.call_digest import call_digest
 from runtime.contracts import Conversation, new_approval_id, new_run_id
+from runtime.decision_recorder import Choice, DecisionRecorder
 from runtime.envelope import PendingCall, RunEnvelope
 from runtime.keys import Keys
 from runtime.run_store import RunStore
@@ -91,7 +92,7 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
 
     redis = connect(redis_url)
     keys = Keys(prefix)
-    store, approvals = RunStore(redis, keys), Approvals(redis, keys)
+    store, recorder = RunStore(redis, keys), DecisionRecorder(redis, keys)
     try:
         for _round in range(20):
             run_id = new_run_id()
@@ -103,6 +104,8 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
                 conversation=Conversation(channel="C1", requester="U1", thread="1.1"),
             )
             await store.create(envelope)
+            lease = (await store.claim(envelope.run_id, kind="start", round_=0)).lease
+            assert lease is not None
             deadline = await store.server_time() + 0.02
             call = PendingCall(
                 approval_id=new_approval_id(),
@@ -111,25 +114,28 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
                 agent="ops",
                 arguments="{}",
                 expires_at=deadline,
+                digest=call_digest("delete_user", "{}"),
             )
             waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
-            await store.wait_for_approvals(waiting, "{}", previous=envelope, reminders={})
+            await store.wait_for_approvals(
+                waiting, "{}", lease=lease, previous=envelope, reminders={}, self_ok=False
+            )
 
             async def click(
                 n: int, run_id: str = run_id, approval_id: str = call.approval_id
             ) -> str:
                 await asyncio.sleep(n * 0.001)
                 choice = Choice(outcome="approved", user_id=f"U{n}")
-                decided = await approvals.decide(
-                    run_id, approval_id, choice, channel="C1", context=None
-                )
+                view = await recorder.view(run_id, approval_id)
+                decided = await recorder.decide(view, choice, channel="C1", member_of=())
                 return decided.status
 
             async def expire(
                 n: int, run_id: str = run_id, approval_id: str = call.approval_id
             ) -> str:
                 await asyncio.sleep(n * 0.001)
-                return (await approvals.expire(run_id, approval_id, None)).status
+                view = await recorder.view(run_id, approval_id)
+                return (await recorder.expire(view)).status
 
             results = await asyncio.gather(
                 *(click(n) for n in range(40)), *(expire(n) for n in range(40))

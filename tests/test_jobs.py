@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.jobs import Delivery, JobConsumer, JobQueue
+from runtime.job_consumer import JobConsumer
+from runtime.jobs import Delivery, JobQueue
 from runtime.keys import JOB_GROUP, Keys
 from runtime.redis_connection import connect
 from runtime.shutdown_budget import ShutdownBudget
@@ -99,7 +100,7 @@ async def test_heartbeat_does_not_take_back_a_job_another_worker_took_over(
     await queue.enqueue("j", "job")
     [delivery] = await queue.read("slow", 1, 100)
     await asyncio.sleep(0.05)
-    [stolen] = await queue.reclaim("fast", 10, 1)
+    [stolen] = (await queue.reclaim("fast", 10, 1)).deliveries
     assert await queue.heartbeat("slow", [delivery.entry_id]) == 0
     client = connect(redis_url)
     [row] = await pending(queue, client, prefix)
@@ -160,5 +161,118 @@ async def test_stopping_finishes_short_jobs_and_hands_back_long_ones(
     await asyncio.wait_for(task, timeout=10)
     assert finished == ["short"]
     await queue.enqueue("n", "new")  # taken by nobody: the stopped worker reads no more
-    [handed] = await queue.reclaim("next", 600, 10)  # claimable at once: idle was set high
+    # Claimable at once: the hand-back set its idle time high.
+    [handed] = (await queue.reclaim("next", 600, 10)).deliveries
     assert handed.payload == "long"
+
+
+async def test_a_dead_workers_job_behind_many_live_ones_is_taken_over(queue: JobQueue) -> None:
+    # XAUTOCLAIM looks at a bounded stretch of the pending list per call (COUNT x 10 entries
+    # on Redis 7, COUNT on 6.2): 25 live jobs ahead of the orphan hide it from a scan that
+    # always starts at the front.
+    release = asyncio.Event()
+    running: list[str] = []
+
+    async def hold(delivery: Delivery) -> None:
+        running.append(delivery.payload)
+        await release.wait()
+
+    live = consumer(queue, "live", hold, concurrency=25)
+    live_task = asyncio.create_task(live.run())
+    for n in range(25):
+        await queue.enqueue(f"live-{n}", f"live {n}")
+    for _ in range(100):
+        if len(running) == 25:
+            break
+        await asyncio.sleep(0.05)
+    assert len(running) == 25
+    await queue.enqueue("orphan", "orphaned job")
+    [orphan] = await queue.read("dead-worker", 1, 100)  # read, then the worker dies
+
+    taken: list[Delivery] = []
+
+    async def record(delivery: Delivery) -> None:
+        taken.append(delivery)
+
+    thief = consumer(queue, "thief", record, concurrency=1)
+    thief_task = asyncio.create_task(thief.run())
+    # Idle after 0.6 s; then one XAUTOCLAIM per tick (<= 0.2 s) covers 10 entries: 3 ticks.
+    for _ in range(40):
+        if taken:
+            break
+        await asyncio.sleep(0.1)
+    release.set()
+    for c in (live, thief):
+        c.stop()
+    await asyncio.gather(live_task, thief_task)
+    assert [(d.entry_id, d.deliveries) for d in taken] == [(orphan.entry_id, 2)]
+    assert len(running) == 25, "no live job was stolen"
+
+
+async def test_a_hung_job_is_cancelled_retried_and_dead_lettered(
+    queue: JobQueue, redis_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    attempts: list[int] = []
+    cancelled: list[int] = []
+    buried: list[Delivery] = []
+
+    async def hangs(delivery: Delivery) -> None:
+        attempts.append(delivery.deliveries)
+        try:
+            await asyncio.Event().wait()  # nothing ever sets it
+        except asyncio.CancelledError:
+            cancelled.append(delivery.deliveries)
+            raise
+
+    async def on_dead(delivery: Delivery) -> None:
+        buried.append(delivery)
+
+    worker = consumer(
+        queue, "w", hangs, max_deliveries=2, on_dead=on_dead, idle_timeout=0.3, job_timeout=0.5
+    )
+    task = asyncio.create_task(worker.run())
+    await queue.enqueue("hung", "hung job")
+    for _ in range(60):
+        if buried:
+            break
+        await asyncio.sleep(0.1)
+    worker.stop()
+    await task
+    assert attempts == [1, 2], "retried once after its first try was cut off"
+    assert cancelled == [1, 2]
+    assert [d.payload for d in buried] == ["hung job"]
+    client = connect(redis_url)
+    assert await pending(queue, client, prefix) == []
+    await client.aclose()
+    timeouts = [r.getMessage() for r in caplog.records if "JOB_TIMEOUT_SECONDS" in r.getMessage()]
+    assert len(timeouts) == 2, timeouts
+
+
+async def test_consumers_of_stopped_boots_are_dropped_unless_they_hold_jobs(
+    queue: JobQueue, redis_url: str, prefix: str
+) -> None:
+    client = connect(redis_url)
+    jobs = Keys(prefix).jobs
+    await client.xgroup_createconsumer(jobs, JOB_GROUP, "worker.1:0ld001")  # stopped cleanly
+    await queue.enqueue("held", "held job")
+    await queue.read("worker.2:0ld002", 1, 100)  # killed while it held a job
+    await asyncio.sleep(0.4)
+
+    async def nothing(_: Delivery) -> None: ...
+
+    live = consumer(queue, "worker.1:n3w001", nothing, idle_timeout=30, consumer_gone_after=0.3)
+    task = asyncio.create_task(live.run())
+
+    async def names() -> set[str]:
+        rows: Any = await client.xinfo_consumers(jobs, JOB_GROUP)
+        return {row["name"].decode() for row in rows}
+
+    for _ in range(50):
+        if "worker.1:0ld001" not in await names():
+            break
+        await asyncio.sleep(0.05)
+    # One script drops and keeps: once the first is gone, the second was looked at too.
+    assert await names() - {"worker.1:n3w001"} == {"worker.2:0ld002"}
+    live.stop()
+    await task
+    await client.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -63,6 +64,7 @@ async def test_approve_and_expire_on_redis_6_2(old_bot: Harness) -> None:
     await old_bot.sender.click(first, "approve", user="UBOB")
     answer = await old_bot.final_answer(root, timeout=15)
     assert answer.text.startswith("deleted u-1 / The call to delete_user was not run: no one")
+    await old_bot.audit_until("finished")  # the record is closed after the answer is posted
     assert await old_bot.run_leftovers() == []
 
 
@@ -74,9 +76,11 @@ async def test_a_silent_consumer_loses_its_job_on_redis_6_2(redis_6_2: str) -> N
         assert await queue.enqueue("j1", "{}")
         assert not await queue.enqueue("j1", "{}"), "idempotent by job id"
         [taken] = await queue.read("dead-worker", 1, 100)
-        stolen = await queue.reclaim("live-worker", 0, 10)
+        stolen = (await queue.reclaim("live-worker", 0, 10)).deliveries
         assert [(d.entry_id, d.deliveries) for d in stolen] == [(taken.entry_id, 2)]
         await queue.ack(taken.entry_id)
+        await asyncio.sleep(0.01)
+        assert sorted(await queue.forget_idle_consumers(1)) == ["dead-worker", "live-worker"]
     finally:
         await client.delete(*[k async for k in client.scan_iter(match="cs62-jobs:*")])
         await client.aclose()

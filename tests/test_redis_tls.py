@@ -16,6 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from bot.settings import Settings, SettingsError, load_settings
 from runtime.local_redis import RedisServer, free_port
 from runtime.redis_connection import connect, wait_until_reachable
+from runtime.stopping import Stopping
 
 OPENSSL = shutil.which("openssl")
 
@@ -115,7 +116,7 @@ async def test_a_self_signed_certificate_is_refused_by_default(
     try:
         with pytest.raises(RedisConnectionError, match="certificate verify failed"):
             await client.ping()
-        stopping = asyncio.Event()
+        stopping = Stopping()
         asyncio.get_running_loop().call_later(0.5, stopping.set)
         reachable = await wait_until_reachable(
             client, setting=settings.redis_url_setting, stopping=stopping, first_delay=5

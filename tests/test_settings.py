@@ -42,6 +42,10 @@ def test_secrets_do_not_show_in_reprs() -> None:
         ({**REQUIRED, "PORT": "http"}, ["PORT is invalid", "Use a TCP port number"]),
         ({**REQUIRED, "APPROVAL_TTL_SECONDS": "0"}, ["APPROVAL_TTL_SECONDS is invalid"]),
         ({**REQUIRED, "AGENTS": "agents.py"}, ["AGENTS is invalid", "module:attribute"]),
+        (
+            {**REQUIRED, "JOB_TIMEOUT_SECONDS": "0"},
+            ["JOB_TIMEOUT_SECONDS is invalid", "between 1 and 86400"],
+        ),
         ({**REQUIRED, "SLACK_API_URL": "slack.com"}, ["SLACK_API_URL is invalid", "/api/"]),
     ],
 )

@@ -1,0 +1,186 @@
+"""Recording people's decisions (and expiries) through the one decision script.
+
+Who may decide is enforced inside the script, from the call's gate (`runtime.run_record`); the
+caller only says who clicked and which of the gate's groups that person is in. A decision is
+read-only for the caller otherwise: what is approved is the gate's digest, not anything sent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, cast
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from runtime import run_record as rr
+from runtime.audit_events import AuditEvent
+from runtime.contracts import ResumeJob
+from runtime.envelope import (
+    Approval,
+    Decision,
+    Outcome,
+    PendingCall,
+    RunEnvelope,
+    UnreadableEnvelope,
+    parse_envelope,
+)
+from runtime.keys import Keys
+from runtime.run_record import CallGate
+
+Status = Literal[
+    "recorded",  # this decision was stored
+    "counted",  # an approval towards a quorum that is not met yet
+    "already_approved",  # this person's approval already counts towards the quorum
+    "decided",  # someone decided first; `decision` says who and how
+    "expired",  # the deadline passed before this click
+    "closed",  # the run is no longer waiting for decisions (resuming or finishing)
+    "unknown",  # no such approval in this run and channel
+    "gone",  # no such run (finished, or never existed)
+    "early",  # an expiry was attempted before the deadline
+    "open",  # (check only) a decision would be recorded now
+    "unreadable",  # the call's gate was written by another version: nobody may decide now
+    "not_allowed",  # this person may not decide this call
+    "self",  # the requester may not approve their own run's call
+    "not_offered",  # "Approve always" is not offered for this call
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Choice:
+    """What a person chose, before the script stamps the time."""
+
+    outcome: Outcome
+    user_id: str | None = None
+    user_name: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordResult:
+    status: Status
+    decision: Decision | None = None
+    """The recorded decision, or for `decided` the one that won."""
+    approvals: tuple[Approval, ...] = ()
+    """For `counted`, `already_approved` and `open`: the approvals so far."""
+    resume_enqueued: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallView:
+    """What a decision needs to know about one approval, read in one round trip without the
+    run's state. `envelope` and `call` are None when this version cannot read them."""
+
+    run_id: str
+    approval_id: str
+    exists: bool
+    round: str
+    gate: CallGate | None
+    envelope: RunEnvelope | None
+    call: PendingCall | None
+
+
+class DecisionRecorder:
+    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._decide = redis.register_script(rr.SCRIPTS["decide"])
+
+    async def view(self, run_id: str, approval_id: str) -> CallView:
+        reply: list[Any] = await self._redis.hmget(
+            self._keys.run(run_id),
+            [rr.ENVELOPE, rr.ROUND, rr.GATE + approval_id, rr.TS + approval_id],
+        )
+        raw_envelope, round_, raw_gate, message_ts = reply
+        envelope = call = gate = None
+        if raw_envelope is not None:
+            try:
+                envelope = parse_envelope(run_id, raw_envelope)
+            except UnreadableEnvelope:
+                envelope = None
+        if envelope is not None and (found := envelope.call(approval_id)) is not None:
+            call = found.model_copy(update={"message_ts": _text(message_ts)})
+        if raw_gate is not None:
+            try:
+                gate = CallGate.model_validate_json(raw_gate)
+            except ValidationError:
+                gate = None
+        return CallView(
+            run_id=run_id,
+            approval_id=approval_id,
+            exists=raw_envelope is not None,
+            round=_text(round_) or "",
+            gate=gate,
+            envelope=envelope,
+            call=call,
+        )
+
+    async def decide(
+        self, view: CallView, choice: Choice, *, channel: str, member_of: tuple[str, ...]
+    ) -> RecordResult:
+        """Record a person's decision, made in `channel`; `member_of` are the groups of the
+        call's gate that the person belongs to."""
+        return await self._run(view, choice, channel, member_of, mode="decide")
+
+    async def check(
+        self, view: CallView, user_id: str, *, channel: str, member_of: tuple[str, ...]
+    ) -> RecordResult:
+        """What a rejection by `user_id` would do now, recording nothing but a refusal."""
+        choice = Choice(outcome="rejected", user_id=user_id)
+        return await self._run(view, choice, channel, member_of, mode="check")
+
+    async def expire(self, view: CallView) -> RecordResult:
+        """Record that nobody decided in time; refused unless the deadline has passed."""
+        return await self._run(view, Choice(outcome="expired"), "", (), mode="expire")
+
+    async def _run(
+        self,
+        view: CallView,
+        choice: Choice,
+        channel: str,
+        member_of: tuple[str, ...],
+        *,
+        mode: Literal["decide", "check", "expire"],
+    ) -> RecordResult:
+        run_id = view.run_id
+        job = ResumeJob(run_id=run_id, round=int(view.round)) if view.round.isdigit() else None
+        reply = await self._decide(
+            keys=[
+                self._keys.run(run_id),
+                self._keys.deadlines,
+                self._keys.jobs,
+                self._keys.audit,
+                self._keys.reminders,
+            ],
+            args=[
+                view.approval_id,
+                json.dumps(asdict(choice)),
+                channel,
+                mode,
+                f"{run_id}:{view.approval_id}",
+                run_id,
+                json.dumps(list(member_of)),
+                job.model_dump_json() if job and job.round >= 1 else "",
+                view.round,
+                AuditEvent.DENIED,
+            ],
+        )
+        parts = [_text(p) or "" for p in reply]
+        status = cast(Status, parts[0])
+        if status in ("counted", "already_approved", "open"):
+            approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
+            return RecordResult(status=status, approvals=approvals)
+        decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+        return RecordResult(
+            status=status,
+            decision=decision,
+            approvals=decision.approvals if decision else (),
+            resume_enqueued=len(parts) > 2 and parts[2] == "1",
+        )
+
+
+def _text(value: bytes | str | int | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,225 @@
+"""The worker's loop over the job queue (`runtime.jobs`): read, take over, heartbeat, time out.
+
+Up to `concurrency` jobs run at once. Each free slot is filled with a dead worker's job if one
+is due, else with a new one; running jobs are heartbeated until they finish or overrun
+`JOB_TIMEOUT_SECONDS`; on stop, running jobs get most of the shutdown budget and the rest are
+cancelled and handed back within it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
+
+from runtime.jobs import START, Delivery, Handler, JobQueue
+from runtime.shutdown_budget import ShutdownBudget
+from runtime.stopping import Stopping
+from runtime.task_set import TaskSet
+
+log = logging.getLogger(__name__)
+
+# Of the shutdown budget, running jobs get all but the end: this share of it, at most this long,
+# is kept for cancelling the rest (first half) and handing them back (second half).
+AFTER_JOBS_SHARE = 0.2
+AFTER_JOBS_MAX_SECONDS = 5.0
+HAND_BACK_MIN_SECONDS = 1.0
+"""Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
+
+
+@dataclass(kw_only=True)
+class JobConsumer:
+    """Runs jobs from the queue, up to `concurrency` at once, until stopped."""
+
+    queue: JobQueue
+    consumer: str
+    handler: Handler
+    on_dead: Handler
+    concurrency: int
+    idle_timeout: float
+    max_deliveries: int
+    job_timeout: float = 900.0
+    """`JOB_TIMEOUT_SECONDS`: a handler running longer is cancelled and its job retried."""
+    shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
+    """The worker's whole shutdown, from stop() (Heroku sends SIGKILL 30 s after SIGTERM)."""
+    block_ms: int = 2000
+    consumer_gone_after: float = 3600.0
+    """Each boot reads under a name of its own (`worker.1:3f9a1c`), so the names of stopped
+    ones pile up in the group: one that holds no job and has not read this long is dropped."""
+    forget_interval: float = 300.0
+    """How often to look for such consumers: one XINFO CONSUMERS, cheap at this pace."""
+    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _slots: asyncio.Semaphore = field(init=False)
+    _stopping: Stopping = field(default_factory=Stopping)
+    _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
+    _next_reclaim: float = 0.0
+    _reclaim_cursor: str = START
+    _next_forget: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._slots = asyncio.Semaphore(self.concurrency)
+
+    async def run(self) -> None:
+        """Run jobs until stop(); then let running ones finish within the grace period."""
+        await self.queue.ensure_group()
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        try:
+            await self._read_loop()
+            await self._drain()
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    def stop(self) -> None:
+        """Take no new jobs; run() returns once running ones are done or handed back."""
+        self.shutdown.start()
+        self._stopping.set()
+
+    async def _drain(self) -> None:
+        after_jobs = min(AFTER_JOBS_MAX_SECONDS, self.shutdown.seconds * AFTER_JOBS_SHARE)
+        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs))
+        unfinished = self._tasks.cancel_all()
+        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs / 2))
+        try:
+            async with asyncio.timeout(max(self.shutdown.left(), HAND_BACK_MIN_SECONDS)):
+                idle_ms = int(self.idle_timeout * 1000) + 1
+                handed = await self.queue.hand_back(self.consumer, idle_ms)
+                if handed == 0:
+                    await self.queue.forget_consumer(self.consumer)
+        except (RedisError, TimeoutError):
+            log.exception("could not hand back jobs; they return after the idle timeout")
+            return
+        log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
+
+    async def _read_loop(self) -> None:
+        """One free slot at a time: fill it with a dead worker's job, else with a new one."""
+        while not self._stopping.is_set():
+            await self._slots.acquire()
+            if self._stopping.is_set():
+                self._slots.release()
+                return
+            try:
+                await self._forget_gone_consumers()
+                delivery = await self._take_over_one() or await self._read_one()
+            except RedisError:
+                self._slots.release()
+                log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
+                await self._stopping.sleep(1.0)
+                continue
+            if delivery is None:
+                self._slots.release()
+            else:
+                self._start(delivery)
+
+    async def _read_one(self) -> Delivery | None:
+        block_ms = max(50, min(self.block_ms, int(self.idle_timeout * 1000 / 3)))
+        deliveries = await self._until_stopped(self.queue.read(self.consumer, 1, block_ms))
+        return deliveries[0] if deliveries else None
+
+    async def _forget_gone_consumers(self) -> None:
+        clock = asyncio.get_running_loop()
+        if clock.time() < self._next_forget:
+            return
+        self._next_forget = clock.time() + self.forget_interval  # also after a failure
+        gone = await self.queue.forget_idle_consumers(int(self.consumer_gone_after * 1000))
+        if gone:
+            log.info("dropped %d stopped consumer(s) from the group: %s", len(gone), gone)
+
+    async def _take_over_one(self) -> Delivery | None:
+        """A job whose owner went quiet, if one is due; burying those that failed too often.
+
+        Each tick scans one stretch of the pending list, on from where the last one stopped, so
+        a pass over it takes a bounded number of ticks however many live jobs are ahead.
+        """
+        clock = asyncio.get_running_loop()
+        if clock.time() < self._next_reclaim:
+            return None
+        idle_ms = int(self.idle_timeout * 1000)
+        while True:
+            page = await self.queue.reclaim(self.consumer, idle_ms, 1, self._reclaim_cursor)
+            self._reclaim_cursor = page.cursor
+            for delivery in page.deliveries:
+                if delivery.deliveries <= self.max_deliveries:
+                    log.warning(
+                        "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
+                    )
+                    return delivery
+                await self._bury(delivery)
+            if page.cursor == START:
+                # A full pass: no other job can go quiet before a heartbeat interval.
+                self._next_reclaim = clock.time() + self.idle_timeout / 3
+                return None
+            if not page.deliveries:
+                return None  # the rest of the pending list on the next tick
+
+    async def _bury(self, delivery: Delivery) -> None:
+        await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
+        log.error("job %s moved to the dead-letter stream", delivery.entry_id)
+        self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
+
+    async def _heartbeat_loop(self) -> None:
+        """Keep our running jobs from looking abandoned, also while draining."""
+        while True:
+            await asyncio.sleep(self.idle_timeout / 3)
+            try:
+                await self.queue.heartbeat(self.consumer, list(self._running))
+            except RedisError:
+                log.warning("job heartbeat failed; retrying", exc_info=True)
+
+    def _start(self, delivery: Delivery) -> None:
+        task = self._tasks.spawn(self._run_one(delivery), name=f"job:{delivery.entry_id}")
+        self._running[delivery.entry_id] = task
+
+    async def _run_one(self, delivery: Delivery) -> None:
+        try:
+            if await self._handle_in_time(delivery):
+                await self.queue.ack(delivery.entry_id)
+        except Exception:
+            # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
+            log.exception("job %s failed; it will be retried", delivery.entry_id)
+        finally:
+            self._running.pop(delivery.entry_id, None)
+            self._slots.release()
+
+    async def _handle_in_time(self, delivery: Delivery) -> bool:
+        """Run the handler; False if it overran the job timeout and was cancelled.
+
+        Without a bound a hung handler would be heartbeated, so kept from every other worker,
+        for ever. Cut off, its job is neither acknowledged nor heartbeated any more: it is taken
+        over after the idle timeout like a dead worker's, and dead-lettered after too many tries.
+        """
+        deadline = asyncio.timeout(self.job_timeout)
+        try:
+            async with deadline:
+                await self.handler(delivery)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the handler's own timeout: a failure like any other
+            log.error(
+                "job %s ran longer than JOB_TIMEOUT_SECONDS (%g s) and was cancelled; "
+                "it will be retried",
+                delivery.entry_id,
+                self.job_timeout,
+            )
+            return False
+        return True
+
+    async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
+        read = asyncio.ensure_future(work)
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if read.done():
+            return read.result()
+        read.cancel()
+        # A read cancelled in flight may have been delivered to us; drain() hands it back.
+        with contextlib.suppress(asyncio.CancelledError):
+            await read
+        return []

@@ -1,0 +1,95 @@
+"""How a run ends: its answer posted, or its failure told, then its record closed.
+
+A failure says which tools had already run (from the tool journal), so nobody mistakes "the
+run failed" for "nothing happened".
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from runtime.audit import AuditTrail
+from runtime.audit_events import AuditEvent
+from runtime.contracts import ResumeJob, StartJob
+from runtime.envelope import RunEnvelope
+from runtime.failures import RunFailed
+from runtime.reporter import Failure, Reporter, RunView
+from runtime.run_store import Lease, RunStore
+from runtime.tool_journal import ran_tools
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class RunEndings:
+    store: RunStore
+    reporter: Reporter
+    audit: AuditTrail
+
+    async def finish(self, envelope: RunEnvelope, output: str, lease: Lease) -> None:
+        await self.reporter.run_finished(RunView.of(envelope), output)
+        await self._close(envelope, lease, "finished")
+        await self.audit.record(
+            AuditEvent.FINISHED,
+            envelope.run_id,
+            rounds=envelope.round,
+            channel=envelope.conversation.channel,
+        )
+
+    async def fail(
+        self, envelope: RunEnvelope, failure: RunFailed, lease: Lease | None, *, keep: bool
+    ) -> None:
+        """Tell the thread the run ended; keep the record (until its TTL) if it may be recovered."""
+        ran = ran_tools(await self.store.journal(envelope.run_id))
+        await self.reporter.run_failed(RunView.of(envelope), failure.kind, failure.detail, ran)
+        await self._close(envelope, lease, "failed", keep=keep)
+        await self.audit.record(
+            AuditEvent.FAILED,
+            envelope.run_id,
+            failure=failure.kind.value,
+            channel=envelope.conversation.channel,
+            ran=", ".join(ran) or None,
+        )
+
+    async def unreadable(self, run_id: str, detail: str, lease: Lease | None) -> None:
+        log.error("%s", detail)
+        await self._tell(run_id, Failure.UNSUPPORTED_ENVELOPE, detail)
+        await self.store.close(run_id, lease=lease, outcome="failed", keep=True)
+        await self.audit.record(
+            AuditEvent.FAILED, run_id, failure=Failure.UNSUPPORTED_ENVELOPE.value
+        )
+
+    async def dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
+        """A job for this run failed too often: tell its thread and stop trying."""
+        conversation = await self.store.locate(job.run_id)
+        if conversation is None and isinstance(job, StartJob):
+            conversation = job.conversation
+        if conversation is None:
+            log.error("run %s: gave up, and its record is gone; nobody can be told", job.run_id)
+            return
+        ran = ran_tools(await self.store.journal(job.run_id))
+        view = RunView(run_id=job.run_id, agent="?", task="", conversation=conversation)
+        await self.reporter.run_failed(view, Failure.GAVE_UP, reason, ran)
+        await self.store.close(job.run_id, lease=None, outcome="failed", keep=True)
+        await self.audit.record(
+            AuditEvent.FAILED, job.run_id, failure=Failure.GAVE_UP.value, ran=", ".join(ran) or None
+        )
+
+    async def _tell(self, run_id: str, failure: Failure, detail: str) -> None:
+        conversation = await self.store.locate(run_id)
+        if conversation is not None:
+            ran = ran_tools(await self.store.journal(run_id))
+            view = RunView(run_id=run_id, agent="?", task="", conversation=conversation)
+            await self.reporter.run_failed(view, failure, detail, ran)
+
+    async def _close(
+        self, envelope: RunEnvelope, lease: Lease | None, outcome: str, *, keep: bool = False
+    ) -> None:
+        await self.store.close(
+            envelope.run_id,
+            lease=lease,
+            outcome=outcome,
+            approval_ids=tuple(c.approval_id for c in envelope.calls),
+            keep=keep,
+        )

@@ -1,0 +1,33 @@
+"""The shutdown signal every waiting loop shares: a sleep that wakes as soon as stop is asked.
+
+A plain `asyncio.sleep` in a loop would hold a SIGTERM up for a whole interval; each loop of the
+worker (the job reader, the due-set pollers, the audit trimmer) sleeps through `Stopping.sleep`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class Stopping:
+    """Set once, on shutdown; never cleared."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    async def sleep(self, seconds: float) -> bool:
+        """Wait `seconds`, or less if stopping; True if stopping."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._event.wait()
+        return self._event.is_set()

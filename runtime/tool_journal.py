@@ -1,0 +1,161 @@
+"""Exactly once: every tool call's outcome is recorded the moment the tool returns.
+
+A job can fail after a tool ran (the model answers 5xx, the worker is killed) and is then retried
+from the state saved before the approval, which asks for the same calls again. Each function tool
+of the registry is wrapped once: a call that already has a recorded outcome gets that outcome
+back instead of running again, and a delivery that lost its run (see fencing in
+`runtime.run_record`) runs no further tool. What remains is a crash *inside* a tool, before it
+returns: then the call runs again, with the same `idempotency_key(ctx)`.
+
+The run a call belongs to travels in a context variable that the executor sets around each step,
+so tools need no arguments of ours and calls outside a Countersign run pass straight through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from agents import Agent, FunctionTool
+from agents.tool_context import ToolContext
+
+from runtime.audit import AuditTrail
+from runtime.audit_events import AuditEvent
+from runtime.call_digest import call_digest
+from runtime.registry import AgentRegistry
+from runtime.run_store import Lease, RunStore
+
+log = logging.getLogger(__name__)
+
+OUTCOME_CHARS = 300
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JournalScope:
+    """The run whose step is executing, and where its calls are recorded."""
+
+    store: RunStore
+    audit: AuditTrail
+    lease: Lease
+    requester: str
+    channel: str
+
+
+_SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
+    "countersign_journal_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def journal_scope(scope: JournalScope) -> Iterator[None]:
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def idempotency_key(ctx: ToolContext[Any]) -> str:
+    """`run_id:call_id`: the same on every attempt of one call, different between calls and
+    runs. Hand it to the system the tool changes (a payment provider's Idempotency-Key...)."""
+    scope = _SCOPE.get()
+    run_id = scope.lease.run_id if scope else _context_run_id(ctx)
+    return f"{run_id}:{ctx.tool_call_id}"
+
+
+def _context_run_id(ctx: ToolContext[Any]) -> str:
+    context = ctx.context
+    run_id = context.get("run_id") if isinstance(context, dict) else None
+    return str(run_id) if run_id else "-"
+
+
+Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+
+class JournaledInvoker:
+    """Wraps a FunctionTool's invoker; attributes the SDK looks for pass through to it."""
+
+    def __init__(self, tool_name: str, inner: Invoker) -> None:
+        self._tool_name = tool_name
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
+        scope = _SCOPE.get()
+        if scope is None:
+            return await self._inner(ctx, arguments)
+        call_id = ctx.tool_call_id
+        recorded = await scope.store.journal_entry(scope.lease, call_id)
+        if recorded is not None:
+            entry = json.loads(recorded)
+            log.info(
+                "run %s: %s already ran; its recorded output is reused",
+                scope.lease.run_id,
+                self._tool_name,
+            )
+            await self._audit(scope, ctx, AuditEvent.REPLAYED, entry["output"])
+            return entry["output"]
+        output = await self._inner(ctx, arguments)
+        # Recorded before anything else can fail: from here on, a retry reuses it.
+        entry = {"tool": self._tool_name, "output": _storable(output)}
+        await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))
+        await self._audit(scope, ctx, AuditEvent.EXECUTED, output)
+        return output
+
+    async def _audit(
+        self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
+    ) -> None:
+        await scope.audit.record(
+            event,
+            scope.lease.run_id,
+            call_id=ctx.tool_call_id,
+            tool=self._tool_name,
+            agent=getattr(ctx.agent, "name", None),
+            requester=scope.requester,
+            channel=scope.channel,
+            digest=call_digest(self._tool_name, ctx.tool_arguments or ""),
+            outcome=str(output)[:OUTCOME_CHARS],
+        )
+
+
+def _storable(output: object) -> object:
+    """JSON as is, anything else as the text the model would be shown."""
+    try:
+        json.dumps(output)
+    except (TypeError, ValueError):
+        return str(output)
+    return output
+
+
+def ran_tools(entries: list[bytes]) -> list[str]:
+    """The names of the tools recorded in a run's journal."""
+    return sorted({str(json.loads(entry).get("tool", "?")) for entry in entries})
+
+
+def install_journal(registry: AgentRegistry) -> int:
+    """Wrap every function tool reachable from the registry (once); return how many."""
+    wrapped = 0
+    seen: set[int] = set()
+    pending: list[Agent[Any]] = [agent for _name, agent in registry]
+    while pending:
+        agent = pending.pop()
+        if id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool) and not isinstance(
+                tool.on_invoke_tool, JournaledInvoker
+            ):
+                tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+                wrapped += 1
+        for handoff in agent.handoffs:
+            if isinstance(handoff, Agent):
+                pending.append(handoff)
+    return wrapped

@@ -1,0 +1,104 @@
+"""The due-set poller on a real Redis: a member whose handler keeps raising is parked, and the
+poller goes on with the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+import redis.asyncio as aioredis
+from pydantic import BaseModel
+
+from runtime.due_set import MAX_TRIES, DuePoller
+from runtime.keys import Keys
+from runtime.redis_connection import connect
+
+
+class NewerRecord(BaseModel):
+    """What a newer deploy might have written, read by this one."""
+
+    version: int
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = connect(redis_url)
+    yield client
+    await client.aclose()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_member_that_keeps_raising_is_parked_and_the_others_are_handled(
+    redis: aioredis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys = Keys(prefix)
+    due = keys.deadlines
+    handled: list[str] = []
+    bad_tries: list[str] = []
+
+    async def handle(member: str) -> bool:
+        if member == "run-1:bad":
+            bad_tries.append(member)
+            NewerRecord.model_validate_json('{"version": "three"}')  # raises ValidationError
+        handled.append(member)
+        return True
+
+    now = time.time()
+    await redis.zadd(due, {"run-1:bad": now - 3, "run-2:a": now - 2, "run-3:b": now - 1})
+    poller = DuePoller(
+        redis=redis, key=due, handler=handle, name="expiry", interval=0.02, lease_seconds=0.05
+    )
+    task = asyncio.create_task(poller.run())
+
+    async def parked() -> bool:
+        return await redis.zscore(keys.parked(due), "run-1:bad") is not None
+
+    await eventually(parked, "the bad member parked")
+    assert not task.done(), "the poller keeps running"
+    assert handled == ["run-2:a", "run-3:b"]
+    assert len(bad_tries) == MAX_TRIES
+    assert await redis.zrange(due, 0, -1) == []
+    assert await redis.exists(keys.due_tries(due)) == 0, "no try count left behind"
+
+    await redis.zadd(due, {"run-4:c": time.time()})  # what comes due later is still handled
+
+    async def handled_later() -> bool:
+        return "run-4:c" in handled
+
+    await eventually(handled_later, "a later member handled")
+    poller.stop()
+    await asyncio.wait_for(task, timeout=2)
+
+    failures = [r for r in caplog.records if "run-1:bad" in r.getMessage()]
+    assert [r.levelno for r in failures] == [logging.WARNING] * (MAX_TRIES - 1) + [logging.ERROR]
+    assert all("ValidationError" in r.getMessage() for r in failures)
+    assert all("\n" not in r.getMessage() for r in failures), "one line each"
+    assert keys.parked(due) in failures[-1].getMessage(), "says where to look"
+
+
+async def test_tries_are_counted_across_workers(redis: aioredis.Redis, prefix: str) -> None:
+    keys = Keys(prefix)
+    due = keys.reminders
+
+    async def raises(member: str) -> bool:
+        raise KeyError(member)
+
+    await redis.zadd(due, {"run-1:bad": time.time() - 1})
+    workers = [
+        DuePoller(redis=redis, key=due, handler=raises, name=f"w{n}", lease_seconds=0)
+        for n in range(MAX_TRIES)
+    ]
+    for worker in workers:  # each worker takes one try: together they use them all
+        assert await worker.sweep() == 1
+    assert await redis.zrange(keys.parked(due), 0, -1) == [b"run-1:bad"]
+    assert await redis.zrange(due, 0, -1) == []
