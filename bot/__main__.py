@@ -18,6 +18,7 @@ from bot.settings import Settings, SettingsError, load_settings, with_console_de
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app, requests_grace
 from bot.wiring import web_redis, worker_redis
+from runtime.log_format import configure_logging
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, RegistryError, PolicyError) as error:
         print(error, file=sys.stderr)
         return 2
+    configure_logging(settings.log_format)
     if args.process == "web":
         run_web(settings, registry.names)
     else:

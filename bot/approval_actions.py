@@ -32,6 +32,8 @@ from bot.approvers import DirectoryUnavailable
 from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.slack_reporter import SlackReporter
 from runtime.decision_recorder import CallView, Choice, DecisionRecorder, RecordResult
+from runtime.log_format import bind_log_context
+from runtime.metrics import count_decision, count_denied
 from runtime.reporter import RunView
 from runtime.task_set import TaskSet
 
@@ -155,6 +157,7 @@ class ApprovalActions:
         message_ts: str | None,
     ) -> None:
         view: CallView | None = None
+        bind_log_context(run_id=ref.run_id, approval_id=ref.approval_id, event=choice.outcome)
         try:
             # Read before deciding: once the last decision is in, the worker may finish the run
             # and delete its record before the card is redrawn.
@@ -169,6 +172,8 @@ class ApprovalActions:
             log.warning("run %s: decision not recorded, group members unknown", ref.run_id)
             self._ephemeral(channel, actor.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
             return
+        if result.status == "recorded":
+            count_decision(result.decision, card_ts=message_ts)
         if result.status == "recorded" or _is_own_retry(result, choice):
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
             if result.decision is not None:
@@ -189,6 +194,8 @@ class ApprovalActions:
     ) -> None:
         """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
         log.info("click by %s not recorded: %s", actor.id, result.status)
+        if result.status in ("not_allowed", "self"):
+            count_denied()
         thread = _thread(view)
         if result.status in REFUSED:
             # Naming the approvers may ask Slack: after the acknowledgement, not before.

@@ -18,6 +18,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import messages
 from bot.payloads import SlashCommand
+from bot.stop_actions import StopActions
 from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs import JobQueue
@@ -28,13 +29,15 @@ log = logging.getLogger(__name__)
 _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTALL)
 # `audit`, `audit 50` or `audit <run id>`; "audit the logs" stays a task.
 _AUDIT = re.compile(r"^audit(?:\s+(\d{1,3}|r[0-9a-f]{16}))?$", re.IGNORECASE)
+# `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
+_STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
 AUDIT_DEFAULT_COUNT = 20
 AUDIT_MAX_COUNT = 100
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "audit", "unknown_agent" or "task"
+    kind: str  # "help", "audit", "stop", "unknown_agent" or "task"
     agent: str = ""
     task: str = ""
 
@@ -43,6 +46,9 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stripped = text.strip()
     if stripped.lower() in ("", "help", "-h", "--help", "?"):
         return ParsedCommand("help")
+    stop = _STOP.match(stripped)
+    if stop is not None and (stop.group(1) is None or re.match(r"^r[0-9a-f]{16}$", stop.group(1))):
+        return ParsedCommand("stop", task=stop.group(1) or "")
     audit = _AUDIT.match(stripped)
     if audit is not None:
         return ParsedCommand("audit", task=audit.group(1) or "")
@@ -62,6 +68,7 @@ class AgentCommand:
     queue: JobQueue
     audit: AuditTrail
     agents: list[str]
+    stops: StopActions
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -73,6 +80,13 @@ class AgentCommand:
         parsed = parse_command_text(command.text, self.agents)
         if parsed.kind == "help":
             await _reply(ack, messages.command_help(command.command, self.agents))
+            return
+        if parsed.kind == "stop":
+            if not parsed.task:
+                await _reply(ack, messages.stop_usage(command.command))
+                return
+            told = await self.stops.stop(parsed.task, command.user_id, command.user_name)
+            await _reply(ack, told or messages.STOP_REQUESTED)
             return
         if parsed.kind == "audit":
             await _reply(ack, await self._audit(parsed.task, command.channel_id))

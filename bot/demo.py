@@ -29,6 +29,7 @@ from bot.slack_worker import slack_worker
 from bot.web import create_web_app, requests_grace
 from bot.wiring import web_redis, worker_redis
 from runtime.local_redis import LocalRedisError, redis_for_demo
+from runtime.log_format import configure_logging
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
@@ -59,6 +60,7 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
         except (SettingsError, RegistryError, PolicyError) as error:
             print(error)
             return 2
+        configure_logging(settings.log_format)
         started = f"started, files in {folder / '.redis'}" if server else "already running"
         try:
             asyncio.run(serve(settings, registry, policy, redis=f"{redis_url} ({started})"))

@@ -80,6 +80,7 @@ STATUS_HEADLINES = {
     "waiting": ":raised_hand: Waiting for approval",
     "done": ":white_check_mark: Done",
     "failed": ":x: Stopped",
+    "stopped": ":no_entry: Stopped",
 }
 
 
@@ -97,6 +98,44 @@ def status_text(state: str, steps: Sequence[str]) -> str:
     if not steps:
         return headline
     return headline + "\n" + "\n".join(f"• {status_step(step)}" for step in steps)
+
+
+# --- stopping a run ---------------------------------------------------------------------------
+
+STOP = "Stop"
+
+
+def run_stopped(user_id: str) -> str:
+    return (
+        f":no_entry: Stopped by {user(user_id)}. Nothing more runs, "
+        "and the agent is not asked again."
+    )
+
+
+STOPPING = (
+    "Stopping: a tool already running finishes, then nothing more runs. "
+    "The thread says when it has stopped."
+)
+STOP_REQUESTED = "Stopped. The thread says so, and nothing more runs."
+STOP_CLOSED = "This run has already ended, so there is nothing to stop."
+STOP_UNKNOWN_RUN = (
+    "There is no run with that id in this workspace. `/agent status` lists live runs."
+)
+
+
+def stop_already(user_id: str) -> str:
+    return f"{user(user_id)} already stopped this run."
+
+
+def stop_not_allowed(names: Sequence[str]) -> str:
+    return (
+        f"Only {escape(names_list(names))} may stop this run, so nothing changed. "
+        "(The person who asked, anyone who may decide its calls, and the admins.)"
+    )
+
+
+def stop_usage(command: str) -> str:
+    return f"Say which run: `{command} stop <run id>`. The run id is on its status message."
 
 
 # --- approval cards ---------------------------------------------------------------------------
@@ -134,6 +173,8 @@ def decided_line(decision: Decision) -> str:
     if decision.outcome == "rejected":
         reason = escape((decision.reason or "").strip())
         return f":no_entry: Rejected by {who} {when}\n>{reason}"
+    if decision.outcome == "stopped":
+        return f":no_entry: Stopped by {who} {when}, so it did not run"
     return f":hourglass: Expired {when}: no decision came in time, so it did not run"
 
 
@@ -142,6 +183,7 @@ OUTCOME_WORDS = {
     "approved_always": "approved (always)",
     "rejected": "rejected",
     "expired": "expired",
+    "stopped": "stopped",
 }
 
 

@@ -24,6 +24,7 @@ class SlashCommand(_Payload):
     command: str = Field(max_length=64)
     text: str = Field("", max_length=4000)
     user_id: str = Field(pattern=SLACK_ID)
+    user_name: str | None = Field(None, max_length=256)
     channel_id: str = Field(pattern=SLACK_ID)
     trigger_id: str = Field(max_length=256)
     response_url: str | None = Field(None, pattern=r"^https?://", max_length=2048)

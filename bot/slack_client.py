@@ -10,6 +10,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack_call_counter import SlackCallCounter
+
 
 def slack_client(
     *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
@@ -21,6 +23,7 @@ def slack_client(
         session=session,
         timeout=15,
         retry_handlers=[
+            SlackCallCounter(),  # counts every answer for /metrics; never retries itself
             AsyncRateLimitErrorRetryHandler(max_retry_count=5),
             AsyncServerErrorRetryHandler(max_retry_count=3),
             AsyncConnectionErrorRetryHandler(max_retry_count=3),

@@ -13,6 +13,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot import messages
 from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
 from bot.approvers import ApproverDirectory, is_group
+from bot.status_blocks import status_blocks
 from runtime.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 
@@ -62,14 +63,18 @@ class SlackReporter:
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         text = messages.status_text(activity.state, activity.steps)
+        blocks = status_blocks(run.run_id, text, activity.state)
         try:
             if message_id:
                 await self._client.chat_update(
-                    channel=run.conversation.channel, ts=message_id, text=text
+                    channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
                 )
                 return message_id
             response = await self._client.chat_postMessage(
-                channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
+                channel=run.conversation.channel,
+                thread_ts=run.conversation.thread,
+                text=text,
+                blocks=blocks,
             )
             return str(response["ts"])
         except (SlackApiError, ClientError, TimeoutError):
@@ -131,6 +136,13 @@ class SlackReporter:
             channel=run.conversation.channel,
             thread_ts=run.conversation.thread,
             text=messages.final_answer(output),
+        )
+
+    async def run_stopped(self, run: RunView, user_id: str) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.run_stopped(user_id),
         )
 
     async def run_failed(

@@ -35,15 +35,20 @@ from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.console.routes import add_console
+from bot.operations import add_operations
 from bot.payloads import malformed
 from bot.settings import Settings
 from bot.socket_mode import add_socket_mode
+from bot.status_blocks import ACTION_STOP
+from bot.stop_actions import StopActions
 from bot.wiring import slack_parts
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.policy import parse_principals
 from runtime.redis_connection import wait_until_reachable
+from runtime.run_stopper import Principals, RunStopper
 from runtime.scripted_model import uses_scripted_model
 from runtime.shutdown_budget import ShutdownBudget
 from runtime.stopping import Stopping
@@ -88,7 +93,17 @@ def build_bolt(
         process_before_response=True,
     )
     audit = AuditTrail(redis, keys)
-    command = AgentCommand(queue=JobQueue(redis, keys), audit=audit, agents=agent_names)
+    stops = StopActions(
+        stopper=RunStopper(redis, keys),
+        directory=parts.directory,
+        reporter=parts.reporter,
+        client=client,
+        tasks=tasks,
+        admins=Principals.parse(parse_principals(settings.admins)),
+    )
+    command = AgentCommand(
+        queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops
+    )
     actions = ApprovalActions(
         recorder=DecisionRecorder(redis, keys),
         client=client,
@@ -102,6 +117,7 @@ def build_bolt(
     bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)
     bolt.action(ACTION_REJECT)(actions.on_reject)
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
+    bolt.action(ACTION_STOP)(stops.on_stop_button)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     bolt.action(re.compile(r".*"))(_unknown_action)
     bolt.event("subteam_members_changed")(membership.on_members_changed)
@@ -203,6 +219,7 @@ async def create_web_app(
         await watch
 
     app.cleanup_ctx.append(watch_redis)
+    add_operations(app, redis=redis, keys=Keys(settings.redis_key_prefix))
     if settings.slack_app_token is not None and not settings.console:
         add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
     if settings.console:

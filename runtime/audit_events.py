@@ -22,5 +22,7 @@ class AuditEvent(StrEnum):
     EXECUTED = "executed"
     REPLAYED = "replayed"
     """A retried step reached a call that had already run: its recorded output was reused."""
+    STOPPED = "stopped"
+    """Someone stopped the run (written by the stop script when they asked)."""
     FINISHED = "finished"
     FAILED = "failed"

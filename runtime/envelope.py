@@ -25,7 +25,7 @@ SCHEMA_VERSION_SUMMARIES: dict[int, str] = {
     2: "adds per-call approvers, quorum, allow_always, digest and quorum approvals",
 }
 
-Outcome = Literal["approved", "approved_always", "rejected", "expired"]
+Outcome = Literal["approved", "approved_always", "rejected", "expired", "stopped"]
 
 
 class UnreadableEnvelope(Exception):

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from runtime.decision_recorder import DecisionRecorder
+from runtime.metrics import count_decision
 from runtime.reporter import Reporter, RunView
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,8 @@ class Expiry:
         # An unreadable run is still expired: its resume then reports what cannot be read.
         view = await self.recorder.view(run_id, approval_id)
         result = await self.recorder.expire(view)
+        if result.status == "recorded":
+            count_decision(result.decision, card_ts=view.call.message_ts if view.call else None)
         if result.status == "early":
             return False
         decision = result.decision

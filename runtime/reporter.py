@@ -58,7 +58,7 @@ class Activity:
     steps: tuple[str, ...]
     """Short machine-neutral notes, e.g. `tool:list_users`, `handoff:billing`."""
     state: str
-    """`working`, `waiting` (for approvals), `done` or `failed`."""
+    """`working`, `waiting` (for approvals), `done`, `failed` or `stopped`."""
 
 
 class Reporter(Protocol):
@@ -91,6 +91,10 @@ class Reporter(Protocol):
         ...
 
     async def run_finished(self, run: RunView, output: str) -> None: ...
+
+    async def run_stopped(self, run: RunView, user_id: str) -> None:
+        """Say in the run's conversation that `user_id` stopped it."""
+        ...
 
     async def run_failed(
         self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()

@@ -14,8 +14,9 @@ from runtime.audit_events import AuditEvent
 from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import RunEnvelope
 from runtime.failures import RunFailed
+from runtime.metrics import count_run
 from runtime.reporter import Failure, Reporter, RunView
-from runtime.run_store import Lease, RunStore
+from runtime.run_store import Lease, RunStore, StopMark
 from runtime.tool_journal import ran_tools
 
 log = logging.getLogger(__name__)
@@ -30,12 +31,18 @@ class RunEndings:
     async def finish(self, envelope: RunEnvelope, output: str, lease: Lease) -> None:
         await self.reporter.run_finished(RunView.of(envelope), output)
         await self._close(envelope, lease, "finished")
+        count_run("finished")
         await self.audit.record(
             AuditEvent.FINISHED,
             envelope.run_id,
             rounds=envelope.round,
             channel=envelope.conversation.channel,
         )
+
+    async def stopped(self, envelope: RunEnvelope, lease: Lease, mark: StopMark) -> None:
+        """A working run reached its next safe point after someone stopped it."""
+        await self.reporter.run_stopped(RunView.of(envelope), mark.user_id)
+        await self._close(envelope, lease, "stopped")
 
     async def fail(
         self, envelope: RunEnvelope, failure: RunFailed, lease: Lease | None, *, keep: bool
@@ -44,6 +51,7 @@ class RunEndings:
         ran = ran_tools(await self.store.journal(envelope.run_id))
         await self.reporter.run_failed(RunView.of(envelope), failure.kind, failure.detail, ran)
         await self._close(envelope, lease, "failed", keep=keep)
+        count_run(failure.kind.value)
         await self.audit.record(
             AuditEvent.FAILED,
             envelope.run_id,
@@ -56,6 +64,7 @@ class RunEndings:
         log.error("%s", detail)
         await self._tell(run_id, Failure.UNSUPPORTED_ENVELOPE, detail)
         await self.store.close(run_id, lease=lease, outcome="failed", keep=True)
+        count_run(Failure.UNSUPPORTED_ENVELOPE.value)
         await self.audit.record(
             AuditEvent.FAILED, run_id, failure=Failure.UNSUPPORTED_ENVELOPE.value
         )
@@ -72,6 +81,7 @@ class RunEndings:
         view = RunView(run_id=job.run_id, agent="?", task="", conversation=conversation)
         await self.reporter.run_failed(view, Failure.GAVE_UP, reason, ran)
         await self.store.close(job.run_id, lease=None, outcome="failed", keep=True)
+        count_run(Failure.GAVE_UP.value)
         await self.audit.record(
             AuditEvent.FAILED, job.run_id, failure=Failure.GAVE_UP.value, ran=", ".join(ran) or None
         )

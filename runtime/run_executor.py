@@ -8,30 +8,38 @@ ran instead of running it again.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from agents import Agent, RunConfig, Runner, RunResult, RunState
 from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
-from runtime.call_digest import call_digest
-from runtime.contracts import ResumeJob, StartJob, new_approval_id
-from runtime.envelope import Decision, PendingCall, RunEnvelope, UnreadableEnvelope
+from runtime.call_planner import CallPlanner, call_audit_fields
+from runtime.contracts import ResumeJob, StartJob
+from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
+from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.run_endings import RunEndings
 from runtime.run_observer import RunObserver
-from runtime.run_store import Fenced, Lease, RunRecord, RunStore
+from runtime.run_store import Fenced, Lease, RunRecord, RunStore, Stopped
 from runtime.state_decisions import Applied, apply_decisions, missing_tools
-from runtime.tool_journal import JournalScope, journal_scope
+from runtime.tool_journal import JournalScope, ToolsInFlight, journal_scope
 
 log = logging.getLogger(__name__)
+
+_E = TypeVar("_E", bound=BaseException)
+
+# How often a working run looks for a stop: the model call in flight is cancelled within this.
+STOP_POLL_SECONDS = 0.5
 
 
 @dataclass(kw_only=True)
@@ -50,6 +58,7 @@ class RunExecutor:
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
+        self.planner = CallPlanner(store=self.store, audit=self.audit, policy=self.policy)
 
     async def start(self, job: StartJob) -> None:
         record = await self.store.create(
@@ -83,6 +92,7 @@ class RunExecutor:
             except ConversationUnavailable as error:
                 log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
                 await self.store.close(job.run_id, lease=lease, outcome="failed")
+                count_run("conversation_unavailable")
                 await self.audit.record(
                     AuditEvent.FAILED, job.run_id, failure="conversation_unavailable"
                 )
@@ -205,22 +215,35 @@ class RunExecutor:
             lease=lease,
             requester=conversation.requester,
             channel=conversation.channel,
+            in_flight=ToolsInFlight(),
         )
+        try:
+            await self._steps(envelope, agent, run_input, observer, scope, context)
+        except Stopped as stop:
+            log.info("run %s: stopped by %s", envelope.run_id, stop.mark.user_id)
+            await observer.flush("stopped")
+            await self.endings.stopped(envelope, lease, stop.mark)
+
+    async def _steps(
+        self,
+        envelope: RunEnvelope,
+        agent: Agent[Any],
+        run_input: str | RunState[Any, Any],
+        observer: RunObserver,
+        scope: JournalScope,
+        context: dict[str, Any] | None,
+    ) -> None:
+        lease = scope.lease
         while True:
             try:
-                with journal_scope(scope):
-                    result = await Runner.run(
-                        agent,
-                        run_input,
-                        context=context,
-                        # Frozen into the state at the first run; passing it again is ignored.
-                        max_turns=self.max_turns,
-                        hooks=observer,
-                        run_config=self.run_config,
-                    )
+                result = await self._run_until_stopped(agent, run_input, observer, scope, context)
+            except (Stopped, Fenced):
+                raise
             except Exception as error:
-                if _fenced(error):
-                    raise Fenced(envelope.run_id) from error
+                for ours in (Fenced, Stopped):
+                    if (cause := _caused_by(error, ours)) is not None:
+                        raise cause from error
+                count_model_error(error)
                 failure = describe_run_error(error)
                 if failure is None:
                     raise
@@ -236,7 +259,7 @@ class RunExecutor:
                 await observer.flush("done")
                 await self.endings.finish(envelope, output, lease)
                 return
-            calls = await self._plan_calls(envelope, result)
+            calls = await self.planner.plan(envelope, result)
             if any(call.decision is None for call in calls):
                 await self._stop_for_approvals(envelope, result, calls, observer, lease)
                 return
@@ -244,60 +267,46 @@ class RunExecutor:
             run_input = result.to_state()
             apply_decisions(run_input, calls)
 
-    async def _plan_calls(
-        self, envelope: RunEnvelope, result: RunResult
-    ) -> tuple[PendingCall, ...]:
-        """One pending call per interruption, with its rule; the policy decides `auto` ones."""
-        now = await self.store.server_time()
-        calls = []
-        for item in result.interruptions:
-            tool, agent_name, arguments = item.name or "?", item.agent.name, item.arguments or ""
-            rule = self.policy.rule_for(tool, agent_name)
-            digest = call_digest(tool, arguments)
-            decision = None
-            if rule.auto is not None:
-                decision = Decision(
-                    outcome="approved" if rule.auto == "approve" else "rejected",
-                    user_name="policy",
-                    reason=f"auto-{rule.auto} rule",
-                    decided_at=now,
-                    digest=digest,
-                    by_policy=True,
+    async def _run_until_stopped(
+        self,
+        agent: Agent[Any],
+        run_input: str | RunState[Any, Any],
+        observer: RunObserver,
+        scope: JournalScope,
+        context: dict[str, Any] | None,
+    ) -> RunResult:
+        """One `Runner.run`, watched for a stop: once someone stops the run, no tool starts, a
+        tool already executing finishes (its outcome recorded), then the model call in flight
+        is cancelled."""
+        with journal_scope(scope):
+            runner = asyncio.ensure_future(
+                Runner.run(
+                    agent,
+                    run_input,
+                    context=context,
+                    # Frozen into the state at the first run; passing it again is ignored.
+                    max_turns=self.max_turns,
+                    hooks=observer,
+                    run_config=self.run_config,
                 )
-            call = PendingCall(
-                approval_id=new_approval_id(),
-                call_id=item.call_id or "",
-                tool=tool,
-                agent=agent_name,
-                arguments=arguments,
-                expires_at=now + rule.ttl_seconds,
-                approvers=rule.approvers,
-                quorum=rule.quorum,
-                allow_always=rule.allow_always,
-                digest=digest,
-                decision=decision,
             )
-            calls.append(call)
-            event = {
-                "approve": AuditEvent.AUTO_APPROVED,
-                "reject": AuditEvent.AUTO_REJECTED,
-                None: AuditEvent.REQUESTED,
-            }[rule.auto]
-            await self.audit.record(event, envelope.run_id, **self._audit_fields(envelope, call))
-        return tuple(calls)
-
-    @staticmethod
-    def _audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | int | None]:
-        return {
-            "approval_id": call.approval_id,
-            "call_id": call.call_id,
-            "tool": call.tool,
-            "agent": call.agent,
-            "requester": envelope.conversation.requester,
-            "channel": envelope.conversation.channel,
-            "digest": call.digest,
-            "quorum": call.quorum,
-        }
+        try:
+            while True:
+                await asyncio.wait({runner}, timeout=STOP_POLL_SECONDS)
+                if runner.done():
+                    return runner.result()
+                mark = await self.store.stop_mark(scope.lease.run_id)
+                if mark is None:
+                    continue
+                scope.in_flight.stopping = mark
+                while scope.in_flight.count and not runner.done():
+                    await asyncio.wait({runner}, timeout=0.05)
+                raise Stopped(scope.lease.run_id, mark)
+        finally:
+            if not runner.done():
+                runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner
 
     async def _stop_for_approvals(
         self,
@@ -332,7 +341,7 @@ class RunExecutor:
         for call in applied.refused:
             log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
             await self.audit.record(
-                AuditEvent.REFUSED, envelope.run_id, **self._audit_fields(envelope, call)
+                AuditEvent.REFUSED, envelope.run_id, **call_audit_fields(envelope, call)
             )
             await self.reporter.call_refused(RunView.of(envelope), call)
 
@@ -359,11 +368,11 @@ class RunExecutor:
             await self.endings.finish(record.envelope, record.final_output, lease)
 
 
-def _fenced(error: BaseException) -> bool:
-    """The SDK wraps what a tool invoker raises; a fence lost inside one is ours."""
+def _caused_by(error: BaseException, kind: type[_E]) -> _E | None:
+    """The SDK wraps what a tool invoker raises; a fence lost or a stop met inside is ours."""
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, Fenced):
-            return True
+        if isinstance(seen, kind):
+            return seen
         seen = seen.__cause__
-    return False
+    return None

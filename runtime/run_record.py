@@ -7,7 +7,7 @@ Fields of `run:<id>`:
 - `envelope` (our versioned JSON, `runtime.envelope`), `state` (zlib of the SDK's RunState JSON);
 - `status` (`Status`), `round`, `pending` (open approvals of the round), `fence` (see below);
 - plain copies that any version can read: `channel`, `requester`, `thread`, `reply_url`;
-- `status_message`, `status_steps`, `final` (the answer, kept until it is posted);
+- `status_message`, `status_steps`, `final` (the answer, kept until it is posted), `stopped`;
 - per approval of the current round: `deadline:<id>`, `ts:<id>` (its card), `gate:<id>` (who may
   decide it, as plain JSON: `CallGate`), `approvals:<id>` (towards a quorum), `denied:<id>`,
   `decision:<id>`;
@@ -29,7 +29,10 @@ from pydantic import BaseModel, ConfigDict
 
 from runtime.envelope import PendingCall, RunEnvelope
 
-Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed"]
+# The scripts by which people act on a run (decide, stop) live beside this module.
+from runtime.run_record_people import DECIDE, STOP
+
+Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
 ENVELOPE: Final = "envelope"
 STATE: Final = "state"
@@ -44,6 +47,8 @@ REPLY_URL: Final = "reply_url"
 STATUS_MESSAGE: Final = "status_message"
 STATUS_STEPS: Final = "status_steps"
 FINAL: Final = "final"
+STOPPED: Final = "stopped"
+"""Who stopped the run (JSON), once someone did; a working run stops at its next safe point."""
 # Per approval id of the current round:
 DEADLINE: Final = "deadline:"
 TS: Final = "ts:"
@@ -120,6 +125,8 @@ def _prelude() -> str:
         "pending": PENDING,
         "fence": FENCE,
         "channel": CHANNEL,
+        "requester": REQUESTER,
+        "stopped": STOPPED,
         "deadline": DEADLINE,
         "gate": GATE,
         "approvals": APPROVALS,
@@ -185,9 +192,11 @@ return 1
 # The run stops for approvals: drop the last round's per-call fields, store the state, open
 # the new approvals and their deadlines, all at once.
 # KEYS: run, deadlines, reminders. ARGV: fence, expire-at, plan JSON, compressed state.
+# Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
 WAIT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HGET', KEYS[1], F.fence) ~= ARGV[1] then return -1 end
+if redis.call('HEXISTS', KEYS[1], F.stopped) == 1 then return -2 end
 local plan = cjson.decode(ARGV[3])
 for _, field in ipairs(plan['delete']) do redis.call('HDEL', KEYS[1], field) end
 for field, value in pairs(plan['set']) do redis.call('HSET', KEYS[1], field, value) end
@@ -224,140 +233,6 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
 """
 
-# Recording decisions: the first decision wins and exactly one resume follows.
-#
-# Checks that the approval is open and that this person may decide it, from the call's own
-# gate (never from what the web process believes), counts approvals towards the quorum, records
-# the decision once the quorum is met (or at the first rejection), writes the audit entry, and
-# when that was the run's last open approval flips the run to `ready` and enqueues its resume
-# job, all atomically. An expiry goes through the same script, so a click and an expiry racing
-# for one approval resolve to exactly one outcome.
-#
-# KEYS: run, deadlines, jobs, audit, reminders
-# ARGV: 1 approval id, 2 choice JSON, 3 channel ('' = any), 4 mode (decide, check, expire),
-#       5 due-set member, 6 run id, 7 groups the person is in (JSON list), 8 resume job JSON,
-#       9 round the caller read, 10 the `denied` event name
-DECIDE = """
-local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
-local run = KEYS[1]
-if redis.call('EXISTS', run) == 0 then return {'gone'} end
-local aid = ARGV[1]
-local mode = ARGV[4]
-local deadline = redis.call('HGET', run, F.deadline .. aid)
-if not deadline then return {'unknown'} end
-local gate = nil
-local raw_gate = redis.call('HGET', run, F.gate .. aid)
-if raw_gate then
-  local ok, decoded = pcall(cjson.decode, raw_gate)
-  if ok and type(decoded) == 'table' and decoded['v'] == GATE_VERSION then gate = decoded end
-end
--- Fail closed: nobody decides a call whose gate this code cannot read.
-if mode ~= 'expire' and gate == nil then return {'unreadable'} end
-if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then return {'unknown'} end
-local existing = redis.call('HGET', run, F.decision .. aid)
-if existing then return {'decided', existing} end
-if redis.call('HGET', run, F.status) ~= 'waiting' then return {'closed'} end
-if redis.call('HGET', run, F.round) ~= ARGV[9] then return {'closed'} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-if mode ~= 'expire' and now >= tonumber(deadline) then return {'expired'} end
-if mode == 'expire' and now < tonumber(deadline) then return {'early'} end
-
-local choice = cjson.decode(ARGV[2])
-local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
-local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
-  reason = choice['reason'], at = now}
-if gate then
-  for _, name in ipairs({'call_id', 'tool', 'agent', 'requester', 'channel', 'digest'}) do
-    entry[name] = gate[name]
-  end
-end
-local function audit(event)
-  local details = cjson.encode(entry)
-  redis.call('XADD', KEYS[4], '*', 'event', event, 'run_id', ARGV[6], 'details', details)
-end
-
-if mode ~= 'expire' then
-  local user = choice['user_id']
-  local allowed = gate['anyone'] == true
-  for _, u in ipairs(gate['users']) do if u == user then allowed = true end end
-  for _, g in ipairs(cjson.decode(ARGV[7])) do
-    for _, allowed_group in ipairs(gate['groups']) do
-      if g == allowed_group then allowed = true end
-    end
-  end
-  local refusal = nil
-  if not allowed then
-    refusal = 'not_allowed'
-  elseif approving and user == gate['requester'] and gate['self_ok'] ~= true then
-    refusal = 'self'
-  elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
-    refusal = 'not_offered'
-  end
-  if refusal then
-    if refusal ~= 'not_offered' then
-      -- One entry per person and call: clicking again cannot flood the trail.
-      local denied = cjson.decode(redis.call('HGET', run, F.denied .. aid) or '[]')
-      local seen = false
-      for _, u in ipairs(denied) do if u == user then seen = true end end
-      if not seen then
-        table.insert(denied, user)
-        redis.call('HSET', run, F.denied .. aid, cjson.encode(denied))
-        entry['reason'] = refusal == 'self' and 'self_approval' or 'not_an_approver'
-        audit(ARGV[10])
-      end
-    end
-    return {refusal}
-  end
-  if type(gate['digest']) ~= 'string' or gate['digest'] == '' then return {'unreadable'} end
-end
-
-local approvals = cjson.decode(redis.call('HGET', run, F.approvals .. aid) or '[]')
-if approving then
-  for _, a in ipairs(approvals) do
-    if a['user_id'] == choice['user_id'] then return {'already_approved', list(approvals)} end
-  end
-end
-if mode == 'check' then return {'open', list(approvals)} end
-
-local quorum = 1
-if gate then quorum = tonumber(gate['quorum']) end
-if approving then
-  table.insert(approvals, {user_id = choice['user_id'], user_name = choice['user_name'],
-    outcome = choice['outcome'], at = now})
-  entry['approvals'] = #approvals
-  entry['quorum'] = quorum
-  if #approvals < quorum then
-    local counted = list(approvals)
-    redis.call('HSET', run, F.approvals .. aid, counted)
-    audit(choice['outcome'])
-    return {'counted', counted}
-  end
-end
-
-local outcome = choice['outcome']
-if approving then
-  -- "Always" only if every approver chose it: one person cannot waive the others' say.
-  for _, a in ipairs(approvals) do
-    if a['outcome'] ~= 'approved_always' then outcome = 'approved' end
-  end
-end
-local decision = {outcome = outcome, user_id = choice['user_id'], user_name = choice['user_name'],
-  reason = choice['reason'], decided_at = now, digest = entry['digest']}
-if #approvals > 0 then decision['approvals'] = approvals end
-local encoded = cjson.encode(decision)
-redis.call('HSET', run, F.decision .. aid, encoded)
-audit(choice['outcome'])
--- The expiry poller removes its own entry once the card shows the expiry.
-if mode ~= 'expire' then redis.call('ZREM', KEYS[2], ARGV[5]) end
-redis.call('ZREM', KEYS[5], ARGV[5])
-local pending = redis.call('HINCRBY', run, F.pending, -1)
-if pending > 0 then return {'recorded', encoded, '0'} end
-redis.call('HSET', run, F.status, 'ready')
-redis.call('XADD', KEYS[3], '*', 'job', ARGV[8])
-return {'recorded', encoded, '1'}
-"""
-
 PRELUDE = _prelude()
 SCRIPTS: dict[str, str] = {
     name: PRELUDE + body
@@ -369,5 +244,6 @@ SCRIPTS: dict[str, str] = {
         "close": CLOSE,
         "journal_put": JOURNAL_PUT,
         "decide": DECIDE,
+        "stop": STOP,
     }.items()
 }

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
@@ -35,6 +35,25 @@ class Fenced(Exception):
         self.run_id = run_id
 
 
+class StopMark(BaseModel):
+    """Who stopped a run, and when (Redis's clock)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    user_id: str
+    user_name: str | None = None
+    at: float = 0.0
+
+
+class Stopped(Exception):
+    """Someone stopped the run: no further tool runs, no card appears, the model is not called."""
+
+    def __init__(self, run_id: str, mark: StopMark) -> None:
+        super().__init__(f"run {run_id}: stopped by {mark.user_id}")
+        self.run_id = run_id
+        self.mark = mark
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Lease:
     """One delivery's hold on a run: its writes carry the fence."""
@@ -56,7 +75,16 @@ class RunRecord:
 
 
 ClaimStatus = Literal[
-    "claimed", "taken_over", "stale", "gone", "running", "waiting", "finishing", "failed", "ready"
+    "claimed",
+    "taken_over",
+    "stale",
+    "gone",
+    "running",
+    "waiting",
+    "finishing",
+    "failed",
+    "ready",
+    "stopped",
 ]
 
 
@@ -233,6 +261,9 @@ class RunStore:
         )
         if int(written) == -1:
             raise Fenced(envelope.run_id)
+        if int(written) == -2:
+            mark = await self.stop_mark(envelope.run_id)
+            raise Stopped(envelope.run_id, mark or StopMark(user_id="?"))
 
     async def mark_finishing(self, lease: Lease, final_output: str) -> None:
         """Remember the answer before posting it, so a retried job posts it and runs nothing."""
@@ -270,14 +301,21 @@ class RunStore:
     # --- the tool journal (see runtime/tool_journal.py) ---------------------------------------
 
     async def journal_entry(self, lease: Lease, call_id: str) -> bytes | None:
-        """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run."""
+        """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run,
+        Stopped if someone stopped it (a call that did not run yet must not start)."""
         reply: list[Any] = await self._redis.hmget(
-            self._keys.run(lease.run_id), [rr.JOURNAL + call_id, rr.FENCE]
+            self._keys.run(lease.run_id), [rr.JOURNAL + call_id, rr.FENCE, rr.STOPPED]
         )
-        recorded, fence = reply
+        recorded, fence, stopped = reply
         if recorded is None and (fence is None or int(fence) != lease.fence):
             raise Fenced(lease.run_id)
+        if recorded is None and stopped is not None:
+            raise Stopped(lease.run_id, StopMark.model_validate_json(stopped))
         return cast(bytes | None, recorded)
+
+    async def stop_mark(self, run_id: str) -> StopMark | None:
+        raw: Any = await self._redis.hget(self._keys.run(run_id), rr.STOPPED)
+        return StopMark.model_validate_json(raw) if raw is not None else None
 
     async def journal_put(self, run_id: str, call_id: str, entry: str) -> None:
         await self._scripts["journal_put"](

@@ -13,6 +13,8 @@ from typing import Any, Self
 from pydantic import Field, FilePath, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from runtime.log_format import LogFormat
+
 # What to tell the operator when a variable is missing or wrong, by variable name.
 FIXES: dict[str, str] = {
     "REDIS_URL": "Set it to a Redis URL such as redis://localhost:6379/0 (rediss:// for TLS).",
@@ -31,12 +33,15 @@ FIXES: dict[str, str] = {
     "JOB_TIMEOUT_SECONDS": "Use a number of seconds between 1 and 86400 (a day).",
     "APPROVERS": "List Slack user ids (U…, W…) and user-group ids (S…), comma-separated.",
     "ALLOW_SELF_APPROVAL": "Use true or false.",
+    "ADMINS": "List Slack user ids (U…, W…) and user-group ids (S…) who may stop any run.",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
     "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 for the whole stop after SIGTERM "
     "(Heroku kills 30 s after it).",
+    "METRICS_PORT": "Use a free TCP port (1-65535) for the worker's /metrics, or unset it.",
+    "LOG_FORMAT": "Use text (the default) or json (one JSON object per line, for log drains).",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -89,10 +94,19 @@ class RuntimeSettings(BaseSettings):
     approvers: str = Field("", validation_alias="APPROVERS", pattern=_PRINCIPALS)
     """Comma-separated user and user-group ids; empty means anyone in the channel."""
     allow_self_approval: bool = Field(False, validation_alias="ALLOW_SELF_APPROVAL")
+    admins: str = Field("", validation_alias="ADMINS", pattern=_PRINCIPALS)
+    """Users and user groups who may stop any run (besides its requester and approvers)."""
     policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
     reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
     """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
+
+    # --- operating it (issue 12) ---------------------------------------------------------------
+    metrics_port: int | None = Field(None, validation_alias="METRICS_PORT", ge=1, le=65535)
+    """A worker serves `GET /metrics` on this port; unset, it serves none. (The web process
+    serves `/metrics` on `PORT`.)"""
+    log_format: LogFormat = Field("text", validation_alias="LOG_FORMAT")
+    """`json`: one JSON object per line, with the run id where known."""
 
     # --- first run (issue 4) ------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")

@@ -27,12 +27,21 @@ from agents.tool_context import ToolContext
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_digest import call_digest
+from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
-from runtime.run_store import Lease, RunStore
+from runtime.run_store import Lease, RunStore, StopMark, Stopped
 
 log = logging.getLogger(__name__)
 
 OUTCOME_CHARS = 300
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolsInFlight:
+    """Whether a tool of the step is executing: a stop waits for it to finish, then cancels."""
+
+    count: int = 0
+    stopping: StopMark | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,6 +53,7 @@ class JournalScope:
     lease: Lease
     requester: str
     channel: str
+    in_flight: ToolsInFlight
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -101,11 +111,23 @@ class JournaledInvoker:
                 self._tool_name,
             )
             await self._audit(scope, ctx, AuditEvent.REPLAYED, entry["output"])
+            count_tool(self._tool_name, "replayed")
             return entry["output"]
-        output = await self._inner(ctx, arguments)
-        # Recorded before anything else can fail: from here on, a retry reuses it.
-        entry = {"tool": self._tool_name, "output": _storable(output)}
-        await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))
+        if scope.in_flight.stopping is not None:
+            raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
+        scope.in_flight.count += 1
+        try:
+            try:
+                output = await self._inner(ctx, arguments)
+            except Exception:
+                count_tool(self._tool_name, "error")
+                raise
+            count_tool(self._tool_name, "ok")
+            # Recorded before anything else can fail: from here on, a retry reuses it.
+            entry = {"tool": self._tool_name, "output": _storable(output)}
+            await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))
+        finally:
+            scope.in_flight.count -= 1
         await self._audit(scope, ctx, AuditEvent.EXECUTED, output)
         return output
 

@@ -24,6 +24,8 @@ from runtime.expiry import Expiry
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
+from runtime.log_format import bind_log_context
+from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.redis_connection import wait_until_reachable
 from runtime.registry import AgentRegistry
@@ -76,6 +78,8 @@ class Worker:
     restart_delay: float = 1.0
     """First wait before restarting a crashed poller; it doubles up to a minute."""
     _stopping: Stopping = field(default_factory=Stopping)
+    metrics: MetricsEndpoint | None = None
+    """`GET /metrics` on `METRICS_PORT`, when that is set."""
 
     async def run(self) -> None:
         """Once Redis answers (a worker may start first), run until stop()."""
@@ -96,6 +100,8 @@ class Worker:
             loops.append(
                 group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
             )
+            if self.metrics is not None:
+                loops.append(group.create_task(self.metrics.run()))
             await consumer  # returns after stop(), its jobs finished or handed back
             # A sweep may still wait on Slack; it must not hold the process past the budget.
             # Cutting it short is safe: its lease lapses and a worker handles it again.
@@ -111,6 +117,8 @@ class Worker:
         for poller in self.pollers:
             poller.stop()
         self.audit_trimmer.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
 
     async def _keep_running(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         delay = self.restart_delay
@@ -134,6 +142,7 @@ class JobRouter:
         job = self._parse(delivery)
         if job is None:
             return
+        bind_log_context(run_id=job.run_id, event=job.kind)  # each job runs in a task of its own
         if isinstance(job, StartJob):
             await self.executor.start(job)
         else:
@@ -142,6 +151,7 @@ class JobRouter:
     async def on_dead(self, delivery: Delivery) -> None:
         job = self._parse(delivery)
         if job is not None:
+            bind_log_context(run_id=job.run_id, event="dead_letter")
             await self.executor.on_dead_job(job, "")
 
     @staticmethod
@@ -212,6 +222,7 @@ def build_worker(
         ),
     ]
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
+    metrics = MetricsEndpoint(port=settings.metrics_port) if settings.metrics_port else None
     return Worker(
         consumer=consumer,
         pollers=pollers,
@@ -219,6 +230,7 @@ def build_worker(
         redis=redis,
         redis_setting=settings.redis_url_setting,
         shutdown=shutdown,
+        metrics=metrics,
     )
 
 

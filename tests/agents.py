@@ -1,7 +1,8 @@
 """Agents for the tests: real SDK agents whose tools record that they ran.
 
 In-process tests read `EXECUTIONS`; tests with real worker processes set
-`COUNTERSIGN_TEST_LEDGER` (a Redis URL and key, space-separated) and read that list instead.
+`COUNTERSIGN_TEST_LEDGER` (a Redis URL and key, space-separated) and read that list instead:
+one entry per execution, written as the tool starts, naming the process (`DYNO`) it ran in.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ async def _record(ctx: ToolContext[Any], tool: str, arguments: dict[str, Any]) -
     ledger = os.environ.get("COUNTERSIGN_TEST_LEDGER")
     if ledger:
         url, key = ledger.split(" ")
-        entry = json.dumps({"tool": tool, "arguments": arguments, "call_id": ctx.tool_call_id})
+        entry = json.dumps(
+            {
+                "tool": tool,
+                "arguments": arguments,
+                "call_id": ctx.tool_call_id,
+                "dyno": os.environ.get("DYNO", ""),
+            }
+        )
         client = aioredis.Redis.from_url(url)
         try:
             await client.rpush(key, entry)
@@ -80,6 +88,14 @@ async def migrate(ctx: ToolContext[Any], table: str) -> str:
     return f"migrated {table} (attempt {attempts + 1}, key {idempotency_key(ctx)})"
 
 
+@function_tool(needs_approval=True)
+async def drain_node(ctx: ToolContext[Any], node: str, seconds: float) -> str:
+    """Drain a node. Takes `seconds`, so that a test's kill can land while it runs."""
+    await _record(ctx, "drain_node", {"node": node, "seconds": seconds})
+    await asyncio.sleep(seconds)
+    return f"drained {node}"
+
+
 async def _attempts(call_id: str) -> int:
     """How often this call id already started, across worker processes (via the ledger)."""
     ledger = os.environ.get("COUNTERSIGN_TEST_LEDGER")
@@ -111,3 +127,7 @@ REGISTRY_AFTER_DEPLOY = [
     ops.clone(tools=[t for t in ops.tools if getattr(t, "name", "") != "delete_user"]),
     helper,
 ]
+
+
+# `ops` with a slow tool besides, for the chaos test (tests/test_chaos.py); the same names.
+CHAOS_REGISTRY = [ops.clone(tools=[*ops.tools, drain_node]), helper]

@@ -25,7 +25,7 @@ STATUS_PREFIXES = (
     ":white_check_mark: Done",
     ":x: Stopped",
 )
-NOTE_PREFIXES = (":alarm_clock:", ":warning:")
+NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by")
 """Reminders and notes in a thread: neither status nor answer."""
 
 

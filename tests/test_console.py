@@ -68,7 +68,12 @@ class Console:
         return str(answer["user"]["profile"]["display_name"])
 
     def cards(self) -> list[Message]:
-        return [m for m in self.slack.messages.values() if m.actions()]
+        """Approval cards (the status message's only button is Stop)."""
+        return [
+            m
+            for m in self.slack.messages.values()
+            if m.actions() and "stop_run" not in m.action_ids()
+        ]
 
     def answers(self) -> list[str]:
         return [m.text for m in self.slack.messages.values() if m.text.startswith("Scripted")]

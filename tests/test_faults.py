@@ -139,7 +139,8 @@ async def test_an_old_dyno_stopping_in_a_deploy_leaves_the_new_ones_job_alone(
     assert await old.wait(timeout=28) == 0, old.log()
     assert "0 job(s) cancelled, 0 handed back" in old.log(), "it held no job of its own"
     [answer] = await deployment.final_answers(root)
-    assert answer.text == "migrated users (attempt 1, key call_migrate)", deployment.logs_text()
+    key = f"{await only_run_id(deployment)}:call_migrate"
+    assert answer.text == f"migrated users (attempt 1, key {key})", deployment.logs_text()
     await wait_for_log(new, "resuming round 1")
     deadline = time.monotonic() + 10
     while await deployment.job_owner() is not None:  # acknowledged: nobody can run it again

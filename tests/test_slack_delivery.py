@@ -15,12 +15,13 @@ async def test_a_rate_limited_card_is_retried_after_retry_after(bot: Harness) ->
         "chat.postMessage",
         429,
         {"ok": False, "error": "ratelimited"},
-        when=lambda args: "blocks" in args,
+        when=lambda args: "wants to run" in str(args.get("text", "")),
         headers={"Retry-After": "1"},
     )
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1, timeout=15)
-    limited, retried = [c for c in bot.slack.calls_to("chat.postMessage") if "blocks" in c.args]
+    posts = bot.slack.calls_to("chat.postMessage")
+    limited, retried = [c for c in posts if "wants to run" in str(c.args.get("text", ""))]
     assert limited.args == retried.args, "the same card, posted again"
     assert retried.at - limited.at >= 0.9, "after waiting for Retry-After"
     await bot.sender.click(card, "approve", user="UBOB")

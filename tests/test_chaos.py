@@ -1,0 +1,482 @@
+"""Chaos, on real processes: while a dozen runs wait for approvals and rejections, workers are
+SIGKILLed at random moments (and replaced, so that two stay alive) and the model answers 5xx in
+bursts longer than the `openai` client's own retries.
+
+Whatever the seed, a person must see what the design promises:
+- no rejected or undecided call ever ran (the test agents' ledger, written as each tool starts);
+- every approved call ran exactly once, or once more for each kill that landed while it ran
+  (its ledger entry written by the killed worker, its `executed` audit entry not yet);
+- every run's thread got its ending (its answer, quoting what each call did, or a failure
+  message) within a bounded time, and no process died that the test did not kill.
+
+The seed picks the plans and the chaos, not the timing. `CHAOS_SEED=<seed>` reruns a failing
+one: `CHAOS_SEED=123 pytest -m chaos -s tests/test_chaos.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from runtime.keys import JOB_GROUP
+from tests.deployment import Deployment
+from tests.fake_openai import ModelError, ModelRequest, Reply, message, tool_call
+from tests.fake_slack import Message
+from tests.processes import Process
+
+pytestmark = pytest.mark.chaos
+
+RUNS = 14
+START_EVERY = 3.0
+"""Seconds between two runs' starts: the chaos goes on for about a minute."""
+RUNS_DEADLINE = 120.0
+"""Bounds each wait of a run (for its cards, for its ending); the whole test is bounded by
+`RUNS * START_EVERY + RUNS_DEADLINE` besides."""
+CHAOS_EVERY = (1.5, 4.5)
+"""Seconds between two blows (a kill, or a burst of 5xx). Much more often, and on two cores the
+replacement workers' start-up starves the rest: jobs run out of deliveries and runs give up."""
+APPROVERS = ("UBOB", "UCAROL")
+WORKER_ENV = {
+    "AGENTS": "tests.agents:CHAOS_REGISTRY",
+    # Kills and 5xx bursts redeliver a job several times; it must not be given up on.
+    "JOB_MAX_DELIVERIES": "10",
+    "REMINDER_AT": "0",
+}
+OUTPUTS = {
+    "delete_user": "deleted {}",
+    "restart_service": "restarted {}",
+    "drain_node": "drained {}",
+}
+
+
+# --- what each run asks, and what the test decides ---------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedCall:
+    tag: str
+    """Unique to the call, in its arguments: finds its card."""
+    tool: str
+    arguments: dict[str, Any]
+    reason: str | None
+    """The rejection reason; None: approved."""
+    decider: str
+
+    @property
+    def call_id(self) -> str:
+        return f"call_{self.tag}"
+
+    @property
+    def output(self) -> str:
+        return OUTPUTS[self.tool].format(self.tag)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    number: int
+    rounds: tuple[tuple[PlannedCall, ...], ...]
+
+    @property
+    def task(self) -> str:
+        return f"chaos run {self.number}"
+
+    @property
+    def calls(self) -> list[PlannedCall]:
+        return [call for calls in self.rounds for call in calls]
+
+
+def plan_run(number: int, rng: random.Random) -> Plan:
+    """One or two rounds of approvals, of one or two calls each; about a third rejected."""
+    rounds = []
+    for round_ in range(rng.choice((1, 2))):
+        calls = []
+        for index in range(rng.choice((1, 1, 2))):
+            tag = f"x{number:02d}{round_}{index}"
+            tool = rng.choice(("delete_user", "restart_service", "drain_node", "drain_node"))
+            arguments_of: dict[str, dict[str, Any]] = {
+                "delete_user": {"user_id": tag},
+                "restart_service": {"service": tag},
+                "drain_node": {"node": tag, "seconds": round(rng.uniform(0.3, 1.2), 2)},
+            }
+            rejected = rng.random() < 0.35
+            if (number, round_, index) in ((0, 0, 0), (1, 0, 0)):
+                rejected = number == 1  # every seed has both kinds
+            calls.append(
+                PlannedCall(
+                    tag=tag,
+                    tool=tool,
+                    arguments=arguments_of[tool],
+                    reason=f"not during the freeze ({tag})" if rejected else None,
+                    decider=rng.choice(APPROVERS),
+                )
+            )
+        rounds.append(tuple(calls))
+    return Plan(number=number, rounds=tuple(rounds))
+
+
+class ChaosModel:
+    """Asks for each round's calls in turn, then answers with what it was told of each; fails
+    with a 5xx while `failures_left` says so."""
+
+    def __init__(self, plans: list[Plan]) -> None:
+        self.plans = {plan.task: plan for plan in plans}
+        self.failures_left = 0
+        self.errors = 0
+
+    def __call__(self, request: ModelRequest) -> Reply:
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            self.errors += 1
+            return ModelError(503)
+        plan = self.plans[request.task]
+        told = request.tool_outputs
+        for calls in plan.rounds:
+            if any(call.call_id not in told for call in calls):
+                return [tool_call(call.tool, call.arguments, call.call_id) for call in calls]
+        said = " | ".join(f"{call.call_id}={told[call.call_id]}" for call in plan.calls)
+        return [message(f"{plan.task} done: {said}")]
+
+
+# --- the chaos -----------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Chaos:
+    """Kills workers, starting another in each one's place, and makes the model fail in bursts."""
+
+    deployment: Deployment
+    web: Process
+    model: ChaosModel
+    rng: random.Random
+    workers: dict[str, Process] = field(default_factory=dict)
+    deaths: dict[str, float] = field(default_factory=dict)
+    """Killed dyno -> when it was dead (its last ledger entry was written before)."""
+    bursts: int = 0
+    aimed: int = 0
+    """Kills aimed at a worker while one of its tools was running."""
+    started: int = 0
+
+    def start_worker(self) -> None:
+        self.started += 1
+        name = f"worker.{self.started}"
+        self.workers[name] = self.deployment.worker(name, **WORKER_ENV)
+
+    async def kill(self, dyno: str) -> None:
+        process = self.workers.pop(dyno)
+        process.signal(signal.SIGKILL)
+        await process.wait(timeout=10)
+        self.deaths[dyno] = time.time()
+        self.start_worker()
+
+    def check_alive(self) -> None:
+        for process in [self.web, *self.workers.values()]:
+            code = process.popen.poll()
+            assert code is None, f"{process.name} exited by itself ({code}):\n{process.log()}"
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.rng.uniform(*CHAOS_EVERY))
+                return
+            self.check_alive()
+            roll = self.rng.random()
+            if roll < 1 / 3:
+                self.model.failures_left = self.rng.randint(4, 6)
+                self.bursts += 1
+            elif roll < 2 / 3:
+                await self.kill(self.rng.choice(sorted(self.workers)))
+            else:
+                await self.kill_inside_a_tool(stop)
+
+    async def kill_inside_a_tool(self, stop: asyncio.Event) -> None:
+        """Wait (a little) for a tool to be running in a live worker, and kill that worker."""
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not stop.is_set():
+            finished = {call_id for call_id, _ in await executed(self.deployment)}
+            running = [
+                entry["dyno"]
+                for entry in await ledger(self.deployment)
+                if entry["dyno"] in self.workers and entry["call_id"] not in finished
+            ]
+            if running:
+                await asyncio.sleep(self.rng.uniform(0, 0.3))
+                self.aimed += 1
+                await self.kill(self.rng.choice(running))
+                return
+            await asyncio.sleep(0.05)
+
+    @property
+    def kills(self) -> int:
+        return len(self.deaths)
+
+
+async def ledger(deployment: Deployment) -> list[dict[str, Any]]:
+    entries: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
+    return [json.loads(entry) for entry in entries]
+
+
+async def executed(deployment: Deployment) -> list[tuple[str, float]]:
+    """(call id, when) of every `executed` audit entry: the call's output was journaled."""
+    rows: Any = await deployment.redis.xrange(deployment.keys.audit)
+    found = []
+    for _, fields in rows:
+        if fields[b"event"] == b"executed":
+            details = json.loads(fields[b"details"])
+            found.append((details["call_id"], details["at"]))
+    return found
+
+
+# --- a person's side of each run ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ending:
+    plan: Plan
+    roots: list[Message]
+    """The run's threads: one, unless a kill made the run start a second."""
+    endings: list[Message]
+    """Answers and failure messages, in the order posted."""
+
+    @property
+    def answered(self) -> bool:
+        return not self.endings[0].text.startswith(":x:")
+
+
+def roots_of(deployment: Deployment, plan: Plan) -> list[Message]:
+    return [m for m in deployment.slack.roots() if m.text.endswith(f"*ops*: {plan.task}")]
+
+
+def card_of(deployment: Deployment, plan: Plan, call: PlannedCall) -> Message | None:
+    """An undecided card for the call, in any thread of its run."""
+    threads = {root.ts for root in roots_of(deployment, plan)}
+    tag = re.compile(rf"\b{call.tag}\b")
+    for card in deployment.slack.cards():
+        if (
+            card.thread_ts in threads
+            and tag.search(card.all_text())
+            and "approve" in card.action_ids()
+        ):
+            return card
+    return None
+
+
+def endings_of(deployment: Deployment, plan: Plan) -> list[Message]:
+    """Answers and failure messages, in any thread of the run."""
+    roots = roots_of(deployment, plan)
+    return [m for root in roots for m in deployment.slack.final_answers(root.ts)]
+
+
+async def round_cards(
+    deployment: Deployment, plan: Plan, calls: tuple[PlannedCall, ...]
+) -> list[Message] | None:
+    """The round's cards once all are posted; None if the run ended first (it gave up)."""
+
+    def ready() -> bool:
+        cards = [card_of(deployment, plan, call) for call in calls]
+        return bool(endings_of(deployment, plan)) or all(cards)
+
+    await deployment.slack.wait_for(ready, RUNS_DEADLINE, f"the cards of {plan.task}")
+    cards = [card_of(deployment, plan, call) for call in calls]
+    if endings_of(deployment, plan):
+        return None
+    return [card for card in cards if card is not None]
+
+
+@dataclass(kw_only=True)
+class People:
+    """The approvers' side: who clicked what."""
+
+    deployment: Deployment
+    approved: set[str] = field(default_factory=set)
+    """Call ids someone approved (recorded just before the click)."""
+    reject_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One reject at a time: its modal is then the newest one."""
+
+    async def decide(self, call: PlannedCall, card: Message) -> None:
+        ran = {entry["call_id"] for entry in await ledger(self.deployment)}
+        assert call.call_id not in ran, f"{call.call_id} ran before anyone decided it"
+        if call.reason is None:
+            self.approved.add(call.call_id)
+            status, _ = await self.deployment.sender.click(card, "approve", user=call.decider)
+        else:
+            async with self.reject_lock:
+                status, _ = await self.deployment.sender.reject(
+                    card, user=call.decider, reason=call.reason
+                )
+        assert status == 200
+
+
+async def play(deployment: Deployment, plan: Plan, rng: random.Random, people: People) -> Ending:
+    """Start the run, decide each call as its card appears, and wait for the thread's ending."""
+    await asyncio.sleep(plan.number * START_EVERY)
+    status, _ = await deployment.sender.command(plan.task)
+    assert status == 200
+    for calls in plan.rounds:
+        cards = await round_cards(deployment, plan, calls)
+        if cards is None:
+            break
+        for call, card in rng.sample(list(zip(calls, cards, strict=True)), len(calls)):
+            await asyncio.sleep(rng.uniform(0, 1.0))  # a person takes a moment
+            await people.decide(call, card)
+    endings = await deployment.slack.wait_for(
+        lambda: endings_of(deployment, plan), RUNS_DEADLINE, f"ending of {plan.task}"
+    )
+    return Ending(plan, roots_of(deployment, plan), endings)
+
+
+async def unfinished(deployment: Deployment, plans: list[Plan]) -> str:
+    """Where each run without an ending stands: its threads, cards, record and jobs."""
+    lines = []
+    for plan in plans:
+        if endings_of(deployment, plan):
+            continue
+        threads = {root.ts for root in roots_of(deployment, plan)}
+        cards = [c for c in deployment.slack.cards() if c.thread_ts in threads]
+        run_ids = {c.actions()[0]["value"].split(":")[0] for c in cards if c.actions()}
+        records = {
+            run_id: await deployment.redis.hmget(
+                deployment.keys.run(run_id), ["status", "round", "fence"]
+            )
+            for run_id in run_ids
+        }
+        lines.append(
+            f"{plan.task}: {len(threads)} thread(s), cards {[c.text for c in cards]}, "
+            f"records {records}"
+        )
+    pending: Any = await deployment.redis.xpending_range(
+        deployment.keys.jobs, JOB_GROUP, "-", "+", 100
+    )
+    dead: Any = await deployment.redis.xrange(deployment.keys.dead_jobs)
+    lines.append(f"pending jobs: {pending}")
+    lines.append(f"dead jobs: {dead}")
+    return "\n".join(lines)
+
+
+async def settled(deployment: Deployment, timeout: float = 30) -> None:
+    """No job left in the stream: every delivery finished, nothing more can run."""
+    deadline = time.monotonic() + timeout
+    while await deployment.redis.xlen(deployment.keys.jobs) > 0:
+        assert time.monotonic() < deadline, f"jobs still queued:\n{deployment.logs_text()}"
+        await asyncio.sleep(0.1)
+
+
+# --- the test ------------------------------------------------------------------------------------
+
+
+def hits_by_kills(
+    entries: list[dict[str, Any]], journaled: list[tuple[str, float]], deaths: dict[str, float]
+) -> Counter[str]:
+    """Executions a kill landed in: by a worker that died before the call's output was
+    journaled. Each may have happened once more than the design's "exactly once"."""
+    hits: Counter[str] = Counter()
+    for entry in entries:
+        died = deaths.get(entry["dyno"])
+        if died is None:
+            continue
+        if not any(call_id == entry["call_id"] and at < died for call_id, at in journaled):
+            hits[entry["call_id"]] += 1
+    return hits
+
+
+@pytest.mark.timeout(240)
+async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outages(
+    deployment: Deployment,
+) -> None:
+    seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1_000_000))
+    print(f"chaos: seed={seed} (rerun with CHAOS_SEED={seed})")
+    plans = [plan_run(n, random.Random(f"{seed}:plan:{n}")) for n in range(RUNS)]
+    model = ChaosModel(plans)
+    deployment.model.script = model
+    web = await deployment.web()
+    chaos = Chaos(deployment=deployment, web=web, model=model, rng=random.Random(f"{seed}:chaos"))
+    chaos.start_worker()
+    chaos.start_worker()
+
+    began = time.monotonic()
+    stop = asyncio.Event()
+    people = People(deployment=deployment)
+    chaos_task = asyncio.create_task(chaos.run(stop))
+    try:
+        async with (
+            asyncio.timeout(RUNS * START_EVERY + RUNS_DEADLINE),
+            asyncio.TaskGroup() as group,
+        ):
+            players = [
+                group.create_task(
+                    play(deployment, plan, random.Random(f"{seed}:play:{plan.number}"), people)
+                )
+                for plan in plans
+            ]
+        stop.set()
+        await chaos_task
+        chaos.check_alive()
+        await settled(deployment)
+    except BaseException as error:
+        error.add_note(
+            f"chaos: seed={seed} kills={chaos.kills} bursts={chaos.bursts}\n"
+            f"{await unfinished(deployment, plans)}\nlogs:\n{deployment.logs_text()}"
+        )
+        raise
+    finally:
+        stop.set()
+        await asyncio.gather(chaos_task, return_exceptions=True)
+    took = time.monotonic() - began
+
+    endings = [player.result() for player in players]
+    entries = await ledger(deployment)
+    hits = hits_by_kills(entries, await executed(deployment), chaos.deaths)
+    runs_of = Counter(entry["call_id"] for entry in entries)
+    print(
+        f"chaos: seed={seed} kills={chaos.kills} (aimed at a running tool: {chaos.aimed}, "
+        f"landed in one: {sum(hits.values())}) bursts={chaos.bursts} model_5xx={model.errors} "
+        f"runs={RUNS} calls={sum(len(p.calls) for p in plans)} approved={len(people.approved)} "
+        f"ran_twice_or_more={ {c: n for c, n in runs_of.items() if n > 1} } "
+        f"gave_up={[e.plan.number for e in endings if not e.answered]} "
+        f"extra_threads={sum(len(e.roots) - 1 for e in endings)} "
+        f"extra_endings={sum(len(e.endings) - 1 for e in endings)} took={took:.0f}s"
+    )
+    context = f"seed={seed}; logs in {deployment.logs}"
+    calls = {call.call_id: call for plan in plans for call in plan.calls}
+    for entry in entries:
+        call = calls.get(entry["call_id"])
+        assert call is not None, f"a tool nobody was asked about ran: {entry} ({context})"
+        assert call.reason is None, f"rejected {call.call_id} ran ({context})"
+        assert call.call_id in people.approved, f"undecided {call.call_id} ran ({context})"
+        assert entry["arguments"] == call.arguments, f"not what was approved ran ({context})"
+    for ending in endings:
+        check_ending(ending, runs_of, hits, context)
+
+
+def check_ending(ending: Ending, runs_of: Counter[str], hits: Counter[str], context: str) -> None:
+    """The thread's ending quotes what each call did; each approved call ran once (or once
+    more per kill inside it), or at most that if the run gave up."""
+    text = ending.endings[0].text
+    if ending.answered:
+        assert text.startswith(f"{ending.plan.task} done: "), f"{text} ({context})"
+    else:  # the one failure these faults may cause: a job out of deliveries
+        assert "Something kept failing" in text, f"{text} ({context})"
+    for call in ending.plan.calls:
+        if call.reason is not None:
+            told = f"{call.call_id}=The call to {call.tool} was rejected"
+            assert not ending.answered or (told in text and call.reason in text), (
+                f"the model was not told why {call.call_id} was rejected ({context})"
+            )
+            continue
+        assert not ending.answered or f"{call.call_id}={call.output}" in text, (
+            f"the model was not told what {call.call_id} did ({context})"
+        )
+        ran, killed_inside = runs_of[call.call_id], hits[call.call_id]
+        assert (1 if ending.answered else 0) <= ran <= 1 + killed_inside, (
+            f"{call.call_id} ran {ran} times, {killed_inside} kill(s) inside it ({context})"
+        )
