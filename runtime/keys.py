@@ -53,5 +53,5 @@ class Keys:
 
     @property
     def audit(self) -> str:
-        """Capped stream of what happened to runs (the short audit trail)."""
+        """Stream of what happened to runs, trimmed by age (`AUDIT_RETENTION_DAYS`)."""
         return f"{self.prefix}audit"
