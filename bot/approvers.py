@@ -3,10 +3,16 @@
 Group membership comes from `usergroups.users.list`, cached briefly and dropped when Slack sends
 `subteam_members_changed`; names (for messages that tell people who may decide) from
 `users.info` and `usergroups.list`, cached longer.
+
+A click waits on these lookups while Slack waits for its acknowledgement (3 s), so the web
+process builds its directory with `lookup_seconds` and a client that never waits out a 429
+(`bot.slack_client.directory_client`); a directory that cannot answer in time raises
+`DirectoryUnavailable` and the click is refused politely.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -34,10 +40,19 @@ def is_group(principal: str) -> bool:
 
 
 class ApproverDirectory:
-    def __init__(self, redis: aioredis.Redis, keys: Keys, client: AsyncWebClient) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        keys: Keys,
+        client: AsyncWebClient,
+        *,
+        lookup_seconds: float | None = None,
+    ) -> None:
+        """`lookup_seconds` bounds each question to Slack (None: the client's own timeout)."""
         self._redis = redis
         self._keys = keys
         self._client = client
+        self._lookup_seconds = lookup_seconds
 
     async def may_decide(self, user_id: str, approvers: Sequence[str]) -> bool:
         """Empty `approvers` means anyone; otherwise the user or one of their groups is listed."""
@@ -53,22 +68,27 @@ class ApproverDirectory:
         cached: Any = await self._redis.get(key)
         if cached is not None:
             return set(json.loads(cached))
-        try:
-            response = await self._client.usergroups_users_list(usergroup=group_id)
-        except (SlackApiError, ClientError, TimeoutError) as error:
-            log.warning("members of %s unavailable: %s", group_id, type(error).__name__)
-            raise DirectoryUnavailable(group_id) from error
-        users = [u for u in response.get("users") or [] if isinstance(u, str)]
-        await self._redis.set(key, json.dumps(users), ex=MEMBERS_TTL_SECONDS)
+        users = await self._ask_slack(group_id)
+        await self._redis.set(key, json.dumps(sorted(users)), ex=MEMBERS_TTL_SECONDS)
         return set(users)
 
     async def forget_group(self, group_id: str) -> None:
         """Slack says the group changed: ask again next time."""
         await self._redis.delete(self._keys.group_members(group_id))
 
+    async def _ask_slack(self, group_id: str) -> frozenset[str]:
+        try:
+            async with asyncio.timeout(self._lookup_seconds):
+                response = await self._client.usergroups_users_list(usergroup=group_id)
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            log.warning("members of %s unavailable: %s", group_id, type(error).__name__)
+            raise DirectoryUnavailable(group_id) from error
+        return frozenset(u for u in response.get("users") or [] if isinstance(u, str))
+
     async def names(self, principals: Sequence[str]) -> dict[str, str]:
         """A readable name per principal (`@handle` for groups); the id if Slack won't say."""
-        return {principal: await self._name(principal) for principal in principals}
+        names = await asyncio.gather(*(self._name(principal) for principal in principals))
+        return dict(zip(principals, names, strict=True))
 
     async def _name(self, principal: str) -> str:
         key = self._keys.display_name(principal)
@@ -76,9 +96,12 @@ class ApproverDirectory:
         if cached is not None:
             return str(cached.decode())
         try:
-            name = await (
-                self._group_handle(principal) if is_group(principal) else self._user_name(principal)
-            )
+            async with asyncio.timeout(self._lookup_seconds):
+                name = await (
+                    self._group_handle(principal)
+                    if is_group(principal)
+                    else self._user_name(principal)
+                )
         except (SlackApiError, ClientError, TimeoutError):
             return principal
         await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)

@@ -35,7 +35,7 @@ from bot.commands import AgentCommand
 from bot.console.routes import add_console
 from bot.payloads import malformed
 from bot.settings import Settings
-from bot.slack_client import slack_client
+from bot.slack_client import CLICK_LOOKUP_SECONDS, directory_client, slack_client
 from bot.slack_reporter import SlackReporter
 from bot.socket_mode import add_socket_mode
 from runtime.approvals import Approvals
@@ -79,7 +79,17 @@ def build_bolt(
         process_before_response=True,
     )
     audit = AuditTrail(redis, keys)
-    directory = ApproverDirectory(redis, keys, client)
+    # Clicks wait on the directory inside Slack's 3 s: its client never waits out a 429.
+    directory = ApproverDirectory(
+        redis,
+        keys,
+        directory_client(
+            token=settings.slack_bot_token.get_secret_value(),
+            base_url=settings.effective_slack_api_url,
+            session=session,
+        ),
+        lookup_seconds=CLICK_LOOKUP_SECONDS,
+    )
     command = AgentCommand(queue=JobQueue(redis, keys), audit=audit, agents=agent_names)
     actions = ApprovalActions(
         approvals=Approvals(redis, keys),
