@@ -7,7 +7,9 @@ Group membership comes from `usergroups.users.list`, cached briefly and dropped 
 A click waits on these lookups while Slack waits for its acknowledgement (3 s), so the web
 process builds its directory with `lookup_seconds` and a client that never waits out a 429
 (`bot.slack_client.directory_client`); a directory that cannot answer in time raises
-`DirectoryUnavailable` and the click is refused politely.
+`DirectoryUnavailable` and the click is refused politely. Concurrent lookups of one group in a
+process share one request, and a lookup that began before a `forget_group` never caches what it
+found (a generation counter per group, compared in Redis as the answer is stored).
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ log = logging.getLogger(__name__)
 
 MEMBERS_TTL_SECONDS = 300
 NAMES_TTL_SECONDS = 3600
+
+# KEYS: generation, members; ARGV: the generation read before asking Slack, members JSON, TTL.
+_STORE_IF_UNCHANGED = """
+if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+return 1
+"""
 
 
 class DirectoryUnavailable(Exception):
@@ -53,6 +64,9 @@ class ApproverDirectory:
         self._keys = keys
         self._client = client
         self._lookup_seconds = lookup_seconds
+        self._store_members = redis.register_script(_STORE_IF_UNCHANGED)
+        self._lookups: dict[str, asyncio.Future[frozenset[str]]] = {}
+        """Lookups of group members in flight in this process, by group."""
 
     async def may_decide(self, user_id: str, approvers: Sequence[str]) -> bool:
         """Empty `approvers` means anyone; otherwise the user or one of their groups is listed."""
@@ -64,17 +78,51 @@ class ApproverDirectory:
         return False
 
     async def members(self, group_id: str) -> set[str]:
-        key = self._keys.group_members(group_id)
-        cached: Any = await self._redis.get(key)
+        cached, generation = await self._redis.mget(
+            self._keys.group_members(group_id), self._keys.group_generation(group_id)
+        )
         if cached is not None:
             return set(json.loads(cached))
-        users = await self._ask_slack(group_id)
-        await self._redis.set(key, json.dumps(sorted(users)), ex=MEMBERS_TTL_SECONDS)
-        return set(users)
+        return set(await self._lookup(group_id, generation))
 
     async def forget_group(self, group_id: str) -> None:
-        """Slack says the group changed: ask again next time."""
-        await self._redis.delete(self._keys.group_members(group_id))
+        """Slack says the group changed: ask again next time, and cache nothing asked before."""
+        # A lookup already in flight here may have its answer from before the change.
+        self._lookups.pop(group_id, None)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.incr(self._keys.group_generation(group_id))
+            pipe.delete(self._keys.group_members(group_id))
+            await pipe.execute()
+
+    async def _lookup(self, group_id: str, generation: bytes | str | None) -> frozenset[str]:
+        """Slack's answer, cached unless the group changed since `generation` was read.
+
+        Concurrent lookups of one group share the first one's request: a burst of clicks on a
+        card whose cache just expired must not become a burst of calls, nor of 429s.
+        """
+        pending = self._lookups.get(group_id)
+        if pending is not None:
+            # Shielded: a click that gives up must not cancel the others' lookup.
+            return await asyncio.shield(pending)
+        pending = asyncio.get_running_loop().create_future()
+        self._lookups[group_id] = pending
+        try:
+            users = await self._ask_slack(group_id)
+            await self._store_members(
+                keys=[self._keys.group_generation(group_id), self._keys.group_members(group_id)],
+                args=[generation or b"0", json.dumps(sorted(users)), MEMBERS_TTL_SECONDS],
+            )
+            pending.set_result(users)
+            return users
+        except BaseException as error:
+            # Those waiting get the same answer (cancelled: the directory could not answer).
+            shared = error if isinstance(error, Exception) else DirectoryUnavailable(group_id)
+            pending.set_exception(shared)
+            pending.exception()  # retrieved: with nobody else waiting, nothing to report
+            raise
+        finally:
+            if self._lookups.get(group_id) is pending:
+                del self._lookups[group_id]
 
     async def _ask_slack(self, group_id: str) -> frozenset[str]:
         try:
