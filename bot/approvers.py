@@ -7,7 +7,8 @@ Group membership comes from `usergroups.users.list`, cached briefly and dropped 
 A click waits on these lookups while Slack waits for its acknowledgement (3 s), so the web
 process builds its directory with `lookup_seconds` and a client that never waits out a 429
 (`bot.slack_client.directory_client`); a directory that cannot answer in time raises
-`DirectoryUnavailable` and the click is refused politely. Concurrent lookups of one group in a
+`DirectoryUnavailable` and the click is refused politely. To keep clicks off Slack altogether,
+the worker looks a card's groups up as it posts it (`warm`), concurrent lookups of one group in a
 process share one request, and a lookup that began before a `forget_group` never caches what it
 found (a generation counter per group, compared in Redis as the answer is stored).
 """
@@ -84,6 +85,18 @@ class ApproverDirectory:
         if cached is not None:
             return set(json.loads(cached))
         return set(await self._lookup(group_id, generation))
+
+    async def warm(self, approvers: Sequence[str]) -> None:
+        """Ask Slack now who is in each group among `approvers`, so that clicks find it cached.
+
+        A group Slack will not answer for is only logged: the clicks will ask again.
+        """
+        for group_id in (p for p in approvers if is_group(p)):
+            generation = await self._redis.get(self._keys.group_generation(group_id))
+            try:
+                await self._lookup(group_id, generation)
+            except DirectoryUnavailable:
+                log.info("members of %s not cached ahead of the clicks", group_id)
 
     async def forget_group(self, group_id: str) -> None:
         """Slack says the group changed: ask again next time, and cache nothing asked before."""

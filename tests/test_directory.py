@@ -58,6 +58,30 @@ async def members_changed(bot: Harness) -> None:
     assert status == 200
 
 
+@with_env(APPROVERS="S0SRE")
+async def test_posting_a_card_looks_its_group_up_before_anyone_clicks(bot: Harness) -> None:
+    root, card = await card_for_sre(bot)
+    assert len(bot.slack.calls_to(LOOKUP)) == 1, "asked when the card was posted"
+    assert await bot.redis.get(bot.keys.group_members("S0SRE")) == b'["UCAROL"]'
+
+    await bot.sender.click(card, "approve", user="UCAROL")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    assert len(bot.slack.calls_to(LOOKUP)) == 1, "the click found the members cached"
+
+
+@with_env(APPROVERS="S0SRE")
+async def test_a_card_is_posted_even_when_slack_will_not_say_who_is_in_its_group(
+    bot: Harness,
+) -> None:
+    bot.slack.fail_next(LOOKUP, 200, {"ok": False, "error": "missing_scope"})
+    root, card = await card_for_sre(bot)
+    assert await bot.redis.get(bot.keys.group_members("S0SRE")) is None
+
+    await bot.sender.click(card, "approve", user="UCAROL")  # the click asks for itself
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    assert len(bot.slack.calls_to(LOOKUP)) == 2
+
+
 @pytest.mark.parametrize("trouble", ["rate_limited", "slow"])
 @with_env(APPROVERS="S0SRE")
 async def test_a_click_is_answered_in_time_when_slack_cannot_say_who_is_in_the_group(
