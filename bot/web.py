@@ -38,6 +38,7 @@ from bot.console.routes import add_console
 from bot.operations import add_operations
 from bot.payloads import malformed
 from bot.settings import Settings
+from bot.slack_client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.socket_mode import add_socket_mode
 from bot.status_blocks import ACTION_STOP
 from bot.stop_actions import StopActions
@@ -93,9 +94,20 @@ def build_bolt(
         process_before_response=True,
     )
     audit = AuditTrail(redis, keys)
+    # Clicks wait on the directory inside Slack's 3 s: its client never waits out a 429.
+    directory = ApproverDirectory(
+        redis,
+        keys,
+        directory_client(
+            token=settings.slack_bot_token.get_secret_value(),
+            base_url=settings.effective_slack_api_url,
+            session=session,
+        ),
+        lookup_seconds=CLICK_LOOKUP_SECONDS,
+    )
     stops = StopActions(
         stopper=RunStopper(redis, keys),
-        directory=parts.directory,
+        directory=directory,
         reporter=parts.reporter,
         client=client,
         tasks=tasks,
@@ -108,10 +120,10 @@ def build_bolt(
         recorder=DecisionRecorder(redis, keys),
         client=client,
         reporter=parts.reporter,
-        gate=ApprovalGate(directory=parts.directory),
+        gate=ApprovalGate(directory=directory),
         tasks=tasks,
     )
-    membership = GroupMembershipEvents(directory=parts.directory)
+    membership = GroupMembershipEvents(directory=directory)
     bolt.command(re.compile(r"^/.*"))(command)
     bolt.action(ACTION_APPROVE)(actions.on_approve)
     bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)

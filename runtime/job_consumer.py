@@ -66,11 +66,13 @@ class JobConsumer:
     async def run(self) -> None:
         """Run jobs until stop(); then let running ones finish within the grace period."""
         await self.queue.ensure_group()
-        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        drained = asyncio.Event()
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop(drained))
         try:
             await self._read_loop()
             await self._drain()
         finally:
+            drained.set()
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
@@ -162,9 +164,13 @@ class JobConsumer:
         log.error("job %s moved to the dead-letter stream", delivery.entry_id)
         self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
 
-    async def _heartbeat_loop(self) -> None:
-        """Keep our running jobs from looking abandoned, also while draining."""
-        while True:
+    async def _heartbeat_loop(self, drained: asyncio.Event) -> None:
+        """Keep our running jobs from looking abandoned, also while draining.
+
+        Ends on `drained` as well as on cancellation: a cancel that lands while the Redis call
+        is in flight can be swallowed by the client, and the loop must end all the same.
+        """
+        while not drained.is_set():
             await asyncio.sleep(self.idle_timeout / 3)
             try:
                 await self.queue.heartbeat(self.consumer, list(self._running))
