@@ -18,10 +18,13 @@ from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
-from runtime.call_digest import call_digest
-from runtime.contracts import ResumeJob, StartJob, new_approval_id
-from runtime.envelope import Decision, PendingCall, RunEnvelope, UnreadableEnvelope
+from runtime.call_planner import CallPlanner, audit_fields
+from runtime.contracts import ResumeJob, StartJob
+from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
+from runtime.mcp_connections import McpServerUnavailable
+from runtime.mcp_origin import mcp_server_of
+from runtime.mcp_tools import McpTools
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
@@ -47,9 +50,14 @@ class RunExecutor:
     allow_self_approval: bool = False
     """Written into each call's gate: may the requester approve their own run's calls?"""
     run_config: RunConfig | None = None
+    mcp: McpTools | None = None
+    """The registry's MCP tools and their servers' connections; None when no agent has any."""
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
+        self.planner = CallPlanner(
+            policy=self.policy, store=self.store, audit=self.audit, mcp=self.mcp
+        )
 
     async def start(self, job: StartJob) -> None:
         record = await self.store.create(
@@ -105,6 +113,8 @@ class RunExecutor:
         except RunFailed as failure:
             await self.endings.fail(envelope, failure, lease, keep=False)
             return
+        if not await self._servers_ready(envelope, agent, lease, keep=False):
+            return
         context = {"run_id": job.run_id, "requester": job.conversation.requester}
         await self._advance(envelope, record, agent, job.task, lease, context=context)
 
@@ -135,6 +145,12 @@ class RunExecutor:
         envelope = record.envelope
         try:
             agent = self._agent(envelope.root_agent)
+        except RunFailed as failure:
+            await self.endings.fail(envelope, failure, lease, keep=True)
+            return
+        if not await self._servers_ready(envelope, agent, lease, keep=True):
+            return
+        try:
             state = await self._restore(agent, record)
             applied = self._apply(state, envelope)
         except RunFailed as failure:
@@ -155,14 +171,30 @@ class RunExecutor:
         except UnknownAgent as error:
             raise RunFailed(Failure.UNKNOWN_AGENT, str(error)) from error
 
-    @staticmethod
-    def _apply(state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
-        missing = missing_tools(state)
+    async def _servers_ready(
+        self, envelope: RunEnvelope, agent: Agent[Any], lease: Lease, *, keep: bool
+    ) -> bool:
+        """The run's MCP servers answer; if one stays down (the worker retries meanwhile), the
+        thread is told which, and the run ends without running anything more."""
+        if self.mcp is None:
+            return True
+        try:
+            await self.mcp.ensure_ready(agent)
+        except McpServerUnavailable as error:
+            log.warning("run %s: %s", envelope.run_id, error)
+            failure = RunFailed(Failure.MCP_UNAVAILABLE, error.server)
+            await self.endings.fail(envelope, failure, lease, keep=keep)
+            return False
+        return True
+
+    def _apply(self, state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
+        mcp = self.mcp
+        missing = missing_tools(state, mcp.offered if mcp else None)
         if missing:
             detail = ", ".join(f"`{tool}` of agent {agent}" for agent, tool in missing)
             raise RunFailed(Failure.TOOL_REMOVED, detail)
         try:
-            return apply_decisions(state, envelope.calls)
+            return apply_decisions(state, envelope.calls, mcp.server_now if mcp else mcp_server_of)
         except AgentsException as error:
             # The SDK fingerprints each tool call; a state edited behind its back fails here.
             log.error("run %s: stored state is inconsistent: %s", envelope.run_id, error)
@@ -175,6 +207,8 @@ class RunExecutor:
         try:
             return await RunState.from_string(agent, record.state)
         except Exception as error:
+            if self.mcp is not None and await self.mcp.unreachable(agent):
+                raise  # a server went away since `_servers_ready`: the job is retried
             # The SDK redacts its restore errors; its message is safe and names the cause.
             log.exception("run %s: stored state cannot be restored", record.envelope.run_id)
             raise RunFailed(Failure.UNREADABLE_STATE, str(error)) from error
@@ -221,6 +255,11 @@ class RunExecutor:
             except Exception as error:
                 if _fenced(error):
                     raise Fenced(envelope.run_id) from error
+                down = await self.mcp.unreachable(agent) if self.mcp else None
+                if down is not None:
+                    # Not the run's fault: retried from the saved state once it is back.
+                    log.warning("run %s: MCP server %r went away; retried", envelope.run_id, down)
+                    raise
                 failure = describe_run_error(error)
                 if failure is None:
                     raise
@@ -236,68 +275,13 @@ class RunExecutor:
                 await observer.flush("done")
                 await self.endings.finish(envelope, output, lease)
                 return
-            calls = await self._plan_calls(envelope, result)
+            calls = await self.planner.plan(envelope, result)
             if any(call.decision is None for call in calls):
                 await self._stop_for_approvals(envelope, result, calls, observer, lease)
                 return
             # The policy decided every call: go on without asking anyone.
             run_input = result.to_state()
             apply_decisions(run_input, calls)
-
-    async def _plan_calls(
-        self, envelope: RunEnvelope, result: RunResult
-    ) -> tuple[PendingCall, ...]:
-        """One pending call per interruption, with its rule; the policy decides `auto` ones."""
-        now = await self.store.server_time()
-        calls = []
-        for item in result.interruptions:
-            tool, agent_name, arguments = item.name or "?", item.agent.name, item.arguments or ""
-            rule = self.policy.rule_for(tool, agent_name)
-            digest = call_digest(tool, arguments)
-            decision = None
-            if rule.auto is not None:
-                decision = Decision(
-                    outcome="approved" if rule.auto == "approve" else "rejected",
-                    user_name="policy",
-                    reason=f"auto-{rule.auto} rule",
-                    decided_at=now,
-                    digest=digest,
-                    by_policy=True,
-                )
-            call = PendingCall(
-                approval_id=new_approval_id(),
-                call_id=item.call_id or "",
-                tool=tool,
-                agent=agent_name,
-                arguments=arguments,
-                expires_at=now + rule.ttl_seconds,
-                approvers=rule.approvers,
-                quorum=rule.quorum,
-                allow_always=rule.allow_always,
-                digest=digest,
-                decision=decision,
-            )
-            calls.append(call)
-            event = {
-                "approve": AuditEvent.AUTO_APPROVED,
-                "reject": AuditEvent.AUTO_REJECTED,
-                None: AuditEvent.REQUESTED,
-            }[rule.auto]
-            await self.audit.record(event, envelope.run_id, **self._audit_fields(envelope, call))
-        return tuple(calls)
-
-    @staticmethod
-    def _audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | int | None]:
-        return {
-            "approval_id": call.approval_id,
-            "call_id": call.call_id,
-            "tool": call.tool,
-            "agent": call.agent,
-            "requester": envelope.conversation.requester,
-            "channel": envelope.conversation.channel,
-            "digest": call.digest,
-            "quorum": call.quorum,
-        }
 
     async def _stop_for_approvals(
         self,
@@ -332,7 +316,7 @@ class RunExecutor:
         for call in applied.refused:
             log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
             await self.audit.record(
-                AuditEvent.REFUSED, envelope.run_id, **self._audit_fields(envelope, call)
+                AuditEvent.REFUSED, envelope.run_id, **audit_fields(envelope, call)
             )
             await self.reporter.call_refused(RunView.of(envelope), call)
 

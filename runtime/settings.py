@@ -31,6 +31,8 @@ FIXES: dict[str, str] = {
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
+    "MCP_PROBE_SECONDS": "Use seconds between 0.1 and 3600 between checks of each MCP server.",
+    "MCP_WAIT_SECONDS": "Use seconds between 0 and 600 that a run waits for an MCP server.",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -75,6 +77,12 @@ class RuntimeSettings(BaseSettings):
     reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
     """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
+
+    # --- MCP servers (see runtime/mcp_connections.py) ---
+    mcp_probe_seconds: float = Field(5.0, validation_alias="MCP_PROBE_SECONDS", ge=0.1, le=3600)
+    """How often the worker checks that each MCP server still answers."""
+    mcp_wait_seconds: float = Field(30.0, validation_alias="MCP_WAIT_SECONDS", ge=0, le=600)
+    """How long a run waits for a down MCP server (reconnected meanwhile) before it stops."""
 
     # --- first run (issue 4) ------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -20,6 +21,9 @@ from runtime.due_set import DuePoller
 from runtime.expiry import Expiry
 from runtime.jobs import Delivery, JobConsumer, JobQueue
 from runtime.keys import Keys
+from runtime.mcp_connections import McpConnections
+from runtime.mcp_listing import McpListings
+from runtime.mcp_tools import McpTools
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
@@ -42,9 +46,12 @@ class Worker:
     consumer: JobConsumer
     pollers: list[DuePoller]
     audit_trimmer: AuditTrimmer
+    mcp: McpConnections | None = None
+    """Connected before the first job, closed after the last one finished."""
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
+        mcp = self.mcp.running() if self.mcp else contextlib.nullcontext()
+        async with mcp, asyncio.TaskGroup() as group:
             group.create_task(self.consumer.run())
             for poller in self.pollers:
                 group.create_task(poller.run())
@@ -103,6 +110,14 @@ def build_worker(
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
     install_journal(registry)
+    mcp = McpTools(
+        registry,
+        policy,
+        listings=McpListings(redis, keys),
+        probe_interval=settings.mcp_probe_seconds,
+        wait_seconds=settings.mcp_wait_seconds,
+    )
+    has_mcp = mcp.install() > 0
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -113,6 +128,7 @@ def build_worker(
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
+        mcp=mcp if has_mcp else None,
     )
     router = JobRouter(executor=executor)
     consumer = JobConsumer(
@@ -144,7 +160,12 @@ def build_worker(
         ),
     ]
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
-    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer)
+    return Worker(
+        consumer=consumer,
+        pollers=pollers,
+        audit_trimmer=trimmer,
+        mcp=mcp.connections if has_mcp else None,
+    )
 
 
 async def serve_until_signalled(worker: Worker) -> None:
