@@ -41,6 +41,7 @@ from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.mcp_listing import McpListings
 from runtime.scripted_model import uses_scripted_model
 from runtime.task_set import TaskSet
 
@@ -74,7 +75,12 @@ def build_bolt(
         process_before_response=True,
     )
     audit = AuditTrail(redis, keys)
-    command = AgentCommand(queue=JobQueue(redis, keys), audit=audit, agents=agent_names)
+    command = AgentCommand(
+        queue=JobQueue(redis, keys),
+        audit=audit,
+        agents=agent_names,
+        mcp_listings=McpListings(redis, keys),
+    )
     actions = ApprovalActions(
         recorder=DecisionRecorder(redis, keys),
         client=client,
