@@ -236,5 +236,8 @@ async def _probe(server: MCPServer) -> str | None:
 
 
 def _describe(error: BaseException) -> str:
+    """One line for the log: the innermost cause, not the task group wrapped around it."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0][:200]}" if text else type(error).__name__
