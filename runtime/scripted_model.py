@@ -99,7 +99,7 @@ class _Called:
 
 def _history(items: list[Any]) -> list[_Called]:
     outputs = {
-        _field(i, "call_id"): str(_field(i, "output"))
+        _field(i, "call_id"): _output_text(_field(i, "output"))
         for i in items
         if _field(i, "type") == "function_call_output"
     }
@@ -114,6 +114,13 @@ def _history(items: list[Any]) -> list[_Called]:
         name = str(_field(item, "name"))
         called.append(_Called(name, arguments, outputs.get(_field(item, "call_id"))))
     return called
+
+
+def _output_text(output: Any) -> str:
+    """A function tool's output is text; an MCP tool's is a list of content parts."""
+    if isinstance(output, list):
+        return " ".join(str(_field(part, "text") or "") for part in output)
+    return str(output)
 
 
 def scripted_reply(call: ModelCall) -> list[TResponseOutputItem]:
