@@ -62,8 +62,8 @@ class Deployment:
             self.session, f"http://127.0.0.1:{self.port}/slack/events", SIGNING_SECRET, self.slack
         )
 
-    async def web(self) -> Process:
-        process = Process("web", procfile()["web"], self.env(), self.logs)
+    async def web(self, **env: str) -> Process:
+        process = Process("web", procfile()["web"], self.env(**env), self.logs)
         self.processes.append(process)
         await wait_until_healthy(f"http://127.0.0.1:{self.port}/healthz", process)
         return process
