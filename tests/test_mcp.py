@@ -19,7 +19,7 @@ import pytest
 
 from runtime.call_digest import call_digest
 from tests.deployment import Deployment
-from tests.fake_openai import ModelRequest, message, tool_call
+from tests.fake_openai import ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.test_cards import texts
 
@@ -245,3 +245,45 @@ async def test_help_lists_each_agents_mcp_tools_from_the_workers_listing(
     assert "• `ops` tools from MCP servers: `list_tables`, `drop_table` on `db`" in text
     assert "• `reports` tools from MCP servers: `list_tables` on `db`" in text, "its filter"
     assert len(await server_pids(deployment)) == 1, "two agents, one server: connected once"
+
+
+async def test_an_approved_mcp_call_runs_once_however_often_the_model_fails_after_it(
+    deployment: Deployment,
+) -> None:
+    failed = 0
+
+    def script(request: ModelRequest) -> list[dict[str, object]] | ModelError:
+        nonlocal failed
+        if not request.tool_outputs:
+            return [tool_call("drop_table", {"table": "orders"}, "call_drop")]
+        if failed < 7:  # outlasts the openai client's retries of two deliveries
+            failed += 1
+            return ModelError(503, "overloaded")
+        return [message("done: " + told(request, "call_drop"))]
+
+    deployment.model.script = script
+    await deployment.web(**MCP_AGENTS)
+    deployment.worker("worker.1", **MCP_AGENTS, JOB_MAX_DELIVERIES="6")
+    root = await deployment.start_run("drop the orders table")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+
+    answers = await deployment.slack.wait_for(
+        lambda: deployment.slack.final_answers(root.ts), 60, "final answer"
+    )
+    assert answers[0].text == "done: dropped orders", "the recorded output reached the model"
+    assert len(await drops(deployment)) == 1, deployment.logs_text()
+    events = [e["event"] for e in await audit_events(deployment)]
+    assert events.count("executed") == 1
+    assert events.count("replayed") >= 1, "a retried delivery reused the recorded output"
+
+
+async def test_a_stopping_worker_closes_its_mcp_server(deployment: Deployment) -> None:
+    await deployment.web(**MCP_AGENTS)
+    worker = deployment.worker("worker.1", **MCP_AGENTS)
+    [pid] = await wait_until("the worker's MCP server", lambda: server_pids(deployment), deployment)
+    worker.signal(signal.SIGTERM)
+    assert await worker.wait(timeout=28) == 0, worker.log()
+    assert "MCP servers closed: 1" in worker.log()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
