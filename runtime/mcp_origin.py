@@ -23,10 +23,5 @@ def mcp_server_of(item: ToolApprovalItem) -> str | None:
     return None
 
 
-def is_hosted(item: ToolApprovalItem) -> bool:
-    """An approval request of a `HostedMCPTool`: OpenAI runs the call, not this worker."""
-    return bool(_field(item.raw_item, "type") == HOSTED_REQUEST)
-
-
 def _field(raw: Any, name: str) -> Any:
     return raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
