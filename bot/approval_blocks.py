@@ -70,11 +70,11 @@ def _call_blocks(
     ]
     if approver_names:
         fields.append(_field(messages.approvers_field(approver_names)))
-    blocks: list[Block] = [
-        {
-            "type": "section",
-            "text": {"type": "mrkdwn", "text": messages.approval_headline(call.agent, call.tool)},
-        },
+    headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
+    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
+    if call.description:
+        blocks.append(_context(messages.tool_description(call.description)))
+    blocks += [
         {"type": "section", "fields": fields},
         {"type": "section", "text": {"type": "mrkdwn", "text": code}},
     ]

@@ -47,6 +47,7 @@ from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.mcp_listing import McpListings
 from runtime.policy import parse_principals
 from runtime.redis_connection import wait_until_reachable
 from runtime.run_stopper import Principals, RunStopper
@@ -114,7 +115,11 @@ def build_bolt(
         admins=Principals.parse(parse_principals(settings.admins)),
     )
     command = AgentCommand(
-        queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops
+        queue=JobQueue(redis, keys),
+        audit=audit,
+        agents=agent_names,
+        stops=stops,
+        mcp_listings=McpListings(redis, keys),
     )
     actions = ApprovalActions(
         recorder=DecisionRecorder(redis, keys),

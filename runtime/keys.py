@@ -72,6 +72,11 @@ class Keys:
         return f"{self.prefix}name:{principal}"
 
     @property
+    def mcp_tools(self) -> str:
+        """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""
+        return f"{self.prefix}mcp:tools"
+
+    @property
     def audit(self) -> str:
         """Stream of what happened to runs, trimmed by age (`AUDIT_RETENTION_DAYS`)."""
         return f"{self.prefix}audit"

@@ -5,6 +5,7 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     [[rule]]
     tool = "delete_*"          # glob on the tool name
     agent = "ops"              # optional glob on the agent name
+    mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
     anyone = false             # true instead of approvers: anyone in the channel may decide
@@ -15,8 +16,11 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
 `APPROVAL_TTL_SECONDS`). Letting anyone decide must be said (`anyone = true`): an empty
 `approvers = []` is refused, as is a quorum larger than the user ids a rule lists (without
-groups, nobody else could ever approve). The runtime stores the resolved rule with each pending
-call, so a policy change never changes what an open card promised.
+groups, nobody else could ever approve). A rule with `mcp_server` matches only tools from a
+matching MCP server, and makes their calls need a person (or decides them, with `auto`)
+whatever the server's own `require_approval` says (see `runtime.mcp_tools`). The runtime stores
+the resolved rule with each pending call, so a policy change never changes what an open card
+promised.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class Rule(BaseModel):
 
     tool: str = Field(min_length=1)
     agent: str | None = None
+    mcp_server: str | None = None
     approvers: tuple[str, ...] | None = None
     anyone: bool = False
     """Anyone in the channel may decide, whatever `APPROVERS` says."""
@@ -52,7 +57,11 @@ class Rule(BaseModel):
     allow_always: bool | None = None
     auto: Literal["approve", "reject"] | None = None
 
-    def matches(self, tool: str, agent: str) -> bool:
+    def matches(self, tool: str, agent: str, mcp_server: str | None = None) -> bool:
+        if self.mcp_server is not None and (
+            mcp_server is None or not fnmatch.fnmatchcase(mcp_server, self.mcp_server)
+        ):
+            return False
         return fnmatch.fnmatchcase(tool, self.tool) and (
             self.agent is None or fnmatch.fnmatchcase(agent, self.agent)
         )
@@ -82,8 +91,8 @@ class Policy:
     default_approvers: tuple[str, ...]
     default_ttl_seconds: int
 
-    def rule_for(self, tool: str, agent: str) -> CallRule:
-        rule = next((r for r in self.rules if r.matches(tool, agent)), None)
+    def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
+        rule = next((r for r in self.rules if r.matches(tool, agent, mcp_server)), None)
         if rule is None:
             return CallRule(
                 approvers=self.default_approvers,

@@ -42,6 +42,8 @@ FIXES: dict[str, str] = {
     "(Heroku kills 30 s after it).",
     "METRICS_PORT": "Use a free TCP port (1-65535) for the worker's /metrics, or unset it.",
     "LOG_FORMAT": "Use text (the default) or json (one JSON object per line, for log drains).",
+    "MCP_PROBE_SECONDS": "Use seconds between 0.1 and 3600 between checks of each MCP server.",
+    "MCP_WAIT_SECONDS": "Use seconds between 0 and 600 that a run waits for an MCP server.",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -107,6 +109,12 @@ class RuntimeSettings(BaseSettings):
     serves `/metrics` on `PORT`.)"""
     log_format: LogFormat = Field("text", validation_alias="LOG_FORMAT")
     """`json`: one JSON object per line, with the run id where known."""
+
+    # --- MCP servers (see runtime/mcp_connections.py) ---
+    mcp_probe_seconds: float = Field(5.0, validation_alias="MCP_PROBE_SECONDS", ge=0.1, le=3600)
+    """How often the worker checks that each MCP server still answers."""
+    mcp_wait_seconds: float = Field(30.0, validation_alias="MCP_WAIT_SECONDS", ge=0, le=600)
+    """How long a run waits for a down MCP server (reconnected meanwhile) before it stops."""
 
     # --- first run (issue 4) ------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")

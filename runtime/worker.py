@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -25,6 +26,9 @@ from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
 from runtime.log_format import bind_log_context
+from runtime.mcp_connections import McpConnections
+from runtime.mcp_listing import McpListings
+from runtime.mcp_tools import McpTools
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.redis_connection import wait_until_reachable
@@ -80,6 +84,8 @@ class Worker:
     _stopping: Stopping = field(default_factory=Stopping)
     metrics: MetricsEndpoint | None = None
     """`GET /metrics` on `METRICS_PORT`, when that is set."""
+    mcp: McpConnections | None = None
+    """Connected before the first job, closed after the last one finished."""
 
     async def run(self) -> None:
         """Once Redis answers (a worker may start first), run until stop()."""
@@ -91,7 +97,8 @@ class Worker:
         log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
         # The job consumer is the worker: if it fails the process exits and the platform starts
         # a new one. A poller is a side duty: its crash must not take the jobs down with it.
-        async with asyncio.TaskGroup() as group:
+        mcp = self.mcp.running() if self.mcp else contextlib.nullcontext()
+        async with mcp, asyncio.TaskGroup() as group:
             consumer = group.create_task(self.consumer.run())
             loops = [
                 group.create_task(self._keep_running(poller.name, poller.run))
@@ -180,6 +187,14 @@ def build_worker(
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
     install_journal(registry)
+    mcp = McpTools(
+        registry,
+        policy,
+        listings=McpListings(redis, keys),
+        probe_interval=settings.mcp_probe_seconds,
+        wait_seconds=settings.mcp_wait_seconds,
+    )
+    has_mcp = mcp.install() > 0
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -190,6 +205,7 @@ def build_worker(
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
+        mcp=mcp if has_mcp else None,
     )
     router = JobRouter(executor=executor)
     consumer = JobConsumer(
@@ -231,6 +247,7 @@ def build_worker(
         redis_setting=settings.redis_url_setting,
         shutdown=shutdown,
         metrics=metrics,
+        mcp=mcp.connections if has_mcp else None,
     )
 
 
