@@ -23,6 +23,7 @@ from bot.stop_actions import StopActions
 from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs import JobQueue
+from runtime.mcp_listing import McpListings
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,8 @@ class AgentCommand:
     agents: list[str]
     stops: StopActions
     statuses: RunStatus
+    mcp_listings: McpListings | None = None
+    """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -86,7 +89,8 @@ class AgentCommand:
             return
         parsed = parse_command_text(command.text, self.agents)
         if parsed.kind == "help":
-            await _reply(ack, messages.command_help(command.command, self.agents))
+            help_text = messages.command_help(command.command, self.agents, await self._mcp())
+            await _reply(ack, help_text)
             return
         if parsed.kind == "stop":
             if not parsed.task:
@@ -127,6 +131,18 @@ class AgentCommand:
             return
         log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
         await _reply(ack, messages.command_starting(parsed.agent))
+
+    async def _mcp(self) -> dict[str, list[tuple[str, str]]] | None:
+        if self.mcp_listings is None:
+            return None
+        try:
+            listings = await self.mcp_listings.read()
+        except RedisError:
+            return None  # help still answers, without the MCP tools
+        return {
+            agent: [(info.tool, info.server) for info in listing.tools]
+            for agent, listing in listings.items()
+        }
 
     async def _audit(self, what: str, channel: str) -> str:
         """This channel's recent events, or one run's history (only if it ran here)."""

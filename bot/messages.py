@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from runtime.audit import AuditEntry
 from runtime.envelope import Decision
@@ -30,9 +30,14 @@ def user(user_id: str) -> str:
 # --- /agent ----------------------------------------------------------------------------------
 
 
-def command_help(command: str, agents: Sequence[str]) -> str:
+def command_help(
+    command: str,
+    agents: Sequence[str],
+    mcp_tools: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> str:
+    """`mcp_tools`: agent -> (tool, server) as a worker last listed them; None when unknown."""
     listed = ", ".join(f"`{name}`" for name in agents)
-    return (
+    text = (
         f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
         "to approve it here.\n"
         f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
@@ -42,6 +47,19 @@ def command_help(command: str, agents: Sequence[str]) -> str:
         f"• `{command} help`: this message\n"
         f"Agents: {listed}"
     )
+    for agent in agents:
+        tools = (mcp_tools or {}).get(agent)
+        if tools:
+            text += f"\n• `{escape(agent)}` tools from MCP servers: " + mcp_tool_list(tools)
+    return text
+
+
+def mcp_tool_list(tools: Sequence[tuple[str, str]]) -> str:
+    """`list_tables`, `drop_table` on `db`; `search` on `wiki`."""
+    by_server: dict[str, list[str]] = {}
+    for tool, server in tools:
+        by_server.setdefault(server, []).append(f"`{escape(tool)}`")
+    return "; ".join(f"{', '.join(names)} on `{escape(s)}`" for s, names in by_server.items())
 
 
 def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
@@ -147,8 +165,22 @@ REJECT = "Reject"
 VIEW_ARGUMENTS = "View full arguments"
 
 
-def approval_headline(agent: str, tool: str) -> str:
-    return f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> str:
+    headline = f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+    if mcp_server is not None:
+        headline += f" on MCP server `{escape(mcp_server)}`"
+    return headline
+
+
+DESCRIPTION_CHARS = 500
+
+
+def tool_description(description: str) -> str:
+    """What the tool says it does (from the MCP server's listing: not our words, so quoted)."""
+    text = " ".join(description.split())
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS] + "…"
+    return f"_Tool description:_ {escape(text)}"
 
 
 def approval_fallback(agent: str, tool: str) -> str:
@@ -251,14 +283,6 @@ def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) 
     )
 
 
-def reminder_anyone(agent: str, tool: str, expires_at: float) -> str:
-    return (
-        f":alarm_clock: Reminder: *{escape(agent)}* still waits for a decision on "
-        f"`{escape(tool)}` (above); anyone here but the requester may decide. It expires "
-        f"{slack_date(expires_at)}."
-    )
-
-
 def call_refused(tool: str, digest: str) -> str:
     return (
         f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "
@@ -307,6 +331,9 @@ FAILURES = {
     Failure.UNSUPPORTED_ENVELOPE: "This run was saved by a different version of "
     f"{PRODUCT} and can't be resumed ({{detail}}).",
     Failure.GAVE_UP: "Something kept failing while running this task, so it was stopped.",
+    Failure.MCP_UNAVAILABLE: "The MCP server `{detail}` could not be reached (the worker kept "
+    "retrying), so the run stopped and nothing more was run. Check that the server is up, then "
+    "ask again.",
 }
 
 

@@ -1,5 +1,6 @@
-"""The words Countersign says outside a run's thread: `/agent status`, the Home tab, copies of
-cards, escalations. Part of `bot.messages` (whose helpers it uses), kept apart only for size."""
+"""The words by which Countersign reaches people beyond a card: `/agent status`, the Home tab,
+copies of cards, escalations, reminders. Part of `bot.messages` (whose helpers it uses), kept
+apart only for size."""
 
 from __future__ import annotations
 
@@ -67,7 +68,16 @@ STATUS_UNAVAILABLE = (
 )
 
 
-# --- copies of cards and escalations -------------------------------------------------------------
+# --- reminders, copies of cards and escalations ----------------------------------------------
+
+
+def reminder_anyone(agent: str, tool: str, expires_at: float) -> str:
+    """A reminder when anyone in the channel may decide: it mentions nobody."""
+    return (
+        f":alarm_clock: Reminder: *{escape(agent)}* still waits for a decision on "
+        f"`{escape(tool)}` (above); anyone here but the requester may decide. It expires "
+        f"{slack_date(expires_at)}."
+    )
 
 
 def mention(principal: str) -> str:

@@ -45,4 +45,20 @@ def slack_parts(
 
 def web_redis(settings: Settings) -> aioredis.Redis:
     """Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence."""
-    return connect(settings.effective_redis_url, socket_timeout=1.0, connect_timeout=0.5, retries=1)
+    return connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+        socket_timeout=1.0,
+        connect_timeout=0.5,
+        retries=1,
+    )
+
+
+def worker_redis(settings: Settings) -> aioredis.Redis:
+    """The default timeouts and retries: the worker rides out a short outage."""
+    return connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+    )

@@ -73,7 +73,7 @@ def plan_reach(
     for call in calls:
         if call.decision is not None:
             continue
-        rule = policy.rule_for(call.tool, call.agent)
+        rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
         lifetime = call.expires_at - now
         escalate_at = None
         if rule.escalate_after_seconds is not None and rule.escalate_to:

@@ -69,6 +69,11 @@ class Keys:
         """Cached members of a Slack user group (short TTL; refreshed on membership events)."""
         return f"{self.prefix}group:{group_id}"
 
+    def group_generation(self, group_id: str) -> str:
+        """Counts the times a user group changed: a lookup that began before the latest change
+        must not cache what it found (no TTL; one small counter per group that ever changed)."""
+        return f"{self.prefix}group-generation:{group_id}"
+
     def display_name(self, principal: str) -> str:
         """Cached display name of a Slack user or handle of a user group."""
         return f"{self.prefix}name:{principal}"
@@ -84,6 +89,11 @@ class Keys:
         return f"{self.prefix}home:published:{user_id}"
 
     @property
+    def mcp_tools(self) -> str:
+        """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""
+        return f"{self.prefix}mcp:tools"
+
+    @property
     def audit(self) -> str:
-        """Capped stream of what happened to runs (the short audit trail)."""
+        """Stream of what happened to runs, trimmed by age (`AUDIT_RETENTION_DAYS`)."""
         return f"{self.prefix}audit"

@@ -5,8 +5,10 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     [[rule]]
     tool = "delete_*"          # glob on the tool name
     agent = "ops"              # optional glob on the agent name
+    mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
+    anyone = false             # true instead of approvers: anyone in the channel may decide
     ttl_seconds = 900          # how long the approval waits (default APPROVAL_TTL_SECONDS)
     allow_always = false       # offer "Approve always"? (default: only when quorum is 1)
     auto = "approve"           # or "reject": decided without asking anyone
@@ -15,8 +17,13 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
-`APPROVAL_TTL_SECONDS`). The runtime stores the resolved rule with each pending call, so a
-policy change never changes what an open card promised.
+`APPROVAL_TTL_SECONDS`). Letting anyone decide must be said (`anyone = true`): an empty
+`approvers = []` is refused, as is a quorum larger than the user ids a rule lists (without
+groups, nobody else could ever approve). A rule with `mcp_server` matches only tools from a
+matching MCP server, and makes their calls need a person (or decides them, with `auto`)
+whatever the server's own `require_approval` says (see `runtime.mcp_tools`). The runtime stores
+the resolved rule with each pending call, so a policy change never changes what an open card
+promised.
 """
 
 from __future__ import annotations
@@ -46,7 +53,10 @@ class Rule(BaseModel):
 
     tool: str = Field(min_length=1)
     agent: str | None = None
+    mcp_server: str | None = None
     approvers: tuple[str, ...] | None = None
+    anyone: bool = False
+    """Anyone in the channel may decide, whatever `APPROVERS` says."""
     quorum: int = Field(1, ge=1, le=20)
     ttl_seconds: int | None = Field(None, ge=1, le=604800)
     allow_always: bool | None = None
@@ -61,7 +71,11 @@ class Rule(BaseModel):
             raise ValueError("set both escalate_after_seconds and escalate_to, or neither")
         return self
 
-    def matches(self, tool: str, agent: str) -> bool:
+    def matches(self, tool: str, agent: str, mcp_server: str | None = None) -> bool:
+        if self.mcp_server is not None and (
+            mcp_server is None or not fnmatch.fnmatchcase(mcp_server, self.mcp_server)
+        ):
+            return False
         return fnmatch.fnmatchcase(tool, self.tool) and (
             self.agent is None or fnmatch.fnmatchcase(agent, self.agent)
         )
@@ -96,8 +110,8 @@ class Policy:
     default_approvers: tuple[str, ...]
     default_ttl_seconds: int
 
-    def rule_for(self, tool: str, agent: str) -> CallRule:
-        rule = next((r for r in self.rules if r.matches(tool, agent)), None)
+    def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
+        rule = next((r for r in self.rules if r.matches(tool, agent, mcp_server)), None)
         if rule is None:
             return CallRule(
                 approvers=self.default_approvers,
@@ -106,8 +120,9 @@ class Policy:
                 allow_always=True,
                 auto=None,
             )
+        approvers = self.default_approvers if rule.approvers is None else rule.approvers
         return CallRule(
-            approvers=self.default_approvers if rule.approvers is None else rule.approvers,
+            approvers=() if rule.anyone else approvers,
             quorum=rule.quorum,
             ttl_seconds=rule.ttl_seconds or self.default_ttl_seconds,
             # "Approve always" would let later calls skip the quorum: off unless asked for.
@@ -126,15 +141,18 @@ def parse_principals(text: str) -> tuple[str, ...]:
 
 def load_policy(settings: RuntimeSettings) -> Policy:
     """The policy file (if any) over the environment's defaults."""
-    rules = _read_rules(Path(settings.policy_file)) if settings.policy_file else ()
+    default_approvers = parse_principals(settings.approvers)
+    rules = (
+        _read_rules(Path(settings.policy_file), default_approvers) if settings.policy_file else ()
+    )
     return Policy(
         rules=rules,
-        default_approvers=parse_principals(settings.approvers),
+        default_approvers=default_approvers,
         default_ttl_seconds=settings.approval_ttl_seconds,
     )
 
 
-def _read_rules(path: Path) -> tuple[Rule, ...]:
+def _read_rules(path: Path, default_approvers: tuple[str, ...]) -> tuple[Rule, ...]:
     try:
         text = path.read_text()
     except OSError as error:
@@ -149,22 +167,50 @@ def _read_rules(path: Path) -> tuple[Rule, ...]:
         problems = [_describe(problem, text) for problem in error.errors()]
         raise PolicyError(f"POLICY_FILE={path}: " + "; ".join(problems)) from error
     for number, rule in enumerate(policy.rule):
-        for principal in rule.approvers or ():
-            if not re.match(PRINCIPAL_PATTERN, principal):
-                line = _line_of(text, number, "approvers")
-                raise PolicyError(
-                    f"POLICY_FILE={path}: line {line}: {principal!r} is not a Slack user (U…, "
-                    "W…) or user-group (S…) id."
-                )
-        for key in ("notify", "escalate_to"):
-            for audience in getattr(rule, key):
-                if not re.match(AUDIENCE_PATTERN, audience):
-                    line = _line_of(text, number, key)
-                    raise PolicyError(
-                        f"POLICY_FILE={path}: line {line}: {audience!r} is not a Slack user "
-                        "(U…, W…), user-group (S…) or channel (C…) id."
-                    )
+        problem = _problem(rule, f"rule {number + 1}", default_approvers)
+        if problem is not None:
+            key, reason = problem
+            line = _line_of(text, number, key)
+            raise PolicyError(f"POLICY_FILE={path}: line {line}: {reason}")
     return policy.rule
+
+
+def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple[str, str] | None:
+    """What is wrong with a rule that parsed, if anything: the key to point at, and why."""
+    for principal in rule.approvers or ():
+        if not re.match(PRINCIPAL_PATTERN, principal):
+            return "approvers", f"{principal!r} is not a Slack user (U…, W…) or user-group (S…) id."
+    for key in ("notify", "escalate_to"):
+        for audience in getattr(rule, key):
+            if not re.match(AUDIENCE_PATTERN, audience):
+                return key, (
+                    f"{audience!r} is not a Slack user (U…, W…), user-group (S…) or channel "
+                    "(C…) id."
+                )
+    if rule.anyone:
+        if rule.approvers:
+            return "anyone", (
+                f"{name} `anyone = true` with `approvers`: say who may decide, or that anyone may."
+            )
+        return None
+    if rule.approvers == ():
+        # An empty list used to mean "anyone": too easy to write by accident (a list emptied
+        # while editing) for a rule that opens a tool to the whole channel.
+        return "approvers", (
+            f"{name} `approvers` is empty. List who may decide, or write `anyone = true` to let "
+            "anyone in the channel decide."
+        )
+    approvers = default_approvers if rule.approvers is None else rule.approvers
+    users = set(approvers)
+    # With a group among them the count is only known at click time; with users only, now.
+    if users and not any(p.startswith("S") for p in users) and rule.quorum > len(users):
+        people = "1 person" if len(users) == 1 else f"{len(users)} people"
+        where = "" if rule.approvers is not None else " (APPROVERS)"
+        return "quorum", (
+            f"{name} `quorum` is {rule.quorum}, but only {people} may decide{where}, so no call "
+            "could ever be approved. Lower the quorum or add approvers."
+        )
+    return None
 
 
 def _describe(problem: object, text: str) -> str:
