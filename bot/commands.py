@@ -19,10 +19,12 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from bot import messages
 from bot.grant_actions import GrantActions
 from bot.payloads import SlashCommand
+from bot.run_status import RunStatus
 from bot.stop_actions import StopActions
 from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs import JobQueue
+from runtime.mcp_listing import McpListings
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +34,15 @@ _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTA
 _AUDIT = re.compile(r"^audit(?:\s+(\d{1,3}|r[0-9a-f]{16}))?$", re.IGNORECASE)
 # `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
 _STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
+# `status` or `status <run id>`; "status of the api" stays a task.
+_STATUS = re.compile(r"^status(?:\s+(r[0-9a-f]{16}))?$", re.IGNORECASE)
 AUDIT_DEFAULT_COUNT = 20
 AUDIT_MAX_COUNT = 100
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "audit", "stop", "grants", "unknown_agent" or "task"
+    kind: str  # "help", "audit", "stop", "status", "grants", "unknown_agent" or "task"
     agent: str = ""
     task: str = ""
 
@@ -52,6 +56,9 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stop = _STOP.match(stripped)
     if stop is not None and (stop.group(1) is None or re.match(r"^r[0-9a-f]{16}$", stop.group(1))):
         return ParsedCommand("stop", task=stop.group(1) or "")
+    status = _STATUS.match(stripped)
+    if status is not None:
+        return ParsedCommand("status", task=status.group(1) or "")
     audit = _AUDIT.match(stripped)
     if audit is not None:
         return ParsedCommand("audit", task=audit.group(1) or "")
@@ -72,6 +79,9 @@ class AgentCommand:
     audit: AuditTrail
     agents: list[str]
     stops: StopActions
+    statuses: RunStatus
+    mcp_listings: McpListings | None = None
+    """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
     grants: GrantActions | None = None
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -83,7 +93,8 @@ class AgentCommand:
             return
         parsed = parse_command_text(command.text, self.agents)
         if parsed.kind == "help":
-            await _reply(ack, messages.command_help(command.command, self.agents))
+            help_text = messages.command_help(command.command, self.agents, await self._mcp())
+            await _reply(ack, help_text)
             return
         if parsed.kind == "stop":
             if not parsed.task:
@@ -95,6 +106,10 @@ class AgentCommand:
         if parsed.kind == "grants" and self.grants is not None:
             text, blocks = await self.grants.listing(command.channel_id)
             await ack(response_type="ephemeral", text=text, blocks=blocks or None)
+            return
+        if parsed.kind == "status":
+            text = await self.statuses.answer(command.channel_id, command.user_id, parsed.task)
+            await _reply(ack, text)
             return
         if parsed.kind == "audit":
             await _reply(ack, await self._audit(parsed.task, command.channel_id))
@@ -124,6 +139,18 @@ class AgentCommand:
             return
         log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
         await _reply(ack, messages.command_starting(parsed.agent))
+
+    async def _mcp(self) -> dict[str, list[tuple[str, str]]] | None:
+        if self.mcp_listings is None:
+            return None
+        try:
+            listings = await self.mcp_listings.read()
+        except RedisError:
+            return None  # help still answers, without the MCP tools
+        return {
+            agent: [(info.tool, info.server) for info in listing.tools]
+            for agent, listing in listings.items()
+        }
 
     async def _audit(self, what: str, channel: str) -> str:
         """This channel's recent events, or one run's history (only if it ran here)."""

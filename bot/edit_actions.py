@@ -102,7 +102,7 @@ class EditActions:
             await ack(response_action="errors", errors={EDIT_BLOCK: str(problem)[:1000]})
             return
         await ack()
-        digest = call_digest(view.call.tool, text)
+        digest = call_digest(view.call.tool, text, view.call.mcp_server)
         edit = None
         if digest != meta.digest:
             edit = EditChoice(arguments=text, digest=digest, previous_digest=meta.digest)

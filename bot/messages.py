@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from runtime.audit import AuditEntry
 from runtime.envelope import Decision
@@ -30,18 +30,37 @@ def user(user_id: str) -> str:
 # --- /agent ----------------------------------------------------------------------------------
 
 
-def command_help(command: str, agents: Sequence[str]) -> str:
+def command_help(
+    command: str,
+    agents: Sequence[str],
+    mcp_tools: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> str:
+    """`mcp_tools`: agent -> (tool, server) as a worker last listed them; None when unknown."""
     listed = ", ".join(f"`{name}`" for name in agents)
-    return (
+    text = (
         f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
         "to approve it here.\n"
         f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
         f"• `{command} <agent>: <task>`: pick an agent\n"
         f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
+        f"• `{command} status [run id]`: this channel's live runs and what they wait for\n"
         f"• `{command} grants`: grants active in this channel, to revoke them\n"
         f"• `{command} help`: this message\n"
         f"Agents: {listed}"
     )
+    for agent in agents:
+        tools = (mcp_tools or {}).get(agent)
+        if tools:
+            text += f"\n• `{escape(agent)}` tools from MCP servers: " + mcp_tool_list(tools)
+    return text
+
+
+def mcp_tool_list(tools: Sequence[tuple[str, str]]) -> str:
+    """`list_tables`, `drop_table` on `db`; `search` on `wiki`."""
+    by_server: dict[str, list[str]] = {}
+    for tool, server in tools:
+        by_server.setdefault(server, []).append(f"`{escape(tool)}`")
+    return "; ".join(f"{', '.join(names)} on `{escape(s)}`" for s, names in by_server.items())
 
 
 def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
@@ -147,8 +166,22 @@ REJECT = "Reject"
 VIEW_ARGUMENTS = "View full arguments"
 
 
-def approval_headline(agent: str, tool: str) -> str:
-    return f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> str:
+    headline = f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+    if mcp_server is not None:
+        headline += f" on MCP server `{escape(mcp_server)}`"
+    return headline
+
+
+DESCRIPTION_CHARS = 500
+
+
+def tool_description(description: str) -> str:
+    """What the tool says it does (from the MCP server's listing: not our words, so quoted)."""
+    text = " ".join(description.split())
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS] + "…"
+    return f"_Tool description:_ {escape(text)}"
 
 
 def approval_fallback(agent: str, tool: str) -> str:
@@ -299,6 +332,9 @@ FAILURES = {
     Failure.UNSUPPORTED_ENVELOPE: "This run was saved by a different version of "
     f"{PRODUCT} and can't be resumed ({{detail}}).",
     Failure.GAVE_UP: "Something kept failing while running this task, so it was stopped.",
+    Failure.MCP_UNAVAILABLE: "The MCP server `{detail}` could not be reached (the worker kept "
+    "retrying), so the run stopped and nothing more was run. Check that the server is up, then "
+    "ask again.",
 }
 
 

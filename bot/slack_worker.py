@@ -32,6 +32,7 @@ def slack_worker(
         settings,
         redis=redis,
         reporter=parts.reporter,
+        reach=parts.reach,
         registry=registry,
         policy=policy,
         run_config=run_config or model_run_config(settings),

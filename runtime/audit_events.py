@@ -30,6 +30,9 @@ class AuditEvent(StrEnum):
     """A grant ended by a person before its time."""
     EDITED = "edited"
     """A person changed a call's arguments and approved the edited call."""
+    ESCALATED = "escalated"
+    """A call still undecided was escalated: more people may decide it (the escalation script
+    writes it as it widens the call's gate)."""
     STOPPED = "stopped"
     """Someone stopped the run (written by the stop script when they asked)."""
     FINISHED = "finished"

@@ -39,7 +39,7 @@ class ArgumentEdit(BaseModel):
     arguments: str
     """Exactly as the editor submitted them (JSON): the tool receives this text."""
     digest: str
-    """`call_digest(tool, arguments)`: what the approval binds."""
+    """`call_digest(tool, arguments, mcp_server)`: what the approval binds."""
     previous_digest: str
     """The digest the editor saw (the model's call, or an earlier edit)."""
     user_id: str

@@ -9,6 +9,7 @@ from typing import Any
 from agents import FunctionTool, ItemHelpers, MessageOutputItem, RunResult, ToolCallOutputItem
 from agents.items import ToolApprovalItem
 
+from runtime.mcp_origin import mcp_server_of
 from runtime.tool_journal import JournaledInvoker
 
 WHY_CHARS = 600
@@ -27,7 +28,10 @@ def why_of(result: RunResult) -> str | None:
 
 
 def function_tool_of(item: ToolApprovalItem) -> FunctionTool | None:
-    """The function tool an interruption would call, from its agent."""
+    """The function tool an interruption would call, from its agent; None for a tool from an
+    MCP server (rebuilt from each listing: no preview, no edit)."""
+    if mcp_server_of(item) is not None:
+        return None
     for tool in item.agent.tools:
         if isinstance(tool, FunctionTool) and tool.name == item.name:
             return tool

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import ArgumentEdit, GrantScope
+from runtime.card_copies import parse_copies
 from runtime.contracts import ResumeJob
 from runtime.envelope import (
     Approval,
@@ -120,10 +121,16 @@ class DecisionRecorder:
     async def view(self, run_id: str, approval_id: str) -> CallView:
         reply: list[Any] = await self._redis.hmget(
             self._keys.run(run_id),
-            [rr.ENVELOPE, rr.ROUND, rr.GATE + approval_id, rr.TS + approval_id],
+            [
+                rr.ENVELOPE,
+                rr.ROUND,
+                rr.GATE + approval_id,
+                rr.TS + approval_id,
+                rr.COPIES + approval_id,
+                rr.EDIT + approval_id,
+            ],
         )
-        raw_envelope, round_, raw_gate, message_ts = reply
-        raw_edit: Any = await self._redis.hget(self._keys.run(run_id), rr.EDIT + approval_id)
+        raw_envelope, round_, raw_gate, message_ts, copies, raw_edit = reply
         envelope = call = gate = None
         if raw_envelope is not None:
             try:
@@ -132,7 +139,13 @@ class DecisionRecorder:
                 envelope = None
         if envelope is not None and (found := envelope.call(approval_id)) is not None:
             edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
-            call = found.model_copy(update={"message_ts": _text(message_ts), "edit": edit})
+            call = found.model_copy(
+                update={
+                    "message_ts": _text(message_ts),
+                    "copies": parse_copies(copies),
+                    "edit": edit,
+                }
+            )
         if raw_gate is not None:
             try:
                 gate = CallGate.model_validate_json(raw_gate)
@@ -151,8 +164,9 @@ class DecisionRecorder:
     async def decide(
         self, view: CallView, choice: Choice, *, channel: str, member_of: tuple[str, ...]
     ) -> RecordResult:
-        """Record a person's decision, made in `channel`; `member_of` are the groups of the
-        call's gate that the person belongs to."""
+        """Record a person's decision, made in `channel` (the card's, a copy's, or
+        `run_record.HOME_TAB`); `member_of` are the groups of the call's gate that the person
+        belongs to."""
         return await self._run(view, choice, channel, member_of, mode="decide")
 
     async def check(
@@ -178,8 +192,10 @@ class DecisionRecorder:
         run_id = view.run_id
         job = ResumeJob(run_id=run_id, round=int(view.round)) if view.round.isdigit() else None
         sent = {k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN}
+        # A grant covers the run's channel, wherever the decision came from (a copy, Home).
+        run_channel = view.gate.channel if view.gate is not None else channel
         grant_keys = (
-            [self._keys.grant(choice.grant.id), self._keys.channel_grants(channel)]
+            [self._keys.grant(choice.grant.id), self._keys.channel_grants(run_channel)]
             if choice.grant
             else []
         )

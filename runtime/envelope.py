@@ -8,6 +8,8 @@ Versions:
   per-approval `deadline:`, `ts:` and `decision:` fields beside them.
 - 2: each call also carries its policy (approvers, quorum, allow_always) and digest; partial
   quorum approvals live in `approvals:` fields. Version 1 reads as: anyone, one approval.
+  A call of a tool from an MCP server also carries `mcp_server` and `description` (optional,
+  absent for function tools: no new version, the meaning of every other field is unchanged).
 - 3: each call also carries what its card shows beyond the arguments (`why`, `preview`), the
   tool's parameter schema, `allow_edit` and `grant_max_seconds`; an edit lives in `edit:`
   fields. Versions 1 and 2 read as: no edits, no grants.
@@ -90,6 +92,15 @@ class Decision(BaseModel):
     """The grant that approved this call without a card."""
 
 
+class CardCopy(BaseModel):
+    """A copy of a call's card outside its thread: a direct message, or another channel."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    channel: str
+    ts: str
+
+
 class PendingCall(BaseModel):
     """One tool call waiting for a person."""
 
@@ -107,6 +118,11 @@ class PendingCall(BaseModel):
     quorum: int = 1
     allow_always: bool = True
     digest: str = ""
+    mcp_server: str | None = None
+    """The MCP server the tool comes from (its `name`, or a hosted tool's `server_label`);
+    None for function tools. Covered by the digest."""
+    description: str | None = None
+    """The tool's description from the MCP server's listing, shown on the card."""
     message_ts: str | None = None
     decision: Decision | None = None
     approvals: tuple[Approval, ...] = ()
@@ -123,6 +139,8 @@ class PendingCall(BaseModel):
     """The longest grant this call's rule allows; 0: none (always 0 under a quorum)."""
     edit: ArgumentEdit | None = None
     """An edit made while a quorum is not yet met (kept in its own field, like approvals)."""
+    copies: tuple[CardCopy, ...] = ()
+    """Copies of the card elsewhere (`notify`, escalation): one approval, redrawn together."""
 
     @property
     def shown_arguments(self) -> str:
@@ -172,7 +190,17 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
         ) from error
 
 
+# Optional per-call fields written only when set, so that a function tool's call is stored
+# exactly as before they existed and a web process of the previous version still reads it.
+_OMITTED_WHEN_UNSET = ("mcp_server", "description")
+
+
 def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
-    per_call = {"message_ts", "decision", "approvals", "edit"}
-    return envelope.model_dump_json(exclude={"calls": {"__all__": per_call}})
+    per_call = {"message_ts", "decision", "approvals", "edit", "copies"}
+    data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
+    for call in data["calls"]:
+        for name in _OMITTED_WHEN_UNSET:
+            if call.get(name) is None:
+                call.pop(name, None)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

@@ -57,6 +57,7 @@ class GrantCheck:
         *,
         tool: str,
         agent: str,
+        mcp_server: str | None = None,
         digest: str,
         call_id: str,
         approval_id: str,
@@ -68,7 +69,11 @@ class GrantCheck:
         grants = await self.store.active(conversation.channel)
         for grant in sorted(grants, key=lambda g: g.scope != "arguments"):
             if not grant.covers(
-                channel=conversation.channel, agent=agent, tool=tool, digest=digest
+                channel=conversation.channel,
+                agent=agent,
+                tool=tool,
+                mcp_server=mcp_server,
+                digest=digest,
             ):
                 continue
             if grant.seconds > rule.grant_max_seconds:
@@ -86,6 +91,7 @@ class GrantCheck:
                 requester=conversation.requester,
                 channel=conversation.channel,
                 digest=digest,
+                **({"mcp_server": mcp_server} if mcp_server is not None else {}),
             )
             if used is not None:
                 return used

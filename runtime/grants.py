@@ -47,6 +47,9 @@ class Grant(BaseModel):
     channel: str
     agent: str
     tool: str
+    mcp_server: str | None = None
+    """The MCP server of the granted call's tool (None: a function tool); a grant covers only
+    calls on the same server, as a digest does."""
     digest: str | None = None
     """Only for `arguments` grants: the digest of the approved call."""
     user_id: str
@@ -59,8 +62,15 @@ class Grant(BaseModel):
     approval_id: str
     uses: int = 0
 
-    def covers(self, *, channel: str, agent: str, tool: str, digest: str) -> bool:
-        same = (self.channel, self.agent, self.tool) == (channel, agent, tool)
+    def covers(
+        self, *, channel: str, agent: str, tool: str, mcp_server: str | None, digest: str
+    ) -> bool:
+        same = (self.channel, self.agent, self.tool, self.mcp_server) == (
+            channel,
+            agent,
+            tool,
+            mcp_server,
+        )
         return same and (self.scope == "tool" or self.digest == digest)
 
     def ref(self) -> GrantRef:

@@ -76,6 +76,7 @@ local function attach_choices(run, aid, run_id, decision, choice, entry, now, gr
     user_name = choice['user_name'], at = now, ends_at = ends_at, seconds = seconds,
     run_id = run_id, approval_id = aid}}
   if grant['scope'] == 'arguments' then record['digest'] = entry['digest'] end
+  if entry['mcp_server'] then record['mcp_server'] = entry['mcp_server'] end
   redis.call('HSET', grant_keys[1], 'grant', cjson.encode(record), 'uses', 0)
   redis.call('EXPIREAT', grant_keys[1], math.ceil(ends_at))
   redis.call('ZADD', grant_keys[2], ends_at, grant['id'])

@@ -1,22 +1,24 @@
 """Applying recorded decisions to a restored SDK RunState: what the model is told.
 
 What is approved is what runs: an approval carries the digest of the call that was shown, and a
-call whose restored tool name and arguments no longer match it is refused, not run.
+call whose restored tool name and arguments (and, for an MCP tool, server) no longer match it is
+refused, not run.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import RunState
-from agents.items import ToolApprovalItem
+from agents import Agent, RunState, ToolApprovalItem
 
 from runtime.call_choices import ArgumentEdit
 from runtime.call_context import editable_schema
 from runtime.call_digest import call_digest
 from runtime.envelope import Decision, PendingCall, RunEnvelope
+from runtime.mcp_origin import mcp_server_of
 
 log = logging.getLogger(__name__)
 
@@ -53,38 +55,54 @@ class Applied:
     """Approved, but the call in the state is not the call that was approved."""
 
 
-def binds(decision: Decision, call: PendingCall, item: ToolApprovalItem) -> bool:
-    """Whether the approval covers the call in the state. An edited approval covers the model's
-    call it was made on (its original digest), run with the edited arguments, whose digest the
-    approval binds; and only where the tool can run with them (`editable_schema`)."""
+def binds(
+    decision: Decision, call: PendingCall, item: ToolApprovalItem, server: str | None
+) -> bool:
+    """Whether the approval covers the call in the state (`server`: the MCP server it would
+    run on, None for a function tool). An edited approval covers the model's call it was made
+    on (its original digest), run with the edited arguments, whose digest the approval binds;
+    and only where the tool can run with them (`editable_schema`: never an MCP tool)."""
     tool = item.name or "?"
-    model_digest = call_digest(tool, item.arguments or "")
+    model_digest = call_digest(tool, item.arguments or "", server)
     if decision.edit is None:
         return not decision.digest or decision.digest == model_digest
+    edited_digest = call_digest(tool, decision.edit.arguments, server)
     return (
         model_digest == call.digest
-        and decision.digest == decision.edit.digest == call_digest(tool, decision.edit.arguments)
+        and decision.digest == decision.edit.digest == edited_digest
         and editable_schema(item) is not None
     )
 
 
-def missing_tools(state: RunState[Any, Any]) -> list[tuple[str, str]]:
-    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy)."""
+def missing_tools(
+    state: RunState[Any, Any], mcp_tools: Callable[[Agent[Any]], Collection[str]] | None = None
+) -> list[tuple[str, str]]:
+    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy).
+
+    `mcp_tools` names the tools an agent's MCP servers offer (as listed when the state was
+    restored), so a waiting MCP call is not taken for a removed tool.
+    """
     missing = []
     for item in state.get_interruptions():
         raw = item.raw_item
         kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
         offered = {getattr(tool, "name", None) for tool in item.agent.tools}
+        if mcp_tools is not None:
+            offered.update(mcp_tools(item.agent))
         if kind == "function_call" and item.name and item.name not in offered:
             missing.append((item.agent.name, item.name))
     return missing
 
 
-def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -> Applied:
+def apply_decisions(
+    state: RunState[Any, Any],
+    calls: tuple[PendingCall, ...],
+    server_of: Callable[[ToolApprovalItem], str | None] = mcp_server_of,
+) -> Applied:
     """Approve or reject every pending interruption.
 
     Items must come from the restored state's own `get_interruptions()`: the SDK matches them
-    by identity.
+    by identity. `server_of` says which MCP server a call would run on (None: a function tool).
     """
     by_call_id = {call.call_id: call for call in calls}
     applied = Applied()
@@ -97,7 +115,7 @@ def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
             state.reject(item, rejection_message=rejection_message(decision, tool))
             continue
-        if not binds(decision, call, item):
+        if not binds(decision, call, item, server_of(item)):
             state.reject(item, rejection_message=refusal_message(tool))
             applied.refused.append(call)
             continue

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bot.approval_blocks import (
     SECTION_TEXT_LIMIT,
     approval_decided_blocks,
@@ -69,6 +71,22 @@ def test_arguments_cannot_ping_or_close_the_code_block() -> None:
     assert "<!channel>" not in code and "<@U1>" not in code
     assert "&lt;!channel&gt; &lt;@U1&gt; &amp;" in code
     assert code.count("```") == 2, "only the fences themselves"
+
+
+@pytest.mark.parametrize("fence", ["```", "````", "`````", "``````", "`" * 9, "``x```"])
+def test_no_run_of_backticks_closes_the_code_block_early(fence: str) -> None:
+    arguments = json.dumps({"command": f"echo {fence}<!here> *bold*{fence}"})
+    card_code = next(
+        t for t in texts(approval_request_blocks(RUN, call(arguments))) if t.startswith("```")
+    )
+    [modal_code] = texts(arguments_modal(call(arguments))["blocks"])
+    pretty = json.dumps(json.loads(arguments), indent=2)
+    for code in (card_code, modal_code):
+        inner = code.removeprefix("```\n").removesuffix("\n```")
+        assert "```" not in inner, "only the fences themselves"
+        assert "<!here>" not in code
+        shown = inner.replace("\u200b", "").replace("&lt;", "<").replace("&gt;", ">")
+        assert shown == pretty, "only zero-width spaces were added"
 
 
 def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:

@@ -6,7 +6,8 @@ ephemeral note and modal goes through the same code as in Slack. The tests' fake
 class plus failure injection.
 
 It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
-`chat.postEphemeral`, `views.open`, `users.info`, `conversations.info`, `usergroups.list`,
+`chat.postEphemeral`, `views.open`, `views.publish` (Home tabs), `conversations.open` (a direct
+message's channel is `D` + the user id), `users.info`, `conversations.info`, `usergroups.list`,
 `usergroups.users.list`, and `response_url` posts. Anything else answers `unknown_method`, as
 Slack would for a typo.
 """
@@ -87,6 +88,8 @@ class LocalSlack:
         """Each opened view as sent, with its `id`."""
         self.opened: dict[str, OpenedView] = {}
         self.private_notes: list[Note] = []
+        self.home_tabs: dict[str, dict[str, Any]] = {}
+        """The Home tab each person sees, as last published (`views.publish`)."""
         self.users: dict[str, str] = {}
         """Display names by user id (`users.info`)."""
         self.channels: dict[str, str] = {}
@@ -168,7 +171,24 @@ class LocalSlack:
             user = self.triggers.pop(str(args.get("trigger_id")), None)
             self.opened[view_id] = OpenedView(view_id, user, view)
             return {"ok": True, "view": {"id": view_id}}
+        if method == "views.publish":
+            return self._publish(args)
+        if method == "conversations.open":
+            users = str(args.get("users", ""))
+            if not users or "," in users:
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True, "channel": {"id": f"D{users}"}}
         return self._directory(method, args)
+
+    def _publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        view = json.loads(view) if isinstance(view, str) else dict(view or {})
+        if view.get("type") != "home":
+            return {"ok": False, "error": "invalid_arguments"}
+        user = str(args.get("user_id"))
+        view["id"] = f"VHOME{user}"
+        self.home_tabs[user] = view
+        return {"ok": True, "view": {"id": view["id"], "type": "home"}}
 
     def _directory(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         """Who people are and which groups they are in."""
@@ -271,10 +291,12 @@ def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:
+    """The call's arguments: slack_sdk sends some in the query string (`params`), even on POST."""
+    query: dict[str, Any] = dict(request.query)
     if request.method == "GET":
-        return dict(request.query)
+        return query
     if request.content_type == "application/json":
         data = await request.json()
-        return dict(data)
+        return {**query, **dict(data)}
     form = await request.post()
-    return {key: value for key, value in form.items() if isinstance(value, str)}
+    return {**query, **{key: value for key, value in form.items() if isinstance(value, str)}}
