@@ -94,6 +94,13 @@ class FakeSlack(LocalSlack):
         """
         self._failures.setdefault(method, []).append(Failure(status, body, headers or {}, when))
 
+    def assert_nothing_refused(self) -> None:
+        """Fail the test if the bot sent anything real Slack would refuse (see `refused`); a test
+        that sends such a thing on purpose reads and clears `refused` itself."""
+        if self.refused:
+            found = "; ".join(f"{r.method}: {r.error}: {r.detail}" for r in self.refused)
+            raise AssertionError(f"Slack would have refused what the bot sent: {found}")
+
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 

@@ -96,6 +96,7 @@ async def console(redis_url: str, prefix: str, pretend_world: None) -> AsyncIter
         await runner.cleanup()
         await session.close()
         await worker_redis.aclose()
+    assert app[LOCAL_SLACK].refused == [], "real Slack would have refused these"
 
 
 async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: Console) -> None:
