@@ -5,6 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    ButtonElement,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.blocks import Block as SlackBlock
+
 from bot import messages
 from runtime.envelope import PendingCall
 from runtime.reporter import RunView
@@ -22,6 +31,8 @@ ACTION_VIEW_ARGUMENTS = "view_arguments"
 REJECT_CALLBACK = "reject_reason"
 REASON_BLOCK = "reason"
 REASON_ACTION = "reason_input"
+DECISION_BLOCK = "decision"
+"""The decided card's first block: its outcome."""
 
 
 def button_value(run_id: str, approval_id: str) -> str:
@@ -126,23 +137,35 @@ def approval_request_blocks(
     return blocks
 
 
-def approval_decided_blocks(
-    run: RunView, call: PendingCall, approver_names: list[str] | None = None
-) -> list[Block]:
-    """The card once decided or expired: no buttons, who decided and when."""
-    blocks, truncated = _call_blocks(run, call, approver_names or [])
-    if truncated:
-        value = button_value(run.run_id, call.approval_id)
-        blocks.append(
-            {
-                "type": "actions",
-                "block_id": "arguments",
-                "elements": [_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value)],
-            }
+def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
+    """The card once decided, expired or stopped: the outcome first, then what was asked. No
+    decision buttons and no expiry; only **View full arguments** when they were shortened."""
+    if call.decision is None:
+        raise ValueError(f"approval {call.approval_id} is not decided")
+    arguments = pretty_arguments(call.arguments)
+    code, shown = code_block(arguments)
+    context = messages.decision_context(call.agent, run.conversation.requester, call.decision)
+    blocks: list[SlackBlock] = [
+        SectionBlock(
+            block_id=DECISION_BLOCK,
+            text=MarkdownTextObject(text=messages.decision_headline(call.decision, call.tool)),
+        ),
+        ContextBlock(elements=[MarkdownTextObject(text=context)]),
+        SectionBlock(text=MarkdownTextObject(text=code)),
+    ]
+    notes = [messages.arguments_shortened(shown, len(arguments))] if shown < len(arguments) else []
+    if call.digest:
+        notes.append(messages.digest_line(call.digest))
+    if notes:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=" · ".join(notes))]))
+    if shown < len(arguments):
+        view = ButtonElement(
+            text=messages.VIEW_ARGUMENTS,
+            action_id=ACTION_VIEW_ARGUMENTS,
+            value=button_value(run.run_id, call.approval_id),
         )
-    if call.decision is not None:
-        blocks.append(_context(messages.decided_line(call.decision)))
-    return blocks
+        blocks.append(ActionsBlock(block_id="arguments", elements=[view]))
+    return [block.to_dict() for block in blocks]
 
 
 def _plain(text: str, limit: int) -> Block:

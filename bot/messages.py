@@ -161,21 +161,39 @@ def arguments_shortened(shown: int, total: int) -> str:
 APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
 
 
-def decided_line(decision: Decision) -> str:
-    when = slack_date(decision.decided_at)
-    who = user(decision.user_id) if decision.user_id else ""
-    if decision.approvals:
-        who = ", ".join(user(a.user_id) for a in decision.approvals)
-    if decision.outcome == "approved":
-        return f":white_check_mark: Approved by {who} {when}"
-    if decision.outcome == "approved_always":
-        return f":white_check_mark: Approved always (rest of this run) by {who} {when}"
+def decision_headline(decision: Decision, tool: str) -> str:
+    """The first line of a decided card: what happened to the call."""
+    name = f"`{escape(tool)}`"
+    if decision.outcome in ("approved", "approved_always"):
+        ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
+        mentions = [user(i) for i in ids if i]
+        who = ", ".join(mentions[:-1]) + " and " + mentions[-1] if len(mentions) > 1 else ""
+        who = "The policy" if decision.by_policy else who or _who(decision)
+        always = " for the rest of this run" if decision.outcome == "approved_always" else ""
+        return f":white_check_mark: {who} approved {name}{always}"
     if decision.outcome == "rejected":
+        who = "The policy" if decision.by_policy else _who(decision)
         reason = escape((decision.reason or "").strip())
-        return f":no_entry: Rejected by {who} {when}\n>{reason}"
+        return f":x: {who} rejected {name}" + (f": {reason}" if reason else "")
     if decision.outcome == "stopped":
-        return f":no_entry: Stopped by {who} {when}, so it did not run"
-    return f":hourglass: Expired {when}: no decision came in time, so it did not run"
+        return f":no_entry: Stopped by {_who(decision)}"
+    return ":hourglass: Expired, did not run"
+
+
+def _who(decision: Decision) -> str:
+    return user(decision.user_id) if decision.user_id else "Someone"
+
+
+def decision_context(agent: str, requester: str, decision: Decision) -> str:
+    """Under the headline: who asked, which agent, and when it was settled."""
+    when = slack_date(decision.decided_at)
+    if decision.outcome == "expired":
+        settled = f"expired {when}: no decision came in time"
+    elif decision.outcome == "stopped":
+        settled = f"stopped {when}, so it did not run"
+    else:
+        settled = f"decided {when}"
+    return f"Requested by {user(requester)} for *{escape(agent)}* · {settled}"
 
 
 OUTCOME_WORDS = {

@@ -100,17 +100,14 @@ class SlackReporter:
         """Redraw a card: once decided, who decided, when and why, and no buttons; while open,
         the approvals counted so far."""
         assert call.message_ts is not None
-        names = await self._approver_names(call)
-        blocks = (
-            approval_request_blocks(run, call, names)
-            if call.decision is None
-            else approval_decided_blocks(run, call, names)
-        )
+        if call.decision is None:
+            blocks = approval_request_blocks(run, call, await self._approver_names(call))
+            text = messages.approval_fallback(call.agent, call.tool)
+        else:
+            blocks = approval_decided_blocks(run, call)
+            text = messages.decision_headline(call.decision, call.tool)
         await self._client.chat_update(
-            channel=run.conversation.channel,
-            ts=call.message_ts,
-            text=messages.approval_fallback(call.agent, call.tool),
-            blocks=blocks,
+            channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
         )
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:

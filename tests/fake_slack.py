@@ -133,8 +133,17 @@ class FakeSlack(LocalSlack):
         return [
             m
             for m in self.messages.values()
-            if any(b.get("block_id") == "approval" for b in m.blocks)
+            if any(b.get("block_id") in ("approval", "decision") for b in m.blocks)
             or "wants to run" in m.all_text()
+        ]
+
+    def status_messages(self, thread_ts: str) -> list[Message]:
+        """The run's status message (one, edited in place): in the thread, with blocks, no card."""
+        cards = {m.ts for m in self.cards()}
+        return [
+            m
+            for m in self.messages.values()
+            if m.thread_ts == thread_ts and m.blocks and m.ts not in cards
         ]
 
     def roots(self) -> list[Message]:
@@ -154,7 +163,7 @@ class FakeSlack(LocalSlack):
         return [
             m
             for m in self.messages.values()
-            if m.thread_ts == thread_ts and m.text.startswith(NOTE_PREFIXES)
+            if m.thread_ts == thread_ts and not m.blocks and m.text.startswith(NOTE_PREFIXES)
         ]
 
     # --- failures ---------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: C
     assert status == 200
     [answer] = await console.wait_for(console.answers, "the answer")
     assert "Deleted user u-100 (Ada Lovelace)." in answer
-    assert "Approved by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved `delete_user`" in card.all_text()
     assert card.actions() == []
 
 

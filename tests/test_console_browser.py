@@ -104,7 +104,7 @@ async def test_approve_and_reject_with_a_reason_in_the_console(
     await page.select_option("#person", "UBOB")
     await card.get_by_role("button", name="Approve", exact=True).click()
     await expect(page.get_by_text("Deleted user u-100 (Ada Lovelace).")).to_be_visible()
-    await expect(page.get_by_text("Approved by @bob")).to_be_visible()
+    await expect(page.get_by_text("@bob approved delete_user")).to_be_visible()
     await page.screenshot(path=artifacts / "console-approved.png")
 
     await page.select_option("#person", "UALICE")  # people may not decide their own requests
@@ -122,6 +122,8 @@ async def test_approve_and_reject_with_a_reason_in_the_console(
     await expect(
         page.get_by_text("rejected by bob (UBOB). Reason: Not during the sale")
     ).to_be_visible()
-    await expect(page.get_by_text("Rejected by @bob")).to_be_visible()
+    await expect(
+        page.get_by_text("@bob rejected restart_service: Not during the sale")
+    ).to_be_visible()
     await page.screenshot(path=artifacts / "console-rejected.png")
     assert errors == []

@@ -30,7 +30,7 @@ async def test_both_processes_restart_while_an_approval_waits(deployment: Deploy
     assert status == 200
     [answer] = await deployment.final_answers(root)
     assert answer.text == "done: deleted u-100"
-    assert "Approved by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved `delete_user`" in card.all_text()
 
 
 async def test_a_worker_killed_mid_run_is_replaced_by_another(deployment: Deployment) -> None:
