@@ -73,33 +73,6 @@ def cannot_post(channel: str) -> str:
     )
 
 
-# --- status message ---------------------------------------------------------------------------
-
-STATUS_HEADLINES = {
-    "working": ":hourglass_flowing_sand: Working…",
-    "waiting": ":raised_hand: Waiting for approval",
-    "done": ":white_check_mark: Done",
-    "failed": ":x: Stopped",
-    "stopped": ":no_entry: Stopped",
-}
-
-
-def status_step(step: str) -> str:
-    kind, _, name = step.partition(":")
-    if kind == "tool":
-        return f"called `{escape(name)}`"
-    if kind == "handoff":
-        return f"handed off to *{escape(name)}*"
-    return escape(step)
-
-
-def status_text(state: str, steps: Sequence[str]) -> str:
-    headline = STATUS_HEADLINES.get(state, state)
-    if not steps:
-        return headline
-    return headline + "\n" + "\n".join(f"• {status_step(step)}" for step in steps)
-
-
 # --- stopping a run ---------------------------------------------------------------------------
 
 STOP = "Stop"

@@ -13,7 +13,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot import messages
 from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
 from bot.approvers import ApproverDirectory, is_group
-from bot.status_blocks import status_blocks
+from bot.status_blocks import status_blocks, status_text
 from runtime.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 
@@ -62,7 +62,7 @@ class SlackReporter:
             log.warning("run %s: could not reach the requester either", run.run_id)
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
-        text = messages.status_text(activity.state, activity.steps)
+        text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state)
         try:
             if message_id:

@@ -59,6 +59,16 @@ class Activity:
     """Short machine-neutral notes, e.g. `tool:list_users`, `handoff:billing`."""
     state: str
     """`working`, `waiting` (for approvals), `done`, `failed` or `stopped`."""
+    waiting_for: tuple[str, ...] = ()
+    """`waiting`: the tools whose approvals are still open."""
+    approvals_asked: int = 0
+    """`waiting`: how many calls of this round needed an approval (open or already decided,
+    e.g. by the policy)."""
+    ran: tuple[str, ...] = ()
+    """`done`: the tools that ran during the run (from its tool journal)."""
+    not_run: tuple[str, ...] = ()
+    """`done`: calls that did not run and why: `rejected:<tool>`, `expired:<tool>`, or
+    `policy:<tool>` (rejected by the policy)."""
 
 
 class Reporter(Protocol):

@@ -23,7 +23,8 @@ STATUS_PREFIXES = (
     ":hourglass_flowing_sand:",
     ":raised_hand: Waiting",
     ":white_check_mark: Done",
-    ":x: Stopped",
+    ":x: Failed",
+    ":no_entry_sign: Nothing ran",
 )
 NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by")
 """Reminders and notes in a thread: neither status nor answer."""
