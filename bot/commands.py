@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 
 # `name: task` picks an agent when `name` is one word; anything else is a task.
 _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTALL)
-# `audit`, `audit 50` or `audit <run id>`; "audit the logs" stays a task.
-_AUDIT = re.compile(r"^audit(?:\s+(\d{1,3}|r[0-9a-f]{16}))?$", re.IGNORECASE)
+# `audit`, `audit 50` or `audit <run id>` (one word after it: `audit banana` is told what
+# audit takes, never run as a task); "audit the logs" stays a task.
+_AUDIT = re.compile(r"^audit(?:\s+(\S+))?$", re.IGNORECASE)
+_RUN_ID = re.compile(r"^r[0-9a-f]{16}$")
 # `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
 _STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
 AUDIT_DEFAULT_COUNT = 20
@@ -47,7 +49,7 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     if stripped.lower() in ("", "help", "-h", "--help", "?"):
         return ParsedCommand("help")
     stop = _STOP.match(stripped)
-    if stop is not None and (stop.group(1) is None or re.match(r"^r[0-9a-f]{16}$", stop.group(1))):
+    if stop is not None and (stop.group(1) is None or _RUN_ID.match(stop.group(1))):
         return ParsedCommand("stop", task=stop.group(1) or "")
     audit = _AUDIT.match(stripped)
     if audit is not None:
@@ -89,7 +91,7 @@ class AgentCommand:
             await _reply(ack, told or messages.STOP_REQUESTED)
             return
         if parsed.kind == "audit":
-            await _reply(ack, await self._audit(parsed.task, command.channel_id))
+            await _reply(ack, await self._audit(command.command, parsed.task, command.channel_id))
             return
         if parsed.kind == "unknown_agent":
             await _reply(
@@ -117,8 +119,10 @@ class AgentCommand:
         log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
         await _reply(ack, messages.command_starting(parsed.agent))
 
-    async def _audit(self, what: str, channel: str) -> str:
+    async def _audit(self, command: str, what: str, channel: str) -> str:
         """This channel's recent events, or one run's history (only if it ran here)."""
+        if what and not _RUN_ID.match(what) and not (what.isdecimal() and int(what) > 0):
+            return messages.audit_usage(command, what, self.agents[0], AUDIT_MAX_COUNT)
         try:
             if what.startswith("r"):
                 entries = await self.audit.for_run(what)

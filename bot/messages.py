@@ -62,8 +62,16 @@ QUEUE_UNAVAILABLE = (
 )
 
 
+TASK_SHOWN = 300
+"""Characters of the task in the thread's first message; a long paste would bury the thread."""
+
+
+def shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
 def root_message(requester: str, agent: str, task: str) -> str:
-    return f"{user(requester)} asked *{escape(agent)}*: {escape(task)}"
+    return f"{user(requester)} asked *{escape(agent)}*: {escape(shortened(task, TASK_SHOWN))}"
 
 
 def cannot_post(channel: str) -> str:
@@ -344,6 +352,15 @@ def audit_listing(entries: Sequence[AuditEntry], title: str) -> str:
     if not entries:
         return "No audit events here yet."
     return f"*Audit: {title}*\n" + "\n".join(audit_line(entry) for entry in entries)
+
+
+def audit_usage(command: str, what: str, agent: str, most: int) -> str:
+    shown = escape(what[:40])
+    return (
+        f"`{command} audit` takes how many events to show (1 to {most}) or a run id, "
+        f"not `{shown}`: e.g. `{command} audit 20`. To give an agent a task that starts with "
+        f'"audit", name the agent: `{command} {agent}: audit {shown}`.'
+    )
 
 
 def audit_no_run(run_id: str) -> str:
