@@ -66,10 +66,19 @@ class SlackReporter:
         blocks = status_blocks(run.run_id, text, activity.state)
         try:
             if message_id:
-                await self._client.chat_update(
-                    channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
-                )
-                return message_id
+                try:
+                    await self._client.chat_update(
+                        channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
+                    )
+                    return message_id
+                except SlackApiError as error:
+                    if error.response.get("error") != "message_not_found":
+                        raise
+                    log.warning(
+                        "run %s: its status message is gone from Slack (message_not_found); "
+                        "posting it again in the thread",
+                        run.run_id,
+                    )
             response = await self._client.chat_postMessage(
                 channel=run.conversation.channel,
                 thread_ts=run.conversation.thread,
@@ -91,14 +100,19 @@ class SlackReporter:
         )
         return str(response["ts"])
 
-    async def approval_expired(self, run: RunView, call: PendingCall) -> None:
+    async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
         if call.message_ts is None:
-            return  # the card was never posted; nothing to update
-        await self.redraw(run, call)
+            return None  # the card was never posted; nothing to update
+        return await self.redraw(run, call)
 
-    async def redraw(self, run: RunView, call: PendingCall) -> None:
+    async def redraw(self, run: RunView, call: PendingCall) -> str | None:
         """Redraw a card: once decided, who decided, when and why, and no buttons; while open,
-        the approvals counted so far."""
+        the approvals counted so far.
+
+        When Slack no longer has the card's message (`message_not_found`: deleted, or a console
+        restarted without it), the card is posted again in the thread; returns the new
+        message's ts then, so it can be stored, else None.
+        """
         assert call.message_ts is not None
         if call.decision is None:
             blocks = approval_request_blocks(run, call, await self._approver_names(call))
@@ -106,9 +120,29 @@ class SlackReporter:
         else:
             blocks = approval_decided_blocks(run, call)
             text = messages.decision_headline(call.decision, call.tool)
-        await self._client.chat_update(
-            channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+        try:
+            await self._client.chat_update(
+                channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+            )
+        except SlackApiError as error:
+            if error.response.get("error") != "message_not_found":
+                raise
+        else:
+            return None
+        log.warning(
+            "run %s: the card of %s (approval %s) is gone from Slack (message_not_found); "
+            "posting it again in the thread",
+            run.run_id,
+            call.tool,
+            call.approval_id,
         )
+        response = await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=text,
+            blocks=blocks,
+        )
+        return str(response["ts"])
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
         # Mentions notify: the approvers (a group mention reaches all its members), or the

@@ -88,8 +88,9 @@ class Reporter(Protocol):
         """Ask people to decide one call; return the id of the message that asks."""
         ...
 
-    async def approval_expired(self, run: RunView, call: PendingCall) -> None:
-        """Show that nobody decided `call` in time."""
+    async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
+        """Show that nobody decided `call` in time. Returns the id of a new message when the one
+        that asked was gone and the card was posted again, else None."""
         ...
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:

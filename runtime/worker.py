@@ -177,7 +177,7 @@ def build_worker(
         job_timeout=settings.job_timeout_seconds,
         shutdown_grace=settings.shutdown_grace_seconds,
     )
-    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter)
+    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter, store=store)
     reminders = Reminders(store=store, reporter=reporter)
     pollers = [
         DuePoller(
