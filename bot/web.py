@@ -193,6 +193,7 @@ async def create_web_app(
             app,
             settings,
             session=session,
+            redis=redis,
             agent_names=agent_names,
             scripted_model=uses_scripted_model(settings),
         )

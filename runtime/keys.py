@@ -67,6 +67,12 @@ class Keys:
         return f"{self.prefix}name:{principal}"
 
     @property
+    def console(self) -> str:
+        """The local console's channel (its stand-in Slack's messages), JSON; only with
+        `CONSOLE=true`, so a restarted demo still shows the cards of runs that wait."""
+        return f"{self.prefix}console"
+
+    @property
     def audit(self) -> str:
         """Capped stream of what happened to runs (the short audit trail)."""
         return f"{self.prefix}audit"

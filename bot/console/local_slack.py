@@ -255,6 +255,15 @@ class LocalSlack:
             opened.open = bool(errors)
             opened.errors = dict(errors or {})
 
+    def restore(self, messages: list[Message], notes: list[Note]) -> None:
+        """Take back a channel saved earlier (`bot.console.channel_store`); new messages get
+        later timestamps than any restored one."""
+        self.messages = {m.ts: m for m in messages}
+        self.private_notes = list(notes)
+        for ts in self.messages:
+            seconds, _, micros = ts.partition(".")
+            self._last_us = max(self._last_us, int(seconds) * 1_000_000 + int(micros or 0))
+
     def snapshot(self) -> dict[str, Any]:
         return {
             "version": self.version,
