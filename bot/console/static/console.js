@@ -373,7 +373,10 @@ function start() {
       input.value = typed;  // never lose what was typed
     }
   };
-  input.oninput = () => { $("composer-error").textContent = tooLong(input.value); };
+  input.oninput = () => {
+    const match = input.value.trim().match(/^\/[a-z0-9_-]+(?:\s+([\s\S]*))?$/);
+    $("composer-error").textContent = tooLong(match ? match[1] || "" : "");
+  };
   for (const example of EXAMPLES) {
     const chip = el("button", "", "/agent " + example);
     chip.type = "button";
