@@ -16,11 +16,10 @@ from aiohttp import web
 from bot.demo import run_demo
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
-from bot.web import create_web_app
-from bot.wiring import web_redis
+from bot.web import create_web_app, requests_grace
+from bot.wiring import web_redis, worker_redis
 from runtime.log_format import configure_logging
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
 from runtime.worker import serve_until_signalled
@@ -63,7 +62,13 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
         # aiohttp calls this once its sites are listening (instead of printing its banner).
         log.info("web: listening on http://%s:%d (%s)", host, settings.port, serving(settings))
 
-    web.run_app(app, host=host, port=settings.port, shutdown_timeout=25, print=listening)
+    web.run_app(
+        app,
+        host=host,
+        port=settings.port,
+        shutdown_timeout=requests_grace(settings),
+        print=listening,
+    )
 
 
 def serving(settings: Settings) -> str:
@@ -75,14 +80,13 @@ def serving(settings: Settings) -> str:
 
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:
-    redis = connect(settings.effective_redis_url)
+    redis = worker_redis(settings)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         worker = slack_worker(
             settings, redis=redis, session=session, registry=registry, policy=policy
         )
         if uses_scripted_model(settings):
             log.warning("no OPENAI_API_KEY: the example agents run on a scripted model")
-        log.info("worker ready: %d concurrent runs", settings.worker_concurrency)
         try:
             await serve_until_signalled(worker)
         finally:

@@ -23,6 +23,7 @@ Block = dict[str, Any]
 SECTION_TEXT_LIMIT = 3000
 MODAL_BLOCK_LIMIT = 100
 CODE_FENCE = "```"
+ZERO_WIDTH_SPACE = "\u200b"
 
 ACTION_APPROVE = "approve"
 ACTION_APPROVE_ALWAYS = "approve_always"
@@ -50,14 +51,17 @@ def pretty_arguments(arguments: str) -> str:
 def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
     """Escaped text in a code block that fits `limit`; also how many source characters fit."""
     budget = limit - 2 * len(CODE_FENCE) - 2
-    # A fence inside the text would end the block early; a zero-width space breaks it up.
     pieces: list[str] = []
     used = 0
     shown = 0
+    previous = ""
     for char in text:
         piece = messages.escape(char) if char in "&<>" else char
-        if piece == "`" and pieces[-2:] == ["`", "`"]:
-            piece = "\u200b`"
+        if char == "`" and previous == "`":
+            # A fence inside the text would end the block early. With a zero-width space
+            # between any two backticks, no run of them (three, five, nine) can form one.
+            piece = ZERO_WIDTH_SPACE + char
+        previous = char
         if used + len(piece) > budget:
             break
         pieces.append(piece)
@@ -77,11 +81,11 @@ def _call_blocks(
     ]
     if approver_names:
         fields.append(_field(messages.approvers_field(approver_names)))
-    blocks: list[Block] = [
-        {
-            "type": "section",
-            "text": {"type": "mrkdwn", "text": messages.approval_headline(call.agent, call.tool)},
-        },
+    headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
+    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
+    if call.description:
+        blocks.append(_context(messages.tool_description(call.description)))
+    blocks += [
         {"type": "section", "fields": fields},
         {"type": "section", "text": {"type": "mrkdwn", "text": code}},
     ]
@@ -144,7 +148,9 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
         raise ValueError(f"approval {call.approval_id} is not decided")
     arguments = pretty_arguments(call.arguments)
     code, shown = code_block(arguments)
-    context = messages.decision_context(call.agent, run.conversation.requester, call.decision)
+    context = messages.decision_context(
+        call.agent, run.conversation.requester, call.decision, call.mcp_server
+    )
     blocks: list[SlackBlock] = [
         SectionBlock(
             block_id=DECISION_BLOCK,

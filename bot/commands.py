@@ -16,12 +16,14 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot import messages
+from bot import audit_messages, messages
 from bot.payloads import SlashCommand
+from bot.run_status import RunStatus
 from bot.stop_actions import StopActions
 from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs import JobQueue
+from runtime.mcp_listing import McpListings
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +35,15 @@ _AUDIT = re.compile(r"^audit(?:\s+(\S+))?$", re.IGNORECASE)
 _RUN_ID = re.compile(r"^r[0-9a-f]{16}$")
 # `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
 _STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
+# `status` or `status <run id>`; "status of the api" stays a task.
+_STATUS = re.compile(r"^status(?:\s+(r[0-9a-f]{16}))?$", re.IGNORECASE)
 AUDIT_DEFAULT_COUNT = 20
 AUDIT_MAX_COUNT = 100
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "audit", "stop", "unknown_agent" or "task"
+    kind: str  # "help", "audit", "stop", "status", "unknown_agent" or "task"
     agent: str = ""
     task: str = ""
 
@@ -51,6 +55,9 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stop = _STOP.match(stripped)
     if stop is not None and (stop.group(1) is None or _RUN_ID.match(stop.group(1))):
         return ParsedCommand("stop", task=stop.group(1) or "")
+    status = _STATUS.match(stripped)
+    if status is not None:
+        return ParsedCommand("status", task=status.group(1) or "")
     audit = _AUDIT.match(stripped)
     if audit is not None:
         return ParsedCommand("audit", task=audit.group(1) or "")
@@ -71,6 +78,9 @@ class AgentCommand:
     audit: AuditTrail
     agents: list[str]
     stops: StopActions
+    statuses: RunStatus
+    mcp_listings: McpListings | None = None
+    """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -81,7 +91,8 @@ class AgentCommand:
             return
         parsed = parse_command_text(command.text, self.agents)
         if parsed.kind == "help":
-            await _reply(ack, messages.command_help(command.command, self.agents))
+            help_text = messages.command_help(command.command, self.agents, await self._mcp())
+            await _reply(ack, help_text)
             return
         if parsed.kind == "stop":
             if not parsed.task:
@@ -89,6 +100,10 @@ class AgentCommand:
                 return
             told = await self.stops.stop(parsed.task, command.user_id, command.user_name)
             await _reply(ack, told or messages.STOP_REQUESTED)
+            return
+        if parsed.kind == "status":
+            text = await self.statuses.answer(command.channel_id, command.user_id, parsed.task)
+            await _reply(ack, text)
             return
         if parsed.kind == "audit":
             await _reply(ack, await self._audit(command.command, parsed.task, command.channel_id))
@@ -119,21 +134,35 @@ class AgentCommand:
         log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
         await _reply(ack, messages.command_starting(parsed.agent))
 
+    async def _mcp(self) -> dict[str, list[tuple[str, str]]] | None:
+        if self.mcp_listings is None:
+            return None
+        try:
+            listings = await self.mcp_listings.read()
+        except RedisError:
+            return None  # help still answers, without the MCP tools
+        return {
+            agent: [(info.tool, info.server) for info in listing.tools]
+            for agent, listing in listings.items()
+        }
+
     async def _audit(self, command: str, what: str, channel: str) -> str:
         """This channel's recent events, or one run's history (only if it ran here)."""
         if what and not _RUN_ID.match(what) and not (what.isdecimal() and int(what) > 0):
-            return messages.audit_usage(command, what, self.agents[0], AUDIT_MAX_COUNT)
+            return audit_messages.audit_usage(command, what, self.agents[0], AUDIT_MAX_COUNT)
         try:
             if what.startswith("r"):
                 entries = await self.audit.for_run(what)
                 if not any(entry.channel == channel for entry in entries):
-                    return messages.audit_no_run(what)
-                return messages.audit_listing(entries, f"run `{what}`")
+                    return audit_messages.audit_no_run(what)
+                return audit_messages.audit_listing(entries, f"run `{what}`")
             count = min(int(what or AUDIT_DEFAULT_COUNT), AUDIT_MAX_COUNT)
             entries = await self.audit.recent(count, channel=channel)
         except RedisError:
             return messages.QUEUE_UNAVAILABLE
-        return messages.audit_listing(entries, f"the last {len(entries)} events in this channel")
+        return audit_messages.audit_listing(
+            entries, f"the last {len(entries)} events in this channel"
+        )
 
 
 async def _reply(ack: AsyncAck, text: str) -> None:

@@ -18,10 +18,16 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
+from bot.settings import (
+    SLACK_CREDENTIALS,
+    Settings,
+    SettingsError,
+    load_settings,
+    with_console_defaults,
+)
 from bot.slack_worker import slack_worker
-from bot.web import create_web_app
-from bot.wiring import web_redis
+from bot.web import create_web_app, requests_grace
+from bot.wiring import web_redis, worker_redis
 from runtime.local_redis import (
     DEMO_KEY_PREFIX,
     DEMO_REDIS_FOLDER,
@@ -30,7 +36,6 @@ from runtime.local_redis import (
 )
 from runtime.log_format import configure_logging
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.redis_connection import connect
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
 from runtime.worker import serve_until_signalled
@@ -48,6 +53,8 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
     try:
         values = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **environ}
         values.update(CONSOLE="true", REDIS_URL=redis_url, REDIS_TLS_URL="")
+        # The demo never talks to Slack: credentials left in the shell are not the console's.
+        values.update(dict.fromkeys(SLACK_CREDENTIALS, ""))
         try:
             settings = load_settings(with_console_defaults(values))
             registry = load_registry(settings.agents)
@@ -73,22 +80,22 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
 
 async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, redis: str) -> None:
     redis_for_web = web_redis(settings)
-    worker_redis = connect(settings.effective_redis_url)
+    redis_for_worker = worker_redis(settings)
     app = await create_web_app(settings, redis=redis_for_web, agent_names=registry.names)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=requests_grace(settings))
     await runner.setup()
     try:
         # The console has no login: it stays on this machine.
         await web.TCPSite(runner, "127.0.0.1", settings.port).start()
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
             worker = slack_worker(
-                settings, redis=worker_redis, session=session, registry=registry, policy=policy
+                settings, redis=redis_for_worker, session=session, registry=registry, policy=policy
             )
             print(banner(settings, redis), flush=True)
             await serve_until_signalled(worker)
     finally:
         await runner.cleanup()
-        await worker_redis.aclose()
+        await redis_for_worker.aclose()
 
 
 def banner(settings: Settings, redis: str) -> str:

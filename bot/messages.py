@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from runtime.audit import AuditEntry
 from runtime.envelope import Decision
 from runtime.reporter import Failure
 
@@ -30,17 +29,36 @@ def user(user_id: str) -> str:
 # --- /agent ----------------------------------------------------------------------------------
 
 
-def command_help(command: str, agents: Sequence[str]) -> str:
+def command_help(
+    command: str,
+    agents: Sequence[str],
+    mcp_tools: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> str:
+    """`mcp_tools`: agent -> (tool, server) as a worker last listed them; None when unknown."""
     listed = ", ".join(f"`{name}`" for name in agents)
-    return (
+    text = (
         f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
         "to approve it here.\n"
         f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
         f"• `{command} <agent>: <task>`: pick an agent\n"
         f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
+        f"• `{command} status [run id]`: this channel's live runs and what they wait for\n"
         f"• `{command} help`: this message\n"
         f"Agents: {listed}"
     )
+    for agent in agents:
+        tools = (mcp_tools or {}).get(agent)
+        if tools:
+            text += f"\n• `{escape(agent)}` tools from MCP servers: " + mcp_tool_list(tools)
+    return text
+
+
+def mcp_tool_list(tools: Sequence[tuple[str, str]]) -> str:
+    """`list_tables`, `drop_table` on `db`; `search` on `wiki`."""
+    by_server: dict[str, list[str]] = {}
+    for tool, server in tools:
+        by_server.setdefault(server, []).append(f"`{escape(tool)}`")
+    return "; ".join(f"{', '.join(names)} on `{escape(s)}`" for s, names in by_server.items())
 
 
 def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
@@ -127,8 +145,22 @@ REJECT = "Reject"
 VIEW_ARGUMENTS = "View full arguments"
 
 
-def approval_headline(agent: str, tool: str) -> str:
-    return f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> str:
+    headline = f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+    if mcp_server is not None:
+        headline += f" on MCP server `{escape(mcp_server)}`"
+    return headline
+
+
+DESCRIPTION_CHARS = 500
+
+
+def tool_description(description: str) -> str:
+    """What the tool says it does (from the MCP server's listing: not our words, so quoted)."""
+    text = " ".join(description.split())
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS] + "…"
+    return f"_Tool description:_ {escape(text)}"
 
 
 def approval_fallback(agent: str, tool: str) -> str:
@@ -165,8 +197,10 @@ def _who(decision: Decision) -> str:
     return user(decision.user_id) if decision.user_id else "Someone"
 
 
-def decision_context(agent: str, requester: str, decision: Decision) -> str:
-    """Under the headline: who asked, which agent, and when it was settled."""
+def decision_context(
+    agent: str, requester: str, decision: Decision, mcp_server: str | None = None
+) -> str:
+    """Under the headline: who asked, which agent (and MCP server), and when it was settled."""
     when = slack_date(decision.decided_at)
     if decision.outcome == "expired":
         settled = f"expired {when}: no decision came in time"
@@ -174,7 +208,8 @@ def decision_context(agent: str, requester: str, decision: Decision) -> str:
         settled = f"stopped {when}, so it did not run"
     else:
         settled = f"decided {when}"
-    return f"Requested by {user(requester)} for *{escape(agent)}* · {settled}"
+    server = f" on MCP server `{escape(mcp_server)}`" if mcp_server else ""
+    return f"Requested by {user(requester)} for *{escape(agent)}*{server} · {settled}"
 
 
 OUTCOME_WORDS = {
@@ -297,6 +332,9 @@ FAILURES = {
     Failure.UNSUPPORTED_ENVELOPE: "This run was saved by a different version of "
     f"{PRODUCT} and can't be resumed ({{detail}}).",
     Failure.GAVE_UP: "Something kept failing while running this task, so it was stopped.",
+    Failure.MCP_UNAVAILABLE: "The MCP server `{detail}` could not be reached (the worker kept "
+    "retrying), so the run stopped and nothing more was run. Check that the server is up, then "
+    "ask again.",
 }
 
 
@@ -317,51 +355,3 @@ def final_answer(output: str) -> str:
     if len(text) > FINAL_LIMIT:
         text = text[:FINAL_LIMIT] + "\n…(shortened)"
     return text
-
-
-# --- /agent audit --------------------------------------------------------------------------------
-
-AUDIT_EVENT_WORDS = {
-    "approved_always": "approved always",
-    "auto_approved": "approved by policy",
-    "auto_rejected": "rejected by policy",
-    "denied": "click refused",
-    "refused": "not run: changed after approval",
-}
-
-
-def audit_line(entry: AuditEntry) -> str:
-    details = entry.details
-    parts = [
-        f"`{dt.datetime.fromtimestamp(entry.at, dt.UTC):%Y-%m-%d %H:%M:%S}`",
-        f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
-    ]
-    if details.get("tool"):
-        parts.append(f"`{escape(str(details['tool']))}`")
-    if details.get("user_id"):
-        parts.append(f"by {user(str(details['user_id']))}")
-    if details.get("reason") and entry.event in ("rejected", "denied"):
-        parts.append(f"({escape(str(details['reason']))})")
-    parts.append(f"run `{entry.run_id}`")
-    if details.get("digest"):
-        parts.append(f"digest `{str(details['digest'])[:12]}`")
-    return " ".join(parts)
-
-
-def audit_listing(entries: Sequence[AuditEntry], title: str) -> str:
-    if not entries:
-        return "No audit events here yet."
-    return f"*Audit: {title}*\n" + "\n".join(audit_line(entry) for entry in entries)
-
-
-def audit_usage(command: str, what: str, agent: str, most: int) -> str:
-    shown = escape(what[:40])
-    return (
-        f"`{command} audit` takes how many events to show (1 to {most}) or a run id, "
-        f"not `{shown}`: e.g. `{command} audit 20`. To give an agent a task that starts with "
-        f'"audit", name the agent: `{command} {agent}: audit {shown}`.'
-    )
-
-
-def audit_no_run(run_id: str) -> str:
-    return f"No audit events of run `{escape(run_id)}` in this channel."

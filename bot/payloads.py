@@ -77,6 +77,24 @@ class ButtonClick(_Payload):
         return self.actions[0]
 
 
+class _ViewContainer(_Payload):
+    type: Literal["view"]
+    view_id: str | None = Field(None, max_length=64)
+
+
+class HomeClick(_Payload):
+    """A click on a button of the app's Home tab: no channel, the view is the container."""
+
+    user: SlackUser
+    container: _ViewContainer
+    actions: list[_Action] = Field(min_length=1, max_length=1)
+    trigger_id: str = Field(max_length=256)
+
+    @property
+    def action(self) -> _Action:
+        return self.actions[0]
+
+
 class RejectMetadata(_Payload):
     """What the reject modal carries from the click to the submission."""
 

@@ -57,6 +57,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 CONSOLE_PREFIX = "/console/"
 CONSOLE_BOT_TOKEN = "xoxb-console-local"
+SLACK_CREDENTIALS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN")
 _TRUE = {"1", "true", "yes", "on"}
 
 FIXES["CONSOLE"] = "Use true to serve the local console at /console, or false (the default)."
@@ -67,13 +68,24 @@ FIXES["SLACK_APP_TOKEN"] = (
 
 
 def with_console_defaults(environ: Mapping[str, str]) -> dict[str, str]:
-    """With CONSOLE=true no Slack app is needed: unset Slack credentials get local stand-ins.
+    """With CONSOLE=true no Slack app is needed: Slack credentials get local stand-ins.
 
     The signing secret is made up per process: only the web process signs (for the console)
-    and checks signatures, so nothing else needs to know it.
+    and checks signatures, so nothing else needs to know it. A real Slack app's credentials are
+    refused: the console has no login and signs whatever it is sent, so with the app's signing
+    secret anyone who reaches it could act as Slack, and with its token post as the app.
     """
     values = dict(environ)
-    if values.get("CONSOLE", "").strip().lower() in _TRUE:
-        values["SLACK_BOT_TOKEN"] = values.get("SLACK_BOT_TOKEN") or CONSOLE_BOT_TOKEN
-        values["SLACK_SIGNING_SECRET"] = values.get("SLACK_SIGNING_SECRET") or token_hex(16)
+    if values.get("CONSOLE", "").strip().lower() not in _TRUE:
+        return values
+    for name in SLACK_CREDENTIALS:
+        value = values.get(name, "").strip()
+        if value and not (name == "SLACK_BOT_TOKEN" and value == CONSOLE_BOT_TOKEN):
+            raise SettingsError(
+                f"CONSOLE=true cannot be used with {name} set: the console has no login and "
+                f"would act with your Slack app's credentials. Unset {name} (and the other "
+                "Slack settings) to try the console, or unset CONSOLE to run with Slack."
+            )
+    values["SLACK_BOT_TOKEN"] = CONSOLE_BOT_TOKEN
+    values["SLACK_SIGNING_SECRET"] = token_hex(16)
     return values

@@ -1,4 +1,4 @@
-"""The Slack Web API client every Countersign process uses."""
+"""The Slack Web API clients Countersign processes use: one for everything, one for clicks."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack_call_counter import SlackCallCounter
+
+CLICK_LOOKUP_SECONDS = 1.5
+"""What a click may spend asking Slack who is in a group: Slack wants the acknowledgement within
+3 s, and recording the decision in Redis comes after."""
 
 
 def slack_client(
@@ -28,4 +32,18 @@ def slack_client(
             AsyncServerErrorRetryHandler(max_retry_count=3),
             AsyncConnectionErrorRetryHandler(max_retry_count=3),
         ],
+    )
+
+
+def directory_client(
+    *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
+    """For the web process's approver directory, asked while a click waits: one try only.
+
+    Waiting out a 429's Retry-After, or retrying a 5xx, would outlast Slack's 3 s; a click that
+    cannot be checked is refused politely and the person clicks again. slack_sdk counts its
+    timeout in whole seconds, so the directory bounds each lookup at CLICK_LOOKUP_SECONDS too.
+    """
+    return AsyncWebClient(
+        token=token, base_url=base_url, session=session, timeout=2, retry_handlers=[]
     )

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
 from aiohttp import ClientError
+from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot import messages
+from bot import messages, reach_messages
 from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
 from bot.approvers import ApproverDirectory, is_group
+from bot.slack_reach import SlackReach
 from bot.status_blocks import status_blocks, status_text
 from runtime.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
@@ -23,12 +26,20 @@ log = logging.getLogger(__name__)
 UNREACHABLE_CHANNEL_ERRORS = frozenset(
     {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
 )
+WARM_SECONDS = 5.0
+"""How long a card may wait for its approver groups to be looked up ahead of the clicks."""
 
 
 class SlackReporter:
-    def __init__(self, client: AsyncWebClient, directory: ApproverDirectory) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        directory: ApproverDirectory,
+        reach: SlackReach | None = None,
+    ) -> None:
         self._client = client
         self._directory = directory
+        self._reach = reach or SlackReach(client, directory)
 
     async def _approver_names(self, call: PendingCall) -> list[str]:
         names = await self._directory.names(call.approvers)
@@ -92,6 +103,7 @@ class SlackReporter:
             return message_id or ""
 
     async def approval_requested(self, run: RunView, call: PendingCall) -> str:
+        await self._warm(run, call)
         response = await self._client.chat_postMessage(
             channel=run.conversation.channel,
             thread_ts=run.conversation.thread,
@@ -99,6 +111,16 @@ class SlackReporter:
             blocks=approval_request_blocks(run, call, await self._approver_names(call)),
         )
         return str(response["ts"])
+
+    async def _warm(self, run: RunView, call: PendingCall) -> None:
+        """Look the approver groups' members up before anyone can click, so that clicks (which
+        Slack gives 3 s) find them cached. A courtesy: failing here only costs the clicks a
+        lookup of their own."""
+        try:
+            async with asyncio.timeout(WARM_SECONDS):
+                await self._directory.warm(call.approvers)
+        except (RedisError, TimeoutError):
+            log.warning("run %s: approver groups not looked up ahead", run.run_id, exc_info=True)
 
     async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
         if call.message_ts is None:
@@ -128,6 +150,7 @@ class SlackReporter:
             if error.response.get("error") != "message_not_found":
                 raise
         else:
+            await self._reach.redraw_copies(run, call)
             return None
         log.warning(
             "run %s: the card of %s (approval %s) is gone from Slack (message_not_found); "
@@ -142,17 +165,20 @@ class SlackReporter:
             text=text,
             blocks=blocks,
         )
+        await self._reach.redraw_copies(run, call)
         return str(response["ts"])
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
-        # Mentions notify: the approvers (a group mention reaches all its members), or the
-        # requester when anyone may decide.
-        targets = call.approvers or (run.conversation.requester,)
-        mentions = [f"<!subteam^{p}>" if is_group(p) else messages.user(p) for p in targets]
+        # Mentions notify: the approvers (a group mention reaches all its members); nobody when
+        # anyone in the channel may decide (the requester may not approve their own run).
+        mentions = [f"<!subteam^{p}>" if is_group(p) else messages.user(p) for p in call.approvers]
+        text = (
+            messages.reminder(mentions, call.agent, call.tool, call.expires_at)
+            if mentions
+            else reach_messages.reminder_anyone(call.agent, call.tool, call.expires_at)
+        )
         await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
-            text=messages.reminder(mentions, call.agent, call.tool, call.expires_at),
+            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
         )
 
     async def call_refused(self, run: RunView, call: PendingCall) -> None:

@@ -26,10 +26,12 @@ def slack_worker(
     run_config: RunConfig | None = None,
 ) -> Worker:
     """`run_config` overrides the model the settings choose (tests point it at a fake)."""
+    parts = slack_parts(settings, redis=redis, session=session)
     return build_worker(
         settings,
         redis=redis,
-        reporter=slack_parts(settings, redis=redis, session=session).reporter,
+        reporter=parts.reporter,
+        reach=parts.reach,
         registry=registry,
         policy=policy,
         run_config=run_config or model_run_config(settings),

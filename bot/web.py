@@ -6,8 +6,10 @@ with `CONSOLE=true` it also serves the local console (`bot.console`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,20 +36,30 @@ from bot.approval_gate import ApprovalGate
 from bot.approvers import ApproverDirectory
 from bot.commands import AgentCommand
 from bot.console.routes import add_console
+from bot.home_routes import add_home_tab, run_home_watch
+from bot.home_watch import HomeWatch
 from bot.operations import add_operations
 from bot.payloads import malformed
+from bot.run_status import RunStatus
 from bot.settings import Settings
+from bot.slack_client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.socket_mode import add_socket_mode
 from bot.status_blocks import ACTION_STOP
 from bot.stop_actions import StopActions
+from bot.thread_links import ThreadLinks
 from bot.wiring import slack_parts
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
+from runtime.live_runs import LiveRuns
+from runtime.mcp_listing import McpListings
 from runtime.policy import parse_principals
+from runtime.redis_connection import wait_until_reachable
 from runtime.run_stopper import Principals, RunStopper
 from runtime.scripted_model import uses_scripted_model
+from runtime.shutdown_budget import ShutdownBudget
+from runtime.stopping import Stopping
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
@@ -57,8 +69,17 @@ REDIS: web.AppKey[aioredis.Redis] = web.AppKey("redis", aioredis.Redis)
 TASKS: web.AppKey[TaskSet] = web.AppKey("tasks", TaskSet)
 VERIFIER: web.AppKey[SignatureVerifier] = web.AppKey("verifier", SignatureVerifier)
 
-# Heroku gives 30 s between SIGTERM and SIGKILL; Slack updates still in flight get most of it.
-SHUTDOWN_DRAIN_SECONDS = 20.0
+# Heroku gives 30 s between SIGTERM and SIGKILL; SHUTDOWN_GRACE_SECONDS (25) is the whole stop.
+# Requests in flight get a share (Slack's are acknowledged within 3 s, so they need little), the
+# Slack updates they spawned get the rest, less a moment to close the sessions.
+REQUESTS_SHARE = 0.4
+REQUESTS_MAX_SECONDS = 10.0
+CLOSING_SECONDS = 1.0
+
+
+def requests_grace(settings: Settings) -> float:
+    """How long requests in flight at SIGTERM may finish (aiohttp's `shutdown_timeout`)."""
+    return min(REQUESTS_MAX_SECONDS, settings.shutdown_grace_seconds * REQUESTS_SHARE)
 
 
 def build_bolt(
@@ -68,7 +89,8 @@ def build_bolt(
     session: aiohttp.ClientSession,
     agent_names: list[str],
     tasks: TaskSet,
-) -> AsyncApp:
+) -> tuple[AsyncApp, HomeWatch]:
+    """The Bolt app, and the watcher that republishes Home tabs (`run_home_watch`)."""
     keys = Keys(settings.redis_key_prefix)
     parts = slack_parts(settings, redis=redis, session=session)
     client = parts.client
@@ -81,25 +103,42 @@ def build_bolt(
         process_before_response=True,
     )
     audit = AuditTrail(redis, keys)
+    # Clicks wait on the directory inside Slack's 3 s: its client never waits out a 429.
+    directory = ApproverDirectory(
+        redis,
+        keys,
+        directory_client(
+            token=settings.slack_bot_token.get_secret_value(),
+            base_url=settings.effective_slack_api_url,
+            session=session,
+        ),
+        lookup_seconds=CLICK_LOOKUP_SECONDS,
+    )
     stops = StopActions(
         stopper=RunStopper(redis, keys),
-        directory=parts.directory,
+        directory=directory,
         reporter=parts.reporter,
         client=client,
         tasks=tasks,
         admins=Principals.parse(parse_principals(settings.admins)),
     )
     command = AgentCommand(
-        queue=JobQueue(redis, keys), audit=audit, agents=agent_names, stops=stops
+        queue=JobQueue(redis, keys),
+        audit=audit,
+        agents=agent_names,
+        stops=stops,
+        statuses=RunStatus(live=LiveRuns(redis, keys), links=ThreadLinks(client)),
+        mcp_listings=McpListings(redis, keys),
     )
+    recorder = DecisionRecorder(redis, keys)
     actions = ApprovalActions(
-        recorder=DecisionRecorder(redis, keys),
+        recorder=recorder,
         client=client,
         reporter=parts.reporter,
-        gate=ApprovalGate(directory=parts.directory),
+        gate=ApprovalGate(directory=directory),
         tasks=tasks,
     )
-    membership = GroupMembershipEvents(directory=parts.directory)
+    membership = GroupMembershipEvents(directory=directory)
     bolt.command(re.compile(r"^/.*"))(command)
     bolt.action(ACTION_APPROVE)(actions.on_approve)
     bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)
@@ -107,13 +146,16 @@ def build_bolt(
     bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
     bolt.action(ACTION_STOP)(stops.on_stop_button)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
+    home_watch = add_home_tab(
+        bolt, redis=redis, keys=keys, parts=parts, recorder=recorder, stops=stops, tasks=tasks
+    )
     bolt.action(re.compile(r".*"))(_unknown_action)
     bolt.event("subteam_members_changed")(membership.on_members_changed)
     bolt.event("subteam_updated")(membership.on_group_updated)
     # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
     bolt.event("app_uninstalled")(_app_event)
     bolt.event("tokens_revoked")(_app_event)
-    return bolt
+    return bolt, home_watch
 
 
 class _ClientGivenOnPurpose(logging.Filter):
@@ -197,11 +239,32 @@ async def create_web_app(
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
-    app[BOLT] = build_bolt(
+    app[BOLT], home_watch = build_bolt(
         settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
     )
+    run_home_watch(app, home_watch)
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
+    shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
+
+    async def start_the_clock(_: web.Application) -> None:
+        shutdown.start()
+
+    # First of the shutdown hooks: the budget covers them, the requests and the cleanup.
+    app.on_shutdown.append(start_the_clock)
+
+    async def watch_redis(_: web.Application) -> AsyncIterator[None]:
+        # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
+        # attempt, while Redis does not answer yet.
+        stopping = Stopping()
+        watch = asyncio.get_running_loop().create_task(
+            wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping)
+        )
+        yield
+        stopping.set()
+        await watch
+
+    app.cleanup_ctx.append(watch_redis)
     add_operations(app, redis=redis, keys=Keys(settings.redis_key_prefix))
     if settings.slack_app_token is not None and not settings.console:
         add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
@@ -218,7 +281,7 @@ async def create_web_app(
     async def close(_: web.Application) -> None:
         # Cleanup runs after in-flight requests finished, so every task they spawned is here.
         pending = len(tasks)
-        await tasks.wait(grace=SHUTDOWN_DRAIN_SECONDS)
+        await tasks.wait(grace=shutdown.left(keep=CLOSING_SECONDS))
         log.info("shutdown: %d Slack update(s) drained, %d cancelled", pending, tasks.cancel_all())
         await session.close()
         await redis.aclose()

@@ -1,9 +1,10 @@
 """`python -m runtime audit --since 2026-11-01 > audit.jsonl`: export the audit trail.
 
-Reads `REDIS_URL`/`REDIS_TLS_URL` and `REDIS_KEY_PREFIX` like the processes do; writes one JSON
-object per line, oldest first. `--demo` exports what `python -m bot demo` recorded, run from the
-same folder: the demo's Redis (started again from `.redis/` while exporting, if the demo started
-one) and its key prefix.
+Reads `REDIS_URL`/`REDIS_TLS_URL`, `REDIS_KEY_PREFIX` and `AUDIT_RETENTION_DAYS` like the
+processes do; writes one JSON object per line, oldest first, and says on stderr when the trail
+starts after `--since` (older events were trimmed, or never happened). `--demo` exports what
+`python -m bot demo` recorded, run from the same folder: the demo's Redis (started again from
+`.redis/` while exporting, if the demo started one) and its key prefix.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runtime.audit import AuditTrail
+from runtime.audit import AuditTrail, retention_note
 from runtime.keys import Keys
 from runtime.local_redis import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
 from runtime.redis_connection import connect
@@ -33,9 +34,16 @@ def _date(text: str) -> dt.datetime:
 
 
 async def export(settings: RuntimeSettings, since: dt.datetime) -> int:
-    redis = connect(settings.effective_redis_url)
+    redis = connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+    )
     try:
         trail = AuditTrail(redis, Keys(settings.redis_key_prefix))
+        note = retention_note(await trail.oldest(), since, settings.audit_retention_days)
+        if note is not None:
+            print(note, file=sys.stderr)
         count = 0
         async for entry in trail.since(since):
             sys.stdout.write(entry.model_dump_json() + "\n")

@@ -1,10 +1,11 @@
-"""The audit trail: a capped Redis stream of everything that happened to runs and approvals.
+"""The audit trail: a Redis stream of everything that happened to runs and approvals.
 
 Events: started, requested, auto_approved, auto_rejected, approved, approved_always, rejected,
 expired, denied (a click refused by the policy), resumed, refused (an approved call that changed
 before it ran), executed, finished, failed. Decisions and resume claims are appended by the same
-Lua script that records them, so the trail cannot miss one. It outlives each run's record
-(trimmed by age, `AUDIT_RETENTION_DAYS`, and capped in length).
+Lua script that records them, so the trail cannot miss one. It outlives each run's record and
+is trimmed by age only (`AUDIT_RETENTION_DAYS`): a cap on its length would let anyone who can
+click push real decisions out of it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from runtime.stopping import Stopping
 
 log = logging.getLogger(__name__)
 
-AUDIT_MAX_ENTRIES = 100_000
 TRIM_INTERVAL_SECONDS = 600.0
 
 
@@ -56,9 +56,7 @@ class AuditTrail:
         payload = {**details, "at": time.time()}
         entry: dict[Any, Any] = {"event": event, "run_id": run_id, "details": json.dumps(payload)}
         try:
-            await self._redis.xadd(
-                self._keys.audit, entry, maxlen=AUDIT_MAX_ENTRIES, approximate=True
-            )
+            await self._redis.xadd(self._keys.audit, entry)
         except RedisError:
             # The audit trail must not fail the step it describes; the log keeps the event.
             log.warning("run %s: audit entry %s not stored: %s", run_id, event, details)
@@ -88,9 +86,16 @@ class AuditTrail:
                 return
             cursor = "(" + rows[-1][0].decode()
 
+    async def oldest(self) -> dt.datetime | None:
+        """When the oldest entry kept was written; None while the trail is empty."""
+        rows: Any = await self._redis.xrange(self._keys.audit, count=1)
+        return _written_at(rows[0][0].decode()) if rows else None
+
     async def trim(self, retention_days: int) -> None:
         oldest = int((time.time() - retention_days * 86400) * 1000)
-        await self._redis.xtrim(self._keys.audit, minid=f"{oldest}-0", approximate=True)
+        # Exact, not `~`: an approximate trim only drops whole stream nodes, so a quiet
+        # deployment would keep events for longer than AUDIT_RETENTION_DAYS promises.
+        await self._redis.xtrim(self._keys.audit, minid=f"{oldest}-0", approximate=False)
 
     async def _backwards(self, *, limit: int, page: int = 500) -> AsyncIterator[AuditEntry]:
         cursor, remaining = "+", limit
@@ -103,6 +108,27 @@ class AuditTrail:
                 return
             remaining -= len(rows)
             cursor = "(" + rows[-1][0].decode()
+
+
+def retention_note(
+    oldest: dt.datetime | None, since: dt.datetime, retention_days: int
+) -> str | None:
+    """One line for whoever exports from `since`, when the trail cannot reach back that far."""
+    kept = f"events are kept AUDIT_RETENTION_DAYS={retention_days} days"
+    if oldest is None:
+        return f"The audit trail is empty ({kept}), so nothing was exported."
+    if since >= oldest:
+        return None
+    return (
+        f"The audit trail starts at {oldest:%Y-%m-%d %H:%M} UTC ({kept}), "
+        "so nothing older was exported."
+    )
+
+
+def _written_at(entry_id: str) -> dt.datetime:
+    """A stream id starts with the milliseconds since the epoch when Redis appended it."""
+    milliseconds = int(entry_id.split("-")[0])
+    return dt.datetime.fromtimestamp(milliseconds / 1000, dt.UTC)
 
 
 def _entry(row: Any) -> AuditEntry:

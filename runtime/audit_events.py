@@ -22,6 +22,9 @@ class AuditEvent(StrEnum):
     EXECUTED = "executed"
     REPLAYED = "replayed"
     """A retried step reached a call that had already run: its recorded output was reused."""
+    ESCALATED = "escalated"
+    """A call still undecided was escalated: more people may decide it (the escalation script
+    writes it as it widens the call's gate)."""
     STOPPED = "stopped"
     """Someone stopped the run (written by the stop script when they asked)."""
     FINISHED = "finished"

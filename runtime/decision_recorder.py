@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
+from runtime.card_copies import parse_copies
 from runtime.contracts import ResumeJob
 from runtime.envelope import (
     Approval,
@@ -90,9 +91,15 @@ class DecisionRecorder:
     async def view(self, run_id: str, approval_id: str) -> CallView:
         reply: list[Any] = await self._redis.hmget(
             self._keys.run(run_id),
-            [rr.ENVELOPE, rr.ROUND, rr.GATE + approval_id, rr.TS + approval_id],
+            [
+                rr.ENVELOPE,
+                rr.ROUND,
+                rr.GATE + approval_id,
+                rr.TS + approval_id,
+                rr.COPIES + approval_id,
+            ],
         )
-        raw_envelope, round_, raw_gate, message_ts = reply
+        raw_envelope, round_, raw_gate, message_ts, copies = reply
         envelope = call = gate = None
         if raw_envelope is not None:
             try:
@@ -100,7 +107,9 @@ class DecisionRecorder:
             except UnreadableEnvelope:
                 envelope = None
         if envelope is not None and (found := envelope.call(approval_id)) is not None:
-            call = found.model_copy(update={"message_ts": _text(message_ts)})
+            call = found.model_copy(
+                update={"message_ts": _text(message_ts), "copies": parse_copies(copies)}
+            )
         if raw_gate is not None:
             try:
                 gate = CallGate.model_validate_json(raw_gate)
@@ -119,8 +128,9 @@ class DecisionRecorder:
     async def decide(
         self, view: CallView, choice: Choice, *, channel: str, member_of: tuple[str, ...]
     ) -> RecordResult:
-        """Record a person's decision, made in `channel`; `member_of` are the groups of the
-        call's gate that the person belongs to."""
+        """Record a person's decision, made in `channel` (the card's, a copy's, or
+        `run_record.HOME_TAB`); `member_of` are the groups of the call's gate that the person
+        belongs to."""
         return await self._run(view, choice, channel, member_of, mode="decide")
 
     async def check(

@@ -8,6 +8,8 @@ Versions:
   per-approval `deadline:`, `ts:` and `decision:` fields beside them.
 - 2: each call also carries its policy (approvers, quorum, allow_always) and digest; partial
   quorum approvals live in `approvals:` fields. Version 1 reads as: anyone, one approval.
+  A call of a tool from an MCP server also carries `mcp_server` and `description` (optional,
+  absent for function tools: no new version, the meaning of every other field is unchanged).
 """
 
 from __future__ import annotations
@@ -79,6 +81,15 @@ class Decision(BaseModel):
     by_policy: bool = False
 
 
+class CardCopy(BaseModel):
+    """A copy of a call's card outside its thread: a direct message, or another channel."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    channel: str
+    ts: str
+
+
 class PendingCall(BaseModel):
     """One tool call waiting for a person."""
 
@@ -96,10 +107,17 @@ class PendingCall(BaseModel):
     quorum: int = 1
     allow_always: bool = True
     digest: str = ""
+    mcp_server: str | None = None
+    """The MCP server the tool comes from (its `name`, or a hosted tool's `server_label`);
+    None for function tools. Covered by the digest."""
+    description: str | None = None
+    """The tool's description from the MCP server's listing, shown on the card."""
     message_ts: str | None = None
     decision: Decision | None = None
     approvals: tuple[Approval, ...] = ()
     """Approvals so far, while a quorum is not yet met."""
+    copies: tuple[CardCopy, ...] = ()
+    """Copies of the card elsewhere (`notify`, escalation): one approval, redrawn together."""
 
 
 class RunEnvelope(BaseModel):
@@ -138,7 +156,17 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
         ) from error
 
 
+# Optional per-call fields written only when set, so that a function tool's call is stored
+# exactly as before they existed and a web process of the previous version still reads it.
+_OMITTED_WHEN_UNSET = ("mcp_server", "description")
+
+
 def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
-    per_call = {"message_ts", "decision", "approvals"}
-    return envelope.model_dump_json(exclude={"calls": {"__all__": per_call}})
+    per_call = {"message_ts", "decision", "approvals", "copies"}
+    data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
+    for call in data["calls"]:
+        for name in _OMITTED_WHEN_UNSET:
+            if call.get(name) is None:
+                call.pop(name, None)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

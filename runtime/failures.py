@@ -7,6 +7,8 @@ Exception
 │   ├── MaxTurnsExceeded -> RunFailed(MAX_TURNS)
 │   ├── ModelBehaviorError, ModelRefusalError, ModelTimeoutError -> RunFailed(MODEL_ERROR)
 │   └── anything else    -> RunFailed(AGENT_ERROR)
+├── McpServerUnavailable  a run's MCP server stayed down -> RunFailed(MCP_UNAVAILABLE), by the
+│                         executor once the connection's bounded retries are used up
 └── anything else (Redis, Slack, bugs): re-raised, so the job is retried and, after too many
     deliveries, dead-lettered with RunFailed(GAVE_UP).
 """

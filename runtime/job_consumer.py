@@ -2,7 +2,8 @@
 
 Up to `concurrency` jobs run at once. Each free slot is filled with a dead worker's job if one
 is due, else with a new one; running jobs are heartbeated until they finish or overrun
-`JOB_TIMEOUT_SECONDS`; on stop, running jobs get the grace period and the rest are handed back.
+`JOB_TIMEOUT_SECONDS`; on stop, running jobs get most of the shutdown budget and the rest are
+cancelled and handed back within it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ from dataclasses import dataclass, field
 from redis.exceptions import RedisError
 
 from runtime.jobs import START, Delivery, Handler, JobQueue
+from runtime.shutdown_budget import ShutdownBudget
 from runtime.stopping import Stopping
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
+
+# Of the shutdown budget, running jobs get all but the end: this share of it, at most this long,
+# is kept for cancelling the rest (first half) and handing them back (second half).
+AFTER_JOBS_SHARE = 0.2
+AFTER_JOBS_MAX_SECONDS = 5.0
+HAND_BACK_MIN_SECONDS = 1.0
+"""Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
 
 
 @dataclass(kw_only=True)
@@ -35,8 +44,8 @@ class JobConsumer:
     max_deliveries: int
     job_timeout: float = 900.0
     """`JOB_TIMEOUT_SECONDS`: a handler running longer is cancelled and its job retried."""
-    shutdown_grace: float = 25.0
-    """Heroku sends SIGKILL 30 s after SIGTERM."""
+    shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
+    """The worker's whole shutdown, from stop() (Heroku sends SIGKILL 30 s after SIGTERM)."""
     block_ms: int = 2000
     consumer_gone_after: float = 3600.0
     """Each boot reads under a name of its own (`worker.1:3f9a1c`), so the names of stopped
@@ -57,28 +66,34 @@ class JobConsumer:
     async def run(self) -> None:
         """Run jobs until stop(); then let running ones finish within the grace period."""
         await self.queue.ensure_group()
-        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        drained = asyncio.Event()
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop(drained))
         try:
             await self._read_loop()
             await self._drain()
         finally:
+            drained.set()
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
 
     def stop(self) -> None:
         """Take no new jobs; run() returns once running ones are done or handed back."""
+        self.shutdown.start()
         self._stopping.set()
 
     async def _drain(self) -> None:
-        await self._tasks.wait(grace=self.shutdown_grace)
+        after_jobs = min(AFTER_JOBS_MAX_SECONDS, self.shutdown.seconds * AFTER_JOBS_SHARE)
+        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs))
         unfinished = self._tasks.cancel_all()
-        await self._tasks.wait(grace=5)
+        await self._tasks.wait(grace=self.shutdown.left(keep=after_jobs / 2))
         try:
-            handed = await self.queue.hand_back(self.consumer, int(self.idle_timeout * 1000) + 1)
-            if handed == 0:
-                await self.queue.forget_consumer(self.consumer)
-        except RedisError:
+            async with asyncio.timeout(max(self.shutdown.left(), HAND_BACK_MIN_SECONDS)):
+                idle_ms = int(self.idle_timeout * 1000) + 1
+                handed = await self.queue.hand_back(self.consumer, idle_ms)
+                if handed == 0:
+                    await self.queue.forget_consumer(self.consumer)
+        except (RedisError, TimeoutError):
             log.exception("could not hand back jobs; they return after the idle timeout")
             return
         log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
@@ -149,9 +164,13 @@ class JobConsumer:
         log.error("job %s moved to the dead-letter stream", delivery.entry_id)
         self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
 
-    async def _heartbeat_loop(self) -> None:
-        """Keep our running jobs from looking abandoned, also while draining."""
-        while True:
+    async def _heartbeat_loop(self, drained: asyncio.Event) -> None:
+        """Keep our running jobs from looking abandoned, also while draining.
+
+        Ends on `drained` as well as on cancellation: a cancel that lands while the Redis call
+        is in flight can be swallowed by the client, and the loop must end all the same.
+        """
+        while not drained.is_set():
             await asyncio.sleep(self.idle_timeout / 3)
             try:
                 await self.queue.heartbeat(self.consumer, list(self._running))

@@ -43,6 +43,13 @@ class Keys:
         return f"{self.prefix}deadlines"
 
     @property
+    def live_runs(self) -> str:
+        """Sorted set of runs that have not ended: member run id, score when it started (epoch
+        s). The create script adds a run; closing or stopping it removes it; a run whose record
+        expired meanwhile is dropped by whoever reads it (`runtime.live_runs`)."""
+        return f"{self.prefix}live"
+
+    @property
     def reminders(self) -> str:
         """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
         return f"{self.prefix}reminders"
@@ -62,6 +69,11 @@ class Keys:
         """Cached members of a Slack user group (short TTL; refreshed on membership events)."""
         return f"{self.prefix}group:{group_id}"
 
+    def group_generation(self, group_id: str) -> str:
+        """Counts the times a user group changed: a lookup that began before the latest change
+        must not cache what it found (no TTL; one small counter per group that ever changed)."""
+        return f"{self.prefix}group-generation:{group_id}"
+
     def display_name(self, principal: str) -> str:
         """Cached display name of a Slack user or handle of a user group."""
         return f"{self.prefix}name:{principal}"
@@ -73,6 +85,21 @@ class Keys:
         return f"{self.prefix}console"
 
     @property
+    def home_viewers(self) -> str:
+        """Sorted set of people who opened the app's Home tab: member user id, score when last
+        (epoch s). Their tab is republished when something changes for them."""
+        return f"{self.prefix}home:viewers"
+
+    def home_published(self, user_id: str) -> str:
+        """Exists for a short while after a person's Home tab was published (the debounce)."""
+        return f"{self.prefix}home:published:{user_id}"
+
+    @property
+    def mcp_tools(self) -> str:
+        """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""
+        return f"{self.prefix}mcp:tools"
+
+    @property
     def audit(self) -> str:
-        """Capped stream of what happened to runs (the short audit trail)."""
+        """Stream of what happened to runs, trimmed by age (`AUDIT_RETENTION_DAYS`)."""
         return f"{self.prefix}audit"

@@ -73,11 +73,14 @@ class RedisServer:
     persist: bool = False
     """Snapshot to `directory/dump.rdb` (the demo keeps waiting runs across restarts)."""
     extra_args: list[str] = field(default_factory=list)
+    password: str | None = None
+    """Clients must AUTH with it (`requirepass`); it is part of `url`."""
     _process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        credentials = f":{self.password}@" if self.password else ""
+        return f"redis://{credentials}127.0.0.1:{self.port}/0"
 
     @property
     def log_path(self) -> Path:
@@ -86,6 +89,7 @@ class RedisServer:
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         save = ["--save", "60 1", "--dbfilename", "dump.rdb"] if self.persist else ["--save", ""]
+        auth = ["--requirepass", self.password] if self.password else []
         self._process = subprocess.Popen(
             [
                 self.binary,
@@ -94,6 +98,7 @@ class RedisServer:
                 "--bind",
                 "127.0.0.1",
                 *save,
+                *auth,
                 "--appendonly",
                 "no",
                 "--dir",

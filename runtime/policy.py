@@ -5,15 +5,25 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     [[rule]]
     tool = "delete_*"          # glob on the tool name
     agent = "ops"              # optional glob on the agent name
+    mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
+    anyone = false             # true instead of approvers: anyone in the channel may decide
     ttl_seconds = 900          # how long the approval waits (default APPROVAL_TTL_SECONDS)
     allow_always = false       # offer "Approve always"? (default: only when quorum is 1)
     auto = "approve"           # or "reject": decided without asking anyone
+    notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
+    escalate_after_seconds = 600   # still undecided then: escalate_to may decide too, and
+    escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
-`APPROVAL_TTL_SECONDS`). The runtime stores the resolved rule with each pending call, so a
-policy change never changes what an open card promised.
+`APPROVAL_TTL_SECONDS`). Letting anyone decide must be said (`anyone = true`): an empty
+`approvers = []` is refused, as is a quorum larger than the user ids a rule lists (without
+groups, nobody else could ever approve). A rule with `mcp_server` matches only tools from a
+matching MCP server, and makes their calls need a person (or decides them, with `auto`)
+whatever the server's own `require_approval` says (see `runtime.mcp_tools`). The runtime stores
+the resolved rule with each pending call, so a policy change never changes what an open card
+promised.
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runtime.settings import RuntimeSettings
 
 PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
+AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
+"""Who can be told of a call: people, user groups, and channels."""
 
 
 class PolicyError(Exception):
@@ -41,13 +53,29 @@ class Rule(BaseModel):
 
     tool: str = Field(min_length=1)
     agent: str | None = None
+    mcp_server: str | None = None
     approvers: tuple[str, ...] | None = None
+    anyone: bool = False
+    """Anyone in the channel may decide, whatever `APPROVERS` says."""
     quorum: int = Field(1, ge=1, le=20)
     ttl_seconds: int | None = Field(None, ge=1, le=604800)
     allow_always: bool | None = None
     auto: Literal["approve", "reject"] | None = None
+    notify: tuple[str, ...] = ()
+    escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
+    escalate_to: tuple[str, ...] = ()
 
-    def matches(self, tool: str, agent: str) -> bool:
+    @model_validator(mode="after")
+    def _escalation_is_whole(self) -> Rule:
+        if (self.escalate_after_seconds is None) != (not self.escalate_to):
+            raise ValueError("set both escalate_after_seconds and escalate_to, or neither")
+        return self
+
+    def matches(self, tool: str, agent: str, mcp_server: str | None = None) -> bool:
+        if self.mcp_server is not None and (
+            mcp_server is None or not fnmatch.fnmatchcase(mcp_server, self.mcp_server)
+        ):
+            return False
         return fnmatch.fnmatchcase(tool, self.tool) and (
             self.agent is None or fnmatch.fnmatchcase(agent, self.agent)
         )
@@ -69,6 +97,11 @@ class CallRule:
     ttl_seconds: int
     allow_always: bool
     auto: Literal["approve", "reject"] | None
+    notify: tuple[str, ...] = ()
+    """Users, user groups and channels that get a copy of the card."""
+    escalate_after_seconds: int | None = None
+    escalate_to: tuple[str, ...] = ()
+    """Still undecided after `escalate_after_seconds`: these may decide too, and are told."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,8 +110,8 @@ class Policy:
     default_approvers: tuple[str, ...]
     default_ttl_seconds: int
 
-    def rule_for(self, tool: str, agent: str) -> CallRule:
-        rule = next((r for r in self.rules if r.matches(tool, agent)), None)
+    def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
+        rule = next((r for r in self.rules if r.matches(tool, agent, mcp_server)), None)
         if rule is None:
             return CallRule(
                 approvers=self.default_approvers,
@@ -87,13 +120,17 @@ class Policy:
                 allow_always=True,
                 auto=None,
             )
+        approvers = self.default_approvers if rule.approvers is None else rule.approvers
         return CallRule(
-            approvers=self.default_approvers if rule.approvers is None else rule.approvers,
+            approvers=() if rule.anyone else approvers,
             quorum=rule.quorum,
             ttl_seconds=rule.ttl_seconds or self.default_ttl_seconds,
             # "Approve always" would let later calls skip the quorum: off unless asked for.
             allow_always=rule.allow_always if rule.allow_always is not None else rule.quorum == 1,
             auto=rule.auto,
+            notify=rule.notify,
+            escalate_after_seconds=rule.escalate_after_seconds,
+            escalate_to=rule.escalate_to,
         )
 
 
@@ -104,15 +141,18 @@ def parse_principals(text: str) -> tuple[str, ...]:
 
 def load_policy(settings: RuntimeSettings) -> Policy:
     """The policy file (if any) over the environment's defaults."""
-    rules = _read_rules(Path(settings.policy_file)) if settings.policy_file else ()
+    default_approvers = parse_principals(settings.approvers)
+    rules = (
+        _read_rules(Path(settings.policy_file), default_approvers) if settings.policy_file else ()
+    )
     return Policy(
         rules=rules,
-        default_approvers=parse_principals(settings.approvers),
+        default_approvers=default_approvers,
         default_ttl_seconds=settings.approval_ttl_seconds,
     )
 
 
-def _read_rules(path: Path) -> tuple[Rule, ...]:
+def _read_rules(path: Path, default_approvers: tuple[str, ...]) -> tuple[Rule, ...]:
     try:
         text = path.read_text()
     except OSError as error:
@@ -127,14 +167,50 @@ def _read_rules(path: Path) -> tuple[Rule, ...]:
         problems = [_describe(problem, text) for problem in error.errors()]
         raise PolicyError(f"POLICY_FILE={path}: " + "; ".join(problems)) from error
     for number, rule in enumerate(policy.rule):
-        for principal in rule.approvers or ():
-            if not re.match(PRINCIPAL_PATTERN, principal):
-                line = _line_of(text, number, "approvers")
-                raise PolicyError(
-                    f"POLICY_FILE={path}: line {line}: {principal!r} is not a Slack user (U…, "
-                    "W…) or user-group (S…) id."
-                )
+        problem = _problem(rule, f"rule {number + 1}", default_approvers)
+        if problem is not None:
+            key, reason = problem
+            line = _line_of(text, number, key)
+            raise PolicyError(f"POLICY_FILE={path}: line {line}: {reason}")
     return policy.rule
+
+
+def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple[str, str] | None:
+    """What is wrong with a rule that parsed, if anything: the key to point at, and why."""
+    for principal in rule.approvers or ():
+        if not re.match(PRINCIPAL_PATTERN, principal):
+            return "approvers", f"{principal!r} is not a Slack user (U…, W…) or user-group (S…) id."
+    for key in ("notify", "escalate_to"):
+        for audience in getattr(rule, key):
+            if not re.match(AUDIENCE_PATTERN, audience):
+                return key, (
+                    f"{audience!r} is not a Slack user (U…, W…), user-group (S…) or channel "
+                    "(C…) id."
+                )
+    if rule.anyone:
+        if rule.approvers:
+            return "anyone", (
+                f"{name} `anyone = true` with `approvers`: say who may decide, or that anyone may."
+            )
+        return None
+    if rule.approvers == ():
+        # An empty list used to mean "anyone": too easy to write by accident (a list emptied
+        # while editing) for a rule that opens a tool to the whole channel.
+        return "approvers", (
+            f"{name} `approvers` is empty. List who may decide, or write `anyone = true` to let "
+            "anyone in the channel decide."
+        )
+    approvers = default_approvers if rule.approvers is None else rule.approvers
+    users = set(approvers)
+    # With a group among them the count is only known at click time; with users only, now.
+    if users and not any(p.startswith("S") for p in users) and rule.quorum > len(users):
+        people = "1 person" if len(users) == 1 else f"{len(users)} people"
+        where = "" if rule.approvers is not None else " (APPROVERS)"
+        return "quorum", (
+            f"{name} `quorum` is {rule.quorum}, but only {people} may decide{where}, so no call "
+            "could ever be approved. Lower the quorum or add approvers."
+        )
+    return None
 
 
 def _describe(problem: object, text: str) -> str:

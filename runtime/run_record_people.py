@@ -16,7 +16,8 @@ from __future__ import annotations
 # for one approval resolve to exactly one outcome.
 #
 # KEYS: run, deadlines, jobs, audit, reminders
-# ARGV: 1 approval id, 2 choice JSON, 3 channel ('' = any), 4 mode (decide, check, expire),
+# ARGV: 1 approval id, 2 choice JSON, 3 where: a channel of the card or a copy, `HOME_TAB`, or
+#       '' (any, for an expiry), 4 mode (decide, check, expire),
 #       5 due-set member, 6 run id, 7 groups the person is in (JSON list), 8 resume job JSON,
 #       9 round the caller read, 10 the `denied` event name
 DECIDE = """
@@ -35,7 +36,20 @@ if raw_gate then
 end
 -- Fail closed: nobody decides a call whose gate this code cannot read.
 if mode ~= 'expire' and gate == nil then return {'unreadable'} end
-if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then return {'unknown'} end
+-- A decision comes from the card in the run's channel, from any copy of it, or from the Home
+-- tab (only for a call that names who may decide: "anyone in the channel" cannot be checked
+-- there). A wrong run and approval pair found no deadline above.
+if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then
+  local copy = false
+  if ARGV[3] == HOME_TAB then
+    copy = gate['anyone'] ~= true
+  else
+    for _, c in ipairs(cjson.decode(redis.call('HGET', run, F.copies .. aid) or '[]')) do
+      if c['channel'] == ARGV[3] then copy = true end
+    end
+  end
+  if not copy then return {'unknown'} end
+end
 local existing = redis.call('HGET', run, F.decision .. aid)
 if existing then return {'decided', existing} end
 if redis.call('HGET', run, F.status) ~= 'waiting' then return {'closed'} end
@@ -147,7 +161,7 @@ return {'recorded', encoded, '1'}
 # and now: its open approvals are decided `stopped`, their due entries go, the run turns
 # `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
 # stops at the next safe point.
-# KEYS: run, deadlines, reminders, audit, tombstone
+# KEYS: run, deadlines, reminders, audit, tombstone, live runs
 # ARGV: 1 stopper JSON {user_id, user_name}, 2 groups the person is in (JSON), 3 admins JSON
 #       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds
 STOP = """
@@ -203,6 +217,7 @@ for _, aid in ipairs(open) do
   redis.call('ZREM', KEYS[3], ARGV[4] .. ':' .. aid)
 end
 redis.call('HSET', run, F.status, 'stopped', F.pending, 0)
+redis.call('ZREM', KEYS[6], ARGV[4])
 redis.call('EXPIRE', run, ARGV[7])
 redis.call('SET', KEYS[5], 'stopped', 'EX', ARGV[6])
 return {'stopped', encoded, cjson.encode(open)}

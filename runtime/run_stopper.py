@@ -16,7 +16,14 @@ from pydantic import ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
-from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope, parse_envelope
+from runtime.card_copies import parse_copies
+from runtime.envelope import (
+    CardCopy,
+    PendingCall,
+    RunEnvelope,
+    UnreadableEnvelope,
+    parse_envelope,
+)
 from runtime.keys import Keys
 from runtime.run_record import CallGate
 from runtime.run_store import StopMark
@@ -58,6 +65,7 @@ class StopView:
     gates: dict[str, CallGate]
     """The open and decided calls of the current round, by approval id."""
     message_ts: dict[str, str]
+    copies: dict[str, tuple[CardCopy, ...]]
     status_message: str | None
     status_steps: tuple[str, ...]
 
@@ -70,7 +78,12 @@ class StopView:
             call = self.envelope.call(approval_id)
             if call is not None:
                 calls.append(
-                    call.model_copy(update={"message_ts": self.message_ts.get(approval_id)})
+                    call.model_copy(
+                        update={
+                            "message_ts": self.message_ts.get(approval_id),
+                            "copies": self.copies.get(approval_id, ()),
+                        }
+                    )
                 )
         return calls
 
@@ -100,6 +113,7 @@ class RunStopper:
                 envelope = None
         gates: dict[str, CallGate] = {}
         message_ts: dict[str, str] = {}
+        copies: dict[str, tuple[CardCopy, ...]] = {}
         for name, value in fields.items():
             if name.startswith(rr.GATE):
                 try:
@@ -108,6 +122,8 @@ class RunStopper:
                     continue
             elif name.startswith(rr.TS):
                 message_ts[name.removeprefix(rr.TS)] = value.decode()
+            elif name.startswith(rr.COPIES):
+                copies[name.removeprefix(rr.COPIES)] = parse_copies(value)
         requester = fields.get(rr.REQUESTER)
         status_message = fields.get(rr.STATUS_MESSAGE)
         return StopView(
@@ -117,6 +133,7 @@ class RunStopper:
             envelope=envelope,
             gates=gates,
             message_ts=message_ts,
+            copies=copies,
             status_message=status_message.decode() if status_message else None,
             status_steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
         )
@@ -138,6 +155,7 @@ class RunStopper:
                 self._keys.reminders,
                 self._keys.audit,
                 self._keys.tombstone(run_id),
+                self._keys.live_runs,
             ],
             args=[
                 json.dumps({"user_id": user_id, "user_name": user_name}),

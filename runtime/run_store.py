@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
+from runtime.card_copies import parse_copies
 from runtime.contracts import Conversation
 from runtime.envelope import (
     Approval,
@@ -123,9 +125,14 @@ class RunStore:
         }
         args: list[str | int] = [
             rr.RUNNING_TTL_SECONDS,
+            envelope.run_id,
             *[p for pair in fields.items() for p in pair],
         ]
-        keys = [self._keys.run(envelope.run_id), self._keys.tombstone(envelope.run_id)]
+        keys = [
+            self._keys.run(envelope.run_id),
+            self._keys.tombstone(envelope.run_id),
+            self._keys.live_runs,
+        ]
         if _text(await self._scripts["create"](keys=keys, args=args)) == "finished":
             return None
         return await self.load(envelope.run_id)
@@ -157,6 +164,7 @@ class RunStore:
                         "message_ts": _text(fields.get(rr.TS + call.approval_id)),
                         "decision": _decision(fields.get(rr.DECISION + call.approval_id)),
                         "approvals": _approvals(fields.get(rr.APPROVALS + call.approval_id)),
+                        "copies": parse_copies(fields.get(rr.COPIES + call.approval_id)),
                     }
                 )
                 for call in envelope.calls
@@ -227,14 +235,17 @@ class RunStore:
         previous: RunEnvelope,
         reminders: dict[str, float],
         self_ok: bool,
+        fields: Mapping[str, str] | None = None,
     ) -> None:
         """Store the interrupted run and open its approvals, all in one script.
 
         Calls that already carry a decision (the policy decided them) open nothing; the others
         get a deadline, a gate (who may decide), and a reminder time if `reminders` has one.
+        `fields` are more per-call fields to write with them (`runtime.call_reach`).
         """
         open_calls = [c for c in envelope.calls if c.decision is None]
-        fields: dict[str, str] = {
+        fields = {
+            **(fields or {}),
             rr.ENVELOPE: dump_envelope(envelope),
             rr.STATUS: "waiting",
             rr.ROUND: str(envelope.round),
@@ -291,12 +302,14 @@ class RunStore:
                 self._keys.deadlines,
                 self._keys.reminders,
                 self._keys.tombstone(run_id),
+                self._keys.live_runs,
             ],
             args=[
                 str(lease.fence) if lease else "",
                 rr.TOMBSTONE_SECONDS,
                 outcome,
                 "1" if keep else "0",
+                run_id,
                 *[f"{run_id}:{aid}" for aid in approval_ids],
             ],
         )

@@ -6,7 +6,8 @@ own `agents.testing.ScriptedModel`, given one responder step per model call: the
 tools, the approvals and the hand-offs exactly as with a real model; only the words are canned.
 
 It understands tasks like "delete u-100", "restart the api", "list users", "refund o-1 1200"
-(cents; billing's tool, so ops hands off first), joined with "and". Each answer says it came
+(cents; billing's tool, so ops hands off first), "list tables" and "drop the orders table" (tools
+of the `db` MCP server), joined with "and". Each answer says it came
 from a scripted model, so nobody mistakes it for a real one in Slack either.
 """
 
@@ -37,6 +38,7 @@ EXAMPLES = (
     "`list users`",
     "`refund o-5521 1200` (cents)",
     "`delete u-101 and restart search`",
+    "`drop the orders table` (a tool of an MCP server)",
 )
 
 
@@ -68,6 +70,10 @@ def intents_of(task: str) -> list[Intent]:
                 found.append(Intent("refund_order", arguments, owner="billing"))
         if re.search(r"\blist\b", words) and "user" in words:
             found.append(Intent("list_users", {}))
+        if re.search(r"\blist\b", words) and "table" in words:
+            found.append(Intent("list_tables", {}))
+        dropped = re.findall(r"\bdrop\s+(?:the\s+)?(?:table\s+)?([\w-]+)", words)
+        found += [Intent("drop_table", {"table": t}) for t in dropped if t != "table"]
     return found
 
 
@@ -95,7 +101,7 @@ class _Called:
 
 def _history(items: list[Any]) -> list[_Called]:
     outputs = {
-        _field(i, "call_id"): str(_field(i, "output"))
+        _field(i, "call_id"): _output_text(_field(i, "output"))
         for i in items
         if _field(i, "type") == "function_call_output"
     }
@@ -110,6 +116,13 @@ def _history(items: list[Any]) -> list[_Called]:
         name = str(_field(item, "name"))
         called.append(_Called(name, arguments, outputs.get(_field(item, "call_id"))))
     return called
+
+
+def _output_text(output: Any) -> str:
+    """A function tool's output is text; an MCP tool's is a list of content parts."""
+    if isinstance(output, list):
+        return " ".join(str(_field(part, "text") or "") for part in output)
+    return str(output)
 
 
 def scripted_reply(call: ModelCall) -> list[TResponseOutputItem]:

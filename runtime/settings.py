@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, FilePath, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from runtime.log_format import LogFormat
@@ -19,6 +19,10 @@ from runtime.log_format import LogFormat
 FIXES: dict[str, str] = {
     "REDIS_URL": "Set it to a Redis URL such as redis://localhost:6379/0 (rediss:// for TLS).",
     "REDIS_TLS_URL": "Set it to a rediss:// URL, or unset it to use REDIS_URL.",
+    "REDIS_TLS_VERIFY": "Use true (check the rediss:// server's certificate, the default) or "
+    "false (Heroku Redis, whose certificate is self-signed).",
+    "REDIS_TLS_CA_FILE": "Give the path of a PEM file with the CA certificate(s) that signed "
+    "your Redis server's certificate.",
     "REDIS_KEY_PREFIX": "Use a short prefix such as countersign: (letters, digits, : _ -).",
     "AGENTS": "Name the registry as module:attribute, e.g. runtime.examples:AGENTS.",
     "APPROVAL_TTL_SECONDS": "Use a whole number of seconds between 1 and 604800 (7 days).",
@@ -31,12 +35,16 @@ FIXES: dict[str, str] = {
     "ALLOW_SELF_APPROVAL": "Use true or false.",
     "ADMINS": "List Slack user ids (U…, W…) and user-group ids (S…) who may stop any run.",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
-    "REMINDER_AT": "Use a fraction of the approval's lifetime from 0 (no reminder) to 0.99.",
+    "REMINDER_AT": "Use fractions of the approval's lifetime from 0 (no reminder) to 0.99, "
+    "comma-separated: 0.5,0.9 reminds at half time and near the end.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
-    "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 (Heroku kills 30 s after SIGTERM).",
+    "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 for the whole stop after SIGTERM "
+    "(Heroku kills 30 s after it).",
     "METRICS_PORT": "Use a free TCP port (1-65535) for the worker's /metrics, or unset it.",
     "LOG_FORMAT": "Use text (the default) or json (one JSON object per line, for log drains).",
+    "MCP_PROBE_SECONDS": "Use seconds between 0.1 and 3600 between checks of each MCP server.",
+    "MCP_WAIT_SECONDS": "Use seconds between 0 and 600 that a run waits for an MCP server.",
 }
 
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
@@ -50,6 +58,12 @@ class RuntimeSettings(BaseSettings):
     redis_url: str = Field("redis://localhost:6379/0", validation_alias="REDIS_URL")
     redis_tls_url: str | None = Field(None, validation_alias="REDIS_TLS_URL")
     """Heroku sets both; the TLS one wins."""
+    redis_tls_verify: bool = Field(True, validation_alias="REDIS_TLS_VERIFY")
+    """Check a rediss:// server's certificate and host name. Heroku Redis's certificate is
+    self-signed, so Heroku needs false: TLS then still encrypts, but does not authenticate."""
+    redis_tls_ca_file: FilePath | None = Field(None, validation_alias="REDIS_TLS_CA_FILE")
+    """Trust the CAs in this PEM file (e.g. a self-signed server's own certificate) instead of
+    the system's."""
     redis_key_prefix: str = Field(
         "countersign:", validation_alias="REDIS_KEY_PREFIX", pattern=r"^[A-Za-z0-9:_\-]{1,64}$"
     )
@@ -73,7 +87,9 @@ class RuntimeSettings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         25.0, validation_alias="SHUTDOWN_GRACE_SECONDS", ge=0, le=3600
     )
-    """After SIGTERM, running jobs get this long to finish before they are handed back."""
+    """After SIGTERM, a process's whole stop fits in this (`runtime.shutdown_budget`): the
+    worker's running jobs finishing, then cancelling and handing back the rest; the web's
+    requests in flight, then the Slack updates they started."""
     worker_niceness: int = Field(10, validation_alias="WORKER_NICENESS", ge=0, le=19)
     """Where web and worker share CPUs, the worker yields: Slack's 3 s are the hard deadline."""
 
@@ -84,8 +100,11 @@ class RuntimeSettings(BaseSettings):
     admins: str = Field("", validation_alias="ADMINS", pattern=_PRINCIPALS)
     """Users and user groups who may stop any run (besides its requester and approvers)."""
     policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
-    reminder_at: float = Field(0.5, validation_alias="REMINDER_AT", ge=0, lt=1)
-    """Remind the approvers at this fraction of an approval's lifetime; 0 turns it off."""
+    reminder_at: tuple[Annotated[float, Field(ge=0, lt=1)], ...] = Field(
+        (0.5,), validation_alias="REMINDER_AT", max_length=10
+    )
+    """Remind the approvers at each of these fractions of an approval's lifetime (`0.5,0.9`);
+    0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
 
     # --- operating it (issue 12) ---------------------------------------------------------------
@@ -95,14 +114,37 @@ class RuntimeSettings(BaseSettings):
     log_format: LogFormat = Field("text", validation_alias="LOG_FORMAT")
     """`json`: one JSON object per line, with the run id where known."""
 
+    # --- MCP servers (see runtime/mcp_connections.py) ---
+    mcp_probe_seconds: float = Field(5.0, validation_alias="MCP_PROBE_SECONDS", ge=0.1, le=3600)
+    """How often the worker checks that each MCP server still answers."""
+    mcp_wait_seconds: float = Field(30.0, validation_alias="MCP_WAIT_SECONDS", ge=0, le=600)
+    """How long a run waits for a down MCP server (reconnected meanwhile) before it stops."""
+
     # --- first run (issue 4) ------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
     """Read by the `openai` client itself; here only to know whether it is set: without it,
     the bundled example agents run on a scripted model (`runtime.scripted_model`)."""
 
+    @field_validator("reminder_at", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("reminder_at")
+    @classmethod
+    def _in_order(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(sorted({fraction for fraction in value if fraction > 0}))
+
     @property
     def effective_redis_url(self) -> str:
         return self.redis_tls_url or self.redis_url
+
+    @property
+    def redis_url_setting(self) -> str:
+        """The variable `effective_redis_url` comes from: what to tell the operator to check."""
+        return "REDIS_TLS_URL" if self.redis_tls_url else "REDIS_URL"
 
     @classmethod
     def settings_customise_sources(

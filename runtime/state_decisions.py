@@ -1,19 +1,22 @@
 """Applying recorded decisions to a restored SDK RunState: what the model is told.
 
 What is approved is what runs: an approval carries the digest of the call that was shown, and a
-call whose restored tool name and arguments no longer match it is refused, not run.
+call whose restored tool name and arguments (and, for an MCP tool, server) no longer match it is
+refused, not run.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import RunState
+from agents import Agent, RunState, ToolApprovalItem
 
 from runtime.call_digest import call_digest
 from runtime.envelope import Decision, PendingCall
+from runtime.mcp_origin import mcp_server_of
 
 log = logging.getLogger(__name__)
 
@@ -63,23 +66,35 @@ class Applied:
     """Approved, but the call in the state is not the call that was approved."""
 
 
-def missing_tools(state: RunState[Any, Any]) -> list[tuple[str, str]]:
-    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy)."""
+def missing_tools(
+    state: RunState[Any, Any], mcp_tools: Callable[[Agent[Any]], Collection[str]] | None = None
+) -> list[tuple[str, str]]:
+    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy).
+
+    `mcp_tools` names the tools an agent's MCP servers offer (as listed when the state was
+    restored), so a waiting MCP call is not taken for a removed tool.
+    """
     missing = []
     for item in state.get_interruptions():
         raw = item.raw_item
         kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
         offered = {getattr(tool, "name", None) for tool in item.agent.tools}
+        if mcp_tools is not None:
+            offered.update(mcp_tools(item.agent))
         if kind == "function_call" and item.name and item.name not in offered:
             missing.append((item.agent.name, item.name))
     return missing
 
 
-def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -> Applied:
+def apply_decisions(
+    state: RunState[Any, Any],
+    calls: tuple[PendingCall, ...],
+    server_of: Callable[[ToolApprovalItem], str | None] = mcp_server_of,
+) -> Applied:
     """Approve or reject every pending interruption.
 
     Items must come from the restored state's own `get_interruptions()`: the SDK matches them
-    by identity.
+    by identity. `server_of` says which MCP server a call would run on (None: a function tool).
     """
     by_call_id = {call.call_id: call for call in calls}
     applied = Applied()
@@ -92,7 +107,8 @@ def apply_decisions(state: RunState[Any, Any], calls: tuple[PendingCall, ...]) -
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
             state.reject(item, rejection_message=rejection_message(decision, tool))
             continue
-        if decision.digest and decision.digest != call_digest(tool, item.arguments or ""):
+        digest = call_digest(tool, item.arguments or "", server_of(item))
+        if decision.digest and decision.digest != digest:
             state.reject(item, rejection_message=refusal_message(tool))
             applied.refused.append(call)
             continue

@@ -4,8 +4,10 @@ A job can fail after a tool ran (the model answers 5xx, the worker is killed) an
 from the state saved before the approval, which asks for the same calls again. Each function tool
 of the registry is wrapped once: a call that already has a recorded outcome gets that outcome
 back instead of running again, and a delivery that lost its run (see fencing in
-`runtime.run_record`) runs no further tool. What remains is a crash *inside* a tool, before it
-returns: then the call runs again, with the same `idempotency_key(ctx)`.
+`runtime.run_record`) runs no further tool. Tools from MCP servers, which the SDK builds
+afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp_tools`).
+What remains is a crash *inside* a tool, before it returns: then the call runs again, with the
+same `idempotency_key(ctx)`.
 
 The run a call belongs to travels in a context variable that the executor sets around each step,
 so tools need no arguments of ours and calls outside a Countersign run pass straight through.
@@ -90,9 +92,10 @@ Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 class JournaledInvoker:
     """Wraps a FunctionTool's invoker; attributes the SDK looks for pass through to it."""
 
-    def __init__(self, tool_name: str, inner: Invoker) -> None:
+    def __init__(self, tool_name: str, inner: Invoker, *, mcp_server: str | None = None) -> None:
         self._tool_name = tool_name
         self._inner = inner
+        self._mcp_server = mcp_server
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -125,6 +128,8 @@ class JournaledInvoker:
             count_tool(self._tool_name, "ok")
             # Recorded before anything else can fail: from here on, a retry reuses it.
             entry = {"tool": self._tool_name, "output": _storable(output)}
+            if self._mcp_server is not None:
+                entry["mcp_server"] = self._mcp_server
             await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))
         finally:
             scope.in_flight.count -= 1
@@ -142,8 +147,9 @@ class JournaledInvoker:
             agent=getattr(ctx.agent, "name", None),
             requester=scope.requester,
             channel=scope.channel,
-            digest=call_digest(self._tool_name, ctx.tool_arguments or ""),
+            digest=call_digest(self._tool_name, ctx.tool_arguments or "", self._mcp_server),
             outcome=str(output)[:OUTCOME_CHARS],
+            **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -17,22 +18,30 @@ from agents import RunConfig
 from pydantic import ValidationError
 
 from runtime.audit import AuditTrail, AuditTrimmer
+from runtime.card_copies import CardCopies
 from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller
+from runtime.escalation import Escalation
 from runtime.expiry import Expiry
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
 from runtime.log_format import bind_log_context
+from runtime.mcp_connections import McpConnections
+from runtime.mcp_listing import McpListings
+from runtime.mcp_tools import McpTools
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
+from runtime.reach import Reach
+from runtime.redis_connection import wait_until_reachable
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
 from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
+from runtime.shutdown_budget import ShutdownBudget
 from runtime.stopping import Stopping
 from runtime.tool_journal import install_journal
 
@@ -68,25 +77,51 @@ class Worker:
     consumer: JobConsumer
     pollers: Sequence[Poller]
     audit_trimmer: AuditTrimmer
+    redis: aioredis.Redis
+    redis_setting: str = "REDIS_URL"
+    """The variable naming this Redis, for the operator to check while it does not answer."""
+    shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
+    """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     restart_delay: float = 1.0
     """First wait before restarting a crashed poller; it doubles up to a minute."""
     _stopping: Stopping = field(default_factory=Stopping)
     metrics: MetricsEndpoint | None = None
     """`GET /metrics` on `METRICS_PORT`, when that is set."""
+    mcp: McpConnections | None = None
+    """Connected before the first job, closed after the last one finished."""
 
     async def run(self) -> None:
+        """Once Redis answers (a worker may start first), run until stop()."""
+        reachable = await wait_until_reachable(
+            self.redis, setting=self.redis_setting, stopping=self._stopping
+        )
+        if not reachable:
+            return
+        log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
         # The job consumer is the worker: if it fails the process exits and the platform starts
         # a new one. A poller is a side duty: its crash must not take the jobs down with it.
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self.consumer.run())
-            for poller in self.pollers:
+        mcp = self.mcp.running() if self.mcp else contextlib.nullcontext()
+        async with mcp, asyncio.TaskGroup() as group:
+            consumer = group.create_task(self.consumer.run())
+            loops = [
                 group.create_task(self._keep_running(poller.name, poller.run))
-            group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
+                for poller in self.pollers
+            ]
+            loops.append(
+                group.create_task(self._keep_running("audit trimmer", self.audit_trimmer.run))
+            )
             if self.metrics is not None:
-                group.create_task(self.metrics.run())
+                loops.append(group.create_task(self.metrics.run()))
+            await consumer  # returns after stop(), its jobs finished or handed back
+            # A sweep may still wait on Slack; it must not hold the process past the budget.
+            # Cutting it short is safe: its lease lapses and a worker handles it again.
+            _, late = await asyncio.wait(loops, timeout=self.shutdown.left())
+            for task in late:
+                task.cancel()
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")
+        self.shutdown.start()
         self._stopping.set()
         self.consumer.stop()
         for poller in self.pollers:
@@ -149,11 +184,28 @@ def build_worker(
     run_config: RunConfig | None = None,
     name: str | None = None,
     poll_interval: float = 1.0,
+    reach: Reach | None = None,
 ) -> Worker:
+    """`reach` sends copies of cards (`notify`) and escalations; without it, the thread only."""
     keys = Keys(settings.redis_key_prefix)
+    shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
     store = RunStore(redis, keys)
     audit = AuditTrail(redis, keys)
+    copies = CardCopies(redis, keys, reach) if reach is not None else None
+    escalation = (
+        Escalation(redis=redis, keys=keys, reach=reach, copies=copies)
+        if reach is not None and copies is not None
+        else None
+    )
     install_journal(registry)
+    mcp = McpTools(
+        registry,
+        policy,
+        listings=McpListings(redis, keys),
+        probe_interval=settings.mcp_probe_seconds,
+        wait_seconds=settings.mcp_wait_seconds,
+    )
+    has_mcp = mcp.install() > 0
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -164,6 +216,8 @@ def build_worker(
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
         run_config=run_config,
+        copies=copies,
+        mcp=mcp if has_mcp else None,
     )
     router = JobRouter(executor=executor)
     consumer = JobConsumer(
@@ -175,10 +229,12 @@ def build_worker(
         idle_timeout=settings.job_idle_timeout_seconds,
         max_deliveries=settings.job_max_deliveries,
         job_timeout=settings.job_timeout_seconds,
-        shutdown_grace=settings.shutdown_grace_seconds,
+        shutdown=shutdown,
     )
     expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter, store=store)
-    reminders = Reminders(store=store, reporter=reporter)
+    reminders = Reminders(
+        store=store, reporter=reporter, redis=redis, keys=keys, escalation=escalation
+    )
     pollers = [
         DuePoller(
             redis=redis,
@@ -197,7 +253,16 @@ def build_worker(
     ]
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
     metrics = MetricsEndpoint(port=settings.metrics_port) if settings.metrics_port else None
-    return Worker(consumer=consumer, pollers=pollers, audit_trimmer=trimmer, metrics=metrics)
+    return Worker(
+        consumer=consumer,
+        pollers=pollers,
+        audit_trimmer=trimmer,
+        redis=redis,
+        redis_setting=settings.redis_url_setting,
+        shutdown=shutdown,
+        metrics=metrics,
+        mcp=mcp.connections if has_mcp else None,
+    )
 
 
 async def serve_until_signalled(worker: Worker) -> None:

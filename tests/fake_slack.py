@@ -26,8 +26,8 @@ STATUS_PREFIXES = (
     ":x: Failed",
     ":no_entry_sign: Nothing ran",
 )
-NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by")
-"""Reminders and notes in a thread: neither status nor answer."""
+NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by", ":rotating_light:")
+"""Reminders, escalations and notes in a thread: neither status nor answer."""
 
 
 @dataclass
@@ -54,6 +54,12 @@ class FakeSlack(LocalSlack):
         self.url = ""
         self.extra_routes: list[web.RouteDef] = []
         """Routes a test adds before `start()` (e.g. Socket Mode's WebSocket)."""
+        self._held: dict[str, asyncio.Event] = {}
+        self.holding: list[str] = []
+        """Bodies of the calls being held unanswered right now (see `hold`)."""
+        self._slow: dict[str, tuple[float, asyncio.Event]] = {}
+        self.waiting: dict[str, int] = {}
+        """Answers being held by `slow_down`, by method."""
 
     # --- server -------------------------------------------------------------------------------
 
@@ -69,6 +75,10 @@ class FakeSlack(LocalSlack):
         self.url = f"http://127.0.0.1:{port}"
 
     async def stop(self) -> None:
+        for release in self._held.values():
+            release.set()
+        for method in list(self._slow):
+            self.speed_up(method)
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -101,6 +111,48 @@ class FakeSlack(LocalSlack):
         if self.refused:
             found = "; ".join(f"{r.method}: {r.error}: {r.detail}" for r in self.refused)
             raise AssertionError(f"Slack would have refused what the bot sent: {found}")
+
+    def hold(self, method: str) -> None:
+        """Leave calls of `method` unanswered (a Slack that hangs) until the fake stops."""
+        self._held.setdefault(method, asyncio.Event())
+
+    def slow_down(self, method: str, seconds: float) -> None:
+        """Hold each answer to `method` this long (a Slack under load), until `speed_up(method)`.
+
+        The call is made (and counted in `calls`) on arrival; only the answer waits, so it tells
+        what was true when the call arrived.
+        """
+        self._slow[method] = (seconds, asyncio.Event())
+
+    def speed_up(self, method: str) -> None:
+        """Send held answers to `method` now, and later ones at once."""
+        _seconds, released = self._slow.pop(method, (0.0, asyncio.Event()))
+        released.set()
+
+    async def handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        release = self._held.get(method)
+        if release is not None:
+            # Read now (and kept for later): the caller may have given up by then.
+            body = (await request.read()).decode()
+            self.holding.append(body)
+            await self.notify()
+            try:
+                await release.wait()
+            finally:
+                self.holding.remove(body)
+        slow = self._slow.get(method)
+        response = await super().handle_api(request)
+        if slow is not None:
+            seconds, released = slow
+            self.waiting[method] = self.waiting.get(method, 0) + 1
+            await self.notify()
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(released.wait(), seconds)
+            finally:
+                self.waiting[method] -= 1
+        return response
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -148,7 +200,13 @@ class FakeSlack(LocalSlack):
         ]
 
     def roots(self) -> list[Message]:
-        return [m for m in self.messages.values() if m.thread_ts is None]
+        """Messages that start a thread (not copies of cards sent elsewhere)."""
+        cards = {id(card) for card in self.cards()}
+        return [m for m in self.messages.values() if m.thread_ts is None and id(m) not in cards]
+
+    def copies(self) -> list[Message]:
+        """Copies of cards outside their thread (direct messages, other channels)."""
+        return [m for m in self.cards() if m.thread_ts is None]
 
     def final_answers(self, thread_ts: str) -> list[Message]:
         """Thread replies that are not cards, the status message, reminders or notes."""

@@ -59,6 +59,11 @@ class Process:
 
 
 async def wait_until_healthy(url: str, process: Process, timeout: float = 20) -> None:
+    await wait_for_status(url, process, 200, timeout)
+
+
+async def wait_for_status(url: str, process: Process, status: int, timeout: float = 20) -> None:
+    """Until `process` answers `url` with `status` (e.g. 503: up, but its Redis is not)."""
     deadline = time.monotonic() + timeout
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
@@ -66,9 +71,21 @@ async def wait_until_healthy(url: str, process: Process, timeout: float = 20) ->
                 raise AssertionError(f"{process.name} exited:\n{process.log()}")
             try:
                 async with session.get(url) as response:
-                    if response.status == 200:
+                    if response.status == status:
                         return
             except aiohttp.ClientError:
                 pass
             await asyncio.sleep(0.1)
-    raise AssertionError(f"{process.name} not healthy:\n{process.log()}")
+    raise AssertionError(f"{process.name} never answered {status}:\n{process.log()}")
+
+
+async def wait_for_log(process: Process, text: str, timeout: float = 20) -> str:
+    """The first line of the process's log containing `text`, once there is one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [line for line in process.log_path.read_text().splitlines() if text in line]
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.name} never logged {text!r}:\n{process.log()}")
+        await asyncio.sleep(0.1)

@@ -10,6 +10,7 @@ import aiohttp
 
 from bot.console.slack_payloads import (
     button_click,
+    home_click,
     interaction_form,
     new_trigger,
     signature_headers,
@@ -97,6 +98,19 @@ class SlackSender:
         self, card: Message, action_id: str, *, user: str, value: str | None = None
     ) -> tuple[int, str]:
         return await self.interact(self.click_payload(card, action_id, user=user, value=value))
+
+    async def click_home(
+        self, user: str, action_id: str, value: str, view_id: str | None = None
+    ) -> tuple[int, str]:
+        """A click on a button of `user`'s Home tab."""
+        payload = home_click(
+            view_id=view_id or f"VHOME{user}",
+            action_id=action_id,
+            value=value,
+            user=slack_user(user),
+            trigger_id=new_trigger(),
+        )
+        return await self.interact(payload)
 
     async def submit_view(
         self, view: dict[str, Any], *, user: str, values: dict[str, dict[str, Any]]

@@ -130,10 +130,12 @@ async def test_the_readmes_export_works_after_the_demo(
         await wait_until_healthy(f"{url}/healthz", demo)
         async with aiohttp.ClientSession() as session:
             intent = {"user": "UALICE", "kind": "command", "command": "/agent"}
-            await session.post(f"{url}/console/intents", json={**intent, "text": "delete u-100"})
+            page = {"Origin": url}  # the console takes intents from its own page only
+            typed = {**intent, "text": "delete u-100"}
+            await session.post(f"{url}/console/intents", json=typed, headers=page)
             card = await next_snapshot(session, url, _approve_button)
             click = {"user": "UBOB", "kind": "click", "message_ts": card, "action_id": "approve"}
-            await session.post(f"{url}/console/intents", json=click)
+            await session.post(f"{url}/console/intents", json=click, headers=page)
             await next_snapshot(session, url, _answered)
     finally:
         demo.signal(signal.SIGINT)

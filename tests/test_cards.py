@@ -73,6 +73,22 @@ def test_arguments_cannot_ping_or_close_the_code_block() -> None:
     assert code.count("```") == 2, "only the fences themselves"
 
 
+@pytest.mark.parametrize("fence", ["```", "````", "`````", "``````", "`" * 9, "``x```"])
+def test_no_run_of_backticks_closes_the_code_block_early(fence: str) -> None:
+    arguments = json.dumps({"command": f"echo {fence}<!here> *bold*{fence}"})
+    card_code = next(
+        t for t in texts(approval_request_blocks(RUN, call(arguments))) if t.startswith("```")
+    )
+    [modal_code] = texts(arguments_modal(call(arguments))["blocks"])
+    pretty = json.dumps(json.loads(arguments), indent=2)
+    for code in (card_code, modal_code):
+        inner = code.removeprefix("```\n").removesuffix("\n```")
+        assert "```" not in inner, "only the fences themselves"
+        assert "<!here>" not in code
+        shown = inner.replace("\u200b", "").replace("&lt;", "<").replace("&gt;", ">")
+        assert shown == pretty, "only zero-width spaces were added"
+
+
 def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
     arguments = json.dumps({"rows": [f"row-{n}-<&>" for n in range(3000)]})
     blocks = approval_request_blocks(RUN, call(arguments))
@@ -190,3 +206,9 @@ async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -
     assert view["title"]["text"] == "Tool call arguments"
     assert "row-799" in json.dumps(view)
     assert card.action_ids() == ["approve", "approve_always", "reject", "view_arguments"]
+
+
+def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:
+    decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
+    blocks = approval_decided_blocks(RUN, call("{}", decision=decision, mcp_server="db"))
+    assert texts(blocks)[1].startswith("Requested by <@UALICE> for *ops* on MCP server `db` · ")

@@ -82,9 +82,22 @@ class Console:
         await self.stop()
         await self.start()
 
+    @property
+    def host(self) -> str:
+        return self.url.removeprefix("http://")
+
     async def intent(self, user: str, **intent: Any) -> tuple[int, dict[str, Any]]:
+        return await self.post_intent({"user": user, **intent})
+
+    async def post_intent(
+        self, body: dict[str, Any], headers: dict[str, str | None] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """Post as the console's page does (JSON, from its own origin), but for `headers`
+        (None: leave that header out)."""
+        chosen = {"Content-Type": "application/json", "Origin": self.url, **(headers or {})}
+        sent = {name: value for name, value in chosen.items() if value is not None}
         async with self.session.post(
-            f"{self.url}/console/intents", json={"user": user, **intent}
+            f"{self.url}/console/intents", data=json.dumps(body), headers=sent
         ) as response:
             return response.status, await response.json()
 
@@ -204,9 +217,68 @@ async def test_the_stream_sends_a_snapshot_with_the_model_in_use(console: Consol
 async def test_intents_about_nothing_are_refused(
     console: Console, intent: dict[str, Any], status: int
 ) -> None:
-    async with console.session.post(f"{console.url}/console/intents", json=intent) as response:
-        assert response.status == status
+    assert (await console.post_intent(intent))[0] == status
     assert console.slack.messages == {}
+
+
+COMMAND = {"user": "UALICE", "kind": "command", "command": "/agent", "text": "delete u-100"}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": None},
+        {"Origin": "null"},
+        {"Content-Type": "text/plain"},
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        {"Host": "evil.example:{port}", "Origin": "http://evil.example:{port}"},
+        {"Host": "127.0.0.1.evil.example:{port}", "Origin": "http://127.0.0.1.evil.example:{port}"},
+    ],
+    ids=[
+        "another-site",
+        "no-origin",
+        "opaque-origin",
+        "text-plain",
+        "form-post",
+        "dns-rebinding",
+        "lookalike-host",
+    ],
+)
+async def test_intents_from_anywhere_but_the_console_page_are_refused(
+    console: Console, headers: dict[str, str | None]
+) -> None:
+    port = console.url.rsplit(":", 1)[1]
+    sent = {name: value and value.format(port=port) for name, value in headers.items()}
+    status, answer = await console.post_intent(COMMAND, sent)
+    assert status == 403
+    assert set(answer) == {"error"}
+    await asyncio.sleep(0.2)
+    assert console.slack.messages == {}, "nothing was played into /slack/events"
+
+
+@pytest.mark.parametrize(
+    "path", ["/console", "/console/stream", "/console/api/auth.test", "/console/static/console.js"]
+)
+async def test_a_page_under_another_host_name_gets_nothing(console: Console, path: str) -> None:
+    port = console.url.rsplit(":", 1)[1]
+    for host in (f"evil.example:{port}", "evil.example", f"localhost.evil.example:{port}"):
+        async with console.session.get(
+            f"{console.url}{path}",
+            headers={"Host": host, "Authorization": f"Bearer {console.slack.token}"},
+        ) as response:
+            assert response.status == 403, (path, host)
+            assert "error" in await response.json()
+
+
+@pytest.mark.parametrize("name", ["localhost", "127.0.0.1", "[::1]"])
+async def test_the_console_answers_on_every_loopback_name(console: Console, name: str) -> None:
+    port = console.url.rsplit(":", 1)[1]
+    host = f"{name}:{port}"
+    async with console.session.get(f"{console.url}/console", headers={"Host": host}) as response:
+        assert response.status == 200
+    status, answer = await console.post_intent(COMMAND, {"Host": host, "Origin": f"http://{host}"})
+    assert status == 200, answer
 
 
 async def test_slack_events_still_need_slacks_signature(console: Console) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -13,11 +14,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from runtime.local_redis import RedisServer
+from runtime.local_redis import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
-from tests.processes import Process
+from tests.processes import Process, procfile, wait_for_log, wait_for_status, wait_until_healthy
 
 
 def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
@@ -43,14 +44,6 @@ async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 2
     while len(await ledger(deployment)) < count:
         if time.monotonic() > deadline:
             raise AssertionError(f"ledger never reached {count}:\n{deployment.logs_text()}")
-        await asyncio.sleep(0.05)
-
-
-async def wait_for_log(process: Process, text: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in process.log():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{process.name} never logged {text!r}:\n{process.log()}")
         await asyncio.sleep(0.05)
 
 
@@ -190,6 +183,55 @@ async def test_every_acknowledged_click_survives_a_web_sigterm(deployment: Deplo
     assert acknowledged <= recorded, f"lost: {acknowledged - recorded}"
 
 
+async def test_a_web_sigterm_with_slack_hanging_exits_within_its_budget(
+    deployment: Deployment,
+) -> None:
+    deployment.model.script = delete_then_answer
+    web = Process(
+        "web", procfile()["web"], deployment.env(SHUTDOWN_GRACE_SECONDS="6"), deployment.logs
+    )
+    deployment.processes.append(web)
+    await wait_until_healthy(f"http://127.0.0.1:{deployment.port}/healthz", web)
+    deployment.worker("worker.1")
+    root = await deployment.start_run("delete u-100")
+    [card] = await deployment.cards(root, 1)
+    deployment.slack.hold("chat.update")  # Slack stops answering card updates
+    status, _ = await deployment.sender.click(card, "approve", user="UBOB")
+    assert status == 200, "acknowledged once the decision is in Redis"
+    await deployment.slack.wait_for(lambda: deployment.slack.holding, 10, "a held update")
+
+    stopped_at = time.monotonic()
+    web.signal(signal.SIGTERM)
+    assert await web.wait(timeout=40) == 0, web.log()
+    # Before, a 20 s drain came on top of the requests' wait, whatever the setting said.
+    elapsed = time.monotonic() - stopped_at
+    assert elapsed < 6 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
+    assert re.search(r"shutdown: \d+ Slack update\(s\) drained, [1-9]\d* cancelled", web.log())
+
+
+async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
+    deployment: Deployment,
+) -> None:
+    deployment.model.script = delete_then_answer
+    await deployment.web()
+    worker = deployment.worker("worker.1", SHUTDOWN_GRACE_SECONDS="4", APPROVAL_TTL_SECONDS="2")
+    root = await deployment.start_run("delete u-100")
+    await deployment.cards(root, 1)
+    deployment.slack.hold("chat.update")  # Slack stops answering; the approval then expires
+    await deployment.slack.wait_for(
+        lambda: any("Expired" in body for body in deployment.slack.holding),
+        15,
+        "the expired card's update, hanging",
+    )
+
+    stopped_at = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert await worker.wait(timeout=40) == 0, worker.log()
+    # Before, the expiry poller's Slack call held the worker for as long as Slack's timeout.
+    elapsed = time.monotonic() - stopped_at
+    assert elapsed < 4 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
+
+
 @pytest.fixture
 async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
     """A Redis of this test's own, which it stops and starts (keeping its data, like a
@@ -231,5 +273,60 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         assert answer.text == "done: deleted u-100"
         assert web.popen.poll() is None and worker.popen.poll() is None, "nothing crashed"
         assert "Traceback" not in web.log()
+    finally:
+        await deployment.stop()
+
+
+async def test_processes_started_before_their_redis_wait_for_it_and_say_so(tmp_path: Path) -> None:
+    server = RedisServer(directory=tmp_path / "redis", password="s3cret-pw")
+    deployment = Deployment(server.url, "late:", tmp_path)  # nothing listens there yet
+    await deployment.start()
+    try:
+        deployment.model.script = delete_then_answer
+        web = Process("web", procfile()["web"], deployment.env(), deployment.logs)
+        deployment.processes.append(web)
+        worker = deployment.worker("worker.1")
+        healthz = f"http://127.0.0.1:{deployment.port}/healthz"
+        await wait_for_status(healthz, web, 503)
+        for process in (web, worker):
+            line = await wait_for_log(process, "REDIS_URL")
+            assert f"cannot reach Redis at 127.0.0.1:{server.port} (REDIS_URL)" in line, line
+        await asyncio.sleep(1.5)  # a second attempt, backing off
+        logs = deployment.logs_text()
+        assert "s3cret-pw" not in logs
+        assert "Traceback" not in logs
+        assert web.popen.poll() is None and worker.popen.poll() is None, logs
+
+        server.start()
+        await wait_until_healthy(healthz, web)
+        await wait_for_log(worker, "worker ready")
+        root = await deployment.start_run("delete u-100")
+        [card] = await deployment.cards(root, 1)
+        await deployment.sender.click(card, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "done: deleted u-100"
+        assert "Traceback" not in deployment.logs_text()
+    finally:
+        await deployment.stop()
+        server.stop()
+
+
+async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> None:
+    deployment = Deployment(f"redis://127.0.0.1:{free_port()}/0", "never:", tmp_path)
+    await deployment.start()
+    try:
+        web = Process("web", procfile()["web"], deployment.env(), deployment.logs)
+        deployment.processes.append(web)
+        worker = deployment.worker("worker.1")
+        for process in (web, worker):
+            await wait_for_log(process, "retrying in 8 s")  # backing off: 1, 2, 4, 8 s
+        stopped_at = time.monotonic()
+        for process in (web, worker):
+            process.signal(signal.SIGTERM)
+        for process in (web, worker):
+            assert await process.wait(timeout=15) == 0, process.log()
+        elapsed = time.monotonic() - stopped_at
+        assert elapsed < 5, f"{elapsed:.1f} s: the backoff's sleep was not cut short"
+        assert "Traceback" not in deployment.logs_text()
     finally:
         await deployment.stop()

@@ -13,6 +13,7 @@ from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import JOB_GROUP, Keys
 from runtime.redis_connection import connect
+from runtime.shutdown_budget import ShutdownBudget
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ async def test_stopping_finishes_short_jobs_and_hands_back_long_ones(
         await asyncio.sleep(0.2 if delivery.payload == "short" else 60)
         finished.append(delivery.payload)
 
-    worker = consumer(queue, "w", job, shutdown_grace=0.5)
+    worker = consumer(queue, "w", job, shutdown=ShutdownBudget(seconds=0.5))
     task = asyncio.create_task(worker.run())
     await queue.enqueue("s", "short")
     await queue.enqueue("l", "long")

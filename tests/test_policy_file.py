@@ -93,6 +93,21 @@ def test_no_policy_file_means_the_environment_decides() -> None:
             '[[rule]]\ntool = "a"\nmode = "strict"\n', "line 3: rule 1 `mode`", id="unknown-key"
         ),
         pytest.param('[[rule]\ntool = "a"\n', "not valid TOML", id="syntax"),
+        pytest.param(
+            '[[rule]]\ntool = "a"\n\n[[rule]]\ntool = "b"\napprovers = []\n',
+            "line 6: rule 2 `approvers` is empty",
+            id="empty-approvers",
+        ),
+        pytest.param(
+            '[[rule]]\ntool = "a"\nanyone = true\napprovers = ["U0LEAD"]\n',
+            "line 3: rule 1 `anyone = true` with `approvers`",
+            id="anyone-and-approvers",
+        ),
+        pytest.param(
+            '[[rule]]\ntool = "a"\napprovers = ["U0AMY", "U0BEN", "U0AMY"]\nquorum = 3\n',
+            "line 4: rule 1 `quorum` is 3, but only 2 people",
+            id="quorum-beyond-the-users",
+        ),
     ],
 )
 def test_an_invalid_policy_file_names_the_line_and_the_reason(
@@ -107,3 +122,28 @@ def test_an_invalid_policy_file_names_the_line_and_the_reason(
 def test_a_missing_policy_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match="cannot read it"):
         load_policy(RuntimeSettings.from_environ({"POLICY_FILE": str(tmp_path / "nope.toml")}))
+
+
+def test_anyone_must_be_said_and_then_overrides_the_environment(tmp_path: Path) -> None:
+    text = '[[rule]]\ntool = "list_*"\nanyone = true\nquorum = 3\n'
+    policy = policy_from(tmp_path, text, APPROVERS="U0ADMIN")
+    rule = policy.rule_for("list_users", "ops")
+    assert (rule.approvers, rule.quorum) == ((), 3), "anyone in the channel, three of them"
+    assert policy.rule_for("delete_user", "ops").approvers == ("U0ADMIN",)
+
+
+def test_a_quorum_with_groups_or_the_environments_users_is_checked_as_far_as_known(
+    tmp_path: Path,
+) -> None:
+    groups = '[[rule]]\ntool = "a"\napprovers = ["U0AMY", "S0SRE"]\nquorum = 5\n'
+    assert policy_from(tmp_path, groups).rule_for("a", "ops").quorum == 5, "groups may be big"
+    with pytest.raises(PolicyError, match="line 3: rule 1 `quorum` is 2, but only 1 person"):
+        policy_from(tmp_path, '[[rule]]\ntool = "a"\nquorum = 2\n', APPROVERS="U0AMY")
+
+
+def test_the_readme_example_is_a_valid_policy(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    policy = policy_from(tmp_path, example)
+    assert policy.rule_for("lookup_order", "ops").approvers == ()
+    assert policy.rule_for("delete_user", "ops").quorum == 2

@@ -6,6 +6,8 @@ import asyncio
 import signal
 from pathlib import Path
 
+import aiohttp
+
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
@@ -107,3 +109,35 @@ async def test_the_web_process_says_once_where_it_listens_and_nothing_of_tokens(
     where = f"web: listening on http://0.0.0.0:{deployment.port} (Slack's requests at /slack/events"
     assert log.count(where) == 1, log
     assert "will be unused" not in log, "Bolt is given our client on purpose"
+
+
+async def test_the_console_will_not_start_with_a_real_slack_app(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    env = deployment.env(CONSOLE="true")  # and the Slack app's token and secret, as deployed
+    process = Process("web-console", procfile()["web"], env, tmp_path)
+    deployment.processes.append(process)
+    assert await process.wait(timeout=20) == 2
+    log = process.log()
+    assert "CONSOLE=true cannot be used with SLACK_BOT_TOKEN set" in log
+    assert "Traceback" not in log
+
+
+async def test_the_demo_ignores_slack_credentials_in_the_shell(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    env = {
+        **deployment.env(),
+        "SLACK_APP_TOKEN": "xapp-from-the-shell",
+        "OPENAI_API_KEY": "",
+        "AGENTS": "",
+    }
+    demo = Process("demo", "python -m bot demo", env, tmp_path)
+    deployment.processes.append(demo)
+    url = f"http://127.0.0.1:{deployment.port}"
+    await wait_until_healthy(f"{url}/healthz", demo)
+    async with aiohttp.ClientSession() as session, session.get(f"{url}/console") as response:
+        assert response.status == 200
+    demo.signal(signal.SIGINT)
+    assert await demo.wait(timeout=30) == 0, demo.log()
+    assert deployment.slack.calls == [], "the demo never called the Slack it was given"

@@ -11,6 +11,7 @@ import pytest
 
 from runtime import run_record as rr
 from runtime.contracts import Conversation, StartJob
+from runtime.envelope import UnreadableEnvelope
 from runtime.keys import Keys
 from runtime.redis_connection import connect
 from runtime.run_store import Fenced, RunStore
@@ -217,3 +218,18 @@ async def test_repeated_refused_clicks_leave_one_denied_entry(bot: Harness) -> N
     await notes_to(bot, "UEVE", count=5)
     trail = await bot.audit_until("denied")
     assert [e["event"] for e in trail].count("denied") == 1
+
+
+async def test_a_decision_from_a_newer_version_reads_as_unreadable_not_a_crash(
+    bot: Harness,
+) -> None:
+    """A newer deploy's field in a stored decision is an unreadable record, which the due-time
+    pollers and resumes know how to handle, not a validation error that kills a worker."""
+    _root, _card, ref = await waiting_card(bot)
+    run_id, approval_id = ref.split(":")
+    newer = json.dumps({"outcome": "approved", "decided_at": 1.0, "weather": "sunny"})
+    await bot.redis.hset(bot.keys.run(run_id), rr.DECISION + approval_id, newer)
+    store = RunStore(bot.redis, bot.keys)
+    with pytest.raises(UnreadableEnvelope):
+        await store.load(run_id)
+    assert await store.find_call(run_id, approval_id) == (None, None)

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
-from bot.settings import load_settings
+from bot.settings import Settings, SettingsError, load_settings
 from runtime.local_redis import RedisServer, free_port
-from runtime.redis_connection import connect
+from runtime.redis_connection import connect, wait_until_reachable
+from runtime.stopping import Stopping
 
 OPENSSL = shutil.which("openssl")
 
 
+@dataclass(frozen=True)
+class TlsRedis:
+    url: str
+    ca_file: Path
+    """The server's self-signed certificate, which is its own CA."""
+
+
 @pytest.fixture(scope="module")
-def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsRedis]:
     directory = tmp_path_factory.mktemp("redis-tls")
     server = RedisServer(directory=directory)
     if OPENSSL is None or not _linked_with_openssl(server.binary):
@@ -34,6 +47,8 @@ def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "1",
             "-subj",
             "/CN=self-signed.example",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
             "-keyout",
             str(key),
             "-out",
@@ -60,7 +75,7 @@ def tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
         pytest.skip("this redis-server cannot serve TLS")
     try:
-        yield f"rediss://127.0.0.1:{tls_port}/0"
+        yield TlsRedis(url=f"rediss://127.0.0.1:{tls_port}/0", ca_file=cert)
     finally:
         server.stop()
 
@@ -73,16 +88,59 @@ def _linked_with_openssl(binary: str) -> bool:
     return "libssl" in linked
 
 
-async def test_a_self_signed_rediss_url_connects(tls_url: str) -> None:
-    settings = load_settings(
-        {
-            "SLACK_BOT_TOKEN": "x",
-            "SLACK_SIGNING_SECRET": "y",
-            "REDIS_URL": "redis://127.0.0.1:1/0",
-            "REDIS_TLS_URL": tls_url,
-        }
+def heroku_like(url: str, **more: str) -> dict[str, str]:
+    """Heroku sets both URLs; the TLS one wins."""
+    return {
+        "SLACK_BOT_TOKEN": "x",
+        "SLACK_SIGNING_SECRET": "y",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+        "REDIS_TLS_URL": url,
+        **more,
+    }
+
+
+def client_for(settings: Settings) -> aioredis.Redis:
+    return connect(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
+        retries=0,
     )
-    client = connect(settings.effective_redis_url)
+
+
+async def test_a_self_signed_certificate_is_refused_by_default(
+    tls_redis: TlsRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = load_settings(heroku_like(tls_redis.url))
+    client = client_for(settings)
+    try:
+        with pytest.raises(RedisConnectionError, match="certificate verify failed"):
+            await client.ping()
+        stopping = Stopping()
+        asyncio.get_running_loop().call_later(0.5, stopping.set)
+        reachable = await wait_until_reachable(
+            client, setting=settings.redis_url_setting, stopping=stopping, first_delay=5
+        )
+    finally:
+        await client.aclose()
+    assert not reachable
+    [line] = [r.getMessage() for r in caplog.records if "cannot reach Redis" in r.getMessage()]
+    assert "(REDIS_TLS_URL): its TLS certificate was not accepted" in line
+    assert "REDIS_TLS_VERIFY=false for Heroku Redis" in line
+
+
+@pytest.mark.parametrize(
+    "trust", ["opt-out", "ca-file"], ids=["REDIS_TLS_VERIFY=false", "REDIS_TLS_CA_FILE"]
+)
+async def test_a_self_signed_certificate_is_accepted_when_told(
+    tls_redis: TlsRedis, trust: str
+) -> None:
+    more = (
+        {"REDIS_TLS_VERIFY": "false"}
+        if trust == "opt-out"
+        else {"REDIS_TLS_CA_FILE": str(tls_redis.ca_file)}
+    )
+    client = client_for(load_settings(heroku_like(tls_redis.url, **more)))
     try:
         assert await client.ping()
         await client.set("cstest:tls", "1", ex=5)
@@ -90,3 +148,8 @@ async def test_a_self_signed_rediss_url_connects(tls_url: str) -> None:
     finally:
         await client.delete("cstest:tls")
         await client.aclose()
+
+
+def test_a_missing_ca_file_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="REDIS_TLS_CA_FILE is invalid"):
+        load_settings(heroku_like("rediss://x:1/0", REDIS_TLS_CA_FILE=str(tmp_path / "no.pem")))

@@ -26,6 +26,11 @@ EXAMPLE_AGENTS = {"AGENTS": "runtime.examples:AGENTS"}
             [("delete_user", {"user_id": "u-101"}), ("restart_service", {"service": "search"})],
         ),
         ("list users", [("list_users", {})]),
+        ("drop the orders table", [("drop_table", {"table": "orders"})]),
+        (
+            "list tables and drop table users",
+            [("list_tables", {}), ("drop_table", {"table": "users"})],
+        ),
         ("refund o-1", []),
         ("what is the weather?", []),
     ],
@@ -142,3 +147,13 @@ async def test_a_task_it_cannot_read_is_quoted_shortened(demo_bot: Harness) -> N
     assert "did not understand “what is the weather the weather" in answer.text
     assert "…”" in answer.text
     assert len(answer.text) < 800
+
+
+async def test_dropping_a_table_asks_for_the_mcp_servers_tool(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("drop the orders table")
+    [card] = await demo_bot.cards(root, 1)
+    assert "*ops* wants to run `drop_table` on MCP server `db`" in card.all_text()
+    assert "Drop a table and every row in it." in card.all_text()
+    await demo_bot.sender.click(card, "approve", user="UBOB")
+    answer = await demo_bot.final_answer(root)
+    assert "`drop_table`: Dropped table orders (1250 rows)." in answer.text

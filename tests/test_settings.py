@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.settings import SettingsError, load_settings
+from bot.settings import CONSOLE_BOT_TOKEN, SettingsError, load_settings, with_console_defaults
 
 REQUIRED = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
 
@@ -67,3 +67,31 @@ def test_an_unimportable_registry_names_the_module() -> None:
         load_registry("tests.agents:MISSING")
     with pytest.raises(RegistryError, match="list of Agent objects"):
         load_registry("tests.agents:ops")
+
+
+@pytest.mark.parametrize(
+    "credential",
+    [
+        {"SLACK_BOT_TOKEN": "xoxb-real"},
+        {"SLACK_SIGNING_SECRET": "real-secret"},
+        {"SLACK_APP_TOKEN": "xapp-real"},
+    ],
+    ids=["bot-token", "signing-secret", "app-token"],
+)
+def test_the_console_refuses_a_real_slack_apps_credentials(credential: dict[str, str]) -> None:
+    [name] = credential
+    with pytest.raises(SettingsError) as raised:
+        with_console_defaults({"CONSOLE": "true", **credential})
+    message = str(raised.value)
+    assert message.startswith(f"CONSOLE=true cannot be used with {name} set: ")
+    assert "\n" not in message
+    assert with_console_defaults(credential) == credential, "without the console: as given"
+
+
+def test_the_console_makes_up_its_own_credentials() -> None:
+    values = with_console_defaults(
+        {"CONSOLE": "true", "SLACK_BOT_TOKEN": CONSOLE_BOT_TOKEN, "SLACK_APP_TOKEN": ""}
+    )
+    settings = load_settings(values)
+    assert settings.slack_bot_token.get_secret_value() == CONSOLE_BOT_TOKEN
+    assert settings.slack_app_token is None

@@ -13,7 +13,14 @@ from tests.harness import Harness
 from tests.slack_requests import signature_headers
 
 ROOT = Path(__file__).resolve().parent.parent
-SCOPES = {"commands", "chat:write", "chat:write.public", "usergroups:read", "users:read"}
+SCOPES = {
+    "commands",
+    "chat:write",
+    "chat:write.public",
+    "im:write",
+    "usergroups:read",
+    "users:read",
+}
 
 
 def manifest(name: str) -> dict[str, Any]:
@@ -37,6 +44,8 @@ def test_the_http_manifest_points_everything_at_slack_events() -> None:
     assert command["command"] == "/agent"
     settings = app["settings"]
     assert settings["interactivity"]["is_enabled"] is True
+    assert app["features"]["app_home"]["home_tab_enabled"] is True
+    assert "app_home_opened" in settings["event_subscriptions"]["bot_events"]
     assert settings["socket_mode_enabled"] is False
     found = urls(app)
     assert len(found) == 3, "command, interactivity and events"
@@ -48,6 +57,7 @@ def test_the_socket_mode_manifest_is_the_same_app_without_urls() -> None:
     assert socket["settings"]["socket_mode_enabled"] is True
     assert urls(socket) == []
     assert socket["oauth_config"] == http["oauth_config"]
+    assert socket["features"]["app_home"] == http["features"]["app_home"]
     assert (
         socket["settings"]["event_subscriptions"]["bot_events"]
         == (http["settings"]["event_subscriptions"]["bot_events"])

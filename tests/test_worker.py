@@ -74,6 +74,7 @@ async def test_a_crashing_poller_is_restarted_and_jobs_keep_running(
         ),
         pollers=[poller],
         audit_trimmer=AuditTrimmer(audit=AuditTrail(redis, keys), retention_days=90),
+        redis=redis,
         restart_delay=0.2,
     )
     task = asyncio.create_task(worker.run())

@@ -6,8 +6,10 @@ ephemeral note and modal goes through the same code as in Slack. The tests' fake
 class plus failure injection.
 
 It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
-`chat.postEphemeral`, `views.open`, `users.info`, `usergroups.list`, `usergroups.users.list`,
-and `response_url` posts. Anything else answers `unknown_method`, as Slack would for a typo.
+`chat.postEphemeral`, `views.open`, `views.publish` (Home tabs), `conversations.open` (a direct
+message's channel is `D` + the user id), `users.info`, `usergroups.list`,
+`usergroups.users.list`, and `response_url` posts. Anything else answers
+`unknown_method`, as Slack would for a typo.
 What real Slack would refuse (`bot.console.slack_limits`: blocks and views judged by
 `slack_sdk`'s models) is refused the same way, logged, and kept in `refused`, so a test or the
 console's log shows it at once.
@@ -94,6 +96,8 @@ class LocalSlack:
         """Each opened view as sent, with its `id`."""
         self.opened: dict[str, OpenedView] = {}
         self.private_notes: list[Note] = []
+        self.home_tabs: dict[str, dict[str, Any]] = {}
+        """The Home tab each person sees, as last published (`views.publish`)."""
         self.users: dict[str, str] = {}
         """Display names by user id (`users.info`)."""
         self.groups: dict[str, dict[str, Any]] = {}
@@ -186,7 +190,24 @@ class LocalSlack:
             user = self.triggers.pop(str(args.get("trigger_id")), None)
             self.opened[view_id] = OpenedView(view_id, user, view)
             return {"ok": True, "view": {"id": view_id}}
+        if method == "views.publish":
+            return self._publish(args)
+        if method == "conversations.open":
+            users = str(args.get("users", ""))
+            if not users or "," in users:
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True, "channel": {"id": f"D{users}"}}
         return self._directory(method, args)
+
+    def _publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        view = json.loads(view) if isinstance(view, str) else dict(view or {})
+        if view.get("type") != "home":
+            return {"ok": False, "error": "invalid_arguments"}
+        user = str(args.get("user_id"))
+        view["id"] = f"VHOME{user}"
+        self.home_tabs[user] = view
+        return {"ok": True, "view": {"id": view["id"], "type": "home"}}
 
     def _directory(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         """Who people are and which groups they are in."""
@@ -293,10 +314,12 @@ def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:
+    """The call's arguments: slack_sdk sends some in the query string (`params`), even on POST."""
+    query: dict[str, Any] = dict(request.query)
     if request.method == "GET":
-        return dict(request.query)
+        return query
     if request.content_type == "application/json":
         data = await request.json()
-        return dict(data)
+        return {**query, **dict(data)}
     form = await request.post()
-    return {key: value for key, value in form.items() if isinstance(value, str)}
+    return {**query, **{key: value for key, value in form.items() if isinstance(value, str)}}

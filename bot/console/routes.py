@@ -6,7 +6,11 @@
 - `/console/api/*`, `/console/response/*`: the stand-in Slack that both processes call.
 
 The console has no login: it is for one person's machine, so the web process binds to
-127.0.0.1 when it is on.
+127.0.0.1 when it is on. Binding is not enough against a web page in that person's browser: a
+page of another site may post to 127.0.0.1 (a form or `fetch` needs no CORS to send), and a
+name of its own that it re-points at 127.0.0.1 (DNS rebinding) may read the answers too. So
+everything under /console answers only requests for a loopback host name, and an intent
+only as JSON from the console's own origin (no cross-site form or simple request can send both).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,9 @@ PEOPLE = (
     Person("UCAROL", "carol"),
 )
 CHANNEL, CHANNEL_NAME = "CDEMO", "demo"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+NOT_LOCAL = "The console answers only on localhost."
+NOT_FROM_CONSOLE = "Intents are taken only as JSON from the console's own page."
 
 LOCAL_SLACK: web.AppKey[LocalSlack] = web.AppKey("local_slack", LocalSlack)
 SENDER: web.AppKey[IntentSender] = web.AppKey("intent_sender", IntentSender)
@@ -87,6 +94,7 @@ def add_console(
     app.router.add_get("/console/stream", stream)
     app.router.add_post("/console/intents", intents)
     app.router.add_static("/console/static/", STATIC)
+    app.middlewares.append(local_only)
 
     async def keep_channel(_: web.Application) -> AsyncIterator[None]:
         restored = await store.restore()
@@ -105,6 +113,33 @@ def add_console(
     app.cleanup_ctx.append(keep_channel)
     app.on_shutdown.append(close_streams)
     return slack
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def local_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Everything under /console (pages, stream, intents, the stand-in Slack) stays local."""
+    console = request.path == "/console" or request.path.startswith(CONSOLE_PREFIX)
+    if console and not is_loopback_host(request.headers.get("Host"), _local_port(request)):
+        return web.json_response({"error": NOT_LOCAL}, status=403)
+    return await handler(request)
+
+
+def is_loopback_host(host: str | None, port: int | None) -> bool:
+    """A Host header naming this machine's loopback, with the port the console listens on."""
+    if host is None or port is None:
+        return False
+    allowed = {f"{name}:{port}" for name in LOOPBACK_NAMES}
+    if port == 80:
+        allowed.update(LOOPBACK_NAMES)
+    return host.lower() in allowed
+
+
+def _local_port(request: web.Request) -> int | None:
+    socket = request.transport.get_extra_info("sockname") if request.transport else None
+    return int(socket[1]) if socket else None
 
 
 async def page(request: web.Request) -> web.FileResponse:
@@ -135,15 +170,20 @@ async def stream(request: web.Request) -> web.StreamResponse:
 
 
 async def intents(request: web.Request) -> web.Response:
+    # The Host was checked by local_only; the page's own fetch sends both of these, while a
+    # form or a "simple" cross-site request can send neither JSON nor our origin.
+    same_origin = request.headers.get("Origin") == f"http://{request.headers.get('Host')}"
+    if request.content_type != "application/json" or not same_origin:
+        return web.json_response({"error": NOT_FROM_CONSOLE}, status=403)
     try:
         intent = INTENT.validate_python(await request.json())
     except (ValidationError, ValueError):
         return web.json_response({"error": "not an intent the console knows"}, status=400)
-    socket = request.transport.get_extra_info("sockname") if request.transport else None
-    if not socket:
+    port = _local_port(request)
+    if port is None:
         return web.json_response({"error": "no local address"}, status=500)
     try:
-        result = await request.app[SENDER].send(intent, f"http://127.0.0.1:{socket[1]}")
+        result = await request.app[SENDER].send(intent, f"http://127.0.0.1:{port}")
     except IntentRefused as error:
         return web.json_response({"error": str(error)}, status=404)
     except (aiohttp.ClientError, TimeoutError):

@@ -116,6 +116,32 @@ def button_click(
     }
 
 
+def home_click(
+    *, view_id: str, action_id: str, value: str, user: dict[str, str], trigger_id: str
+) -> dict[str, Any]:
+    """A `block_actions` payload for a click on a button of a person's Home tab."""
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM, "domain": "console"},
+        "user": user,
+        "api_app_id": "A0001",
+        "token": "unused",
+        "container": {"type": "view", "view_id": view_id},
+        "trigger_id": trigger_id,
+        "view": {"id": view_id, "type": "home", "team_id": TEAM},
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "home",
+                "text": {"type": "plain_text", "text": action_id},
+                "value": value,
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
+
+
 def view_submission(
     *, view: dict[str, Any], user: dict[str, str], values: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:

@@ -5,13 +5,19 @@ pretend directory of users and services; nothing outside the process changes.
 
 Tools get an idempotency key for free: `ctx.tool_call_id` is the model's call id, the same when
 a worker dies and another one runs the approved call again.
+
+`ops` also uses an MCP server, `db` (`runtime/examples/db_server.py`, started by the worker over
+stdio): `list_tables` runs freely, `drop_table` needs approval (the server's `require_approval`).
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from agents import Agent, RunContextWrapper, function_tool
+from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
 
 USERS: dict[str, dict[str, str]] = {
@@ -69,6 +75,14 @@ def refund_order(ctx: ToolContext[Any], order_id: str, amount_cents: int) -> str
     return f"Refunded {amount_cents / 100:.2f} on order {order_id} (refund {refund})."
 
 
+db = MCPServerStdio(
+    params={"command": sys.executable, "args": [str(Path(__file__).with_name("db_server.py"))]},
+    name="db",
+    require_approval={"always": {"tool_names": ["drop_table"]}},
+    cache_tools_list=True,
+)
+
+
 def _ops_instructions(ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str:
     requester = ctx.context.get("requester", "someone") if isinstance(ctx.context, dict) else ""
     return (
@@ -91,5 +105,6 @@ ops = Agent[Any](
     handoff_description="Manages user accounts and services.",
     instructions=_ops_instructions,
     tools=[list_users, delete_user, restart_service],
+    mcp_servers=[db],
     handoffs=[billing],
 )

@@ -12,7 +12,8 @@ const EMOJI = {
   information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
 };
 const EXAMPLES = [
-  "delete u-100", "restart the api", "refund o-5521 1200", "delete u-101 and restart search", "help",
+  "delete u-100", "restart the api", "refund o-5521 1200", "delete u-101 and restart search",
+  "drop the orders table", "help",
 ];
 const BOT = { id: "UBOT0001", name: "Countersign" };
 const INLINE = /(<[^>\s][^>]*>)|(`[^`\n]+`)|((?<![\w*])\*[^*\n]+\*(?![\w*]))|((?<![\w_])_[^_\n]+_(?![\w_]))|((?<![\w~])~[^~\n]+~(?![\w~]))|(:[a-z0-9_+-]+:)/g;

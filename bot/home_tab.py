@@ -1,0 +1,148 @@
+"""The app's Home tab, per person: the approvals they may decide, in any channel, and their runs.
+
+Published (`views.publish`) when the person opens the tab, and again when something changes for
+them (`bot.home_watch`), at most once per `DEBOUNCE_SECONDS` per person across web processes: a
+short-lived Redis key says a tab was just published, and a change meanwhile publishes once more
+when it lapses.
+
+"May decide" is the decision script's rule read from each open call's gate: listed by id or in
+a listed user group, and not the requester (unless self-approval is allowed). Calls that anyone
+in their channel may decide stay in their channel: who is in a channel is not known here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+import redis.asyncio as aioredis
+from aiohttp import ClientError
+from redis.exceptions import RedisError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.approvers import ApproverDirectory, DirectoryUnavailable
+from bot.home_blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
+from bot.thread_links import ThreadLinks
+from runtime.decision_recorder import DecisionRecorder
+from runtime.keys import Keys
+from runtime.live_runs import LiveRuns
+from runtime.open_approvals import OpenApprovals
+from runtime.reporter import RunView
+from runtime.run_record import CallGate
+from runtime.task_set import TaskSet
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 2.0
+SETTLE_SECONDS = 0.2
+"""A change waits this long before its publish, so that a burst (a decision, then the resume)
+is one publish."""
+VIEWER_DAYS = 30
+"""People who opened the tab within this many days get it republished on changes."""
+
+
+@dataclass(kw_only=True)
+class HomeTab:
+    redis: aioredis.Redis
+    keys: Keys
+    client: AsyncWebClient
+    directory: ApproverDirectory
+    recorder: DecisionRecorder
+    approvals: OpenApprovals
+    live: LiveRuns
+    links: ThreadLinks
+    tasks: TaskSet
+    debounce_seconds: float = DEBOUNCE_SECONDS
+    _dirty: dict[str, bool] = field(default_factory=dict)
+    """Per person with a publish under way: whether something changed since it read."""
+
+    async def opened(self, user_id: str) -> None:
+        """The person opened the tab: remember them as a viewer and show it fresh."""
+        now = time.time()
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zadd(self.keys.home_viewers, {user_id: now})
+                pipe.zremrangebyscore(self.keys.home_viewers, 0, now - VIEWER_DAYS * 86400)
+                await pipe.execute()
+        except RedisError:
+            log.warning("home tab of %s: viewer not recorded", user_id)
+        self.refresh(user_id)
+
+    async def viewers(self, people: set[str]) -> set[str]:
+        """Those of `people` who opened the tab recently."""
+        if not people:
+            return set()
+        ordered = sorted(people)
+        scores = await self.redis.zmscore(self.keys.home_viewers, ordered)
+        since = time.time() - VIEWER_DAYS * 86400
+        return {p for p, score in zip(ordered, scores, strict=True) if score and score >= since}
+
+    def refresh(self, user_id: str) -> None:
+        """Publish the person's tab soon (debounced)."""
+        if user_id in self._dirty:
+            self._dirty[user_id] = True
+            return
+        self._dirty[user_id] = True
+        self.tasks.spawn(self._publisher(user_id), name=f"home:{user_id}")
+
+    async def _publisher(self, user_id: str) -> None:
+        try:
+            await asyncio.sleep(SETTLE_SECONDS)
+            while self._dirty.get(user_id):
+                wait = await self._turn(user_id)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue
+                self._dirty[user_id] = False
+                await self.publish(user_id)
+        except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
+            log.warning("home tab of %s not published", user_id, exc_info=True)
+        finally:
+            self._dirty.pop(user_id, None)
+
+    async def _turn(self, user_id: str) -> float:
+        """0 when this process may publish now, else how long until it may."""
+        key = self.keys.home_published(user_id)
+        if await self.redis.set(key, "1", nx=True, px=int(self.debounce_seconds * 1000)):
+            return 0.0
+        remaining = await self.redis.pttl(key)
+        return max(remaining, 50) / 1000
+
+    async def publish(self, user_id: str) -> None:
+        waiting, more = await self.waiting_for(user_id)
+        runs = [
+            OwnRun(run=run, link=await self.links.thread(run.channel, run.thread))
+            for run in await self.live.of_requester(user_id)
+        ]
+        view = home_view(waiting, runs, more_waiting=more)
+        await self.client.views_publish(user_id=user_id, view=view)
+
+    async def waiting_for(self, user_id: str) -> tuple[list[WaitingCall], int]:
+        """The open approvals `user_id` may decide, newest first (as many as the tab shows),
+        and how many more there are."""
+        mine = [a for a in await self.approvals.all() if await self.may_decide(user_id, a.gate)]
+        found: list[WaitingCall] = []
+        for approval in mine[:WAITING_SHOWN]:
+            view = await self.recorder.view(approval.run_id, approval.approval_id)
+            if view.envelope is None or view.call is None:
+                continue
+            run = RunView.of(view.envelope)
+            link = await self.links.thread(run.conversation.channel, run.conversation.thread)
+            found.append(WaitingCall(run=run, call=view.call, link=link))
+        return found, max(0, len(mine) - WAITING_SHOWN)
+
+    async def may_decide(self, user_id: str, gate: CallGate) -> bool:
+        if gate.anyone or (user_id == gate.requester and not gate.self_ok):
+            return False
+        if user_id in gate.users:
+            return True
+        for group in gate.groups:
+            try:
+                if user_id in await self.directory.members(group):
+                    return True
+            except DirectoryUnavailable:
+                continue
+        return False
