@@ -252,6 +252,7 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
             deployment.keys.deadlines,
             deployment.keys.reminders,
             deployment.keys.audit,
+            deployment.keys.live_runs,
             deployment.ledger_key,
         }
         async for key in redis_client.scan_iter(match="fuzz:*"):

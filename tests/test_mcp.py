@@ -239,7 +239,8 @@ async def test_help_lists_each_agents_mcp_tools_from_the_workers_listing(
     async def listed() -> str | None:
         _, body = await deployment.sender.command("help")
         text = str(body["text"])
-        return text if "tools from MCP servers" in text else None
+        # Each agent's listing is published as its tools are first built: wait for both.
+        return text if text.count("tools from MCP servers") == 2 else None
 
     text = await wait_until("the listing", listed, deployment)
     assert "• `ops` tools from MCP servers: `list_tables`, `drop_table` on `db`" in text

@@ -6,10 +6,13 @@ every copy; an escalation lets more people decide, and says so in the thread.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
+from runtime import run_record as rr
 from tests import agents
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -43,6 +46,17 @@ def copy_in(bot: Harness, channel: str) -> Message:
     return copy
 
 
+async def copies_recorded(bot: Harness, ref: str, count: int) -> None:
+    """The worker records the copies once they are posted: a copy is one approval from then."""
+    run_id, approval_id = ref.split(":")
+    for _ in range(200):
+        raw = await bot.redis.hget(bot.keys.run(run_id), rr.COPIES + approval_id)
+        if raw is not None and len(json.loads(raw)) >= count:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the copies were never recorded")
+
+
 @with_policy(NOTIFY)
 async def test_notify_sends_copies_and_a_decision_on_one_redraws_them_all(bot: Harness) -> None:
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL", "UALICE"]}
@@ -58,6 +72,7 @@ async def test_notify_sends_copies_and_a_decision_on_one_redraws_them_all(bot: H
         assert "A copy of a request in <#CGENERAL>" in copy.all_text()
         assert copy.actions()[0]["value"] == card.actions()[0]["value"], "one approval"
 
+    await copies_recorded(bot, ref, 3)
     await bot.sender.click(copy_in(bot, "DUCAROL"), "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     everywhere = [card, *copies]
