@@ -113,7 +113,9 @@ async def measure(pending: int) -> None:
         redis = connect(server.url)
         keys = Keys("bench-expiry:")
         store = RunStore(redis, keys)
-        expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=SilentReporter())
+        expiry = Expiry(
+            recorder=DecisionRecorder(redis, keys), reporter=SilentReporter(), store=store
+        )
         poller = DuePoller(redis=redis, key=keys.deadlines, handler=expiry.handle, name="bench")
         state, _ = await interrupted_state(1)
         try:

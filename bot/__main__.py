@@ -57,15 +57,26 @@ def run_web(settings: Settings, agent_names: list[str]) -> None:
     app = create_web_app(settings, redis=redis, agent_names=agent_names)
     # The console has no login: it stays on this machine.
     host = "127.0.0.1" if settings.console else "0.0.0.0"
-    if settings.console:
-        log.info("console: http://localhost:%d/console", settings.port)
+
+    def listening(_: str) -> None:
+        # aiohttp calls this once its sites are listening (instead of printing its banner).
+        log.info("web: listening on http://%s:%d (%s)", host, settings.port, serving(settings))
+
     web.run_app(
         app,
         host=host,
         port=settings.port,
         shutdown_timeout=requests_grace(settings),
-        print=None,
+        print=listening,
     )
+
+
+def serving(settings: Settings) -> str:
+    if settings.console:
+        return f"the console: http://localhost:{settings.port}/console"
+    if settings.slack_app_token is not None:
+        return "health and metrics; Slack's requests come over Socket Mode"
+    return "Slack's requests at /slack/events, health at /healthz"
 
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:

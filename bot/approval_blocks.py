@@ -5,6 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    ButtonElement,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.blocks import Block as SlackBlock
+
 from bot import messages
 from bot.call_context_blocks import context_blocks, preview_blocks
 from bot.edit_blocks import ARGUMENTS_BLOCK, add_edit_button, change_blocks
@@ -26,6 +35,8 @@ ACTION_VIEW_ARGUMENTS = "view_arguments"
 REJECT_CALLBACK = "reject_reason"
 REASON_BLOCK = "reason"
 REASON_ACTION = "reason_input"
+DECISION_BLOCK = "decision"
+"""The decided card's first block: its outcome."""
 
 
 def button_value(run_id: str, approval_id: str) -> str:
@@ -141,24 +152,40 @@ def approval_request_blocks(
     return blocks
 
 
-def approval_decided_blocks(
-    run: RunView, call: PendingCall, approver_names: list[str] | None = None
-) -> list[Block]:
-    """The card once decided or expired: no buttons, who decided and when."""
-    blocks, truncated = _call_blocks(run, call, approver_names or [])
-    if truncated:
-        value = button_value(run.run_id, call.approval_id)
-        blocks.append(
-            {
-                "type": "actions",
-                "block_id": "arguments",
-                "elements": [_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value)],
-            }
+def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
+    """The card once decided, expired or stopped: the outcome first, then what was asked (the
+    edited arguments, and what the edit changed, if a person edited them). No decision buttons
+    and no expiry; only **View full arguments** when they were shortened; the grant the approval
+    made, if any."""
+    if call.decision is None:
+        raise ValueError(f"approval {call.approval_id} is not decided")
+    arguments = pretty_arguments(call.shown_arguments)
+    code, shown = code_block(arguments)
+    context = messages.decision_context(
+        call.agent, run.conversation.requester, call.decision, call.mcp_server
+    )
+    blocks: list[SlackBlock] = [
+        SectionBlock(
+            block_id=DECISION_BLOCK,
+            text=MarkdownTextObject(text=messages.decision_headline(call.decision, call.tool)),
+        ),
+        ContextBlock(elements=[MarkdownTextObject(text=context)]),
+        SectionBlock(text=MarkdownTextObject(text=code)),
+    ]
+    notes = [messages.arguments_shortened(shown, len(arguments))] if shown < len(arguments) else []
+    if call.shown_digest:
+        notes.append(messages.digest_line(call.shown_digest))
+    if notes:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=" · ".join(notes))]))
+    if shown < len(arguments):
+        view = ButtonElement(
+            text=messages.VIEW_ARGUMENTS,
+            action_id=ACTION_VIEW_ARGUMENTS,
+            value=button_value(run.run_id, call.approval_id),
         )
-    if call.decision is not None:
-        blocks.append(_context(messages.decided_line(call.decision)))
-    blocks.extend(granted_blocks(run, call))
-    return blocks
+        blocks.append(ActionsBlock(block_id="arguments", elements=[view]))
+    drawn = [block.to_dict() for block in blocks]
+    return [*drawn[:3], *change_blocks(call), *drawn[3:], *granted_blocks(run, call)]
 
 
 def _plain(text: str, limit: int) -> Block:

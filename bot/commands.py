@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot import messages
+from bot import audit_messages, messages
 from bot.grant_actions import GrantActions
 from bot.payloads import SlashCommand
 from bot.run_status import RunStatus
@@ -30,8 +30,10 @@ log = logging.getLogger(__name__)
 
 # `name: task` picks an agent when `name` is one word; anything else is a task.
 _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTALL)
-# `audit`, `audit 50` or `audit <run id>`; "audit the logs" stays a task.
-_AUDIT = re.compile(r"^audit(?:\s+(\d{1,3}|r[0-9a-f]{16}))?$", re.IGNORECASE)
+# `audit`, `audit 50` or `audit <run id>` (one word after it: `audit banana` is told what
+# audit takes, never run as a task); "audit the logs" stays a task.
+_AUDIT = re.compile(r"^audit(?:\s+(\S+))?$", re.IGNORECASE)
+_RUN_ID = re.compile(r"^r[0-9a-f]{16}$")
 # `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
 _STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
 # `status` or `status <run id>`; "status of the api" stays a task.
@@ -54,7 +56,7 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     if stripped.lower() == "grants":
         return ParsedCommand("grants")
     stop = _STOP.match(stripped)
-    if stop is not None and (stop.group(1) is None or re.match(r"^r[0-9a-f]{16}$", stop.group(1))):
+    if stop is not None and (stop.group(1) is None or _RUN_ID.match(stop.group(1))):
         return ParsedCommand("stop", task=stop.group(1) or "")
     status = _STATUS.match(stripped)
     if status is not None:
@@ -112,7 +114,7 @@ class AgentCommand:
             await _reply(ack, text)
             return
         if parsed.kind == "audit":
-            await _reply(ack, await self._audit(parsed.task, command.channel_id))
+            await _reply(ack, await self._audit(command.command, parsed.task, command.channel_id))
             return
         if parsed.kind == "unknown_agent":
             await _reply(
@@ -152,19 +154,23 @@ class AgentCommand:
             for agent, listing in listings.items()
         }
 
-    async def _audit(self, what: str, channel: str) -> str:
+    async def _audit(self, command: str, what: str, channel: str) -> str:
         """This channel's recent events, or one run's history (only if it ran here)."""
+        if what and not _RUN_ID.match(what) and not (what.isdecimal() and int(what) > 0):
+            return audit_messages.audit_usage(command, what, self.agents[0], AUDIT_MAX_COUNT)
         try:
             if what.startswith("r"):
                 entries = await self.audit.for_run(what)
                 if not any(entry.channel == channel for entry in entries):
-                    return messages.audit_no_run(what)
-                return messages.audit_listing(entries, f"run `{what}`")
+                    return audit_messages.audit_no_run(what)
+                return audit_messages.audit_listing(entries, f"run `{what}`")
             count = min(int(what or AUDIT_DEFAULT_COUNT), AUDIT_MAX_COUNT)
             entries = await self.audit.recent(count, channel=channel)
         except RedisError:
             return messages.QUEUE_UNAVAILABLE
-        return messages.audit_listing(entries, f"the last {len(entries)} events in this channel")
+        return audit_messages.audit_listing(
+            entries, f"the last {len(entries)} events in this channel"
+        )
 
 
 async def _reply(ack: AsyncAck, text: str) -> None:

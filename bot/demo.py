@@ -28,7 +28,12 @@ from bot.settings import (
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app, requests_grace
 from bot.wiring import web_redis, worker_redis
-from runtime.local_redis import LocalRedisError, redis_for_demo
+from runtime.local_redis import (
+    DEMO_KEY_PREFIX,
+    DEMO_REDIS_FOLDER,
+    LocalRedisError,
+    redis_for_demo,
+)
 from runtime.log_format import configure_logging
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.registry import AgentRegistry, RegistryError, load_registry
@@ -37,14 +42,11 @@ from runtime.worker import serve_until_signalled
 
 log = logging.getLogger(__name__)
 
-DEMO_KEY_PREFIX = "countersign-demo:"
-"""Keeps the demo's keys apart from a real deployment's if it borrows a Redis on localhost."""
-
 
 def run_demo(environ: Mapping[str, str], folder: Path) -> int:
     """Start Redis if needed, then the web process and a worker; return the exit status."""
     try:
-        redis_url, server = redis_for_demo(environ, folder / ".redis")
+        redis_url, server = redis_for_demo(environ, folder / DEMO_REDIS_FOLDER)
     except LocalRedisError as error:
         print(error)
         return 2
@@ -61,7 +63,7 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
             print(error)
             return 2
         configure_logging(settings.log_format)
-        started = f"started, files in {folder / '.redis'}" if server else "already running"
+        started = f"started, files in {folder / DEMO_REDIS_FOLDER}" if server else "already running"
         try:
             asyncio.run(serve(settings, registry, policy, redis=f"{redis_url} ({started})"))
         except OSError as error:

@@ -59,7 +59,8 @@ class MenuChoice(_Payload):
 
 
 def parse_grant_value(value: str) -> tuple[ApprovalRef, GrantScope, int]:
-    """`run:approval:scope:seconds`, one of the offered grants; ValueError otherwise."""
+    """`<run id>:<approval id>:<scope>:<seconds>`, one of the offered grants; ValueError
+    otherwise."""
     run_id, approval_id, scope, seconds = value.split(":")
     for offered_scope, offered_seconds in GRANT_CHOICES:
         if scope == offered_scope and seconds == str(offered_seconds):

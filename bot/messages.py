@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
-from runtime.audit import AuditEntry
 from runtime.envelope import Decision
 from runtime.reporter import Failure
 
@@ -82,8 +81,16 @@ QUEUE_UNAVAILABLE = (
 )
 
 
+TASK_SHOWN = 300
+"""Characters of the task in the thread's first message; a long paste would bury the thread."""
+
+
+def shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
 def root_message(requester: str, agent: str, task: str) -> str:
-    return f"{user(requester)} asked *{escape(agent)}*: {escape(task)}"
+    return f"{user(requester)} asked *{escape(agent)}*: {escape(shortened(task, TASK_SHOWN))}"
 
 
 def cannot_post(channel: str) -> str:
@@ -91,33 +98,6 @@ def cannot_post(channel: str) -> str:
         f"{PRODUCT} can't post in <#{channel}>, so your task was not started. "
         "Invite the app to the channel (`/invite @Countersign`) and try again."
     )
-
-
-# --- status message ---------------------------------------------------------------------------
-
-STATUS_HEADLINES = {
-    "working": ":hourglass_flowing_sand: Working…",
-    "waiting": ":raised_hand: Waiting for approval",
-    "done": ":white_check_mark: Done",
-    "failed": ":x: Stopped",
-    "stopped": ":no_entry: Stopped",
-}
-
-
-def status_step(step: str) -> str:
-    kind, _, name = step.partition(":")
-    if kind == "tool":
-        return f"called `{escape(name)}`"
-    if kind == "handoff":
-        return f"handed off to *{escape(name)}*"
-    return escape(step)
-
-
-def status_text(state: str, steps: Sequence[str]) -> str:
-    headline = STATUS_HEADLINES.get(state, state)
-    if not steps:
-        return headline
-    return headline + "\n" + "\n".join(f"• {status_step(step)}" for step in steps)
 
 
 # --- stopping a run ---------------------------------------------------------------------------
@@ -195,21 +175,42 @@ def arguments_shortened(shown: int, total: int) -> str:
 APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
 
 
-def decided_line(decision: Decision) -> str:
-    when = slack_date(decision.decided_at)
-    who = user(decision.user_id) if decision.user_id else ""
-    if decision.approvals:
-        who = ", ".join(user(a.user_id) for a in decision.approvals)
-    if decision.outcome == "approved":
-        return f":white_check_mark: Approved by {who} {when}"
-    if decision.outcome == "approved_always":
-        return f":white_check_mark: Approved always (rest of this run) by {who} {when}"
+def decision_headline(decision: Decision, tool: str) -> str:
+    """The first line of a decided card: what happened to the call."""
+    name = f"`{escape(tool)}`"
+    if decision.outcome in ("approved", "approved_always"):
+        ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
+        mentions = [user(i) for i in ids if i]
+        who = ", ".join(mentions[:-1]) + " and " + mentions[-1] if len(mentions) > 1 else ""
+        who = "The policy" if decision.by_policy else who or _who(decision)
+        always = " for the rest of this run" if decision.outcome == "approved_always" else ""
+        return f":white_check_mark: {who} approved {name}{always}"
     if decision.outcome == "rejected":
+        who = "The policy" if decision.by_policy else _who(decision)
         reason = escape((decision.reason or "").strip())
-        return f":no_entry: Rejected by {who} {when}\n>{reason}"
+        return f":x: {who} rejected {name}" + (f": {reason}" if reason else "")
     if decision.outcome == "stopped":
-        return f":no_entry: Stopped by {who} {when}, so it did not run"
-    return f":hourglass: Expired {when}: no decision came in time, so it did not run"
+        return f":no_entry: Stopped by {_who(decision)}"
+    return ":hourglass: Expired, did not run"
+
+
+def _who(decision: Decision) -> str:
+    return user(decision.user_id) if decision.user_id else "Someone"
+
+
+def decision_context(
+    agent: str, requester: str, decision: Decision, mcp_server: str | None = None
+) -> str:
+    """Under the headline: who asked, which agent (and MCP server), and when it was settled."""
+    when = slack_date(decision.decided_at)
+    if decision.outcome == "expired":
+        settled = f"expired {when}: no decision came in time"
+    elif decision.outcome == "stopped":
+        settled = f"stopped {when}, so it did not run"
+    else:
+        settled = f"decided {when}"
+    server = f" on MCP server `{escape(mcp_server)}`" if mcp_server else ""
+    return f"Requested by {user(requester)} for *{escape(agent)}*{server} · {settled}"
 
 
 OUTCOME_WORDS = {
@@ -355,46 +356,3 @@ def final_answer(output: str) -> str:
     if len(text) > FINAL_LIMIT:
         text = text[:FINAL_LIMIT] + "\n…(shortened)"
     return text
-
-
-# --- /agent audit --------------------------------------------------------------------------------
-
-AUDIT_EVENT_WORDS = {
-    "approved_always": "approved always",
-    "auto_approved": "approved by policy",
-    "auto_rejected": "rejected by policy",
-    "denied": "click refused",
-    "refused": "not run: changed after approval",
-    "grant_used": "approved by a grant",
-    "granted": "granted",
-    "revoked": "grant revoked",
-    "edited": "edited",
-}
-
-
-def audit_line(entry: AuditEntry) -> str:
-    details = entry.details
-    parts = [
-        f"`{dt.datetime.fromtimestamp(entry.at, dt.UTC):%Y-%m-%d %H:%M:%S}`",
-        f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
-    ]
-    if details.get("tool"):
-        parts.append(f"`{escape(str(details['tool']))}`")
-    if details.get("user_id"):
-        parts.append(f"by {user(str(details['user_id']))}")
-    if details.get("reason") and entry.event in ("rejected", "denied"):
-        parts.append(f"({escape(str(details['reason']))})")
-    parts.append(f"run `{entry.run_id}`")
-    if details.get("digest"):
-        parts.append(f"digest `{str(details['digest'])[:12]}`")
-    return " ".join(parts)
-
-
-def audit_listing(entries: Sequence[AuditEntry], title: str) -> str:
-    if not entries:
-        return "No audit events here yet."
-    return f"*Audit: {title}*\n" + "\n".join(audit_line(entry) for entry in entries)
-
-
-def audit_no_run(run_id: str) -> str:
-    return f"No audit events of run `{escape(run_id)}` in this channel."

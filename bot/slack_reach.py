@@ -65,7 +65,9 @@ class SlackReach:
                 await self._client.chat_update(
                     channel=copy.channel,
                     ts=copy.ts,
-                    text=messages.approval_fallback(call.agent, call.tool),
+                    text=messages.approval_fallback(call.agent, call.tool)
+                    if call.decision is None
+                    else messages.decision_headline(call.decision, call.tool),
                     blocks=blocks,
                 )
             except SLACK_ERRORS as error:
@@ -87,7 +89,7 @@ class SlackReach:
         blocks = (
             approval_request_blocks(run, call, approver_names, channel_name)
             if call.decision is None
-            else approval_decided_blocks(run, call, approver_names)
+            else approval_decided_blocks(run, call)
         )
         channel = run.conversation.channel
         link = await self._links.thread(channel, run.conversation.thread)

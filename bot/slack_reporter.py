@@ -16,7 +16,7 @@ from bot import messages, reach_messages
 from bot.approval_blocks import approval_decided_blocks, approval_request_blocks
 from bot.approvers import ApproverDirectory, is_group
 from bot.slack_reach import SlackReach
-from bot.status_blocks import status_blocks
+from bot.status_blocks import status_blocks, status_text
 from runtime.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 
@@ -73,14 +73,23 @@ class SlackReporter:
             log.warning("run %s: could not reach the requester either", run.run_id)
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
-        text = messages.status_text(activity.state, activity.steps)
+        text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state)
         try:
             if message_id:
-                await self._client.chat_update(
-                    channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
-                )
-                return message_id
+                try:
+                    await self._client.chat_update(
+                        channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
+                    )
+                    return message_id
+                except SlackApiError as error:
+                    if error.response.get("error") != "message_not_found":
+                        raise
+                    log.warning(
+                        "run %s: its status message is gone from Slack (message_not_found); "
+                        "posting it again in the thread",
+                        run.run_id,
+                    )
             response = await self._client.chat_postMessage(
                 channel=run.conversation.channel,
                 thread_ts=run.conversation.thread,
@@ -118,29 +127,53 @@ class SlackReporter:
         except (RedisError, TimeoutError):
             log.warning("run %s: approver groups not looked up ahead", run.run_id, exc_info=True)
 
-    async def approval_expired(self, run: RunView, call: PendingCall) -> None:
+    async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
         if call.message_ts is None:
-            return  # the card was never posted; nothing to update
-        await self.redraw(run, call)
+            return None  # the card was never posted; nothing to update
+        return await self.redraw(run, call)
 
-    async def redraw(self, run: RunView, call: PendingCall) -> None:
+    async def redraw(self, run: RunView, call: PendingCall) -> str | None:
         """Redraw a card: once decided, who decided, when and why, and no buttons; while open,
-        the approvals counted so far."""
+        the approvals counted so far.
+
+        When Slack no longer has the card's message (`message_not_found`: deleted, or a console
+        restarted without it), the card is posted again in the thread; returns the new
+        message's ts then, so it can be stored, else None.
+        """
         assert call.message_ts is not None
-        names = await self._approver_names(call)
-        channel_name = await self._directory.channel_name(run.conversation.channel)
-        blocks = (
-            approval_request_blocks(run, call, names, channel_name)
-            if call.decision is None
-            else approval_decided_blocks(run, call, names)
+        if call.decision is None:
+            names = await self._approver_names(call)
+            channel_name = await self._directory.channel_name(run.conversation.channel)
+            blocks = approval_request_blocks(run, call, names, channel_name)
+            text = messages.approval_fallback(call.agent, call.tool)
+        else:
+            blocks = approval_decided_blocks(run, call)
+            text = messages.decision_headline(call.decision, call.tool)
+        try:
+            await self._client.chat_update(
+                channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+            )
+        except SlackApiError as error:
+            if error.response.get("error") != "message_not_found":
+                raise
+        else:
+            await self._reach.redraw_copies(run, call)
+            return None
+        log.warning(
+            "run %s: the card of %s (approval %s) is gone from Slack (message_not_found); "
+            "posting it again in the thread",
+            run.run_id,
+            call.tool,
+            call.approval_id,
         )
-        await self._client.chat_update(
+        response = await self._client.chat_postMessage(
             channel=run.conversation.channel,
-            ts=call.message_ts,
-            text=messages.approval_fallback(call.agent, call.tool),
+            thread_ts=run.conversation.thread,
+            text=text,
             blocks=blocks,
         )
         await self._reach.redraw_copies(run, call)
+        return str(response["ts"])
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
         # Mentions notify: the approvers (a group mention reaches all its members); nobody when

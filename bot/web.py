@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.internals import parse_body
 from slack_sdk.signature import SignatureVerifier
 
@@ -98,6 +99,7 @@ def build_bolt(
     keys = Keys(settings.redis_key_prefix)
     parts = slack_parts(settings, redis=redis, session=session)
     client = parts.client
+    _ignore_bolts_unused_token_warning()
     bolt = AsyncApp(
         client=client,
         signing_secret=settings.slack_signing_secret.get_secret_value(),
@@ -166,6 +168,21 @@ def build_bolt(
     bolt.event("app_uninstalled")(_app_event)
     bolt.event("tokens_revoked")(_app_event)
     return bolt, home_watch
+
+
+class _ClientGivenOnPurpose(logging.Filter):
+    """Bolt reads `SLACK_BOT_TOKEN` from the environment even when it is given a client (it has
+    no other way to be told "no token"), then warns that the token will be unused. We give it our
+    client on purpose (its base URL, session and retry handlers); the warning says nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def _ignore_bolts_unused_token_warning() -> None:
+    bolt_log = logging.getLogger(f"slack_bolt.{AsyncApp.__name__}")
+    if not any(isinstance(f, _ClientGivenOnPurpose) for f in bolt_log.filters):
+        bolt_log.addFilter(_ClientGivenOnPurpose())
 
 
 @dataclass(kw_only=True)
@@ -268,6 +285,7 @@ async def create_web_app(
             app,
             settings,
             session=session,
+            redis=redis,
             agent_names=agent_names,
             scripted_model=uses_scripted_model(settings),
         )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from runtime.decision_recorder import DecisionRecorder
 from runtime.metrics import count_decision
 from runtime.reporter import Reporter, RunView
+from runtime.run_store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 class Expiry:
     recorder: DecisionRecorder
     reporter: Reporter
+    store: RunStore
 
     async def handle(self, member: str) -> bool:
         """Expire one approval; False leaves it for a retry after the lease."""
@@ -37,10 +39,12 @@ class Expiry:
         if decision.outcome != "expired" or view.call.message_ts is None:
             return True  # decided by a person first, or the card was never posted
         try:
-            await self.reporter.approval_expired(
+            moved = await self.reporter.approval_expired(
                 RunView.of(view.envelope), view.call.model_copy(update={"decision": decision})
             )
         except Exception:
             log.warning("run %s: expiry of %s not shown yet", run_id, approval_id, exc_info=True)
             return False
+        if moved is not None:
+            await self.store.set_card_ts(run_id, approval_id, moved)
         return True

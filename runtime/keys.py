@@ -79,6 +79,12 @@ class Keys:
         return f"{self.prefix}name:{principal}"
 
     @property
+    def console(self) -> str:
+        """The local console's channel (its stand-in Slack's messages), JSON; only with
+        `CONSOLE=true`, so a restarted demo still shows the cards of runs that wait."""
+        return f"{self.prefix}console"
+
+    @property
     def home_viewers(self) -> str:
         """Sorted set of people who opened the app's Home tab: member user id, score when last
         (epoch s). Their tab is republished when something changes for them."""

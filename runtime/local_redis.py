@@ -18,6 +18,11 @@ from pathlib import Path
 import redis
 
 LOCALHOST_URL = "redis://localhost:6379/0"
+DEMO_KEY_PREFIX = "countersign-demo:"
+"""The demo's keys (unless `REDIS_KEY_PREFIX` says otherwise): apart from a real deployment's
+if it borrows a Redis on localhost."""
+DEMO_REDIS_FOLDER = ".redis"
+"""Where the demo keeps the files of a Redis it starts, in the folder it runs in."""
 START_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 10.0
 

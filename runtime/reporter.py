@@ -61,6 +61,16 @@ class Activity:
     """Short machine-neutral notes, e.g. `tool:list_users`, `handoff:billing`."""
     state: str
     """`working`, `waiting` (for approvals), `done`, `failed` or `stopped`."""
+    waiting_for: tuple[str, ...] = ()
+    """`waiting`: the tools whose approvals are still open."""
+    approvals_asked: int = 0
+    """`waiting`: how many calls of this round needed an approval (open or already decided,
+    e.g. by the policy)."""
+    ran: tuple[str, ...] = ()
+    """`done`: the tools that ran during the run (from its tool journal)."""
+    not_run: tuple[str, ...] = ()
+    """`done`: calls that did not run and why: `rejected:<tool>`, `expired:<tool>`, or
+    `policy:<tool>` (rejected by the policy)."""
 
 
 class Reporter(Protocol):
@@ -80,8 +90,9 @@ class Reporter(Protocol):
         """Ask people to decide one call; return the id of the message that asks."""
         ...
 
-    async def approval_expired(self, run: RunView, call: PendingCall) -> None:
-        """Show that nobody decided `call` in time."""
+    async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
+        """Show that nobody decided `call` in time. Returns the id of a new message when the one
+        that asked was gone and the card was posted again, else None."""
         ...
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:

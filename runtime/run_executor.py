@@ -33,11 +33,11 @@ from runtime.policy import Policy
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.run_endings import RunEndings
-from runtime.run_observer import RunObserver
+from runtime.run_observer import RunObserver, not_run_notes
 from runtime.run_store import Fenced, Lease, RunRecord, RunStore, Stopped
 from runtime.state_decisions import Applied, apply_decisions, approved_edits, missing_tools
 from runtime.stop_watch import caused_by, run_until_stopped
-from runtime.tool_journal import JournalScope, ToolsInFlight
+from runtime.tool_journal import JournalScope, ToolsInFlight, ran_tools
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +275,7 @@ class RunExecutor:
         context: dict[str, Any] | None,
     ) -> None:
         lease = scope.lease
+        decided = list(envelope.calls)  # on a resume, the calls just decided
         while True:
             try:
                 result = await run_until_stopped(
@@ -313,7 +314,8 @@ class RunExecutor:
             if not result.interruptions:
                 output = str(result.final_output)
                 await self.store.mark_finishing(lease, output)
-                await observer.flush("done")
+                ran = ran_tools(await self.store.journal(envelope.run_id))
+                await observer.flush("done", ran=tuple(ran), not_run=not_run_notes(decided))
                 await self.endings.finish(envelope, output, lease)
                 return
             calls = await self.planner.plan(envelope, result)
@@ -321,6 +323,7 @@ class RunExecutor:
                 await self._stop_for_approvals(envelope, result, calls, observer, lease)
                 return
             # The policy decided every call: go on without asking anyone.
+            decided += calls
             run_input = result.to_state()
             apply_decisions(run_input, calls)
 
@@ -345,7 +348,8 @@ class RunExecutor:
             self_ok=self.allow_self_approval,
             fields=reach.fields,
         )
-        await observer.flush("waiting")
+        open_tools = tuple(c.tool for c in calls if c.decision is None)
+        await observer.flush("waiting", waiting_for=open_tools, approvals_asked=len(calls))
         await self._post_cards(waiting, lease)
 
     async def _report_refusals(self, envelope: RunEnvelope, applied: Applied) -> None:

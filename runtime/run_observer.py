@@ -9,6 +9,7 @@ from typing import Any
 
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 
+from runtime.envelope import PendingCall
 from runtime.reporter import Activity, Reporter, RunView
 from runtime.run_store import Lease, RunStore
 
@@ -59,14 +60,41 @@ class RunObserver(RunHooks[Any]):
         if self._clock() - self._last_sent >= MIN_UPDATE_INTERVAL_SECONDS:
             await self.flush("working")
 
-    async def flush(self, state: str) -> None:
+    async def flush(
+        self,
+        state: str,
+        *,
+        waiting_for: tuple[str, ...] = (),
+        approvals_asked: int = 0,
+        ran: tuple[str, ...] = (),
+        not_run: tuple[str, ...] = (),
+    ) -> None:
         """Send the status now (always at the end of a step, whatever the rate)."""
         if not self._dirty and state == "working":
             return
         self._dirty = False
         self._last_sent = self._clock()
-        activity = Activity(steps=tuple(self._steps[-MAX_STEPS_SHOWN:]), state=state)
+        activity = Activity(
+            steps=tuple(self._steps[-MAX_STEPS_SHOWN:]),
+            state=state,
+            waiting_for=waiting_for,
+            approvals_asked=approvals_asked,
+            ran=ran,
+            not_run=not_run,
+        )
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
         # Kept with the run, so the next step (after an approval) goes on with the same list.
         kept = self._steps[-MAX_STEPS_SHOWN:]
         await self._store.set_status(self._lease, self.message_id, kept)
+
+
+def not_run_notes(calls: list[PendingCall]) -> tuple[str, ...]:
+    """Why each decided call did not run, for the status message (`rejected:<tool>`, ...)."""
+    notes = []
+    for call in calls:
+        decision = call.decision
+        if decision is None or decision.outcome not in ("rejected", "expired"):
+            continue
+        kind = "policy" if decision.by_policy else decision.outcome
+        notes.append(f"{kind}:{call.tool}")
+    return tuple(dict.fromkeys(notes))

@@ -223,6 +223,11 @@ class RunStore:
     async def set_message_ts(self, lease: Lease, approval_id: str, message_ts: str) -> None:
         await self._set(lease.run_id, {rr.TS + approval_id: message_ts}, lease)
 
+    async def set_card_ts(self, run_id: str, approval_id: str, message_ts: str) -> None:
+        """A card posted again after its message was gone: later redraws go to the new one.
+        Not fenced: it changes nothing a step of the run reads."""
+        await self._set(run_id, {rr.TS + approval_id: message_ts}, None)
+
     async def wait_for_approvals(
         self,
         envelope: RunEnvelope,

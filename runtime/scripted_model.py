@@ -24,12 +24,14 @@ from agents.items import TResponseOutputItem
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from runtime.settings import RuntimeSettings
+from runtime.state_decisions import not_run_reason
 
 ANSWER_HEADING = (
     "Scripted model (no OPENAI_API_KEY set): these words are canned, the tools ran for real."
 )
 SERVICES = ("api", "billing", "search")
 OUTPUT_LIMIT = 600
+TASK_LIMIT = 200
 EXAMPLES = (
     "`delete u-100`",
     "`restart the api`",
@@ -151,16 +153,20 @@ def _answer(history: list[_Called], task: str) -> str:
     done = [c for c in history if not c.name.startswith("transfer_to_") and c.output is not None]
     if not done:
         return (
-            f"{ANSWER_HEADING}\nIt did not understand “{task}”. Try "
+            f"{ANSWER_HEADING}\nIt did not understand “{_shorten(task, TASK_LIMIT)}”. Try "
             + ", ".join(EXAMPLES)
             + ", or set OPENAI_API_KEY to use a real model."
         )
-    lines = [f"• `{c.name}`: {_shorten(c.output or '')}" for c in done]
+    lines = []
+    for c in done:
+        # A call that did not run: say why in the script's words, not the words meant for a model.
+        why = not_run_reason(c.name, c.output or "")
+        lines.append(f"• `{c.name}` {why}" if why else f"• `{c.name}`: {_shorten(c.output or '')}")
     return ANSWER_HEADING + "\n" + "\n".join(lines)
 
 
-def _shorten(text: str) -> str:
-    return text if len(text) <= OUTPUT_LIMIT else text[:OUTPUT_LIMIT] + "…"
+def _shorten(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _call_id() -> str:

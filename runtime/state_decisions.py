@@ -23,6 +23,19 @@ from runtime.mcp_origin import mcp_server_of
 log = logging.getLogger(__name__)
 
 
+TELL_THE_USER = "Tell the user it was not done."
+"""Said to the model, not to people: a tool result reporting a call that did not run ends so."""
+
+
+def not_run_reason(tool: str, output: str) -> str | None:
+    """For a tool result made here (the call did not run): why, in words fit for people, e.g.
+    "was rejected by carol (UCAROL). Reason: ..."; None for a real tool output."""
+    prefix = f"The call to {tool} "
+    if not output.startswith(prefix):
+        return None
+    return output.removeprefix(prefix).replace(TELL_THE_USER, "").strip()
+
+
 def rejection_message(decision: Decision | None, tool: str) -> str:
     """The tool result the model sees instead of the tool's output."""
     if decision is None:
@@ -30,7 +43,7 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
     if decision.outcome == "expired":
         return (
             f"The call to {tool} was not run: no one approved or rejected it in time, "
-            "so the request expired. Tell the user it was not done."
+            f"so the request expired. {TELL_THE_USER}"
         )
     if decision.by_policy:
         return f"The call to {tool} was not run: the approval policy does not allow it."

@@ -243,7 +243,7 @@ def build_worker(
         job_timeout=settings.job_timeout_seconds,
         shutdown=shutdown,
     )
-    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter)
+    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter, store=store)
     reminders = Reminders(
         store=store, reporter=reporter, redis=redis, keys=keys, escalation=escalation
     )

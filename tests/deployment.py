@@ -82,6 +82,7 @@ class Deployment:
         await self.model.stop()
         await self.slack.stop()
         await self.redis.aclose()
+        self.slack.assert_nothing_refused()
 
     async def job_owner(self) -> str | None:
         """The dyno (`worker.1`) holding the first pending job, if any."""

@@ -23,7 +23,8 @@ STATUS_PREFIXES = (
     ":hourglass_flowing_sand:",
     ":raised_hand: Waiting",
     ":white_check_mark: Done",
-    ":x: Stopped",
+    ":x: Failed",
+    ":no_entry_sign: Nothing ran",
 )
 NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by", ":rotating_light:")
 """Reminders, escalations and notes in a thread: neither status nor answer."""
@@ -104,6 +105,13 @@ class FakeSlack(LocalSlack):
         """
         self._failures.setdefault(method, []).append(Failure(status, body, headers or {}, when))
 
+    def assert_nothing_refused(self) -> None:
+        """Fail the test if the bot sent anything real Slack would refuse (see `refused`); a test
+        that sends such a thing on purpose reads and clears `refused` itself."""
+        if self.refused:
+            found = "; ".join(f"{r.method}: {r.error}: {r.detail}" for r in self.refused)
+            raise AssertionError(f"Slack would have refused what the bot sent: {found}")
+
     def hold(self, method: str) -> None:
         """Leave calls of `method` unanswered (a Slack that hangs) until the fake stops."""
         self._held.setdefault(method, asyncio.Event())
@@ -178,8 +186,17 @@ class FakeSlack(LocalSlack):
         return [
             m
             for m in self.messages.values()
-            if any(b.get("block_id") == "approval" for b in m.blocks)
+            if any(b.get("block_id") in ("approval", "decision") for b in m.blocks)
             or "wants to run" in m.all_text()
+        ]
+
+    def status_messages(self, thread_ts: str) -> list[Message]:
+        """The run's status message (one, edited in place): in the thread, with blocks, no card."""
+        cards = {m.ts for m in self.cards()}
+        return [
+            m
+            for m in self.messages.values()
+            if m.thread_ts == thread_ts and m.blocks and m.ts not in cards
         ]
 
     def roots(self) -> list[Message]:
@@ -205,7 +222,7 @@ class FakeSlack(LocalSlack):
         return [
             m
             for m in self.messages.values()
-            if m.thread_ts == thread_ts and m.text.startswith(NOTE_PREFIXES)
+            if m.thread_ts == thread_ts and not m.blocks and m.text.startswith(NOTE_PREFIXES)
         ]
 
     # --- failures ---------------------------------------------------------------------------------

@@ -160,6 +160,7 @@ class Harness:
         await self.model.stop()
         await self.slack.stop()
         await self.redis.aclose()
+        self.slack.assert_nothing_refused()
 
     # --- conversation helpers ---------------------------------------------------------------
 

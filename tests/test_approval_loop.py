@@ -24,7 +24,7 @@ async def test_approve_runs_the_tool_and_answers_in_the_thread(bot: Harness) -> 
     assert answer.text == "done: deleted u-100"
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
     assert card.actions() == []
-    assert "Approved by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved" in card.all_text()
 
 
 async def test_approve_always_lets_later_calls_of_the_tool_run_without_a_click(
@@ -47,7 +47,7 @@ async def test_approve_always_lets_later_calls_of_the_tool_run_without_a_click(
     assert answer.text == "restarted api and restarted search"
     assert [tool for tool, _ in agents.EXECUTIONS] == ["restart_service", "restart_service"]
     assert len(bot.slack.cards()) == 1, "the second call needed no card"
-    assert "Approved always (rest of this run) by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved `restart_service` for the rest of this run" in card.all_text()
 
 
 async def test_reject_with_a_reason_tells_the_model_who_and_why(bot: Harness) -> None:
@@ -64,7 +64,7 @@ async def test_reject_with_a_reason_tells_the_model_who_and_why(bot: Harness) ->
     assert "Ada is still on payroll" in told
     assert answer.text.startswith("done: ")
     assert agents.EXECUTIONS == []
-    assert "Rejected by <@UCAROL>" in card.all_text()
+    assert "<@UCAROL> rejected" in card.all_text()
     assert "Ada is still on payroll" in card.all_text()
     assert card.actions() == []
 
@@ -125,7 +125,7 @@ async def test_a_handoff_and_a_tool_without_approval_show_in_the_status_message(
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "helper done"
 
-    [status] = [m for m in bot.slack.thread(root.channel, root.ts) if m.text.startswith(":")]
+    [status] = bot.slack.status_messages(root.ts)
     assert status.text.startswith(":white_check_mark: Done")
     assert status.text.splitlines()[1:] == [
         "• called `list_users`",

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
+from runtime.local_redis import free_port
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
-from tests.processes import ROOT
+from tests.processes import ROOT, Process, wait_until_healthy
 
 POLICY = """
 [[rule]]
@@ -105,3 +110,65 @@ async def test_agent_audit_shows_this_channels_events_and_one_runs_history(
     assert history["text"].startswith(f"*Audit: run `{run}`*")
     _, hidden = await bot.sender.command(f"audit {run}", channel="COTHER")
     assert "No audit events of run" in hidden["text"]
+
+
+async def test_the_readmes_export_works_after_the_demo(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    readme = (ROOT / "README.md").read_text()
+    [command] = [line for line in readme.splitlines() if "-m runtime audit --demo" in line]
+    env = {
+        "PORT": str(free_port()),
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": prefix,
+        "OPENAI_API_KEY": "",
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+    demo = Process("demo", "python -m bot demo", env, tmp_path)
+    url = f"http://127.0.0.1:{env['PORT']}"
+    try:
+        await wait_until_healthy(f"{url}/healthz", demo)
+        async with aiohttp.ClientSession() as session:
+            intent = {"user": "UALICE", "kind": "command", "command": "/agent"}
+            page = {"Origin": url}  # the console takes intents from its own page only
+            typed = {**intent, "text": "delete u-100"}
+            await session.post(f"{url}/console/intents", json=typed, headers=page)
+            card = await next_snapshot(session, url, _approve_button)
+            click = {"user": "UBOB", "kind": "click", "message_ts": card, "action_id": "approve"}
+            await session.post(f"{url}/console/intents", json=click, headers=page)
+            await next_snapshot(session, url, _answered)
+    finally:
+        demo.signal(signal.SIGINT)
+        assert await demo.wait(timeout=30) == 0, demo.log()
+
+    out = tmp_path / "audit.jsonl"
+    shell = command.replace(".venv/bin/python", sys.executable).replace("audit.jsonl", str(out))
+    done = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", shell, cwd=ROOT, env={**os.environ, **env}
+    )
+    assert await asyncio.wait_for(done.wait(), timeout=60) == 0
+    events = [json.loads(line)["event"] for line in out.read_text().splitlines()]
+    assert {"started", "requested", "approved", "executed", "finished"} <= set(events)
+
+
+async def next_snapshot(
+    session: aiohttp.ClientSession, url: str, found: Callable[[dict[str, Any]], Any]
+) -> Any:
+    """The console's stream, read until `found` returns something."""
+    async with asyncio.timeout(20), session.get(f"{url}/console/stream") as response:
+        async for line in response.content:
+            if line.startswith(b"data: ") and (value := found(json.loads(line[6:]))):
+                return value
+    raise AssertionError("the console's stream ended")
+
+
+def _approve_button(snapshot: dict[str, Any]) -> str | None:
+    for message in snapshot["messages"]:
+        for block in message["blocks"]:
+            if any(e.get("action_id") == "approve" for e in block.get("elements", [])):
+                return str(message["ts"])
+    return None
+
+
+def _answered(snapshot: dict[str, Any]) -> bool:
+    return any(m["text"].startswith("Scripted model") for m in snapshot["messages"])

@@ -14,7 +14,7 @@ from bot.approval_blocks import (
     code_block,
 )
 from runtime.contracts import Conversation
-from runtime.envelope import Decision, PendingCall
+from runtime.envelope import Approval, Decision, PendingCall
 from runtime.reporter import RunView
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
@@ -119,15 +119,74 @@ def test_arguments_that_are_not_json_are_shown_as_sent() -> None:
     assert any("not json {" in t for t in texts(blocks))
 
 
-def test_a_decided_card_has_no_decision_buttons_and_says_who_when_why() -> None:
-    decision = Decision(
-        outcome="rejected", user_id="UBOB", reason="<script> no", decided_at=1_800_000_100.0
-    )
-    blocks = approval_decided_blocks(RUN, call("{}", decision=decision))
+@pytest.mark.parametrize(
+    ("decision", "first_line"),
+    [
+        (
+            Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1_800_000_100.0),
+            ":white_check_mark: <@UBOB> approved `delete_user`",
+        ),
+        (
+            Decision(
+                outcome="approved_always", user_id="UBOB", reason=None, decided_at=1_800_000_100.0
+            ),
+            ":white_check_mark: <@UBOB> approved `delete_user` for the rest of this run",
+        ),
+        (
+            Decision(
+                outcome="approved",
+                user_id="UDAVE",
+                reason=None,
+                decided_at=1_800_000_100.0,
+                approvals=(
+                    Approval(user_id="UCAROL", outcome="approved", at=1_800_000_000.0),
+                    Approval(user_id="UDAVE", outcome="approved", at=1_800_000_100.0),
+                ),
+            ),
+            ":white_check_mark: <@UCAROL> and <@UDAVE> approved `delete_user`",
+        ),
+        (
+            Decision(
+                outcome="rejected",
+                user_id="UCAROL",
+                reason="<script> no",
+                decided_at=1_800_000_100.0,
+            ),
+            ":x: <@UCAROL> rejected `delete_user`: &lt;script&gt; no",
+        ),
+        (
+            Decision(outcome="expired", reason=None, decided_at=1_800_000_100.0),
+            ":hourglass: Expired, did not run",
+        ),
+        (
+            Decision(outcome="stopped", user_id="UALICE", reason=None, decided_at=1_800_000_100.0),
+            ":no_entry: Stopped by <@UALICE>",
+        ),
+    ],
+    ids=["approved", "approved-always", "quorum", "rejected", "expired", "stopped"],
+)
+def test_a_decided_card_reads_as_decided_with_no_buttons_and_no_expiry(
+    decision: Decision, first_line: str
+) -> None:
+    blocks = approval_decided_blocks(RUN, call('{"user_id": "u-100"}', decision=decision))
+    shown = texts(blocks)
+    assert shown[0] == first_line
+    assert shown[1].startswith("Requested by <@UALICE> for *ops* · ")
+    assert "<!date^1800000100^" in shown[1], "when it was settled"
+    assert '"user_id": "u-100"' in shown[2], "what was asked stays readable"
     assert not [b for b in blocks if b["type"] == "actions"]
-    last = texts(blocks)[-1]
-    assert last.startswith(":no_entry: Rejected by <@UBOB> <!date^1800000100^")
-    assert last.endswith(">&lt;script&gt; no")
+    assert "Expires" not in json.dumps(blocks)
+    assert "<!date^1800000000^" not in json.dumps(blocks), "no deadline shown"
+    assert "wants to run" not in json.dumps(blocks), "it no longer wants anything"
+
+
+def test_a_decided_card_with_shortened_arguments_keeps_only_the_view_button() -> None:
+    decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
+    arguments = json.dumps({"rows": [f"row-{n}" for n in range(3000)]})
+    blocks = approval_decided_blocks(RUN, call(arguments, decision=decision))
+    assert [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]] == [
+        "view_arguments"
+    ]
 
 
 async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -> None:
@@ -147,3 +206,9 @@ async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -
     assert view["title"]["text"] == "Tool call arguments"
     assert "row-799" in json.dumps(view)
     assert card.action_ids() == ["approve", "approve_always", "reject", "view_arguments"]
+
+
+def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:
+    decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
+    blocks = approval_decided_blocks(RUN, call("{}", decision=decision, mcp_server="db"))
+    assert texts(blocks)[1].startswith("Requested by <@UALICE> for *ops* on MCP server `db` · ")

@@ -34,6 +34,10 @@ AGENTS = ["ops", "helper"]
         ("help", "help", "", ""),
         ("HELP", "help", "", ""),
         ("ops:", "task", "ops", "ops:"),
+        ("audit", "audit", "", ""),
+        ("audit 0", "audit", "", "0"),
+        ("audit banana", "audit", "", "banana"),
+        ("audit the logs", "task", "ops", "audit the logs"),
     ],
 )
 def test_parse_command_text(text: str, kind: str, agent: str, task: str) -> None:
@@ -121,3 +125,28 @@ async def test_with_redis_down_a_click_says_try_again_and_keeps_the_buttons(
     assert "your decision was not recorded" in note[0]["text"]
     assert "The buttons still work" in note[0]["text"]
     assert slack.calls_to("chat.update") == []
+
+
+@pytest.mark.parametrize(
+    "what", ["0", "banana", "-5", "r123"], ids=["zero", "word", "negative", "short-id"]
+)
+async def test_audit_with_something_it_cannot_show_says_what_it_takes(
+    bot: Harness, what: str
+) -> None:
+    status, body = await bot.sender.command(f"audit {what}")
+    assert status == 200
+    assert body["text"].startswith(
+        f"`/agent audit` takes how many events to show (1 to 100) or a run id, not `{what}`"
+    )
+    assert f"`/agent ops: audit {what}`" in body["text"], "how to make it a task instead"
+    assert await bot.redis.xlen(bot.keys.jobs) == 0, "not a run"
+
+
+async def test_a_long_task_is_shortened_in_the_threads_first_message(bot: Harness) -> None:
+    task = "restart " + "the api and " * 200 + "the end"
+    bot.model.script = lambda request: [message(f"{len(request.task)} characters")]
+    root = await bot.start_run(task)
+    assert root.text.startswith("<@UALICE> asked *ops*: restart the api and")
+    assert root.text.endswith("…")
+    assert len(root.text) < 400
+    assert (await bot.final_answer(root)).text == f"{len(task)} characters", "the agent gets it all"

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from bot.console.local_slack import LocalSlack, Message
 from bot.console.routes import LOCAL_SLACK
-from bot.settings import load_settings, with_console_defaults
+from bot.console.slack_limits import Refusal
+from bot.settings import Settings, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
 from runtime.examples.ops import SERVICES
@@ -21,16 +25,62 @@ from runtime.local_redis import free_port
 from runtime.policy import load_policy
 from runtime.redis_connection import connect
 from runtime.registry import load_registry
+from runtime.worker import Worker
 from tests.harness import Harness
+
+BOT = Path(__file__).resolve().parent.parent / "bot"
+SHORTCODE = re.compile(r":([a-z][a-z0-9_+-]*):")
 
 
 class Console:
     """The web process with CONSOLE=true and a worker, as `python -m bot demo` wires them."""
 
-    def __init__(self, url: str, slack: LocalSlack, session: aiohttp.ClientSession) -> None:
-        self.url = url
-        self.slack = slack
+    def __init__(self, settings: Settings, redis_url: str, session: aiohttp.ClientSession) -> None:
+        self.settings = settings
+        self.registry = load_registry(settings.agents)
+        self.redis_url = redis_url
+        self.url = f"http://127.0.0.1:{settings.port}"
         self.session = session
+        self.slack = LocalSlack()
+        self.refused: list[Refusal] = []
+        self._runner: web.AppRunner | None = None
+        self._worker: tuple[Worker, asyncio.Task[None], aioredis.Redis] | None = None
+
+    async def start(self) -> None:
+        app = await create_web_app(
+            self.settings, redis=connect(self.redis_url), agent_names=self.registry.names
+        )
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.settings.port).start()
+        self.slack = app[LOCAL_SLACK]
+        worker_redis = connect(self.redis_url)
+        worker = slack_worker(
+            self.settings,
+            redis=worker_redis,
+            session=self.session,
+            registry=self.registry,
+            policy=load_policy(self.settings),
+            name="console-worker",
+            poll_interval=0.1,
+        )
+        task = asyncio.get_running_loop().create_task(worker.run())
+        self._worker = (worker, task, worker_redis)
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            worker, task, worker_redis = self._worker
+            worker.stop()
+            await asyncio.wait_for(task, timeout=30)
+            await worker_redis.aclose()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.refused += self.slack.refused
+
+    async def restart(self) -> None:
+        """Ctrl-C and start the demo again: a new stand-in Slack, the same Redis."""
+        await self.stop()
+        await self.start()
 
     @property
     def host(self) -> str:
@@ -81,34 +131,16 @@ class Console:
 
 @pytest.fixture
 async def console(redis_url: str, prefix: str, pretend_world: None) -> AsyncIterator[Console]:
-    port = free_port()
-    environ = {"CONSOLE": "true", "PORT": str(port), "REDIS_URL": redis_url}
+    environ = {"CONSOLE": "true", "PORT": str(free_port()), "REDIS_URL": redis_url}
     settings = load_settings(with_console_defaults({**environ, "REDIS_KEY_PREFIX": prefix}))
-    registry = load_registry(settings.agents)
-    app = await create_web_app(settings, redis=connect(redis_url), agent_names=registry.names)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    session = aiohttp.ClientSession()
-    worker_redis = connect(redis_url)
-    worker = slack_worker(
-        settings,
-        redis=worker_redis,
-        session=session,
-        registry=registry,
-        policy=load_policy(settings),
-        name="console-worker",
-        poll_interval=0.1,
-    )
-    task = asyncio.get_running_loop().create_task(worker.run())
-    try:
-        yield Console(f"http://127.0.0.1:{port}", app[LOCAL_SLACK], session)
-    finally:
-        worker.stop()
-        await asyncio.wait_for(task, timeout=30)
-        await runner.cleanup()
-        await session.close()
-        await worker_redis.aclose()
+    async with aiohttp.ClientSession() as session:
+        console = Console(settings, redis_url, session)
+        await console.start()
+        try:
+            yield console
+        finally:
+            await console.stop()
+    assert console.refused == [], "real Slack would have refused these"
 
 
 async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: Console) -> None:
@@ -127,7 +159,7 @@ async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: C
     assert status == 200
     [answer] = await console.wait_for(console.answers, "the answer")
     assert "Deleted user u-100 (Ada Lovelace)." in answer
-    assert "Approved by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved `delete_user`" in card.all_text()
     assert card.actions() == []
 
 
@@ -263,3 +295,48 @@ async def test_the_console_is_off_unless_enabled(bot: Harness) -> None:
                 assert response.status in (404, 405), path
         async with session.post(f"{bot.web_url}/console/intents", json={}) as response:
             assert response.status == 404
+
+
+def test_every_emoji_the_bot_writes_is_drawn_by_the_console() -> None:
+    sources = [*BOT.glob("*.py"), *BOT.glob("console/*.py")]
+    written = {code for path in sources for code in SHORTCODE.findall(path.read_text())}
+    script = (BOT / "console" / "static" / "console.js").read_text()
+    table = script[
+        script.index("const EMOJI = {") : script.index("};", script.index("const EMOJI"))
+    ]
+    drawn = set(re.findall(r"(\w+): \"", table))
+    assert {"alarm_clock", "busts_in_silhouette", "no_entry_sign"} <= written
+    assert written - drawn == set(), "add these to EMOJI in console.js"
+
+
+async def test_a_command_longer_than_slack_takes_is_not_sent(console: Console) -> None:
+    async with console.session.get(f"{console.url}/console/stream") as response:
+        snapshot = json.loads((await response.content.readline()).decode().removeprefix("data: "))
+    limit = snapshot["config"]["command_limit"]
+    assert limit == 4000, "the page stops longer commands itself, keeping what was typed"
+    status, _ = await console.intent(
+        "UALICE", kind="command", command="/agent", text="delete u-100 " + "x" * limit
+    )
+    assert status == 400
+    assert console.slack.messages == {} and console.slack.private_notes == []
+
+
+async def test_restarting_the_demo_keeps_a_waiting_card_whose_buttons_still_work(
+    console: Console,
+) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="delete u-100")
+    [card] = await console.wait_for(console.cards, "a card")
+    before = {m.ts: m.all_text() for m in console.slack.messages.values()}
+
+    await console.restart()
+    assert {m.ts: m.all_text() for m in console.slack.messages.values()} == before
+    [note] = console.slack.private_notes
+    assert note.text.startswith("Starting *ops*"), "alice's private note came back too"
+
+    status, _ = await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    assert status == 200
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "Deleted user u-100 (Ada Lovelace)." in answer
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    await console.wait_for(lambda: len(console.cards()) == 1, "a second card")
+    assert min(m.ts for m in console.cards()) > card.ts, "new messages come after restored ones"

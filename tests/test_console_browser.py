@@ -7,9 +7,12 @@ it runs as root). Without Chromium the test is skipped on a developer's machine 
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import shutil
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -30,7 +33,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def chromium_or_explain() -> str:
@@ -97,14 +100,11 @@ async def test_approve_and_reject_with_a_reason_in_the_console(
     await expect(card).to_contain_text('"user_id": "u-100"')
     await expect(page.get_by_text("Only visible to you")).to_be_visible()
     await card.screenshot(path=artifacts / "console-card.png")
-    if os.environ.get("UPDATE_DOCS_SCREENSHOT"):
-        DOCS.mkdir(exist_ok=True)
-        await card.screenshot(path=DOCS / "card.png")
 
     await page.select_option("#person", "UBOB")
     await card.get_by_role("button", name="Approve", exact=True).click()
     await expect(page.get_by_text("Deleted user u-100 (Ada Lovelace).")).to_be_visible()
-    await expect(page.get_by_text("Approved by @bob")).to_be_visible()
+    await expect(page.get_by_text("@bob approved delete_user")).to_be_visible()
     await page.screenshot(path=artifacts / "console-approved.png")
 
     await page.select_option("#person", "UALICE")  # people may not decide their own requests
@@ -122,6 +122,32 @@ async def test_approve_and_reject_with_a_reason_in_the_console(
     await expect(
         page.get_by_text("rejected by bob (UBOB). Reason: Not during the sale")
     ).to_be_visible()
-    await expect(page.get_by_text("Rejected by @bob")).to_be_visible()
+    await expect(
+        page.get_by_text("@bob rejected restart_service: Not during the sale")
+    ).to_be_visible()
     await page.screenshot(path=artifacts / "console-rejected.png")
+    await expect(page.get_by_text("Nothing ran: restart_service was rejected")).to_be_visible()
+    shortcodes = re.findall(r":[a-z][a-z0-9_+-]*:", await page.locator("#messages").inner_text())
+    assert shortcodes == [], "every emoji is drawn"
+
+    too_long = "/agent " + "x" * 4001
+    await type_command(page, too_long)
+    await expect(page.locator("#composer-error")).to_contain_text("1 character too long")
+    assert await page.input_value("#command") == too_long, "what was typed stays"
+    await page.fill("#command", "/agent " + "x" * 4000)
+    await expect(page.locator("#composer-error")).to_be_empty()
     assert errors == []
+
+
+async def test_the_card_screenshot_script_draws_the_card(tmp_path: Path, redis_url: str) -> None:
+    chromium = chromium_or_explain()
+    out = tmp_path / "card.png"
+    script = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "scripts" / "card_screenshot.py"),
+        "--out",
+        str(out),
+        env={**os.environ, "CHROMIUM": chromium, "REDIS_URL": redis_url},
+    )
+    assert await asyncio.wait_for(script.wait(), timeout=120) == 0
+    assert out.read_bytes().startswith(b"\x89PNG"), "docs/card.png is drawn this way"

@@ -150,3 +150,26 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
             assert await redis.xlen(keys.jobs) == _round + 1, "one resume job per run"
     finally:
         await redis.aclose()
+
+
+async def test_a_card_slack_no_longer_has_is_posted_again_with_one_warning(
+    bot: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [status] = bot.slack.status_messages(root.ts)
+    # A console restarted without them: Slack answers message_not_found to their updates.
+    del bot.slack.messages[card.ts], bot.slack.messages[status.ts]
+
+    answer = await bot.final_answer(root, timeout=15)
+    assert "no one approved or rejected it in time" in answer.text
+    [again] = [m for m in bot.slack.cards() if m.thread_ts == root.ts]
+    assert again.ts != card.ts
+    assert again.text == ":hourglass: Expired, did not run"
+    [status_again] = bot.slack.status_messages(root.ts)
+    assert status_again.text.startswith(":no_entry_sign: Nothing ran: `delete_user` expired")
+    gone = [r for r in caplog.records if "gone from Slack (message_not_found)" in r.getMessage()]
+    assert [r.levelname for r in gone] == ["WARNING", "WARNING"], "one line each, card and status"
+    assert not any(r.exc_info for r in gone), "a warning, not a traceback"
+    assert agents.EXECUTIONS == []

@@ -123,7 +123,7 @@ async def test_deciding_on_the_home_tab_updates_the_card_resumes_the_run_and_the
     status, _ = await bot.sender.click_home("UBOB", "home_approve", approve["value"])
     assert status == 200
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
-    assert "Approved by <@UBOB>" in card.all_text() and card.action_ids() == []
+    assert "<@UBOB> approved `delete_user`" in card.all_text() and card.action_ids() == []
     assert len(agents.EXECUTIONS) == 1
 
     # Both tabs are republished without being reopened.
@@ -170,7 +170,7 @@ async def test_rejecting_on_the_home_tab_asks_why_and_stop_stops_the_run(bot: Ha
         values={"reason": {"reason_input": {"type": "plain_text_input", "value": "not today"}}},
     )
     assert "not today" in (await bot.final_answer(root)).text
-    assert "Rejected by <@UBOB>" in card.all_text()
+    assert "<@UBOB> rejected" in card.all_text()
 
     second = await bot.start_run("restart api")
     await bot.cards(second, 1)

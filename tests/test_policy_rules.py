@@ -53,7 +53,7 @@ async def test_quorum_of_two_waits_for_a_second_approver(bot: Harness) -> None:
 
     await bot.sender.click(card, "approve", user="UDAVE")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
-    assert "Approved by <@UCAROL>, <@UDAVE>" in card.all_text()
+    assert "<@UCAROL> and <@UDAVE> approved" in card.all_text()
     assert len(agents.EXECUTIONS) == 1
 
 

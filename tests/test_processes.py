@@ -32,7 +32,7 @@ async def test_both_processes_restart_while_an_approval_waits(deployment: Deploy
     assert status == 200
     [answer] = await deployment.final_answers(root)
     assert answer.text == "done: deleted u-100"
-    assert "Approved by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved `delete_user`" in card.all_text()
 
 
 async def test_a_worker_killed_mid_run_is_replaced_by_another(deployment: Deployment) -> None:
@@ -99,6 +99,16 @@ async def test_a_missing_setting_stops_the_process_with_the_fix(
     assert "SLACK_SIGNING_SECRET is not set. Copy the Signing Secret" in log
     assert "APPROVAL_TTL_SECONDS is invalid" in log
     assert "Traceback" not in log
+
+
+async def test_the_web_process_says_once_where_it_listens_and_nothing_of_tokens(
+    deployment: Deployment,
+) -> None:
+    web = await deployment.web()
+    log = web.log()
+    where = f"web: listening on http://0.0.0.0:{deployment.port} (Slack's requests at /slack/events"
+    assert log.count(where) == 1, log
+    assert "will be unused" not in log, "Bolt is given our client on purpose"
 
 
 async def test_the_console_will_not_start_with_a_real_slack_app(

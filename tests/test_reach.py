@@ -78,7 +78,7 @@ async def test_notify_sends_copies_and_a_decision_on_one_redraws_them_all(bot: H
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     everywhere = [card, *copies]
     await bot.slack.wait_for(
-        lambda: all("Approved by <@UCAROL>" in m.all_text() for m in everywhere),
+        lambda: all("<@UCAROL> approved" in m.all_text() for m in everywhere),
         what="the decision on the card and on every copy",
     )
     assert [m.action_ids() for m in everywhere] == [[]] * 4
@@ -143,9 +143,9 @@ async def test_an_escalation_lets_more_people_decide_and_says_so_in_the_thread(
 
     await bot.sender.click(card, "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
-    assert "Approved by <@UCAROL>" in card.all_text()
+    assert "<@UCAROL> approved" in card.all_text()
     await bot.slack.wait_for(
-        lambda: all("Approved by <@UCAROL>" in c.all_text() for c in copies),
+        lambda: all("<@UCAROL> approved" in c.all_text() for c in copies),
         what="the copies redrawn",
     )
     assert len(bot.slack.notes(root.ts)) == 1, "escalated once"

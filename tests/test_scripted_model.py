@@ -66,6 +66,19 @@ async def demo_bot(redis_url: str, prefix: str, pretend_world: None) -> AsyncIte
         await harness.stop()
 
 
+@pytest.fixture
+async def impatient_demo_bot(
+    redis_url: str, prefix: str, pretend_world: None
+) -> AsyncIterator[Harness]:
+    env = {**EXAMPLE_AGENTS, "APPROVAL_TTL_SECONDS": "1"}
+    harness = Harness(redis_url=redis_url, prefix=prefix, env=env, scripted_model=True)
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
 async def test_approve_runs_the_real_example_tool(demo_bot: Harness) -> None:
     root = await demo_bot.start_run("delete u-100")
     [card] = await demo_bot.cards(root, 1)
@@ -88,7 +101,7 @@ async def test_a_rejection_reason_reaches_the_answer(demo_bot: Harness) -> None:
 
     answer = await demo_bot.final_answer(root)
     assert "Deleted user u-101 (Grace Hopper)." in answer.text
-    assert "restart_service was rejected by ucarol (UCAROL). Reason: not during the sale" in (
+    assert "`restart_service` was rejected by ucarol (UCAROL). Reason: not during the sale" in (
         answer.text
     )
     assert SERVICES["api"] == 0
@@ -110,6 +123,30 @@ async def test_a_task_it_cannot_read_gets_examples_and_no_card(demo_bot: Harness
     assert "`delete u-100`" in answer.text
     assert "set OPENAI_API_KEY" in answer.text
     assert demo_bot.slack.cards() == []
+
+
+async def test_an_expired_call_is_told_in_the_scripts_words_not_the_models(
+    impatient_demo_bot: Harness,
+) -> None:
+    bot = impatient_demo_bot
+    root = await bot.start_run("delete u-100")
+    await bot.cards(root, 1)
+    answer = await bot.final_answer(root, timeout=15)
+    assert "• `delete_user` was not run: no one approved or rejected it in time" in answer.text
+    assert "Tell the user" not in answer.text, "words meant for the model stay with the model"
+    [status] = bot.slack.status_messages(root.ts)
+    assert (
+        status.text == ":no_entry_sign: Nothing ran: `delete_user` expired: nobody decided in time"
+    )
+    assert "u-100" in USERS
+
+
+async def test_a_task_it_cannot_read_is_quoted_shortened(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("what is " + "the weather " * 100)
+    answer = await demo_bot.final_answer(root)
+    assert "did not understand “what is the weather the weather" in answer.text
+    assert "…”" in answer.text
+    assert len(answer.text) < 800
 
 
 async def test_dropping_a_table_asks_for_the_mcp_servers_tool(demo_bot: Harness) -> None:

@@ -113,4 +113,4 @@ async def test_a_command_and_a_click_over_the_socket_run_the_loop(socket_bot: Ha
     answer = await socket_bot.final_answer(root)
     assert answer.text == "done: deleted u-100"
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
-    assert "Approved by <@UBOB>" in card.all_text()
+    assert "<@UBOB> approved" in card.all_text()

@@ -164,4 +164,4 @@ async def test_a_stop_racing_an_approval_has_one_outcome(bot: Harness) -> None:
         assert len(stopped) + len(answers) == 1, "exactly one ending"
         assert len(agents.EXECUTIONS) <= 1
         card_text = card.all_text()
-        assert (":white_check_mark: Approved" in card_text) != (":no_entry: Stopped" in card_text)
+        assert ("> approved `" in card_text) != (":no_entry: Stopped" in card_text)

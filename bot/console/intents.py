@@ -27,6 +27,10 @@ from bot.console.slack_payloads import (
 )
 from bot.payloads import MESSAGE_TS, SLACK_ID
 
+COMMAND_TEXT_LIMIT = 4000
+"""What the console's composer sends after a slash command, at most: longer is not sent, and
+what was typed stays in the box, as in Slack's composer."""
+
 
 class _Intent(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -37,7 +41,7 @@ class _Intent(BaseModel):
 class TypeCommand(_Intent):
     kind: Literal["command"]
     command: str = Field(pattern=r"^/[a-z0-9_\-]{1,31}$")
-    text: str = Field("", max_length=4000)
+    text: str = Field("", max_length=COMMAND_TEXT_LIMIT)
 
 
 class ClickButton(_Intent):

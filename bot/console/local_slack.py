@@ -10,17 +10,25 @@ It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.upd
 message's channel is `D` + the user id), `users.info`, `conversations.info`, `usergroups.list`,
 `usergroups.users.list`, and `response_url` posts. Anything else answers `unknown_method`, as
 Slack would for a typo.
+What real Slack would refuse (`bot.console.slack_limits`: blocks and views judged by
+`slack_sdk`'s models) is refused the same way, logged, and kept in `refused`, so a test or the
+console's log shows it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from bot.console.slack_limits import Refusal, refusal
+
+log = logging.getLogger(__name__)
 
 BOT_USER = "UBOT0001"
 TEAM = "T0001"
@@ -98,6 +106,8 @@ class LocalSlack:
         """User groups by id, `{"handle": ..., "users": [...]}` (`usergroups.*`)."""
         self.triggers: dict[str, str] = {}
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
+        self.refused: list[Refusal] = []
+        """Calls real Slack would refuse (invalid blocks, too long), answered as Slack would."""
         self.version = 0
         self.closing = asyncio.Event()
         self._last_us = 0
@@ -121,6 +131,8 @@ class LocalSlack:
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
         refused = self.refusal(method, args)
+        if refused is None and (judged := self._judge(method, args)) is not None:
+            refused = web.json_response({"ok": False, "error": judged.error})
         if refused is not None:
             await self.notify()
             return refused
@@ -132,8 +144,17 @@ class LocalSlack:
         """An error to answer instead of doing the call; never, here (the tests' fake says when)."""
         return None
 
+    def _judge(self, method: str, args: dict[str, Any]) -> Refusal | None:
+        found = refusal(method, args)
+        if found is not None:
+            self.refused.append(found)
+            log.warning("Slack would refuse this %s (%s): %s", method, found.error, found.detail)
+        return found
+
     async def handle_response(self, request: web.Request) -> web.Response:
         body = await request.json()
+        if (judged := self._judge("response", body)) is not None:
+            return web.Response(status=400, text=judged.error)
         self.responses.append(body)
         self.add_private_note(request.match_info["token"], None, None, str(body.get("text", "")))
         await self.notify()
@@ -261,6 +282,15 @@ class LocalSlack:
         if opened is not None:
             opened.open = bool(errors)
             opened.errors = dict(errors or {})
+
+    def restore(self, messages: list[Message], notes: list[Note]) -> None:
+        """Take back a channel saved earlier (`bot.console.channel_store`); new messages get
+        later timestamps than any restored one."""
+        self.messages = {m.ts: m for m in messages}
+        self.private_notes = list(notes)
+        for ts in self.messages:
+            seconds, _, micros = ts.partition(".")
+            self._last_us = max(self._last_us, int(seconds) * 1_000_000 + int(micros or 0))
 
     def snapshot(self) -> dict[str, Any]:
         return {

@@ -19,17 +19,26 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import redis.asyncio as aioredis
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot.console.intents import INTENT, IntentRefused, IntentSender, Person
+from bot.console.channel_store import ChannelStore
+from bot.console.intents import (
+    COMMAND_TEXT_LIMIT,
+    INTENT,
+    IntentRefused,
+    IntentSender,
+    Person,
+)
 from bot.console.local_slack import LocalSlack
 from bot.settings import CONSOLE_PREFIX, Settings
+from runtime.keys import Keys
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +64,14 @@ def add_console(
     settings: Settings,
     *,
     session: aiohttp.ClientSession,
+    redis: aioredis.Redis,
     agent_names: list[str],
     scripted_model: bool,
 ) -> LocalSlack:
-    """Mount the console and its stand-in Slack on `app`; return the stand-in."""
+    """Mount the console and its stand-in Slack on `app`; return the stand-in. Its channel is
+    kept in Redis (`bot.console.channel_store`), so a restart shows what still waits."""
     slack = LocalSlack(token=settings.slack_bot_token.get_secret_value())
+    store = ChannelStore(redis=redis, key=Keys(settings.redis_key_prefix).console, slack=slack)
     slack.users.update({person.id: person.name for person in PEOPLE})
     slack.channels[CHANNEL] = CHANNEL_NAME
     app[LOCAL_SLACK] = slack
@@ -76,6 +88,7 @@ def add_console(
         "channel": {"id": CHANNEL, "name": CHANNEL_NAME},
         "agents": agent_names,
         "model": "scripted" if scripted_model else "openai",
+        "command_limit": COMMAND_TEXT_LIMIT,
     }
     app.router.add_routes(slack.routes(CONSOLE_PREFIX))
     app.router.add_get("/console", page)
@@ -84,11 +97,21 @@ def add_console(
     app.router.add_static("/console/static/", STATIC)
     app.middlewares.append(local_only)
 
+    async def keep_channel(_: web.Application) -> AsyncIterator[None]:
+        restored = await store.restore()
+        if restored:
+            log.info("console: %d message(s) of the channel restored", restored)
+        saver = asyncio.get_running_loop().create_task(store.keep_saved(), name="console-save")
+        yield
+        await slack.notify()  # closing is set by now: the saver saves once more and ends
+        await asyncio.wait_for(saver, timeout=5)
+
     async def close_streams(_: web.Application) -> None:
         # Open event streams would hold graceful shutdown for its whole timeout.
         slack.closing.set()
         await slack.notify()
 
+    app.cleanup_ctx.append(keep_channel)
     app.on_shutdown.append(close_streams)
     return slack
 

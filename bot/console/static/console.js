@@ -3,9 +3,13 @@
 // as Slack would. Cards are drawn from the Block Kit JSON the bot sent. No build step.
 "use strict";
 
+// Every shortcode the bot writes, drawn as Slack draws it (tests/test_console.py checks the list).
 const EMOJI = {
-  raised_hand: "✋", white_check_mark: "✅", no_entry: "⛔", hourglass: "⌛",
-  hourglass_flowing_sand: "⏳", x: "❌", warning: "⚠️", robot_face: "🤖",
+  raised_hand: "✋", white_check_mark: "✅", no_entry: "⛔", no_entry_sign: "🚫", hourglass: "⌛",
+  hourglass_flowing_sand: "⏳", x: "❌", warning: "⚠️", robot_face: "🤖", alarm_clock: "⏰",
+  busts_in_silhouette: "👥", bust_in_silhouette: "👤", bell: "🔔", rotating_light: "🚨",
+  arrow_up: "⬆️", key: "🔑", lock: "🔒", pencil2: "✏️", memo: "📝", eyes: "👀",
+  information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
 };
 const EXAMPLES = [
   "delete u-100", "restart the api", "refund o-5521 1200", "delete u-101 and restart search",
@@ -207,9 +211,18 @@ function renderChannel() {
   const nearBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   const notes = snapshot.notes.filter((n) => n.user === person);
   const timeline = [];
-  for (const root of snapshot.messages.filter((m) => !m.thread_ts)) {
+  const known = new Set(snapshot.messages.map((m) => m.ts));
+  // A reply whose thread start this channel never saw (e.g. kept from before a restart) still
+  // shows, under a stand-in for the missing start.
+  const roots = snapshot.messages.filter((m) => !m.thread_ts);
+  for (const ts of new Set(snapshot.messages.map((m) => m.thread_ts))) {
+    if (ts && !known.has(ts)) roots.push({ ts, missing: true });
+  }
+  for (const root of roots) {
     const group = el("div", "conversation");
-    group.append(renderMessage(root));
+    group.append(root.missing
+      ? el("div", "message missing", "The start of this thread is not in the console any more.")
+      : renderMessage(root));
     const replies = snapshot.messages.filter((m) => m.thread_ts === root.ts)
       .map((m) => [Number(m.ts), renderMessage(m)])
       .concat(notes.filter((n) => n.thread_ts === root.ts).map((n) => [n.at, renderNote(n)]))
@@ -320,17 +333,29 @@ async function send(intent) {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ ...intent, user: person }),
-  });
-  if (!response.ok) {
-    const answer = await response.json().catch(() => ({}));
-    $("composer-error").textContent = answer.error || `The console answered ${response.status}.`;
+  }).catch(() => null);
+  if (!response || !response.ok) {
+    const answer = response ? await response.json().catch(() => ({})) : {};
+    $("composer-error").textContent = answer.error
+      || (response ? `The console answered ${response.status}.` : "The web process did not answer.");
+    return false;
   }
+  return true;
+}
+
+// Like Slack's composer: a message over the limit is not sent, and what was typed stays.
+function tooLong(text) {
+  const limit = snapshot ? snapshot.config.command_limit : 4000;
+  const over = text.length - limit;
+  if (over <= 0) return "";
+  return `Your command is ${over.toLocaleString()} character${over === 1 ? "" : "s"} too long `
+    + `(Slack takes ${limit.toLocaleString()}). Shorten it to send it.`;
 }
 
 function start() {
   const form = $("composer");
   const input = $("command");
-  form.onsubmit = (event) => {
+  form.onsubmit = async (event) => {
     event.preventDefault();
     const typed = input.value.trim();
     const match = typed.match(/^(\/[a-z0-9_-]+)(?:\s+([\s\S]*))?$/);
@@ -338,8 +363,20 @@ function start() {
       $("composer-error").textContent = "Type a slash command, e.g. /agent delete u-100.";
       return;
     }
+    const text = match[2] || "";
+    const problem = tooLong(text);
+    if (problem) {
+      $("composer-error").textContent = problem;
+      return;
+    }
     input.value = "";
-    send({ kind: "command", command: match[1], text: match[2] || "" });
+    if (!(await send({ kind: "command", command: match[1], text })) && !input.value) {
+      input.value = typed;  // never lose what was typed
+    }
+  };
+  input.oninput = () => {
+    const match = input.value.trim().match(/^\/[a-z0-9_-]+(?:\s+([\s\S]*))?$/);
+    $("composer-error").textContent = tooLong(match ? match[1] || "" : "");
   };
   for (const example of EXAMPLES) {
     const chip = el("button", "", "/agent " + example);
