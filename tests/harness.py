@@ -211,9 +211,18 @@ class Harness:
                 raise AssertionError(f"no {event} in the audit trail: {trail}")
             await asyncio.sleep(0.05)
 
-    async def run_leftovers(self) -> list[str]:
+    async def run_leftovers(self, settle: float = 5.0) -> list[str]:
         """Keys beyond the audit trail, the job streams, short-lived job-id markers and the
-        tombstones of ended runs (which expire)."""
+        tombstones of ended runs (which expire), once the run's record is closed: it is closed
+        just after its answer is posted, so this waits up to `settle` seconds for none."""
+        deadline = asyncio.get_running_loop().time() + settle
+        while True:
+            left = await self._leftovers()
+            if not left or asyncio.get_running_loop().time() >= deadline:
+                return left
+            await asyncio.sleep(0.05)
+
+    async def _leftovers(self) -> list[str]:
         shared = {self.keys.audit, self.keys.jobs, self.keys.dead_jobs}
         left = []
         for key in await self.keys_left():
