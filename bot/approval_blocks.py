@@ -15,6 +15,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.blocks import Block as SlackBlock
 
 from bot import messages
+from bot.block_parts import button, context_block
 from bot.call_context_blocks import context_blocks, preview_blocks
 from bot.edit_blocks import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.grant_blocks import grant_menu_blocks, granted_blocks
@@ -87,7 +88,7 @@ def _call_blocks(
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
     blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
     if call.description:
-        blocks.append(_context(messages.tool_description(call.description)))
+        blocks.append(context_block(messages.tool_description(call.description)))
     blocks += [
         {"type": "section", "fields": fields},
         *context_blocks(run, call),
@@ -100,28 +101,12 @@ def _call_blocks(
     if call.shown_digest:
         notes.append(messages.digest_line(call.shown_digest))
     if notes:
-        blocks.append(_context(" · ".join(notes)))
+        blocks.append(context_block(" · ".join(notes)))
     return blocks, truncated
 
 
 def _field(text: str) -> Block:
     return {"type": "mrkdwn", "text": text}
-
-
-def _context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
-
-
-def _button(action_id: str, text: str, value: str, style: str | None = None) -> Block:
-    button: Block = {
-        "type": "button",
-        "action_id": action_id,
-        "text": {"type": "plain_text", "text": text},
-        "value": value,
-    }
-    if style:
-        button["style"] = style
-    return button
 
 
 def approval_request_blocks(
@@ -136,19 +121,19 @@ def approval_request_blocks(
     if call.quorum > 1:
         approved_by = [a.user_id for a in call.approvals]
         blocks.append(
-            _context(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
+            context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
         )
     value = button_value(run.run_id, call.approval_id)
-    buttons = [_button(ACTION_APPROVE, messages.APPROVE, value, "primary")]
+    buttons = [button(ACTION_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:
-        buttons.append(_button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
-    buttons.append(_button(ACTION_REJECT, messages.REJECT, value, "danger"))
+        buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
+    buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))
     if truncated:
-        buttons.append(_button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
+        buttons.append(button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
     blocks.append({"type": "actions", "block_id": "approval", "elements": buttons})
     blocks.extend(grant_menu_blocks(run, call, channel_name))
     if call.allow_always:
-        blocks.append(_context(messages.APPROVE_ALWAYS_HINT))
+        blocks.append(context_block(messages.APPROVE_ALWAYS_HINT))
     return blocks
 
 
@@ -201,7 +186,7 @@ def reject_modal(call: PendingCall, private_metadata: str) -> Block:
         "submit": _plain(messages.REJECT_SUBMIT, 24),
         "close": _plain(messages.REJECT_CANCEL, 24),
         "blocks": [
-            _context(messages.reject_context(call.agent, call.tool)),
+            context_block(messages.reject_context(call.agent, call.tool)),
             {
                 "type": "input",
                 "block_id": REASON_BLOCK,
@@ -229,7 +214,7 @@ def arguments_modal(call: PendingCall) -> Block:
         remaining = remaining[shown:]
     if remaining:
         blocks.append(
-            _context(
+            context_block(
                 messages.arguments_shortened(
                     len(pretty_arguments(call.shown_arguments)) - len(remaining),
                     len(pretty_arguments(call.shown_arguments)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import choice_messages
+from bot.block_parts import context_block
 from runtime.envelope import PendingCall
 from runtime.grants import GRANT_CHOICES, Grant
 from runtime.reporter import RunView
@@ -57,7 +58,7 @@ def granted_blocks(run: RunView, call: PendingCall) -> list[Block]:
     text = choice_messages.granted_line(
         call.tool, granted.scope, run.conversation.channel, granted.ends_at, granted.user_id
     )
-    return [_context(text)]
+    return [context_block(text)]
 
 
 def grant_used_blocks(text: str, grant_id: str) -> list[Block]:
@@ -96,7 +97,3 @@ def _section(text: str) -> Block:
 
 def _plain(text: str) -> Block:
     return {"type": "plain_text", "text": text[:75]}
-
-
-def _context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}

@@ -8,6 +8,7 @@ from typing import Any
 from bot import messages
 from bot import reach_messages as words
 from bot.approval_blocks import button_value
+from bot.block_parts import button, context_block
 from runtime.envelope import PendingCall
 from runtime.live_runs import LiveRun
 from runtime.reporter import RunView
@@ -39,18 +40,18 @@ class OwnRun:
 def home_view(waiting: list[WaitingCall], runs: list[OwnRun], *, more_waiting: int = 0) -> Block:
     blocks: list[Block] = [_header(words.HOME_WAITING)]
     if not waiting:
-        blocks.append(_context(words.HOME_NOTHING_WAITING))
+        blocks.append(context_block(words.HOME_NOTHING_WAITING))
     for item in waiting[:WAITING_SHOWN]:
         blocks += _waiting(item)
     if more_waiting:
-        blocks.append(_context(words.home_more(more_waiting)))
+        blocks.append(context_block(words.home_more(more_waiting)))
     blocks += [{"type": "divider"}, _header(words.HOME_YOUR_RUNS)]
     if not runs:
-        blocks.append(_context(words.HOME_NO_RUNS))
+        blocks.append(context_block(words.HOME_NO_RUNS))
     for own in runs[:RUNS_SHOWN]:
         blocks.append(_own_run(own))
     if len(runs) > RUNS_SHOWN:
-        blocks.append(_context(words.home_more(len(runs) - RUNS_SHOWN)))
+        blocks.append(context_block(words.home_more(len(runs) - RUNS_SHOWN)))
     return {"type": "home", "blocks": blocks}
 
 
@@ -61,10 +62,10 @@ def _waiting(item: WaitingCall) -> list[Block]:
         approved = [a.user_id for a in call.approvals]
         progress = messages.quorum_progress(len(approved), call.quorum, approved)
     value = button_value(run.run_id, call.approval_id)
-    buttons = [_button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
+    buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:
-        buttons.append(_button(ACTION_HOME_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
-    buttons.append(_button(ACTION_HOME_REJECT, messages.REJECT, value, "danger"))
+        buttons.append(button(ACTION_HOME_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
+    buttons.append(button(ACTION_HOME_REJECT, messages.REJECT, value, "danger"))
     context = words.home_call_context(
         run.conversation.requester,
         run.conversation.channel,
@@ -74,7 +75,7 @@ def _waiting(item: WaitingCall) -> list[Block]:
     )
     return [
         _section(words.home_call(call.agent, call.tool, call.shown_arguments)),
-        _context(context),
+        context_block(context),
         {"type": "actions", "block_id": f"home:{call.approval_id}", "elements": buttons},
     ]
 
@@ -82,7 +83,7 @@ def _waiting(item: WaitingCall) -> list[Block]:
 def _own_run(own: OwnRun) -> Block:
     block = _section(words.home_run(own.run, own.link))
     if own.run.state != "stopping":
-        block["accessory"] = _button(ACTION_HOME_STOP, messages.STOP, own.run.run_id, "danger")
+        block["accessory"] = button(ACTION_HOME_STOP, messages.STOP, own.run.run_id, "danger")
     return block
 
 
@@ -92,19 +93,3 @@ def _header(text: str) -> Block:
 
 def _section(text: str) -> Block:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
-
-
-def _context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
-
-
-def _button(action_id: str, text: str, value: str, style: str | None = None) -> Block:
-    button: Block = {
-        "type": "button",
-        "action_id": action_id,
-        "text": {"type": "plain_text", "text": text},
-        "value": value,
-    }
-    if style:
-        button["style"] = style
-    return button
