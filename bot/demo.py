@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
+from bot.console.workspace import demo_defaults
 from bot.settings import (
     SLACK_CREDENTIALS,
     Settings,
@@ -51,7 +52,7 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
         print(error)
         return 2
     try:
-        values = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **environ}
+        values = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **demo_defaults(), **environ}
         values.update(CONSOLE="true", REDIS_URL=redis_url, REDIS_TLS_URL="")
         # The demo never talks to Slack: credentials left in the shell are not the console's.
         values.update(dict.fromkeys(SLACK_CREDENTIALS, ""))

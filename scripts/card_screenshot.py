@@ -39,7 +39,7 @@ async def screenshot_card(console_url: str, out: Path, chromium: str) -> None:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
-            page = await browser.new_page(viewport={"width": 900, "height": 800})
+            page = await browser.new_page(viewport={"width": 1120, "height": 900})
             await page.goto(f"{console_url}/console")
             await page.fill("#command", TASK)
             await page.press("#command", "Enter")

@@ -17,6 +17,8 @@ from aiohttp import web
 from bot.console.local_slack import LocalSlack, Message
 from bot.console.routes import LOCAL_SLACK
 from bot.console.slack_limits import Refusal
+from bot.console.slack_payloads import element_action
+from bot.console.workspace import demo_defaults
 from bot.settings import Settings, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
@@ -117,13 +119,19 @@ class Console:
             answer = await response.json()
         return str(answer["user"]["profile"]["display_name"])
 
-    def cards(self) -> list[Message]:
-        """Approval cards (the status message's only button is Stop)."""
+    def cards(self, channel: str = "CDEMO") -> list[Message]:
+        """Approval cards in `channel` (the status message's only button is Stop, a grant's
+        quiet line's is Revoke)."""
         return [
             m
             for m in self.slack.messages.values()
-            if m.actions() and "stop_run" not in m.action_ids()
+            if m.channel == channel
+            and m.actions()
+            and not {"stop_run", "revoke_grant"} & set(m.action_ids())
         ]
+
+    def home(self, user: str) -> str:
+        return json.dumps(self.slack.home_tabs.get(user, {}), ensure_ascii=False)
 
     def answers(self) -> list[str]:
         return [m.text for m in self.slack.messages.values() if m.text.startswith("Scripted")]
@@ -131,7 +139,12 @@ class Console:
 
 @pytest.fixture
 async def console(redis_url: str, prefix: str, pretend_world: None) -> AsyncIterator[Console]:
-    environ = {"CONSOLE": "true", "PORT": str(free_port()), "REDIS_URL": redis_url}
+    environ = {
+        **demo_defaults(),
+        "CONSOLE": "true",
+        "PORT": str(free_port()),
+        "REDIS_URL": redis_url,
+    }
     settings = load_settings(with_console_defaults({**environ, "REDIS_KEY_PREFIX": prefix}))
     async with aiohttp.ClientSession() as session:
         console = Console(settings, redis_url, session)
@@ -300,13 +313,13 @@ async def test_the_console_is_off_unless_enabled(bot: Harness) -> None:
 def test_every_emoji_the_bot_writes_is_drawn_by_the_console() -> None:
     sources = [*BOT.glob("*.py"), *BOT.glob("console/*.py")]
     written = {code for path in sources for code in SHORTCODE.findall(path.read_text())}
-    script = (BOT / "console" / "static" / "console.js").read_text()
+    script = (BOT / "console" / "static" / "blocks.js").read_text()
     table = script[
         script.index("const EMOJI = {") : script.index("};", script.index("const EMOJI"))
     ]
     drawn = set(re.findall(r"(\w+): \"", table))
     assert {"alarm_clock", "busts_in_silhouette", "no_entry_sign"} <= written
-    assert written - drawn == set(), "add these to EMOJI in console.js"
+    assert written - drawn == set(), "add these to EMOJI in blocks.js"
 
 
 async def test_a_command_longer_than_slack_takes_is_not_sent(console: Console) -> None:
@@ -340,3 +353,254 @@ async def test_restarting_the_demo_keeps_a_waiting_card_whose_buttons_still_work
     await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
     await console.wait_for(lambda: len(console.cards()) == 1, "a second card")
     assert min(m.ts for m in console.cards()) > card.ts, "new messages come after restored ones"
+
+
+# --- the Home tab, direct messages, grants and edits, as the page sends them ----------------------
+
+
+def block_index(blocks: list[dict[str, Any]], action_id: str, text: str = "") -> int:
+    """Where the page would find the element: the first block holding `action_id` (after a
+    block that mentions `text`)."""
+    after = 0
+    if text:
+        after = next(i for i, b in enumerate(blocks) if text in json.dumps(b))
+    for index, block in enumerate(blocks[after:], start=after):
+        elements = block.get("elements", []) if block.get("type") == "actions" else []
+        elements = [*elements, *([block["accessory"]] if "accessory" in block else [])]
+        if any(e.get("action_id") == action_id for e in elements):
+            return index
+    raise AssertionError(f"no {action_id} after {text!r}")
+
+
+async def audit_text(console: Console) -> str:
+    """`/agent audit`, as alice reads it in the channel."""
+    before = len(console.slack.private_notes)
+    await console.intent("UALICE", kind="command", command="/agent", text="audit")
+    [note] = await console.wait_for(
+        lambda: [n for n in console.slack.private_notes[before:] if "Audit" in n.text], "audit"
+    )
+    return str(note.text)
+
+
+def grant_option(card: Message, wording: str) -> str:
+    [menu] = [b["accessory"] for b in card.blocks if b.get("block_id") == "grant_menu"]
+    [value] = [o["value"] for o in menu["options"] if wording in o["text"]["text"]]
+    return str(value)
+
+
+async def test_the_home_tab_opens_as_in_slack_and_decides_for_the_card(console: Console) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    [card] = await console.wait_for(console.cards, "a card")
+
+    status, _ = await console.intent("UBOB", kind="home")
+    assert status == 200
+    await console.wait_for(lambda: "restart_service" in console.home("UBOB"), "bob's Home tab")
+    blocks = console.slack.home_tabs["UBOB"]["blocks"]
+    status, _ = await console.intent(
+        "UBOB",
+        kind="click",
+        home=True,
+        block_index=block_index(blocks, "home_approve"),
+        action_id="home_approve",
+    )
+    assert status == 200
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "Restarted api (restart #1)." in answer
+    assert "<@UBOB> approved `restart_service`" in card.all_text(), "the card agrees"
+    assert card.actions() == []
+    await console.wait_for(
+        lambda: "restart_service" not in console.home("UBOB"), "bob's tab, republished"
+    )
+
+
+async def test_reject_on_the_home_tab_asks_the_clicker_why(console: Console) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    [card] = await console.wait_for(console.cards, "a card")
+    await console.intent("UCAROL", kind="home")
+    await console.wait_for(lambda: "home_reject" in console.home("UCAROL"), "carol's tab")
+    await console.intent("UCAROL", kind="click", home=True, action_id="home_reject")
+    [opened] = await console.wait_for(
+        lambda: [v for v in console.slack.opened.values() if v.open], "the reject modal"
+    )
+    assert opened.user == "UCAROL", "the modal opens for whoever clicked, from the tab"
+    await console.intent(
+        "UCAROL",
+        kind="submit",
+        view_id=opened.id,
+        values={"reason": {"reason_input": "not during the sale"}},
+    )
+    await console.wait_for(lambda: "rejected `restart_service`" in card.all_text(), "the card")
+    assert "not during the sale" in card.all_text()
+    assert SERVICES["api"] == 0
+
+
+async def test_a_stop_from_the_home_tab_and_its_private_answer_in_a_direct_message(
+    console: Console,
+) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    [card] = await console.wait_for(console.cards, "a card")
+    await console.intent("UBOB", kind="home")
+    await console.wait_for(lambda: console.home("UBOB") != "{}", "bob's Home tab")
+    status, _ = await console.intent("UBOB", kind="click", home=True, action_id="home_stop")
+    assert status == 404, "bob has no runs, so no Stop on his tab"
+
+    await console.intent("UALICE", kind="home")
+    await console.wait_for(lambda: "home_stop" in console.home("UALICE"), "alice's run")
+    await console.intent("UALICE", kind="click", home=True, action_id="home_stop")
+    await console.wait_for(lambda: "Stopped by" in card.all_text(), "the card, stopped")
+    assert card.actions() == []
+    assert SERVICES["api"] == 0, "nothing ran"
+
+
+async def test_a_grant_chosen_from_the_menu_covers_the_next_run_until_revoked(
+    console: Console,
+) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    [card] = await console.wait_for(console.cards, "a card")
+    hour = grant_option(card, "in #demo for 1 hour")
+    index = block_index(card.blocks, "approve_with_grant")
+    refused = await console.intent(
+        "UBOB",
+        kind="click",
+        message_ts=card.ts,
+        block_index=index,
+        action_id="approve_with_grant",
+        option=hour.replace("3600", "999999"),
+    )
+    assert refused[0] == 404, "only an option the menu offers"
+    status, _ = await console.intent(
+        "UBOB",
+        kind="click",
+        message_ts=card.ts,
+        block_index=index,
+        action_id="approve_with_grant",
+        option=hour,
+    )
+    assert status == 200
+    await console.wait_for(lambda: SERVICES["api"] == 1, "the approved restart")
+    assert "Also allowed by <@UBOB>" in card.all_text()
+
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    await console.wait_for(lambda: SERVICES["api"] == 2, "the restart the grant covered")
+    assert console.cards() == [], "no card for the covered call"
+    [quiet] = [m for m in console.slack.messages.values() if "revoke_grant" in m.action_ids()]
+    assert "approved by <@UBOB>'s grant" in quiet.text + quiet.all_text()
+
+    await console.intent("UALICE", kind="command", command="/agent", text="grants")
+    [listing] = await console.wait_for(
+        lambda: [n for n in console.slack.private_notes if n.blocks], "the grants, listed"
+    )
+    status, _ = await console.intent(
+        "UALICE",
+        kind="click",
+        note_id=listing.id,
+        block_index=block_index(listing.blocks, "revoke_grant"),
+        action_id="revoke_grant",
+    )
+    assert status == 200
+    await console.wait_for(
+        lambda: any(n.text.startswith("Revoked.") for n in console.slack.private_notes),
+        "alice is told",
+    )
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    await console.wait_for(console.cards, "a card again")
+    assert SERVICES["api"] == 2
+    audit = await audit_text(console)
+    steps = ("*granted* `restart_service` by <@UBOB>", "*approved by a grant*", "*grant revoked*")
+    for step in steps:
+        assert step in audit, step
+
+
+async def test_an_edit_in_the_modal_shows_errors_then_approves_the_edited_call(
+    console: Console,
+) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="refund o-5521 1200")
+    [card] = await console.wait_for(console.cards, "a card")
+    [copy] = await console.wait_for(lambda: console.cards("DUCAROL"), "carol's copy, in a DM")
+    seen = await console.intent("UBOB", kind="click", message_ts=copy.ts, action_id="approve")
+    assert seen[0] == 404, "a direct message is only its person's to click"
+    status, _ = await console.intent(
+        "UBOB",
+        kind="click",
+        message_ts=card.ts,
+        block_index=block_index(card.blocks, "edit_arguments"),
+        action_id="edit_arguments",
+    )
+    assert status == 200
+    [opened] = await console.wait_for(
+        lambda: [v for v in console.slack.opened.values() if v.open], "the edit modal"
+    )
+    assert opened.user == "UBOB"
+    [field] = [b["element"] for b in opened.view["blocks"] if b["type"] == "input"]
+    assert json.loads(field["initial_value"]) == {"order_id": "o-5521", "amount_cents": 1200}
+
+    for typed in ('{"order_id": "o-5521", "amount_cents": 900', '{"order_id": "o-5521"}'):
+        await console.intent(
+            "UBOB",
+            kind="submit",
+            view_id=opened.id,
+            values={"arguments": {"arguments_input": typed}},
+        )
+        assert opened.open and set(opened.errors) == {"arguments"}, typed
+    assert console.answers() == [] and "Edited" not in card.all_text(), "nothing was recorded"
+
+    await console.intent(
+        "UBOB",
+        kind="submit",
+        view_id=opened.id,
+        values={"arguments": {"arguments_input": '{"order_id": "o-5521", "amount_cents": 900}'}},
+    )
+    assert not opened.open
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "Refunded 9.00 on order o-5521" in answer
+    for shown in (card, copy):
+        assert "Edited and approved by <@UBOB>" in shown.all_text()
+        assert "`1200` → `900`" in shown.all_text()
+    audit = await audit_text(console)
+    assert re.search(r"\*edited\* `refund_order` by <@UBOB> run `\S+` digest `[0-9a-f]{12}`", audit)
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [
+        {"kind": "click", "action_id": "approve"},
+        {"kind": "click", "message_ts": "1.1", "home": True, "action_id": "approve"},
+        {"kind": "click", "home": True, "action_id": "home_approve"},
+        {"kind": "click", "note_id": "N1", "action_id": "revoke_grant"},
+    ],
+    ids=["nowhere", "two-places", "no-home-tab-yet", "no-such-note"],
+)
+async def test_clicks_on_nothing_are_refused(console: Console, intent: dict[str, Any]) -> None:
+    status, _ = await console.post_intent({"user": "UALICE", **intent})
+    assert status in (400, 404)
+    assert console.slack.messages == {}
+
+
+@pytest.mark.parametrize("kind", ["static_select", "overflow"])
+def test_a_menu_choice_is_sent_as_slack_sends_it(kind: str) -> None:
+    options = [
+        {"text": {"type": "plain_text", "text": "for 1 hour"}, "value": "r:a:tool:3600"},
+        {"text": {"type": "plain_text", "text": "for 8 hours"}, "value": "r:a:tool:28800"},
+    ]
+    menu = {"type": kind, "action_id": "approve_with_grant", "options": options}
+    action = element_action(menu, "grant_menu", "r:a:tool:28800")
+    assert action["type"] == kind and action["block_id"] == "grant_menu"
+    assert action["selected_option"] == options[1]
+    assert "value" not in action, "a menu's choice is its selected option"
+    with pytest.raises(ValueError, match="not an option"):
+        element_action(menu, "grant_menu", "r:a:tool:999999")
+
+
+async def test_what_real_slack_would_refuse_shows_on_the_page(console: Console) -> None:
+    bad = {"channel": "CDEMO", "text": "x", "blocks": [{"type": "section"}]}
+    async with console.session.post(
+        f"{console.url}/console/api/chat.postMessage",
+        json=bad,
+        headers={"Authorization": f"Bearer {console.slack.token}"},
+    ) as response:
+        assert (await response.json())["error"] == "invalid_blocks"
+    async with console.session.get(f"{console.url}/console/stream") as response:
+        snapshot = json.loads((await response.content.readline()).decode().removeprefix("data: "))
+    assert snapshot["refusals"] == 1
+    assert snapshot["refused"][0]["method"] == "chat.postMessage"
+    console.slack.refused.clear()  # made on purpose: the fixture fails on any other

@@ -1,4 +1,7 @@
-"""The README's first command, tried in a real browser: `python -m bot demo` and the console.
+"""The README's console steps, tried in a real browser: `python -m bot demo` and the console.
+
+Each flow is what the issues' "Done when" asks of a newcomer: approve and reject, stop a run,
+decide from the Home tab, grant for an hour and revoke, edit before approving.
 
 Playwright drives Debian's Chromium (/usr/bin/chromium; `scripts/dev.py test` installs it when
 it runs as root). Without Chromium the test is skipped on a developer's machine and fails in CI
@@ -17,7 +20,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 
 from runtime.local_redis import free_port
 from tests.processes import Process, wait_until_healthy
@@ -83,6 +86,31 @@ async def browser() -> AsyncIterator[Browser]:
 async def type_command(page: Page, text: str) -> None:
     await page.fill("#command", text)
     await page.press("#command", "Enter")
+
+
+async def open_console(browser: Browser, demo: str) -> tuple[Page, list[str]]:
+    """The console's page, acting as alice; the list collects the page's script errors."""
+    page = await browser.new_page(viewport={"width": 1200, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(f"{demo}/console")
+    await expect(page.locator("#model")).to_contain_text("Scripted model")
+    await page.select_option("#person", "UALICE")
+    return page, errors
+
+
+async def new_card(page: Page, tool: str) -> Locator:
+    """The open card for `tool`, found once and then followed by its message, whatever it
+    comes to say."""
+    approve = page.get_by_role("button", name="Approve", exact=True)
+    found = page.locator("#messages .message", has=approve).filter(has_text=tool).last
+    await expect(found).to_contain_text(f"wants to run {tool}")
+    ts = await found.get_attribute("data-ts")
+    return page.locator(f'#messages .message[data-ts="{ts}"]')
+
+
+def sidebar(page: Page) -> Locator:
+    return page.get_by_role("navigation", name="Workspace")
 
 
 async def test_approve_and_reject_with_a_reason_in_the_console(
@@ -151,3 +179,120 @@ async def test_the_card_screenshot_script_draws_the_card(tmp_path: Path, redis_u
     )
     assert await asyncio.wait_for(script.wait(), timeout=120) == 0
     assert out.read_bytes().startswith(b"\x89PNG"), "docs/card.png is drawn this way"
+
+
+async def test_stop_a_waiting_run_from_the_console(browser: Browser, demo: str) -> None:
+    page, errors = await open_console(browser, demo)
+    await type_command(page, "/agent restart the api")
+    card = await new_card(page, "restart_service")
+    await page.get_by_role("button", name="Stop", exact=True).click()
+    await expect(card).to_contain_text("⛔ Stopped by @alice")
+    await expect(card.get_by_role("button")).to_have_count(0)
+    await expect(page.get_by_text("⛔ Stopped by @alice. Nothing more runs")).to_be_visible()
+
+    # Nothing ran: the next restart, approved, is the api's first.
+    await type_command(page, "/agent restart the api")
+    card = await new_card(page, "restart_service")
+    await page.select_option("#person", "UBOB")
+    await card.get_by_role("button", name="Approve", exact=True).click()
+    await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
+    assert errors == []
+
+
+async def test_decide_from_the_home_tab_and_the_card_agrees(
+    browser: Browser, demo: str, artifacts: Path
+) -> None:
+    page, errors = await open_console(browser, demo)
+    await type_command(page, "/agent restart the api")
+    card = await new_card(page, "restart_service")
+
+    await page.select_option("#person", "UBOB")
+    await sidebar(page).get_by_role("button", name="Home").click()
+    home = page.get_by_role("region", name="Home tab")
+    await expect(home).to_contain_text("Waiting for you")
+    await expect(home).to_contain_text("ops wants to run restart_service")
+    await expect(home).to_contain_text("Asked by @alice in #demo")
+    await page.screenshot(path=artifacts / "console-home.png")
+    await home.get_by_role("button", name="Approve", exact=True).click()
+    await expect(home).to_contain_text("Nothing waits for you", timeout=15_000)
+
+    await sidebar(page).get_by_role("button", name="# demo").click()
+    await expect(card).to_contain_text("✅ @bob approved restart_service")
+    await expect(card.get_by_role("button")).to_have_count(0)
+    await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
+
+    # Alice's tab lists her live runs with Stop; the link opens the run's thread.
+    await page.select_option("#person", "UALICE")
+    await type_command(page, "/agent delete u-101")
+    await new_card(page, "delete_user")
+    await sidebar(page).get_by_role("button", name="Home").click()
+    await expect(home).to_contain_text("Your runs")
+    await expect(home.get_by_role("button", name="Stop", exact=True)).to_have_count(1)
+    await home.get_by_role("link", name="thread").click()
+    await expect(page.locator("#messages .message.highlight")).to_contain_text("delete u-101")
+    assert errors == []
+
+
+async def test_grant_restart_service_for_an_hour_then_revoke_it(
+    browser: Browser, demo: str, artifacts: Path
+) -> None:
+    page, errors = await open_console(browser, demo)
+    await type_command(page, "/agent restart the api")
+    card = await new_card(page, "restart_service")
+    await page.select_option("#person", "UBOB")
+    menu = card.get_by_role("combobox", name="Approve and allow…")
+    hour = menu.locator("option", has_text="restart_service` in #demo for 1 hour")
+    await menu.select_option(await hour.get_attribute("value"))
+    await expect(card).to_contain_text("Also allowed by @bob: restart_service in #demo")
+    await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
+
+    await page.select_option("#person", "UALICE")
+    await type_command(page, "/agent restart the api")
+    await expect(page.get_by_text("Restarted api (restart #2).")).to_be_visible()
+    quiet = page.locator("#messages .message", has_text="approved by @bob's grant (until")
+    await expect(quiet).to_have_count(1)
+    await expect(page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+    await page.screenshot(path=artifacts / "console-grant-used.png")
+
+    await quiet.get_by_role("button", name="Revoke").click()
+    revoked = page.get_by_text("Revoked. restart_service in #demo asks a person again")
+    await expect(revoked).to_be_visible()
+    await type_command(page, "/agent restart the api")
+    await new_card(page, "restart_service")  # it asks again
+    assert errors == []
+
+
+async def test_edit_a_refund_amount_before_approving_it(
+    browser: Browser, demo: str, artifacts: Path
+) -> None:
+    page, errors = await open_console(browser, demo)
+    await type_command(page, "/agent refund o-5521 1200")
+    card = await new_card(page, "refund_order")
+    await page.select_option("#person", "UBOB")
+    await card.get_by_role("button", name="Edit", exact=True).click()
+    modal = page.get_by_role("dialog", name="Edit, then approve")
+    field = modal.get_by_label("Arguments (JSON)")
+    await expect(field).to_have_value(re.compile(r'"amount_cents": 1200'))
+
+    await field.fill('{"order_id": "o-5521", "amount_cents": 900')
+    await modal.get_by_role("button", name="Approve edited").click()
+    await expect(modal.get_by_role("alert")).to_contain_text("not valid JSON")
+    await expect(field).to_have_value('{"order_id": "o-5521", "amount_cents": 900')
+    await page.screenshot(path=artifacts / "console-edit-error.png")
+    await expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible()
+
+    await field.fill('{"order_id": "o-5521", "amount_cents": 900}')
+    await modal.get_by_role("button", name="Approve edited").click()
+    await expect(modal).to_be_hidden()
+    await expect(card).to_contain_text("Edited and approved by @bob")
+    await expect(card).to_contain_text("amount_cents: 1200 → 900")
+    await expect(page.get_by_text("Refunded 9.00 on order o-5521")).to_be_visible()
+
+    # Carol gets a copy of refund cards in her direct messages (the demo's policy): it agrees.
+    await page.select_option("#person", "UCAROL")
+    await sidebar(page).locator("#dm-list").get_by_role("button").click()
+    copy = page.locator("#messages .message", has_text="refund_order")
+    await expect(copy).to_contain_text("Edited and approved by @bob")
+    await expect(copy).to_contain_text("A copy of a request in #demo")
+    await expect(page.locator("#messages")).not_to_contain_text("asked ops")
+    assert errors == []

@@ -1,23 +1,33 @@
 """What a person does in the console, turned into the signed request Slack would send.
 
-The browser posts an intent (type a command, click a button, submit or close a modal) as
-plain JSON. The server looks up what Slack would know (the button's value, the modal as
-opened), builds Slack's payload, signs it with the app's signing secret, and posts it to its
-own `/slack/events` over HTTP: the same listeners, the same checks as in Slack.
+The browser posts an intent (type a command, click a button or choose from a menu on a message,
+a private note or the Home tab, open the Home tab, submit or close a modal) as plain JSON. The
+server looks up what Slack would know (the button's value, the menu's options, the modal as
+opened, the Home tab as published), builds Slack's payload, signs it with the app's signing
+secret, and posts it to its own `/slack/events` over HTTP: the same listeners, the same checks
+as in Slack. The browser names a button only by where it is; what it carries comes from what
+the bot sent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from bot.console.local_slack import LocalSlack
 from bot.console.slack_payloads import (
+    FORM,
+    JSON,
     button_click,
+    element_action,
+    ephemeral_click,
+    home_click,
+    home_opened,
     interaction_form,
     new_trigger,
     signature_headers,
@@ -44,10 +54,30 @@ class TypeCommand(_Intent):
     text: str = Field("", max_length=COMMAND_TEXT_LIMIT)
 
 
-class ClickButton(_Intent):
+class Click(_Intent):
+    """A click on a button, or a choice from a menu (`option`: the chosen option's value), on
+    a message, a private note (`note_id`) or the person's own Home tab (`home`)."""
+
     kind: Literal["click"]
-    message_ts: str = Field(pattern=MESSAGE_TS)
+    message_ts: str | None = Field(None, pattern=MESSAGE_TS)
+    note_id: str | None = Field(None, max_length=64)
+    home: bool = False
+    block_index: int | None = Field(None, ge=0, lt=100)
+    """Which block the element is in; None: the first with that action id."""
     action_id: str = Field(max_length=255)
+    option: str | None = Field(None, max_length=150)
+
+    @model_validator(mode="after")
+    def _one_place(self) -> Click:
+        if [self.message_ts is not None, self.note_id is not None, self.home].count(True) != 1:
+            raise ValueError("a click is on one message, one note or the Home tab")
+        return self
+
+
+class OpenHome(_Intent):
+    """The person opens the app's Home tab."""
+
+    kind: Literal["home"]
 
 
 class SubmitView(_Intent):
@@ -62,8 +92,12 @@ class CloseView(_Intent):
     view_id: str = Field(max_length=32)
 
 
-Intent = Annotated[TypeCommand | ClickButton | SubmitView | CloseView, Field(discriminator="kind")]
-INTENT = TypeAdapter[TypeCommand | ClickButton | SubmitView | CloseView](Intent)
+Intent = Annotated[
+    TypeCommand | Click | OpenHome | SubmitView | CloseView, Field(discriminator="kind")
+]
+INTENT = TypeAdapter[TypeCommand | Click | OpenHome | SubmitView | CloseView](Intent)
+INTERACTIVE = frozenset({"button", "static_select", "overflow"})
+"""The elements the bot sends that a person can use."""
 
 
 class IntentRefused(Exception):
@@ -108,9 +142,12 @@ class IntentSender:
             )
             status, answer = await self._post(base_url, body)
             if answer.get("text"):
-                self.slack.add_private_note(intent.user, self.channel, None, str(answer["text"]))
-        elif isinstance(intent, ClickButton):
+                self._answer_note(intent, answer)
+        elif isinstance(intent, Click):
             status, answer = await self._post(base_url, self._click(intent, response_url))
+        elif isinstance(intent, OpenHome):
+            body = home_opened(intent.user, self.slack.home_tabs.get(intent.user))
+            status, answer = await self._post(base_url, body, JSON)
         else:
             status, answer = await self._post(base_url, self._submission(intent))
             errors = answer.get("errors") if answer.get("response_action") == "errors" else None
@@ -118,29 +155,84 @@ class IntentSender:
         await self.slack.notify()
         return {"status": status, "answer": answer}
 
+    def _answer_note(self, intent: TypeCommand, answer: dict[str, Any]) -> None:
+        """The command's answer, for its typist only: judged as Slack judges a response."""
+        refused = self.slack.judge("response", answer)
+        text = str(answer["text"])
+        if refused is not None:
+            text = f"{intent.command} failed: Slack refused its answer ({refused.error})."
+        blocks = answer.get("blocks") if refused is None else None
+        self.slack.add_private_note(
+            intent.user, self.channel, None, text, blocks if isinstance(blocks, list) else None
+        )
+
     def _trigger(self, user: str) -> str:
         trigger = new_trigger()
         self.slack.triggers[trigger] = user
         return trigger
 
-    def _click(self, intent: ClickButton, response_url: str) -> str:
-        message = self.slack.messages.get(intent.message_ts)
-        if message is None:
-            raise IntentRefused("no such message")
-        for block in message.blocks:
-            for element in block.get("elements", []) if block.get("type") == "actions" else []:
-                if element.get("action_id") == intent.action_id:
-                    payload = button_click(
-                        message=message,
-                        action_id=intent.action_id,
-                        value=str(element.get("value", "")),
-                        user=self._user(intent.user),
-                        response_url=response_url,
-                        trigger_id=self._trigger(intent.user),
-                        block_id=str(block.get("block_id", "")),
-                    )
-                    return interaction_form(payload)
-        raise IntentRefused("no such button")
+    def _click(self, intent: Click, response_url: str) -> str:
+        user = self._user(intent.user)
+        if intent.home:
+            view = self.slack.home_tabs.get(intent.user)
+            if view is None:
+                raise IntentRefused("no Home tab published for this person")
+            action = self._action(view.get("blocks", []), intent)
+            payload = home_click(
+                view_id=str(view["id"]),
+                action_id=intent.action_id,
+                value="",
+                user=user,
+                trigger_id=self._trigger(intent.user),
+                action=action,
+                view=view,
+            )
+        elif intent.note_id is not None:
+            note = next((n for n in self.slack.private_notes if n.id == intent.note_id), None)
+            if note is None or note.user != intent.user:
+                raise IntentRefused("no such note for this person")
+            payload = ephemeral_click(
+                channel=note.channel or self.channel,
+                message_ts=f"{note.at:.6f}",
+                action=self._action(note.blocks, intent),
+                user=user,
+                response_url=response_url,
+                trigger_id=self._trigger(intent.user),
+            )
+        else:
+            message = self.slack.messages.get(str(intent.message_ts))
+            if message is None or not _sees(intent.user, message.channel):
+                raise IntentRefused("no such message")
+            action = self._action(message.blocks, intent)
+            payload = button_click(
+                message=message,
+                action_id=intent.action_id,
+                value="",
+                user=user,
+                response_url=response_url,
+                trigger_id=self._trigger(intent.user),
+                action=action,
+            )
+        return interaction_form(payload)
+
+    def _action(self, blocks: list[dict[str, Any]], intent: Click) -> dict[str, Any]:
+        """What Slack would send for the element: looked up in what the bot sent."""
+        indexes = range(len(blocks)) if intent.block_index is None else [intent.block_index]
+        for index in indexes:
+            block = blocks[index] if index < len(blocks) else {}
+            elements = list(block.get("elements", [])) if block.get("type") == "actions" else []
+            if "accessory" in block:
+                elements.append(block["accessory"])
+            for element in elements:
+                if element.get("action_id") != intent.action_id:
+                    continue
+                if element.get("type") not in INTERACTIVE:
+                    raise IntentRefused(f"{element.get('type')} is not something to click")
+                try:
+                    return element_action(element, _block_id(block), intent.option)
+                except ValueError as error:
+                    raise IntentRefused(str(error)) from error
+        raise IntentRefused("no such button or menu")
 
     def _submission(self, intent: SubmitView) -> str:
         opened = self.slack.opened.get(intent.view_id)
@@ -159,8 +251,10 @@ class IntentSender:
     def _user(self, user_id: str) -> dict[str, str]:
         return slack_user(user_id, self.people[user_id].name)
 
-    async def _post(self, base_url: str, body: str) -> tuple[int, dict[str, Any]]:
-        headers = signature_headers(self.signing_secret, body)
+    async def _post(
+        self, base_url: str, body: str, content_type: str = FORM
+    ) -> tuple[int, dict[str, Any]]:
+        headers = signature_headers(self.signing_secret, body, content_type=content_type)
         async with self.session.post(
             f"{base_url}/slack/events", data=body.encode(), headers=headers
         ) as response:
@@ -170,3 +264,22 @@ class IntentSender:
         except ValueError:
             answer = {"text": text}
         return response.status, answer if isinstance(answer, dict) else {}
+
+
+def _sees(user: str, channel: str) -> bool:
+    """Everyone sees the channels here; a direct message with the app only its person does
+    (`D` + the user id, as `conversations.open` answers here, or the user id itself)."""
+    if channel.startswith("D"):
+        return channel == f"D{user}"
+    if channel.startswith(("U", "W")):
+        return channel == user
+    return True
+
+
+def _block_id(block: dict[str, Any]) -> str:
+    """The block's id; Slack makes one up for a block sent without, the same on every read."""
+    given = block.get("block_id")
+    if isinstance(given, str) and given:
+        return given
+    digest = hashlib.sha256(json.dumps(block, sort_keys=True).encode()).hexdigest()
+    return digest[:5]

@@ -18,6 +18,7 @@ console's log shows it at once.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import time
@@ -34,6 +35,9 @@ BOT_USER = "UBOT0001"
 TEAM = "T0001"
 MESSAGE_LIMIT = 500
 """Messages kept; older ones are dropped (a console runs for hours at most)."""
+REFUSALS_SHOWN = 3
+"""The latest calls real Slack would have refused, shown on the console's page."""
+_note_ids = itertools.count(1)
 
 
 @dataclass
@@ -68,6 +72,9 @@ class Note:
     thread_ts: str | None
     text: str
     at: float = field(default_factory=time.time)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    """Its Block Kit, when it has any (`/agent grants` lists grants with **Revoke**)."""
+    id: str = field(default_factory=lambda: f"N{time.time_ns()}.{next(_note_ids)}")
 
 
 @dataclass
@@ -131,7 +138,7 @@ class LocalSlack:
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
         refused = self.refusal(method, args)
-        if refused is None and (judged := self._judge(method, args)) is not None:
+        if refused is None and (judged := self.judge(method, args)) is not None:
             refused = web.json_response({"ok": False, "error": judged.error})
         if refused is not None:
             await self.notify()
@@ -144,7 +151,8 @@ class LocalSlack:
         """An error to answer instead of doing the call; never, here (the tests' fake says when)."""
         return None
 
-    def _judge(self, method: str, args: dict[str, Any]) -> Refusal | None:
+    def judge(self, method: str, args: dict[str, Any]) -> Refusal | None:
+        """Why real Slack would refuse this, if it would: kept in `refused` and logged."""
         found = refusal(method, args)
         if found is not None:
             self.refused.append(found)
@@ -153,10 +161,12 @@ class LocalSlack:
 
     async def handle_response(self, request: web.Request) -> web.Response:
         body = await request.json()
-        if (judged := self._judge("response", body)) is not None:
+        if (judged := self.judge("response", body)) is not None:
             return web.Response(status=400, text=judged.error)
         self.responses.append(body)
-        self.add_private_note(request.match_info["token"], None, None, str(body.get("text", "")))
+        self.add_private_note(
+            request.match_info["token"], None, None, str(body.get("text", "")), _blocks(body)
+        )
         await self.notify()
         return web.Response(text="ok")
 
@@ -180,7 +190,11 @@ class LocalSlack:
         if method == "chat.postEphemeral":
             self.ephemerals.append(args)
             self.add_private_note(
-                str(args.get("user")), args.get("channel"), args.get("thread_ts"), _text(args)
+                str(args.get("user")),
+                args.get("channel"),
+                args.get("thread_ts"),
+                _text(args),
+                _blocks(args),
             )
             return {"ok": True, "message_ts": f"{time.time():.6f}"}
         if method == "views.open":
@@ -270,9 +284,14 @@ class LocalSlack:
     # --- what the console shows -----------------------------------------------------------------
 
     def add_private_note(
-        self, user: str, channel: str | None, thread_ts: str | None, text: str
+        self,
+        user: str,
+        channel: str | None,
+        thread_ts: str | None,
+        text: str,
+        blocks: list[dict[str, Any]] | None = None,
     ) -> None:
-        self.private_notes.append(Note(user, channel, thread_ts, text))
+        self.private_notes.append(Note(user, channel, thread_ts, text, blocks=list(blocks or [])))
         if self.message_limit is not None:
             del self.private_notes[: -self.message_limit]
 
@@ -298,6 +317,9 @@ class LocalSlack:
             "messages": [asdict(m) for m in self.messages.values()],
             "notes": [asdict(n) for n in self.private_notes],
             "views": [asdict(v) for v in self.opened.values() if v.open],
+            "home": self.home_tabs,
+            "refused": [asdict(r) for r in self.refused[-REFUSALS_SHOWN:]],
+            "refusals": len(self.refused),
         }
 
     async def notify(self) -> None:

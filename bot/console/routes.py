@@ -34,9 +34,9 @@ from bot.console.intents import (
     INTENT,
     IntentRefused,
     IntentSender,
-    Person,
 )
 from bot.console.local_slack import LocalSlack
+from bot.console.workspace import CHANNEL, CHANNEL_NAME, PEOPLE
 from bot.settings import CONSOLE_PREFIX, Settings
 from runtime.keys import Keys
 
@@ -44,12 +44,6 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 KEEPALIVE_SECONDS = 15.0
-PEOPLE = (
-    Person("UALICE", "alice"),
-    Person("UBOB", "bob"),
-    Person("UCAROL", "carol"),
-)
-CHANNEL, CHANNEL_NAME = "CDEMO", "demo"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 NOT_LOCAL = "The console answers only on localhost."
 NOT_FROM_CONSOLE = "Intents are taken only as JSON from the console's own page."
@@ -71,7 +65,7 @@ def add_console(
     """Mount the console and its stand-in Slack on `app`; return the stand-in. Its channel is
     kept in Redis (`bot.console.channel_store`), so a restart shows what still waits."""
     slack = LocalSlack(token=settings.slack_bot_token.get_secret_value())
-    store = ChannelStore(redis=redis, key=Keys(settings.redis_key_prefix).console, slack=slack)
+    store = ChannelStore(redis=redis, key=Keys.of(settings).console, slack=slack)
     slack.users.update({person.id: person.name for person in PEOPLE})
     slack.channels[CHANNEL] = CHANNEL_NAME
     app[LOCAL_SLACK] = slack
@@ -86,6 +80,7 @@ def add_console(
     app[CONFIG] = {
         "people": [{"id": p.id, "name": p.name} for p in PEOPLE],
         "channel": {"id": CHANNEL, "name": CHANNEL_NAME},
+        "channels": slack.channels,
         "agents": agent_names,
         "model": "scripted" if scripted_model else "openai",
         "command_limit": COMMAND_TEXT_LIMIT,

@@ -17,10 +17,13 @@ from urllib.parse import urlencode
 from bot.console.local_slack import TEAM, Message
 
 FORM = "application/x-www-form-urlencoded"
+JSON = "application/json"
 _triggers = itertools.count(1)
 
 
-def signature_headers(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+def signature_headers(
+    secret: str, body: str, timestamp: int | None = None, content_type: str = FORM
+) -> dict[str, str]:
     """Slack's v0 scheme: HMAC-SHA256 over `v0:{timestamp}:{body}` with the signing secret."""
     stamp = int(time.time()) if timestamp is None else timestamp
     base = f"v0:{stamp}:{body}".encode()
@@ -28,7 +31,7 @@ def signature_headers(secret: str, body: str, timestamp: int | None = None) -> d
     return {
         "X-Slack-Request-Timestamp": str(stamp),
         "X-Slack-Signature": f"v0={digest}",
-        "Content-Type": FORM,
+        "Content-Type": content_type,
     }
 
 
@@ -75,6 +78,32 @@ def interaction_form(payload: dict[str, Any]) -> str:
     return urlencode({"payload": json.dumps(payload)})
 
 
+def element_action(
+    element: dict[str, Any], block_id: str, selected_value: str | None = None
+) -> dict[str, Any]:
+    """One entry of `actions` as Slack sends it for `element`: a button's value, or the option
+    chosen from a static select or an overflow menu (which must be one of its options)."""
+    action: dict[str, Any] = {
+        "type": element.get("type", "button"),
+        "action_id": element["action_id"],
+        "block_id": block_id,
+        "action_ts": f"{time.time():.6f}",
+    }
+    if action["type"] == "button":
+        action["text"] = element.get("text", {"type": "plain_text", "text": element["action_id"]})
+        action["value"] = str(element.get("value", ""))
+        return action
+    options = [o for group in element.get("option_groups", []) for o in group.get("options", [])]
+    options += element.get("options", [])
+    chosen = next((o for o in options if o.get("value") == selected_value), None)
+    if chosen is None:
+        raise ValueError(f"{selected_value!r} is not an option of {element['action_id']}")
+    action["selected_option"] = {"text": chosen["text"], "value": chosen["value"]}
+    if "placeholder" in element:
+        action["placeholder"] = element["placeholder"]
+    return action
+
+
 def button_click(
     *,
     message: Message,
@@ -84,62 +113,133 @@ def button_click(
     response_url: str,
     trigger_id: str,
     block_id: str = "approval",
+    action: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A `block_actions` payload for a click on a button of `message`."""
-    return {
-        "type": "block_actions",
-        "team": {"id": TEAM, "domain": "console"},
-        "user": user,
-        "api_app_id": "A0001",
-        "token": "unused",
-        "container": {
+    """A `block_actions` payload for a click on a button (or a menu: `action`) of `message`."""
+    return _block_actions(
+        user,
+        trigger_id,
+        action or _button(action_id, block_id, value),
+        container={
             "type": "message",
             "message_ts": message.ts,
             "channel_id": message.channel,
             "is_ephemeral": False,
             "thread_ts": message.thread_ts,
         },
-        "trigger_id": trigger_id,
-        "channel": {"id": message.channel, "name": "general"},
-        "message": {"ts": message.ts, "text": message.text, "blocks": message.blocks},
-        "response_url": response_url,
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": block_id,
-                "text": {"type": "plain_text", "text": action_id},
-                "value": value,
-                "action_ts": f"{time.time():.6f}",
-            }
-        ],
-    }
+        channel={"id": message.channel, "name": "general"},
+        message={"ts": message.ts, "text": message.text, "blocks": message.blocks},
+        response_url=response_url,
+    )
+
+
+def ephemeral_click(
+    *,
+    channel: str,
+    message_ts: str,
+    action: dict[str, Any],
+    user: dict[str, str],
+    response_url: str,
+    trigger_id: str,
+) -> dict[str, Any]:
+    """A `block_actions` payload for a click on a message only its reader sees: Slack sends
+    no `message` with it, and says the container is ephemeral."""
+    return _block_actions(
+        user,
+        trigger_id,
+        action,
+        container={
+            "type": "message",
+            "message_ts": message_ts,
+            "channel_id": channel,
+            "is_ephemeral": True,
+        },
+        channel={"id": channel, "name": "general"},
+        response_url=response_url,
+    )
 
 
 def home_click(
-    *, view_id: str, action_id: str, value: str, user: dict[str, str], trigger_id: str
+    *,
+    view_id: str,
+    action_id: str,
+    value: str,
+    user: dict[str, str],
+    trigger_id: str,
+    block_id: str = "home",
+    action: dict[str, Any] | None = None,
+    view: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A `block_actions` payload for a click on a button of a person's Home tab."""
+    """A `block_actions` payload for a click on a button of a person's Home tab; `view`, the tab
+    as published, comes with it as Slack sends it (blocks, state, hash)."""
+    shown: dict[str, Any] = {"id": view_id, "type": "home", "team_id": TEAM}
+    if view is not None:
+        shown = {
+            "callback_id": "",
+            "private_metadata": "",
+            **view,
+            **shown,
+            "state": {"values": {}},
+            "hash": f"{time.time():.6f}.home",
+            "app_id": "A0001",
+            "bot_id": "B0001",
+        }
+    return _block_actions(
+        user,
+        trigger_id,
+        action or _button(action_id, block_id, value),
+        container={"type": "view", "view_id": view_id},
+        view=shown,
+    )
+
+
+def _block_actions(
+    user: dict[str, str], trigger_id: str, action: dict[str, Any], **where: Any
+) -> dict[str, Any]:
+    """What every `block_actions` payload carries, in Slack's order, then where the click was
+    (`container`, and `channel`, `message`, `view`, `response_url` as the surface has them)."""
+    container = where.pop("container")
     return {
         "type": "block_actions",
         "team": {"id": TEAM, "domain": "console"},
         "user": user,
         "api_app_id": "A0001",
         "token": "unused",
-        "container": {"type": "view", "view_id": view_id},
+        "container": container,
         "trigger_id": trigger_id,
-        "view": {"id": view_id, "type": "home", "team_id": TEAM},
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": "home",
-                "text": {"type": "plain_text", "text": action_id},
-                "value": value,
-                "action_ts": f"{time.time():.6f}",
-            }
-        ],
+        **where,
+        "actions": [action],
     }
+
+
+def home_opened(user: str, view: dict[str, Any] | None = None) -> str:
+    """The Events API callback Slack sends when `user` opens the app's Home tab (JSON-bodied;
+    sign it with `signature_headers(..., content_type=JSON)`). `view` is the tab as last
+    published, which Slack includes once there is one."""
+    event: dict[str, Any] = {
+        "type": "app_home_opened",
+        "user": user,
+        "channel": f"D{user}",
+        "tab": "home",
+        "event_ts": f"{time.time():.6f}",
+    }
+    if view is not None:
+        event["view"] = view
+    return json.dumps(
+        {
+            "token": "unused",
+            "team_id": TEAM,
+            "api_app_id": "A0001",
+            "type": "event_callback",
+            "event_id": f"Ev{time.time_ns()}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+    )
+
+
+def _button(action_id: str, block_id: str, value: str) -> dict[str, Any]:
+    return element_action({"type": "button", "action_id": action_id, "value": value}, block_id)
 
 
 def view_submission(

@@ -1,41 +1,19 @@
-// The Countersign console: draws the stand-in Slack's channel from server-sent snapshots, and
-// turns what you do into intents that the server signs and plays into /slack/events, exactly
-// as Slack would. Cards are drawn from the Block Kit JSON the bot sent. No build step.
+// The Countersign console: draws the stand-in Slack's workspace (a channel, the app's Home tab,
+// each person's direct messages with the app) from server-sent snapshots, and turns what you do
+// into intents that the server signs and plays into /slack/events, exactly as Slack would. Cards
+// and tabs are drawn from the Block Kit JSON the bot sent (blocks.js). No build step.
 "use strict";
 
-// Every shortcode the bot writes, drawn as Slack draws it (tests/test_console.py checks the list).
-const EMOJI = {
-  raised_hand: "✋", white_check_mark: "✅", no_entry: "⛔", no_entry_sign: "🚫", hourglass: "⌛",
-  hourglass_flowing_sand: "⏳", x: "❌", warning: "⚠️", robot_face: "🤖", alarm_clock: "⏰",
-  busts_in_silhouette: "👥", bust_in_silhouette: "👤", bell: "🔔", rotating_light: "🚨",
-  arrow_up: "⬆️", key: "🔑", lock: "🔒", pencil2: "✏️", memo: "📝", eyes: "👀",
-  information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
-};
 const EXAMPLES = [
   "delete u-100", "restart the api", "refund o-5521 1200", "delete u-101 and restart search",
   "drop the orders table", "help",
 ];
-const BOT = { id: "UBOT0001", name: "Countersign" };
-const INLINE = /(<[^>\s][^>]*>)|(`[^`\n]+`)|((?<![\w*])\*[^*\n]+\*(?![\w*]))|((?<![\w_])_[^_\n]+_(?![\w_]))|((?<![\w~])~[^~\n]+~(?![\w~]))|(:[a-z0-9_+-]+:)/g;
-
 let snapshot = null;
 let person = localStorage.getItem("countersign.person");
+let place = null;  // "home", "dm" (the person's direct messages with the app) or a channel id
 let shownModal = "";
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-// --- mrkdwn -----------------------------------------------------------------------------------
-
-function decode(text) {
-  return text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
-}
+let shownPlace = "";  // what the place showed last: unchanged snapshots leave menus alone
+const seen = {};  // per person and place, how many messages were seen there (unread badges)
 
 function personName(id) {
   if (id === BOT.id) return "countersign";
@@ -43,141 +21,97 @@ function personName(id) {
   return found ? found.name : id;
 }
 
-function slackDate(epoch, format) {
-  const when = new Date(epoch * 1000);
-  const date = when.toLocaleDateString([], { month: "short", day: "numeric", year: "numeric" });
-  const time = when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return format.replace(/\{date[a-z_]*\}/g, date).replace(/\{time[a-z_]*\}/g, time);
+// --- places --------------------------------------------------------------------------------------
+// The sidebar's places: the app's Home tab, the channels, and the acting person's direct
+// messages with the app. Slack files a message sent to a user id under that person's DM channel
+// (`D` + the id here, as `conversations.open` answers).
+
+function dmOf(id) {
+  return "D" + id;
 }
 
-function special(token) {
-  const inner = token.slice(1, -1);
-  const [target, label] = inner.split("|");
-  if (target.startsWith("@")) return el("span", "mention", "@" + personName(target.slice(1)));
-  if (target.startsWith("#")) return el("span", "mention", "#" + (label || snapshot.config.channel.name));
-  if (target.startsWith("!date^")) {
-    const [, epoch, format] = target.split("^");
-    return document.createTextNode(slackDate(Number(epoch), format || "{date} {time}"));
+function conversationOf(channel) {
+  return /^[UW]/.test(channel || "") ? dmOf(channel) : channel;
+}
+
+function placeChannel() {
+  return place === "dm" ? dmOf(person) : place;
+}
+
+function channelName(id) {
+  return (snapshot.config.channels || {})[id] || id;
+}
+
+function channelIds() {
+  const ids = [snapshot.config.channel.id];
+  for (const m of snapshot.messages) {
+    if (/^[CG]/.test(m.channel) && !ids.includes(m.channel)) ids.push(m.channel);
   }
-  if (target.startsWith("!")) return el("span", "mention", "@" + target.slice(1));
-  const link = el("a", "", decode(label || target));
-  link.href = decode(target);
-  link.target = "_blank";
-  link.rel = "noopener";
-  return link;
+  return ids;
 }
 
-function inline(parent, text) {
-  let last = 0;
-  for (const match of text.matchAll(INLINE)) {
-    parent.append(decode(text.slice(last, match.index)));
-    const token = match[0];
-    if (match[1]) parent.append(special(token));
-    else if (match[2]) parent.append(el("code", "", decode(token.slice(1, -1))));
-    else if (match[6]) parent.append(EMOJI[token.slice(1, -1)] || token);
-    else {
-      const tag = match[3] ? "b" : match[4] ? "i" : "s";
-      const node = el(tag);
-      inline(node, token.slice(1, -1));
-      parent.append(node);
-    }
-    last = match.index + token.length;
+function messagesIn(channel) {
+  return snapshot.messages.filter((m) => conversationOf(m.channel) === channel);
+}
+
+function notesIn(channel) {
+  // A reply to a command comes without a channel: it belongs where commands are typed.
+  const commands = snapshot.config.channel.id;
+  return snapshot.notes.filter((n) => n.user === person
+    && (n.channel ? conversationOf(n.channel) === channel : channel === commands));
+}
+
+function sidebarEntry(key, label, count, title) {
+  const button = el("button", "place" + (place === key ? " current" : ""));
+  button.type = "button";
+  button.title = title;
+  button.append(el("span", "label", label));
+  const unseen = count - (seen[person + key] || 0);
+  if (place === key) {
+    seen[person + key] = count;
+    button.setAttribute("aria-current", "page");
+  } else if (unseen > 0) {
+    button.append(el("span", "unread", String(unseen)));
   }
-  parent.append(decode(text.slice(last)));
+  button.onclick = () => go(key);
+  return button;
 }
 
-function mrkdwn(text) {
-  const box = el("div", "text");
-  text.split("```").forEach((part, index) => {
-    if (index % 2 === 1) {
-      box.append(el("pre", "", decode(part.replace(/^\n/, "").replace(/\n$/, ""))));
-      return;
-    }
-    let lines = [];
-    const flush = () => {
-      if (lines.length) {
-        const span = el("span");
-        inline(span, lines.join("\n"));
-        box.append(span);
-      }
-      lines = [];
-    };
-    for (const line of (index > 0 ? part.replace(/^\n/, "") : part).split("\n")) {
-      if (line.startsWith(">")) {
-        flush();
-        const quote = el("blockquote");
-        inline(quote, line.slice(1));
-        box.append(quote);
-      } else {
-        lines.push(line);
-      }
-    }
-    flush();
-  });
-  return box;
+function renderSidebar() {
+  const home = sidebarEntry("home", "Home", 0, `${BOT.name}'s Home tab: what waits for you, your runs`);
+  home.prepend(el("span", "icon", "🏠"));
+  $("home-entry").replaceChildren(home);
+  $("channel-list").replaceChildren(...channelIds().map((id) => sidebarEntry(
+    id, "# " + channelName(id), messagesIn(id).filter((m) => !m.thread_ts).length, "#" + channelName(id),
+  )));
+  $("dm-list").replaceChildren(sidebarEntry(
+    "dm", BOT.name, messagesIn(dmOf(person)).length, `Your direct messages with ${BOT.name}`,
+  ));
 }
 
-function textObject(object) {
-  if (!object) return el("span");
-  return object.type === "mrkdwn" ? mrkdwn(object.text) : el("div", "text", object.text);
-}
-
-// --- Block Kit ---------------------------------------------------------------------------------
-
-function renderBlocks(blocks, where) {
-  const box = el("div", "blocks");
-  for (const block of blocks) box.append(renderBlock(block, where));
-  return box;
-}
-
-function renderBlock(block, where) {
-  const node = el("div", "block " + block.type);
-  if (block.type === "section") {
-    if (block.text) node.append(textObject(block.text));
-    if (block.fields) {
-      const fields = el("div", "fields");
-      for (const field of block.fields) fields.append(textObject(field));
-      node.append(fields);
+function go(key, ts) {
+  place = key;
+  shownPlace = "";
+  if (key === "home") send({ kind: "home" });  // Slack sends app_home_opened on every visit
+  render();
+  $("messages").scrollTop = $("messages").scrollHeight;
+  if (ts) {
+    const found = document.querySelector(`.message[data-ts="${ts}"]`);
+    if (found) {
+      found.scrollIntoView({ block: "center" });
+      found.classList.add("highlight");
     }
-  } else if (block.type === "context") {
-    for (const element of block.elements) if (element.text !== undefined) node.append(textObject(element));
-  } else if (block.type === "actions") {
-    node.className = "block actions";
-    for (const element of block.elements) {
-      if (element.type !== "button") continue;
-      const button = el("button", "btn" + (element.style ? " " + element.style : ""), element.text.text);
-      button.type = "button";
-      button.onclick = () => {
-        node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-        send({ kind: "click", message_ts: where.ts, action_id: element.action_id })
-          .finally(() => node.querySelectorAll("button").forEach((b) => { b.disabled = false; }));
-      };
-      node.append(button);
-    }
-  } else if (block.type === "input") {
-    const id = `input-${block.block_id}-${block.element.action_id}`;
-    const label = el("label", "", block.label.text);
-    label.htmlFor = id;
-    const field = el(block.element.multiline ? "textarea" : "input");
-    field.id = id;
-    field.dataset.block = block.block_id;
-    field.dataset.action = block.element.action_id;
-    if (block.element.placeholder) field.placeholder = block.element.placeholder.text;
-    if (block.element.max_length) field.maxLength = block.element.max_length;
-    node.append(label, field);
-    const error = where.errors && where.errors[block.block_id];
-    if (error) node.append(el("div", "error", error));
-  } else if (block.type === "header") {
-    node.append(el("h3", "", block.text.text));
-  } else if (block.type === "divider") {
-    node.append(el("hr"));
-  } else {
-    node.append(el("div", "context", `(a ${block.type} block: not drawn by the console)`));
   }
-  return node;
 }
 
-// --- the channel -------------------------------------------------------------------------------
+// A link to a thread (`https://console.localhost/archives/C…/p…`, as the bot makes them from
+// auth.test's URL) opens that thread here.
+function consoleLink(href) {
+  const match = href.match(/^https:\/\/console\.localhost\/archives\/([A-Z0-9]+)\/p(\d+)(\d{6})$/);
+  return match ? { channel: conversationOf(match[1]), ts: `${match[2]}.${match[3]}` } : null;
+}
+
+// --- messages ------------------------------------------------------------------------------------
 
 function clock(seconds) {
   return new Date(seconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
@@ -190,7 +124,8 @@ function renderMessage(message) {
   const meta = el("div", "meta");
   meta.append(el("b", "", BOT.name), el("span", "app-tag", "APP"), clock(Number(message.ts)));
   if (message.updates) meta.append(" (edited)");
-  body.append(meta, message.blocks.length ? renderBlocks(message.blocks, message) : mrkdwn(message.text));
+  const where = { place: { message_ts: message.ts } };
+  body.append(meta, message.blocks.length ? renderBlocks(message.blocks, where) : mrkdwn(message.text));
   node.append(el("div", "avatar", "C"), body);
   return node;
 }
@@ -201,21 +136,23 @@ function renderNote(note) {
   const meta = el("div", "meta");
   meta.append(el("b", "", BOT.name), el("span", "app-tag", "APP"), clock(note.at));
   meta.append(el("i", "only-you", "Only visible to you"));
-  body.append(meta, mrkdwn(note.text));
+  const blocks = note.blocks || [];
+  body.append(meta, blocks.length ? renderBlocks(blocks, { place: { note_id: note.id } }) : mrkdwn(note.text));
   node.append(el("div", "avatar", "C"), body);
   return node;
 }
 
-function renderChannel() {
+function renderConversation(channel) {
   const box = $("messages");
   const nearBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
-  const notes = snapshot.notes.filter((n) => n.user === person);
+  const messages = messagesIn(channel);
+  const notes = notesIn(channel);
   const timeline = [];
-  const known = new Set(snapshot.messages.map((m) => m.ts));
+  const known = new Set(messages.map((m) => m.ts));
   // A reply whose thread start this channel never saw (e.g. kept from before a restart) still
   // shows, under a stand-in for the missing start.
-  const roots = snapshot.messages.filter((m) => !m.thread_ts);
-  for (const ts of new Set(snapshot.messages.map((m) => m.thread_ts))) {
+  const roots = messages.filter((m) => !m.thread_ts);
+  for (const ts of new Set(messages.map((m) => m.thread_ts))) {
     if (ts && !known.has(ts)) roots.push({ ts, missing: true });
   }
   for (const root of roots) {
@@ -223,7 +160,7 @@ function renderChannel() {
     group.append(root.missing
       ? el("div", "message missing", "The start of this thread is not in the console any more.")
       : renderMessage(root));
-    const replies = snapshot.messages.filter((m) => m.thread_ts === root.ts)
+    const replies = messages.filter((m) => m.thread_ts === root.ts)
       .map((m) => [Number(m.ts), renderMessage(m)])
       .concat(notes.filter((n) => n.thread_ts === root.ts).map((n) => [n.at, renderNote(n)]))
       .sort((a, b) => a[0] - b[0]);
@@ -234,20 +171,37 @@ function renderChannel() {
     }
     timeline.push([Number(root.ts), group]);
   }
-  const threads = new Set(snapshot.messages.map((m) => m.ts));
-  for (const note of notes.filter((n) => !n.thread_ts || !threads.has(n.thread_ts))) {
+  for (const note of notes.filter((n) => !n.thread_ts || !known.has(n.thread_ts))) {
     timeline.push([note.at, renderNote(note)]);
   }
   timeline.sort((a, b) => a[0] - b[0]);
   box.replaceChildren(...timeline.map((t) => t[1]));
-  if (!timeline.length) box.append($("empty") || emptyHint());
+  if (!timeline.length) box.append(emptyHint(channel));
   if (nearBottom) box.scrollTop = box.scrollHeight;
 }
 
-function emptyHint() {
-  const hint = el("p", "empty", "Type a task below, e.g. /agent delete u-100.");
-  hint.id = "empty";
-  return hint;
+function emptyHint(channel) {
+  if (channel === snapshot.config.channel.id) {
+    return el("p", "empty", "Type a task below, e.g. /agent delete u-100. Cards, clicks and "
+      + "modals go through the same handlers as in Slack.");
+  }
+  if (channel === dmOf(person)) {
+    return el("p", "empty", `Nothing from ${BOT.name} yet. Copies of cards a policy sends you `
+      + "(notify, escalate_to) and notes about what you did on the Home tab land here.");
+  }
+  return el("p", "empty", "Nothing here yet.");
+}
+
+// --- the Home tab --------------------------------------------------------------------------------
+
+function renderHome() {
+  const box = $("home");
+  const view = snapshot.home[person];
+  if (!view) {
+    box.replaceChildren(el("p", "empty", "Opening your Home tab…"));
+    return;
+  }
+  box.replaceChildren(renderBlocks(view.blocks, { place: { home: true } }));
 }
 
 // --- modals --------------------------------------------------------------------------------------
@@ -257,9 +211,13 @@ function renderModal() {
   const open = snapshot.views.find((v) => v.user === person);
   const key = open ? open.id + JSON.stringify(open.errors) : "";
   if (key === shownModal) return;
+  // Shown again with errors: what was typed stays, as in Slack.
   const typed = {};
-  backdrop.querySelectorAll("[data-block]").forEach((f) => { typed[f.id] = f.value; });
+  if (open && backdrop.dataset.view === open.id) {
+    backdrop.querySelectorAll("[data-block]").forEach((f) => { typed[f.id] = f.value; });
+  }
   shownModal = key;
+  backdrop.dataset.view = open ? open.id : "";
   if (!open) {
     backdrop.hidden = true;
     backdrop.replaceChildren();
@@ -290,7 +248,7 @@ function renderModal() {
   }
   modal.append(el("h2", "", view.title.text), content, footer);
   backdrop.replaceChildren(modal);
-  modal.querySelectorAll("[data-block]").forEach((f) => { if (typed[f.id]) f.value = typed[f.id]; });
+  modal.querySelectorAll("[data-block]").forEach((f) => { if (f.id in typed) f.value = typed[f.id]; });
   backdrop.hidden = false;
   const first = modal.querySelector("textarea, input");
   if (first) first.focus();
@@ -300,7 +258,10 @@ function renderModal() {
 
 function renderHeader() {
   const config = snapshot.config;
-  $("channel-name").textContent = config.channel.name;
+  if (!place) place = config.channel.id;
+  $("place-title").textContent = place === "home" ? `🏠 ${BOT.name}: Home`
+    : place === "dm" ? `${BOT.name} · direct messages`
+    : "# " + channelName(place);
   const model = $("model");
   model.className = "model " + config.model;
   const badge = el("span", "badge", config.model === "scripted" ? "Scripted model" : "OpenAI");
@@ -315,15 +276,46 @@ function renderHeader() {
     select.onchange = () => {
       person = select.value;
       localStorage.setItem("countersign.person", person);
+      if (place === "home") send({ kind: "home" });  // each person has a Home tab of their own
+      shownPlace = "";
       render();
     };
   }
 }
 
+function renderPlace() {
+  const home = place === "home";
+  const shown = JSON.stringify(home
+    ? [person, snapshot.home[person] || null]
+    : [person, place, messagesIn(placeChannel()), notesIn(placeChannel())]);
+  if (shown === shownPlace) return;
+  shownPlace = shown;
+  $("home").hidden = !home;
+  $("messages").hidden = home;
+  const composing = place === snapshot.config.channel.id;
+  $("composer-box").hidden = !composing;
+  $("composer-box").parentElement.classList.toggle("quiet", !composing);
+  if (home) renderHome();
+  else renderConversation(placeChannel());
+}
+
+// What real Slack would have refused: the stand-in answered with Slack's error, so the bot saw a
+// failure. It is a bug in what the bot sends; the web process's log has the whole call.
+function renderRefused() {
+  const box = $("refused");
+  box.hidden = !snapshot.refusals;
+  if (!snapshot.refusals) return;
+  const count = snapshot.refusals === 1 ? "1 call" : `${snapshot.refusals} calls`;
+  box.replaceChildren(el("b", "", `Real Slack would have refused ${count} of the bot (see the log):`));
+  for (const r of snapshot.refused) box.append(el("div", "", `${r.method} → ${r.error}: ${r.detail}`));
+}
+
 function render() {
   if (!snapshot) return;
+  renderRefused();
   renderHeader();
-  renderChannel();
+  renderSidebar();
+  renderPlace();
   renderModal();
 }
 
@@ -392,7 +384,10 @@ function start() {
   events.onerror = () => {
     $("composer-error").textContent = "Lost the connection to the web process; retrying…";
   };
-  events.onopen = () => { $("composer-error").textContent = ""; };
+  events.onopen = () => {
+    $("composer-error").textContent = "";
+    if (place === "home") send({ kind: "home" });  // a restarted demo publishes the tab again
+  };
 }
 
 start();
