@@ -10,9 +10,18 @@ import os
 from collections.abc import Mapping
 from typing import Annotated, Any, Self
 
-from pydantic import Field, FilePath, SecretStr, ValidationError, field_validator
+from pydantic import (
+    Field,
+    FilePath,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from runtime.keys import DEFAULT_CLUSTER_SHARDS
 from runtime.log_format import LogFormat
 
 # What to tell the operator when a variable is missing or wrong, by variable name.
@@ -26,7 +35,7 @@ FIXES: dict[str, str] = {
     "REDIS_KEY_PREFIX": "Use a short prefix such as countersign: (letters, digits, : _ -).",
     "AGENTS": "Name the registry as module:attribute, e.g. runtime.examples:AGENTS.",
     "APPROVAL_TTL_SECONDS": "Use a whole number of seconds between 1 and 604800 (7 days).",
-    "WORKER_CONCURRENCY": "Use a whole number of concurrent runs per worker between 1 and 64.",
+    "WORKER_CONCURRENCY": "Use a whole number of concurrent runs per worker between 1 and 256.",
     "MAX_TURNS": "Use a whole number of model turns per run between 1 and 100.",
     "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
     "JOB_IDLE_TIMEOUT_SECONDS": "Use a number of seconds between 0.5 and 3600.",
@@ -44,7 +53,18 @@ FIXES: dict[str, str] = {
     "METRICS_PORT": "Use a free TCP port (1-65535) for the worker's /metrics, or unset it.",
     "GRANT_MAX_SECONDS": "Use a whole number of seconds from 0 (no grants) to 604800 (7 days).",
     "LOG_FORMAT": "Use text (the default) or json (one JSON object per line, for log drains).",
+    "REDIS_MIN_REPLICAS": "Use a whole number of replicas from 0 (do not wait, the default) to 5 "
+    "that must confirm each decision and job before it is acknowledged.",
+    "REDIS_WAIT_MS": "Use milliseconds between 1 and 2000 to wait for the replicas (clicks must be "
+    "answered within Slack's 3 s).",
+    "REDIS_SENTINELS": "List Sentinel addresses as host:port, comma-separated, e.g. "
+    "10.0.0.1:26379,10.0.0.2:26379; unset it to connect to REDIS_URL directly.",
+    "REDIS_SENTINEL_MASTER": "Give the name Sentinel knows the primary by (`sentinel monitor "
+    "<name> ...`); it is needed with REDIS_SENTINELS.",
     "MCP_PROBE_SECONDS": "Use seconds between 0.1 and 3600 between checks of each MCP server.",
+    "REDIS_CLUSTER": "Use true (REDIS_URL names any node of a Redis Cluster) or false.",
+    "REDIS_SHARDS": "Use a whole number of shards from 1 to 1024, and only with "
+    "REDIS_CLUSTER=true; never change it while runs wait (they would not be found).",
     "MCP_WAIT_SECONDS": "Use seconds between 0 and 600 that a run waits for an MCP server.",
 }
 
@@ -74,7 +94,14 @@ class RuntimeSettings(BaseSettings):
     approval_ttl_seconds: int = Field(
         3600, validation_alias="APPROVAL_TTL_SECONDS", ge=1, le=604800
     )
-    worker_concurrency: int = Field(4, validation_alias="WORKER_CONCURRENCY", ge=1, le=64)
+    worker_concurrency: int = Field(64, validation_alias="WORKER_CONCURRENCY", ge=1, le=256)
+    """Runs one worker works on at once. A run costs the worker 12-20 ms of CPU and ~120 KiB
+    while in flight, whatever the concurrency (bench/concurrency.py, 1 to 256); the rest of its
+    time it waits on the model. So a worker is latency-bound (concurrency / model time) until it
+    is CPU-bound (60-80 runs/s on one core): at a 1 s model call, 64 runs at once did 55 runs/s
+    with the worker at 80% of a core, and 128 or 256 added little. Higher helps only slower
+    models, and costs a Redis connection per run (a busy worker opens up to this + 8: mind a
+    managed plan's connection limit) and a look at its stop mark every 5 s per working run."""
     max_turns: int = Field(10, validation_alias="MAX_TURNS", ge=1, le=100)
     job_max_deliveries: int = Field(3, validation_alias="JOB_MAX_DELIVERIES", ge=1, le=20)
     job_idle_timeout_seconds: float = Field(
@@ -116,6 +143,47 @@ class RuntimeSettings(BaseSettings):
     serves `/metrics` on `PORT`.)"""
     log_format: LogFormat = Field("text", validation_alias="LOG_FORMAT")
     """`json`: one JSON object per line, with the run id where known."""
+    redis_cluster: bool = Field(False, validation_alias="REDIS_CLUSTER")
+    """`REDIS_URL` names a node of a Redis Cluster: connect with the cluster client and shard
+    the keys (`runtime.keys`) so that each script touches one slot."""
+    redis_shards: int | None = Field(None, validation_alias="REDIS_SHARDS", ge=1, le=1024)
+    """How many shards the keys are split into with `REDIS_CLUSTER=true` (default 16)."""
+
+    # --- replicated Redis (runtime/replication.py, runtime/redis_sentinel.py) ---
+    redis_min_replicas: int = Field(0, validation_alias="REDIS_MIN_REPLICAS", ge=0, le=5)
+    """After each decision and enqueue, `WAIT` for this many replicas before acknowledging it,
+    so that a failover loses nothing acknowledged; 0 waits for none."""
+    redis_wait_ms: int = Field(500, validation_alias="REDIS_WAIT_MS", ge=1, le=2000)
+    """How long to wait for them; then the person is asked to try again."""
+    redis_sentinels: str | None = Field(
+        None,
+        validation_alias="REDIS_SENTINELS",
+        pattern=r"^\s*[^\s,:]+:\d{1,5}\s*(,\s*[^\s,:]+:\d{1,5}\s*)*$",
+    )
+    """`host:port,host:port`: find the primary through these Sentinels (and follow a failover);
+    `REDIS_URL` then gives only the scheme (rediss:// for TLS), password and database."""
+    redis_sentinel_master: str | None = Field(
+        None,
+        validation_alias="REDIS_SENTINEL_MASTER",
+        pattern=r"^[\w.\-]{1,128}$",
+        validate_default=True,
+    )
+
+    @field_validator("redis_min_replicas", "redis_sentinels")
+    @classmethod
+    def _not_in_a_cluster(cls, value: object, info: ValidationInfo) -> object:
+        # A cluster fails over on its own, and WAIT counts one node's replicas, not those of
+        # the node that took the write: neither setting means what it says there.
+        if value and info.data.get("redis_cluster"):
+            raise ValueError("not with REDIS_CLUSTER=true (a cluster fails over by itself)")
+        return value
+
+    @field_validator("redis_sentinel_master")
+    @classmethod
+    def _named_with_sentinels(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None and info.data.get("redis_sentinels"):
+            raise PydanticCustomError("missing", "needed with REDIS_SENTINELS")  # "is not set"
+        return value
 
     # --- MCP servers (see runtime/mcp_connections.py) ---
     mcp_probe_seconds: float = Field(5.0, validation_alias="MCP_PROBE_SECONDS", ge=0.1, le=3600)
@@ -140,13 +208,35 @@ class RuntimeSettings(BaseSettings):
     def _in_order(cls, value: tuple[float, ...]) -> tuple[float, ...]:
         return tuple(sorted({fraction for fraction in value if fraction > 0}))
 
+    @field_validator("redis_shards")
+    @classmethod
+    def _only_in_a_cluster(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value > 1 and not info.data.get("redis_cluster"):
+            raise ValueError("shards are for REDIS_CLUSTER=true")
+        return value
+
+    @property
+    def shard_count(self) -> int:
+        """1 without a cluster: the key names of every earlier version (`runtime.keys`)."""
+        if not self.redis_cluster:
+            return 1
+        return self.redis_shards or DEFAULT_CLUSTER_SHARDS
+
+    @property
+    def sentinel_addresses(self) -> list[tuple[str, int]]:
+        """`REDIS_SENTINELS` as (host, port) pairs; empty when unset."""
+        pairs = [p.strip().rsplit(":", 1) for p in (self.redis_sentinels or "").split(",")]
+        return [(host, int(port)) for host, port in (p for p in pairs if len(p) == 2)]
+
     @property
     def effective_redis_url(self) -> str:
         return self.redis_tls_url or self.redis_url
 
     @property
     def redis_url_setting(self) -> str:
-        """The variable `effective_redis_url` comes from: what to tell the operator to check."""
+        """The variable(s) naming where Redis is: what to tell the operator to check."""
+        if self.redis_sentinels:
+            return "REDIS_SENTINELS, REDIS_SENTINEL_MASTER"
         return "REDIS_TLS_URL" if self.redis_tls_url else "REDIS_URL"
 
     @classmethod
@@ -176,7 +266,8 @@ class RuntimeSettings(BaseSettings):
 def describe_settings_error(error: ValidationError, fixes: Mapping[str, str]) -> str:
     lines = ["Countersign cannot start: its configuration is incomplete or invalid."]
     for problem in error.errors():
-        variable = str(problem["loc"][0]) if problem["loc"] else "?"
+        # A field checked against its default is named by field, not variable: same letters.
+        variable = str(problem["loc"][0]).upper() if problem["loc"] else "?"
         reason = "is not set" if problem["type"] == "missing" else f"is invalid ({problem['msg']})"
         fix = fixes.get(variable, "")
         lines.append(f"  - {variable} {reason}. {fix}".rstrip())

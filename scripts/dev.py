@@ -31,6 +31,7 @@ PYTHON = BIN / "python"
 STAMP = VENV / ".installed"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 BROWSER_PACKAGES = ("chromium", "fonts-noto-color-emoji")
+PARALLEL = ["-n", "2", "--dist", "loadfile"]
 
 
 def say(text: str) -> None:
@@ -97,7 +98,10 @@ def test(pytest_args: list[str]) -> None:
     say("mypy (strict)")
     run(PYTHON, "-m", "mypy")
     say("pytest")
-    run(PYTHON, "-m", "pytest", *pytest_args)
+    # Two pytest workers, a test file each at a time: most of a test's time is spent waiting
+    # on real processes, so two halve the suite's time even on two cores. `-n 0` runs serially.
+    parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in pytest_args) else PARALLEL
+    run(PYTHON, "-m", "pytest", *parallel, *pytest_args)
 
 
 def demo() -> None:

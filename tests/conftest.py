@@ -13,6 +13,7 @@ from runtime.local_redis import RedisServer, answers
 from tests import agents
 from tests.deployment import Deployment
 from tests.harness import Harness
+from tests.redis_cluster import LocalCluster
 
 # The SDK would export traces to OpenAI; tests must never reach a real service.
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
@@ -32,11 +33,44 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A real three-primary Redis Cluster, started once for the tests marked `cluster`."""
+    with LocalCluster(directory=tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
+
+
 @pytest.fixture
-def prefix(redis_url: str) -> Iterator[str]:
+def redis_mode(request: pytest.FixtureRequest) -> str:
+    """`single` (one Redis), or `cluster` for the tests parametrized by `on_cluster_too`."""
+    mode: str = getattr(request, "param", "single")
+    return mode
+
+
+on_cluster_too = pytest.mark.parametrize(
+    "redis_mode", ["single", pytest.param("cluster", marks=pytest.mark.cluster)], indirect=True
+)
+"""Run a test on one Redis and on a Redis Cluster (`-m "not cluster"` skips the latter)."""
+
+
+@pytest.fixture
+def redis_target(request: pytest.FixtureRequest, redis_mode: str, redis_url: str) -> str:
+    """The URL the test's processes get: one Redis's, or one node of the cluster."""
+    if redis_mode == "cluster":
+        cluster: LocalCluster = request.getfixturevalue("redis_cluster")
+        return cluster.url
+    return redis_url
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest, redis_url: str, redis_mode: str) -> Iterator[str]:
     """A key prefix of the test's own; every key under it is deleted afterwards."""
     value = f"cstest:{uuid.uuid4().hex[:10]}:"
     yield value
+    if redis_mode == "cluster":
+        cluster: LocalCluster = request.getfixturevalue("redis_cluster")
+        cluster.delete_prefix(value)
+        return
     client = redis.Redis.from_url(redis_url)
     try:
         keys = list(client.scan_iter(match=f"{value}*", count=1000))
@@ -58,9 +92,13 @@ def with_env(**environ: str) -> pytest.MarkDecorator:
 
 
 @pytest.fixture
-async def bot(redis_url: str, prefix: str, env_overrides: dict[str, str]) -> AsyncIterator[Harness]:
+async def bot(
+    redis_target: str, redis_mode: str, prefix: str, env_overrides: dict[str, str]
+) -> AsyncIterator[Harness]:
     agents.EXECUTIONS.clear()
-    harness = Harness(redis_url=redis_url, prefix=prefix, env=env_overrides)
+    harness = Harness(
+        redis_url=redis_target, prefix=prefix, env=env_overrides, cluster=redis_mode == "cluster"
+    )
     await harness.start()
     try:
         yield harness
@@ -69,9 +107,11 @@ async def bot(redis_url: str, prefix: str, env_overrides: dict[str, str]) -> Asy
 
 
 @pytest.fixture
-async def deployment(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[Deployment]:
+async def deployment(
+    redis_target: str, redis_mode: str, prefix: str, tmp_path: Path
+) -> AsyncIterator[Deployment]:
     """The Procfile's processes against a fake Slack and model (see tests/deployment.py)."""
-    deployment = Deployment(redis_url, prefix, tmp_path)
+    deployment = Deployment(redis_target, prefix, tmp_path, cluster=redis_mode == "cluster")
     await deployment.start()
     try:
         yield deployment
