@@ -17,8 +17,9 @@ from bot.demo import run_demo
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app, requests_grace
-from bot.wiring import web_redis, worker_redis
+from bot.wiring import blocking_reads_redis, web_redis, worker_redis
 from runtime.log_format import configure_logging
+from runtime.model_client import share_openai_client
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.scripted_model import uses_scripted_model
@@ -81,15 +82,24 @@ def serving(settings: Settings) -> str:
 
 async def run_worker(settings: Settings, registry: AgentRegistry, policy: Policy) -> None:
     redis = worker_redis(settings)
+    reads = blocking_reads_redis(settings)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         worker = slack_worker(
-            settings, redis=redis, session=session, registry=registry, policy=policy
+            settings,
+            redis=redis,
+            session=session,
+            registry=registry,
+            policy=policy,
+            reads=reads,
         )
         if uses_scripted_model(settings):
             log.warning("no OPENAI_API_KEY: the example agents run on a scripted model")
+        elif settings.openai_api_key is not None:
+            share_openai_client(settings.worker_concurrency)
         try:
             await serve_until_signalled(worker)
         finally:
+            await reads.aclose()
             await redis.aclose()
 
 

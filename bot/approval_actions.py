@@ -12,14 +12,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import ClientError
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import choice_messages, messages
+from bot import messages
 from bot.approval_blocks import (
     ACTION_APPROVE_ALWAYS,
     REASON_ACTION,
@@ -27,28 +25,15 @@ from bot.approval_blocks import (
     arguments_modal,
     reject_modal,
 )
-from bot.approval_gate import ApprovalGate
-from bot.approvers import DirectoryUnavailable
+from bot.approval_gate import ApprovalGate, GateAnswer
 from bot.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
+from bot.slack_client import logged
 from bot.slack_reporter import SlackReporter
-from runtime.decision_recorder import CallView, Choice, DecisionRecorder, RecordResult
+from runtime.decision_recorder import CallView, Choice, DecisionRecorder
 from runtime.log_format import bind_log_context
-from runtime.metrics import count_decision, count_denied
-from runtime.reporter import RunView
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
-
-NOT_RECORDED = {
-    "expired": messages.APPROVAL_EXPIRED,
-    "closed": messages.APPROVAL_CLOSED,
-    "unknown": messages.APPROVAL_UNKNOWN,
-    "gone": messages.APPROVAL_UNKNOWN,
-    "grant_not_offered": choice_messages.GRANT_NOT_OFFERED,
-    "edit_not_offered": choice_messages.EDIT_NOT_OFFERED,
-    "edit_stale": choice_messages.EDIT_STALE,
-}
-REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable"})
 
 
 @dataclass(kw_only=True)
@@ -81,25 +66,13 @@ class ApprovalActions:
         click = self._parse_click(body)
         if click is None:
             return
-        ref = ApprovalRef.parse(click.action.value)
-        channel, user = click.channel.id, click.user
-        try:
-            view = await self.recorder.view(ref.run_id, ref.approval_id)
-            member_of = await self.gate.groups_of(user.id, view.gate)
-            check = await self.recorder.check(view, user.id, channel=channel, member_of=member_of)
-        except RedisError:
-            self._ephemeral(channel, user.id, None, messages.TRY_AGAIN)
-            return
-        except DirectoryUnavailable:
-            self._ephemeral(channel, user.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
-            return
-        if view.call is None or check.status not in ("open", "already_approved"):
-            self._explain(check, user, channel, view)
+        view = await self.may_decide(click)
+        if view is None or view.call is None:
             return
         metadata = RejectMetadata(
-            run_id=ref.run_id,
-            approval_id=ref.approval_id,
-            channel=channel,
+            run_id=view.run_id,
+            approval_id=view.approval_id,
+            channel=click.channel.id,
             message_ts=click.container.message_ts,
         )
         modal = reject_modal(view.call, metadata.model_dump_json())
@@ -126,13 +99,12 @@ class ApprovalActions:
         self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "args-modal")
 
     async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        try:
-            submission = ViewSubmission.model_validate(body)
-            meta = RejectMetadata.model_validate_json(submission.view.private_metadata)
-        except ValidationError:
+        parsed = ViewSubmission.with_metadata(body, RejectMetadata)
+        if parsed is None:
             log.warning("reject submission with an invalid payload refused")
             await ack()
             return
+        submission, meta = parsed
         reason = submission.text_input(REASON_BLOCK, REASON_ACTION).strip()
         if not reason:
             await ack(
@@ -161,21 +133,11 @@ class ApprovalActions:
         """The call a click is about, if the clicker may decide it now (recording nothing);
         otherwise None, and the clicker has been told why."""
         ref = ApprovalRef.parse(click.action.value)
-        channel, user = click.channel.id, click.user
-        try:
-            view = await self.recorder.view(ref.run_id, ref.approval_id)
-            member_of = await self.gate.groups_of(user.id, view.gate)
-            check = await self.recorder.check(view, user.id, channel=channel, member_of=member_of)
-        except RedisError:
-            self._ephemeral(channel, user.id, None, messages.TRY_AGAIN)
+        answer = await self.gate.check(ref, click.user.id, click.channel.id)
+        if not answer.may_decide or answer.view is None:
+            self._explain(answer, click.user, click.channel.id)
             return None
-        except DirectoryUnavailable:
-            self._ephemeral(channel, user.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
-            return None
-        if view.call is None or check.status not in ("open", "already_approved"):
-            self._explain(check, user, channel, view)
-            return None
-        return view
+        return answer.view
 
     def parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
         return self._parse_click(body)
@@ -197,85 +159,47 @@ class ApprovalActions:
         channel: str,
         message_ts: str | None,
     ) -> None:
-        view: CallView | None = None
         bind_log_context(run_id=ref.run_id, approval_id=ref.approval_id, event=choice.outcome)
-        try:
-            # Read before deciding: once the last decision is in, the worker may finish the run
-            # and delete its record before the card is redrawn.
-            view = await self.recorder.view(ref.run_id, ref.approval_id)
-            member_of = await self.gate.groups_of(actor.id, view.gate)
-            result = await self.recorder.decide(view, choice, channel=channel, member_of=member_of)
-        except RedisError:
-            log.warning("run %s: decision not recorded, Redis unreachable", ref.run_id)
-            self._ephemeral(channel, actor.id, None, messages.TRY_AGAIN)
-            return
-        except DirectoryUnavailable:
-            log.warning("run %s: decision not recorded, group members unknown", ref.run_id)
-            self._ephemeral(channel, actor.id, _thread(view), messages.DIRECTORY_UNAVAILABLE)
-            return
-        if result.status == "recorded":
-            count_decision(result.decision, card_ts=message_ts)
-        if result.status == "recorded" or _is_own_retry(result, choice):
+        answer = await self.gate.decide(ref, choice, channel, message_ts=message_ts)
+        if answer.took_effect:
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
-            if result.decision is not None:
-                self._redraw(view, result, message_ts)
+            self._redraw(answer, message_ts)
+            self._later(self.gate.redraw_status(self.reporter, answer), "status")
             return
-        if result.status == "counted":
-            self._redraw(view, result, message_ts)
-            return
-        self._explain(result, actor, channel, view, message_ts)
+        self._explain(answer, actor, channel, message_ts)
+        if answer.unconfirmed is not None:
+            self._later(self._redraw_once_confirmed(answer, message_ts), "confirm")
+
+    async def _redraw_once_confirmed(self, answer: GateAnswer, message_ts: str | None) -> None:
+        """A choice the replicas confirm late counts (the worker acts on it): the card must
+        then say so, whether or not the person clicks again."""
+        confirmed = await self.gate.once_confirmed(answer)
+        if confirmed is not None:
+            self._redraw(confirmed, message_ts)
 
     def _explain(
-        self,
-        result: RecordResult,
-        actor: SlackUser,
-        channel: str,
-        view: CallView,
-        message_ts: str | None = None,
+        self, answer: GateAnswer, actor: SlackUser, channel: str, message_ts: str | None = None
     ) -> None:
         """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
-        log.info("click by %s not recorded: %s", actor.id, result.status)
-        if result.status in ("not_allowed", "self"):
-            count_denied()
-        thread = _thread(view)
-        if result.status in REFUSED:
-            # Naming the approvers may ask Slack: after the acknowledgement, not before.
-            self._later(self._refuse(result, actor, channel, view), "refusal")
-            return
-        if result.status == "already_approved" and view.call is not None:
-            text = messages.already_approved(len(result.approvals), view.call.quorum)
-        elif result.status == "decided" and result.decision is not None:
-            text = messages.already_decided(result.decision)
-            self._redraw(view, result, message_ts)
-        else:
-            text = NOT_RECORDED.get(result.status, messages.APPROVAL_UNKNOWN)
-        self._ephemeral(channel, actor.id, thread, text)
+        result, view = answer.result, answer.view
+        log.info("click by %s not recorded: %s", actor.id, result.status if result else "failed")
+        if result is not None and view is not None and result.status == "decided":
+            self._redraw(answer, message_ts)
+        # Naming the approvers may ask Slack: after the acknowledgement, not before.
+        self._later(self._tell_why(answer, actor, channel), "refusal")
 
-    async def _refuse(
-        self, result: RecordResult, actor: SlackUser, channel: str, view: CallView
-    ) -> None:
-        text = await self.gate.refusal(result.status, view.gate) or messages.APPROVAL_UNKNOWN
+    async def _tell_why(self, answer: GateAnswer, actor: SlackUser, channel: str) -> None:
+        text = await self.gate.explanation(answer)
         await self.client.chat_postEphemeral(
-            channel=channel, user=actor.id, text=text, thread_ts=_thread(view)
+            channel=channel, user=actor.id, text=text, thread_ts=_thread(answer.view)
         )
 
-    def _redraw(self, view: CallView, result: RecordResult, message_ts: str | None) -> None:
+    def _redraw(self, answer: GateAnswer, message_ts: str | None) -> None:
         """Show the decision on the card, or the approvals so far while a quorum is not met."""
-        if view.envelope is None or view.call is None:
-            log.warning("run %s: card not redrawn (record unreadable here)", view.run_id)
-            return
-        call = view.call.model_copy(
-            update={
-                "decision": result.decision,
-                "approvals": result.approvals,
-                "message_ts": view.call.message_ts or message_ts,
-                "edit": result.edit or view.call.edit,
-            }
-        )
-        if call.message_ts is None:
-            return
-        run = RunView.of(view.envelope)
-        self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
+        found = self.gate.card_after(answer, message_ts)
+        if found is not None:
+            run, call = found
+            self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -302,35 +226,14 @@ class ApprovalActions:
         self._later(work, "ephemeral")
 
     def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        self.tasks.spawn(_logged(work, name), name=name)
+        self.tasks.spawn(logged(work, name), name=name)
 
 
 def _thread(view: CallView | None) -> str | None:
     return view.envelope.conversation.thread if view and view.envelope else None
 
 
-def _is_own_retry(result: RecordResult, choice: Choice) -> bool:
-    """A retried request (after a lost reply) finds its own decision: that is success."""
-    decision = result.decision
-    return (
-        result.status == "decided"
-        and decision is not None
-        and decision.user_id == choice.user_id
-        and decision.outcome == choice.outcome
-        and decision.reason == choice.reason
-    )
-
-
 def _dig(body: object, *path: str) -> str | None:
     for key in path:
         body = body.get(key) if isinstance(body, dict) else None
     return body if isinstance(body, str) and len(body) < 64 else None
-
-
-async def _logged(work: Coroutine[Any, Any, Any], name: str) -> None:
-    try:
-        await work
-    except SlackApiError as error:
-        log.warning("%s: Slack refused: %s", name, error.response.get("error"))
-    except (ClientError, TimeoutError) as error:
-        log.warning("%s: Slack unreachable: %s", name, type(error).__name__)

@@ -25,6 +25,7 @@ from runtime.audit import AuditTrail
 from runtime.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs import JobQueue
 from runtime.mcp_listing import McpListings
+from runtime.replication import NotReplicated
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +122,15 @@ class AgentCommand:
                 ack, messages.command_unknown_agent(command.command, parsed.agent, self.agents)
             )
             return
+        await _reply(ack, await self._start(command, parsed.agent, parsed.task))
+
+    async def _start(self, command: SlashCommand, agent: str, task: str) -> str:
+        """Enqueue a run; what to answer."""
         job = StartJob(
             # Slack's trigger id is unique per invocation: a duplicate delivery is one run.
             run_id=new_run_id(seed=command.trigger_id),
-            agent=parsed.agent,
-            task=parsed.task,
+            agent=agent,
+            task=task,
             conversation=Conversation(
                 channel=command.channel_id,
                 requester=command.user_id,
@@ -134,13 +139,15 @@ class AgentCommand:
             requested_at=time.time(),
         )
         try:
-            await self.queue.enqueue(job.job_id, job.model_dump_json())
+            await self.queue.enqueue(job.job_id, job.model_dump_json(), run_id=job.run_id)
+        except NotReplicated as error:
+            log.warning("run %s: enqueued, not confirmed: %s", job.run_id, error)
+            return messages.RUN_NOT_CONFIRMED
         except RedisError:
             log.warning("run %s not started: job queue unreachable", job.run_id)
-            await _reply(ack, messages.QUEUE_UNAVAILABLE)
-            return
-        log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, parsed.agent)
-        await _reply(ack, messages.command_starting(parsed.agent))
+            return messages.QUEUE_UNAVAILABLE
+        log.info("run %s: enqueued for %s (%s)", job.run_id, command.user_id, agent)
+        return messages.command_starting(agent)
 
     async def _mcp(self) -> dict[str, list[tuple[str, str]]] | None:
         if self.mcp_listings is None:

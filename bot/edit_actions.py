@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
@@ -79,13 +79,12 @@ class EditActions:
         self.actions.later(work, "edit-modal")
 
     async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        try:
-            submission = ViewSubmission.model_validate(body)
-            meta = EditMetadata.model_validate_json(submission.view.private_metadata)
-        except ValidationError:
+        parsed = ViewSubmission.with_metadata(body, EditMetadata)
+        if parsed is None:
             log.warning("edit submission with an invalid payload refused")
             await ack()
             return
+        submission, meta = parsed
         text = submission.text_input(EDIT_BLOCK, EDIT_ACTION)
         try:
             view = await self.actions.recorder.view(meta.run_id, meta.approval_id)

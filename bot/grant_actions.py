@@ -24,7 +24,7 @@ from bot.grant_blocks import GRANT_USED_BLOCK, grants_listing_blocks
 from bot.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Payload
 from runtime.call_choices import GRANT_ID_PATTERN, GrantScope
 from runtime.decision_recorder import Choice, GrantChoice
-from runtime.grants import GRANT_CHOICES, GrantStore, new_grant_id
+from runtime.grants import GRANT_CHOICES, GrantStore
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class GrantActions:
             outcome="approved",
             user_id=chosen.user.id,
             user_name=chosen.user.display,
-            grant=GrantChoice(id=new_grant_id(), scope=scope, seconds=seconds),
+            grant=GrantChoice(id=self.store.new_id(ref.run_id), scope=scope, seconds=seconds),
         )
         await self.actions.record(
             ref, choice, chosen.user, chosen.channel.id, chosen.container.message_ts

@@ -13,26 +13,19 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import ClientError
 from pydantic import ValidationError
-from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import messages
-from bot.approval_actions import NOT_RECORDED, REFUSED
 from bot.approval_blocks import reject_modal
-from bot.approval_gate import ApprovalGate
-from bot.approvers import DirectoryUnavailable
+from bot.approval_gate import ApprovalGate, GateAnswer
 from bot.home_blocks import ACTION_HOME_APPROVE_ALWAYS
 from bot.home_tab import HomeTab
 from bot.payloads import ApprovalRef, HomeClick, RejectMetadata
+from bot.slack_client import logged
 from bot.slack_reporter import SlackReporter
 from bot.stop_actions import StopActions
-from runtime.decision_recorder import CallView, Choice, DecisionRecorder, RecordResult
-from runtime.metrics import count_decision, count_denied
-from runtime.reporter import RunView
+from runtime.decision_recorder import Choice
 from runtime.run_record import HOME_TAB
 from runtime.task_set import TaskSet
 
@@ -42,7 +35,6 @@ log = logging.getLogger(__name__)
 @dataclass(kw_only=True)
 class HomeActions:
     home: HomeTab
-    recorder: DecisionRecorder
     gate: ApprovalGate
     reporter: SlackReporter
     stops: StopActions
@@ -79,22 +71,10 @@ class HomeActions:
             return
         click, ref = parsed
         user_id = click.user.id
-        try:
-            view = await self.recorder.view(ref.run_id, ref.approval_id)
-            member_of = await self.gate.groups_of(user_id, view.gate)
-            check = await self.recorder.check(view, user_id, channel=HOME_TAB, member_of=member_of)
-        except RedisError:
-            self._tell(user_id, messages.TRY_AGAIN)
-            return
-        except DirectoryUnavailable:
-            self._tell(user_id, messages.DIRECTORY_UNAVAILABLE)
-            return
-        if (
-            view.call is None
-            or view.gate is None
-            or check.status not in ("open", "already_approved")
-        ):
-            await self._explain(user_id, check, view)
+        answer = await self.gate.check(ref, user_id, HOME_TAB)
+        view = answer.view
+        if not answer.may_decide or view is None or view.call is None or view.gate is None:
+            self._later(self._explain(user_id, answer), "home-note")
             return
         metadata = RejectMetadata(
             run_id=ref.run_id,
@@ -119,53 +99,36 @@ class HomeActions:
 
     async def _decide(self, ref: ApprovalRef, choice: Choice) -> None:
         user_id = choice.user_id or ""
-        try:
-            # Read first: the last decision may let the worker finish and delete the run.
-            view = await self.recorder.view(ref.run_id, ref.approval_id)
-            member_of = await self.gate.groups_of(user_id, view.gate)
-            result = await self.recorder.decide(view, choice, channel=HOME_TAB, member_of=member_of)
-        except RedisError:
-            self._tell(user_id, messages.TRY_AGAIN)
-            return
-        except DirectoryUnavailable:
-            self._tell(user_id, messages.DIRECTORY_UNAVAILABLE)
-            return
+        answer = await self.gate.decide(ref, choice, HOME_TAB)
+        status = answer.result.status if answer.result else "failed"
         log.info(
-            "run %s: %s from the Home tab by %s: %s",
-            ref.run_id,
-            choice.outcome,
-            user_id,
-            result.status,
+            "run %s: %s from the Home tab by %s: %s", ref.run_id, choice.outcome, user_id, status
         )
-        if result.status == "recorded":
-            count_decision(result.decision, card_ts=view.call.message_ts if view.call else None)
-        if result.status in ("recorded", "counted"):
-            self._redraw(view, result)
+        if answer.took_effect:
+            self._redraw(answer)
+            self._later(self.gate.redraw_status(self.reporter, answer), "status")
             return
-        await self._explain(user_id, result, view)
+        self._later(self._explain(user_id, answer), "home-note")
+        if answer.unconfirmed is not None:
+            self._later(self._redraw_once_confirmed(answer), "confirm")
 
-    async def _explain(self, user_id: str, result: RecordResult, view: CallView) -> None:
-        if result.status in ("not_allowed", "self"):
-            count_denied()
-        if result.status in REFUSED:
-            text = await self.gate.refusal(result.status, view.gate) or messages.APPROVAL_UNKNOWN
-        elif result.status == "already_approved" and view.call is not None:
-            text = messages.already_approved(len(result.approvals), view.call.quorum)
-        elif result.status == "decided" and result.decision is not None:
-            text = messages.already_decided(result.decision)
-        else:
-            text = NOT_RECORDED.get(result.status, messages.APPROVAL_UNKNOWN)
-        self._tell(user_id, text)
+    async def _redraw_once_confirmed(self, answer: GateAnswer) -> None:
+        """As on the card (`ApprovalActions`): a choice confirmed late is shown on every copy."""
+        confirmed = await self.gate.once_confirmed(answer)
+        if confirmed is not None:
+            self._redraw(confirmed)
 
-    def _redraw(self, view: CallView, result: RecordResult) -> None:
+    async def _explain(self, user_id: str, answer: GateAnswer) -> None:
+        """A direct message from the app: the Home tab has no channel for a private note."""
+        text = await self.gate.explanation(answer)
+        await self.client.chat_postMessage(channel=user_id, text=text)
+
+    def _redraw(self, answer: GateAnswer) -> None:
         """The card and every copy show the decision (or the approvals so far)."""
-        if view.envelope is None or view.call is None or view.call.message_ts is None:
-            return
-        call = view.call.model_copy(
-            update={"decision": result.decision, "approvals": result.approvals}
-        )
-        work = self.reporter.redraw(RunView.of(view.envelope), call)
-        self._later(work, f"redraw:{call.approval_id}")
+        found = self.gate.card_after(answer)
+        if found is not None:
+            run, call = found
+            self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
 
     def _parse(self, body: dict[str, Any]) -> tuple[HomeClick, ApprovalRef] | None:
         try:
@@ -180,13 +143,4 @@ class HomeActions:
         self._later(self.client.chat_postMessage(channel=user_id, text=text), "home-note")
 
     def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        self.tasks.spawn(_logged(work, name), name=name)
-
-
-async def _logged(work: Coroutine[Any, Any, Any], name: str) -> None:
-    try:
-        await work
-    except SlackApiError as error:
-        log.warning("%s: Slack refused: %s", name, error.response.get("error"))
-    except (ClientError, TimeoutError) as error:
-        log.warning("%s: Slack unreachable: %s", name, type(error).__name__)
+        self.tasks.spawn(logged(work, name), name=name)

@@ -56,8 +56,7 @@ def add_home_tab(
     )
     actions = HomeActions(
         home=home,
-        recorder=recorder,
-        gate=ApprovalGate(directory=parts.directory),
+        gate=ApprovalGate(directory=parts.directory, recorder=recorder),
         reporter=parts.reporter,
         stops=stops,
         client=parts.client,

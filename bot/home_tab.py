@@ -13,9 +13,11 @@ in their channel may decide stay in their channel: who is in a channel is not kn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis.asyncio as aioredis
 from aiohttp import ClientError
@@ -42,6 +44,10 @@ SETTLE_SECONDS = 0.2
 is one publish."""
 VIEWER_DAYS = 30
 """People who opened the tab within this many days get it republished on changes."""
+VIEWERS_RELOAD_SECONDS = 600.0
+"""How often a web process reads again who the viewers are. Each process knows at once who
+opened the tab through it, and every process follows every change: the one a person opened
+their tab through republishes it, the others learn of them within this long."""
 
 
 @dataclass(kw_only=True)
@@ -58,10 +64,17 @@ class HomeTab:
     debounce_seconds: float = DEBOUNCE_SECONDS
     _dirty: dict[str, bool] = field(default_factory=dict)
     """Per person with a publish under way: whether something changed since it read."""
+    _viewers: dict[str, float] = field(default_factory=dict)
+    """Viewer -> when they last opened the tab (epoch s), as this process knows it."""
+    _viewers_read_at: float | None = None
+    _opened: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when someone opens their tab through this process."""
 
     async def opened(self, user_id: str) -> None:
         """The person opened the tab: remember them as a viewer and show it fresh."""
         now = time.time()
+        self._viewers[user_id] = now
+        self._opened.set()
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.zadd(self.keys.home_viewers, {user_id: now})
@@ -73,12 +86,35 @@ class HomeTab:
 
     async def viewers(self, people: set[str]) -> set[str]:
         """Those of `people` who opened the tab recently."""
-        if not people:
-            return set()
-        ordered = sorted(people)
-        scores = await self.redis.zmscore(self.keys.home_viewers, ordered)
         since = time.time() - VIEWER_DAYS * 86400
-        return {p for p, score in zip(ordered, scores, strict=True) if score and score >= since}
+        return {p for p in people if self._viewers.get(p, 0.0) >= since}
+
+    async def any_viewers(self) -> bool:
+        """Whether anyone opened the tab recently: if not, no change needs looking into.
+        Read from Redis at most every `VIEWERS_RELOAD_SECONDS`; one ZRANGEBYSCORE."""
+        clock = time.monotonic()
+        if self._viewers_read_at is None or clock - self._viewers_read_at > VIEWERS_RELOAD_SECONDS:
+            since = time.time() - VIEWER_DAYS * 86400
+            rows: Any = await self.redis.zrangebyscore(
+                self.keys.home_viewers, since, "+inf", withscores=True
+            )
+            self._viewers_read_at = clock
+            for member, score in rows:
+                person = member.decode() if isinstance(member, bytes) else str(member)
+                self._viewers[person] = max(self._viewers.get(person, 0.0), float(score))
+        since = time.time() - VIEWER_DAYS * 86400
+        return any(at >= since for at in self._viewers.values())
+
+    def forget_openings(self) -> None:
+        """Start looking out for the next opening (`opening`)."""
+        self._opened.clear()
+
+    async def opening(self) -> None:
+        """Until someone opens their tab through this process (since `forget_openings`), or
+        `VIEWERS_RELOAD_SECONDS` passed (someone may have opened it through another one)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(VIEWERS_RELOAD_SECONDS):
+                await self._opened.wait()
 
     def refresh(self, user_id: str) -> None:
         """Publish the person's tab soon (debounced)."""

@@ -5,6 +5,13 @@ decided, expired or escalated, a run resumed, stopped, finished or failed), from
 process made it. The web process follows the trail and refreshes the tabs of the people each
 event concerns who opened theirs lately: the run's requester ("Your runs"), whoever decided, and
 everyone who may decide the run's open calls ("Waiting for you"). `HomeTab.refresh` debounces.
+
+What it costs: nothing while nobody has opened a Home tab lately (the viewers are read again
+every `VIEWERS_RELOAD_SECONDS`; one opening through this process starts the watch at once).
+Otherwise one blocking read of the trail per batch of events (and one per
+`BLOCKING_READ_SECONDS` while nothing happens), on a client of its own whose socket timeout
+allows the long wait; and per event the run's gates for the events that change who may decide
+what, or only its requester for those that change nothing but their own list of runs.
 """
 
 from __future__ import annotations
@@ -24,15 +31,18 @@ from bot.home_tab import HomeTab
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
 from runtime.keys import Keys
+from runtime.redis_connection import longest_block
 from runtime.run_record import CallGate
 from runtime.stopping import Stopping
+from runtime.stream_tail import stream_tail
 from runtime.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
-BLOCK_MS = 500
-"""One read of the trail waits at most this long (under the web's Redis socket timeout)."""
 UNCHANGED = frozenset({AuditEvent.DENIED, AuditEvent.EXECUTED, AuditEvent.REPLAYED})
+OWN_RUNS_ONLY = frozenset({AuditEvent.STARTED, AuditEvent.RESUMED, AuditEvent.FINISHED})
+"""Events that change no one's "Waiting for you": a run starts with no open call, resumes after
+the decisions that closed them, and finishes with every call decided."""
 GATE_WAIT_SECONDS = 3.0
 """`requested` is written just before the call's gate: how long to look for the gate."""
 
@@ -44,34 +54,56 @@ class HomeWatch:
     home: HomeTab
     directory: ApproverDirectory
     tasks: TaskSet
+    reads: aioredis.Redis | None = None
+    """The client for the blocking read of the trail (`bot.wiring.blocking_reads_redis`), so that it
+    may wait long; `redis` if None, the wait then kept under its socket timeout."""
     _stopping: Stopping = field(default_factory=Stopping)
 
     def stop(self) -> None:
         self._stopping.set()
 
     async def run(self) -> None:
-        last = await self._tail_start()
+        # One follower per shard's audit stream (one without a cluster). Where each starts is
+        # asked one at a time: redis-py's cluster client, asked many things at once before its
+        # first answer, loses some of the connections it opens meanwhile.
+        streams = [shard.audit for shard in self.keys.shards]
+        starts = [
+            await stream_tail(self.redis, stream, self._stopping, follower="home tabs")
+            for stream in streams
+        ]
+        await asyncio.gather(
+            *(self._follow(s, last) for s, last in zip(streams, starts, strict=True))
+        )
+
+    async def _follow(self, stream: str, last: str) -> None:
+        reads = self.reads or self.redis
+        block_ms = int(longest_block(reads) * 1000)
         while not self._stopping.is_set():
             try:
-                reply: Any = await self.redis.xread(
-                    {self.keys.audit: last}, count=200, block=BLOCK_MS
+                self.home.forget_openings()
+                if not await self.home.any_viewers():
+                    # No change would show anywhere: follow nothing until someone opens a tab,
+                    # then from the newest event (the tab they open is drawn fresh).
+                    await self._stopping.unless_stopped(self.home.opening())
+                    last = await stream_tail(
+                        self.redis, stream, self._stopping, follower="home tabs"
+                    )
+                    continue
+                reply: Any = await self._stopping.unless_stopped(
+                    reads.xread({stream: last}, count=200, block=block_ms)
                 )
                 for _stream, entries in reply or []:
+                    viewers = await self.home.any_viewers()
                     for entry_id, fields in entries:
                         last = entry_id
-                        await self._changed(fields)
+                        if viewers:
+                            await self._changed(fields)
             except RedisError:
                 log.warning("home tabs: the audit trail cannot be read; retrying")
                 await self._stopping.sleep(1.0)
 
-    async def _tail_start(self) -> str:
-        while not self._stopping.is_set():
-            try:
-                newest: Any = await self.redis.xrevrange(self.keys.audit, count=1)
-                return _text(newest[0][0]) if newest else "0-0"
-            except RedisError:
-                await self._stopping.sleep(1.0)
-        return "0-0"
+    async def _tail(self, stream: str) -> str:
+        return await stream_tail(self.redis, stream, self._stopping, follower="home tabs")
 
     async def _changed(self, fields: dict[bytes, bytes]) -> None:
         event = _text(fields.get(b"event", b""))
@@ -88,7 +120,7 @@ class HomeWatch:
             approval_id = str(details.get("approval_id", ""))
             self.tasks.spawn(self._after_request(run_id, approval_id), name=f"home-watch:{run_id}")
             return
-        await self._refresh(run_id, details)
+        await self._refresh(run_id, details, gates=event not in OWN_RUNS_ONLY)
 
     async def _after_request(self, run_id: str, approval_id: str) -> None:
         """Once the call's gate is written, the people who may decide it are known."""
@@ -97,23 +129,29 @@ class HomeWatch:
         try:
             while loop.time() < deadline:
                 if await self.redis.hexists(self.keys.run(run_id), rr.GATE + approval_id):
-                    await self._refresh(run_id, {})
+                    await self._refresh(run_id, {}, gates=True)
                     return
                 await self._stopping.sleep(0.1)
         except RedisError:
             log.warning("home tabs: run %s not followed", run_id)
 
-    async def _refresh(self, run_id: str, details: dict[str, Any]) -> None:
+    async def _refresh(self, run_id: str, details: dict[str, Any], *, gates: bool) -> None:
         try:
-            people = await self._concerned(run_id, details)
+            people = await self._concerned(run_id, details, gates=gates)
             for person in await self.home.viewers(people):
                 self.home.refresh(person)
         except RedisError:
             log.warning("home tabs: run %s not followed", run_id)
 
-    async def _concerned(self, run_id: str, details: dict[str, Any]) -> set[str]:
+    async def _concerned(self, run_id: str, details: dict[str, Any], *, gates: bool) -> set[str]:
         people = {str(details[k]) for k in ("requester", "user_id") if details.get(k)}
         key = self.keys.run(run_id)
+        if not gates:
+            if not details.get("requester"):
+                requester: Any = await self.redis.hget(key, rr.REQUESTER)
+                if requester:
+                    people.add(_text(requester))
+            return people
         names: Any = await self.redis.hkeys(key)
         gate_fields = [_text(n) for n in names if _text(n).startswith(rr.GATE)]
         values: Any = await self.redis.hmget(key, [rr.REQUESTER, *gate_fields])

@@ -75,6 +75,11 @@ def command_starting(agent: str) -> str:
     return f"Starting *{escape(agent)}* on your task… I'll post in a thread in this channel."
 
 
+RUN_NOT_CONFIRMED = (
+    f"Your run is queued, but {PRODUCT}'s database did not confirm it in time (its replicas "
+    "are behind). It will most likely start in a moment; if nothing appears within a minute, "
+    "please run the command again."
+)
 QUEUE_UNAVAILABLE = (
     f"{PRODUCT} can't reach its job queue right now, so nothing was started. "
     "Please try again in a minute."
@@ -301,6 +306,15 @@ BUTTON_INVALID = "That button's data isn't valid, so nothing was recorded."
 TRY_AGAIN = (
     f"{PRODUCT} can't reach its database for a moment, so your decision was not recorded. "
     "The buttons still work: please try again in a few seconds."
+)
+NOT_CONFIRMED = (
+    f"{PRODUCT}'s database did not confirm your decision in time (its replicas are behind), so "
+    "it does not count yet. If the card does not show your decision within a few seconds, "
+    "please click again: the buttons still work."
+)
+STOP_NOT_CONFIRMED = (
+    f"{PRODUCT}'s database did not confirm the stop in time (its replicas are behind). "
+    "Please stop the run again in a few seconds."
 )
 
 # --- reject modal ------------------------------------------------------------------------------

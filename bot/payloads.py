@@ -6,7 +6,7 @@ us (a replayed or hand-made button value); ids are checked here and again in Red
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -18,6 +18,9 @@ MESSAGE_TS = r"^\d{1,12}\.\d{1,9}$"
 
 class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class SlashCommand(_Payload):
@@ -119,6 +122,18 @@ class ViewSubmission(_Payload):
         for key in ("values", block_id, action_id, "value"):
             node = node.get(key) if isinstance(node, dict) else None
         return node if isinstance(node, str) else ""
+
+    @classmethod
+    def with_metadata(
+        cls, body: dict[str, Any], metadata: type[_M]
+    ) -> tuple[ViewSubmission, _M] | None:
+        """A modal's submission and what the modal carried from its click (its
+        `private_metadata`, as `metadata`); None if either is not what we sent."""
+        try:
+            submission = cls.model_validate(body)
+            return submission, metadata.model_validate_json(submission.view.private_metadata)
+        except ValidationError:
+            return None
 
 
 # --- the outer shape, checked before Bolt sees a signed request -------------------------------

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
 import aiohttp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -11,6 +16,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack_call_counter import SlackCallCounter
+
+log = logging.getLogger(__name__)
 
 CLICK_LOOKUP_SECONDS = 1.5
 """What a click may spend asking Slack who is in a group: Slack wants the acknowledgement within
@@ -47,3 +54,14 @@ def directory_client(
     return AsyncWebClient(
         token=token, base_url=base_url, session=session, timeout=2, retry_handlers=[]
     )
+
+
+async def logged(work: Coroutine[Any, Any, Any], name: str) -> None:
+    """Run a Slack call sent after the acknowledgement: a refusal or an outage is one log line
+    (the person's decision is already stored), never an unhandled task error."""
+    try:
+        await work
+    except SlackApiError as error:
+        log.warning("%s: Slack refused: %s", name, error.response.get("error"))
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.warning("%s: Slack unreachable: %s", name, type(error).__name__)

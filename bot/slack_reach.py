@@ -81,6 +81,22 @@ class SlackReach:
             thread_ts=run.conversation.thread,
             text=words.escalated(targets, call.tool, call.expires_at),
         )
+        if call.message_ts is not None:
+            names = await self._directory.names(call.approvers)
+            channel_name = await self._directory.channel_name(run.conversation.channel)
+            blocks = approval_request_blocks(
+                run, call, [names[p] for p in call.approvers], channel_name
+            )
+            try:
+                await self._client.chat_update(
+                    channel=run.conversation.channel,
+                    ts=call.message_ts,
+                    text=messages.approval_fallback(call.agent, call.tool),
+                    blocks=blocks,
+                )
+            except SLACK_ERRORS as error:
+                log.warning("run %s: card not redrawn: %s", run.run_id, _why(error))
+        await self.redraw_copies(run, call)
 
     async def _blocks(self, run: RunView, call: PendingCall) -> list[dict[str, Any]]:
         names = await self._directory.names(call.approvers)

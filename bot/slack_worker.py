@@ -23,10 +23,12 @@ def slack_worker(
     registry: AgentRegistry,
     policy: Policy,
     name: str | None = None,
-    poll_interval: float = 1.0,
+    poll_interval: float | None = None,
     run_config: RunConfig | None = None,
+    reads: aioredis.Redis | None = None,
 ) -> Worker:
-    """`run_config` overrides the model the settings choose (tests point it at a fake)."""
+    """`run_config` overrides the model the settings choose (tests point it at a fake);
+    `reads` serves the idle worker's blocking reads (`build_worker`)."""
     parts = slack_parts(settings, redis=redis, session=session)
     return build_worker(
         settings,
@@ -38,6 +40,7 @@ def slack_worker(
         run_config=run_config or model_run_config(settings),
         name=name,
         poll_interval=poll_interval,
+        reads=reads,
         membership=DirectoryMembership(parts.directory),
         grant_notices=SlackGrantNotices(parts.client),
     )

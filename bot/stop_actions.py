@@ -27,6 +27,7 @@ from bot.slack_reporter import SlackReporter
 from runtime.contracts import RUN_ID_PATTERN
 from runtime.envelope import Decision
 from runtime.metrics import DECISIONS
+from runtime.replication import NotReplicated
 from runtime.reporter import Activity, RunView
 from runtime.run_stopper import Principals, RunStopper, StopResult, StopView
 from runtime.task_set import TaskSet
@@ -71,8 +72,12 @@ class StopActions:
             result = await self.stopper.stop(
                 view, user_id=user_id, user_name=user_name, member_of=member_of, admins=self.admins
             )
-        except RedisError:
-            return messages.TRY_AGAIN
+        except RedisError as error:
+            return (
+                messages.STOP_NOT_CONFIRMED
+                if isinstance(error, NotReplicated)
+                else messages.TRY_AGAIN
+            )
         except DirectoryUnavailable:
             return messages.DIRECTORY_UNAVAILABLE
         log.info("run %s: stop by %s: %s", run_id, user_id, result.status)

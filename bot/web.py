@@ -10,7 +10,7 @@ import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
@@ -51,7 +51,7 @@ from bot.socket_mode import add_socket_mode
 from bot.status_blocks import ACTION_STOP
 from bot.stop_actions import StopActions
 from bot.thread_links import ThreadLinks
-from bot.wiring import slack_parts
+from bot.wiring import blocking_reads_redis, replication_for, slack_parts
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.grants import GrantStore
@@ -96,7 +96,8 @@ def build_bolt(
     tasks: TaskSet,
 ) -> tuple[AsyncApp, HomeWatch]:
     """The Bolt app, and the watcher that republishes Home tabs (`run_home_watch`)."""
-    keys = Keys(settings.redis_key_prefix)
+    keys = Keys.of(settings)
+    replication = replication_for(settings, redis)
     parts = slack_parts(settings, redis=redis, session=session)
     client = parts.client
     _ignore_bolts_unused_token_warning()
@@ -120,25 +121,27 @@ def build_bolt(
         lookup_seconds=CLICK_LOOKUP_SECONDS,
     )
     stops = StopActions(
-        stopper=RunStopper(redis, keys),
+        stopper=RunStopper(redis, keys, replication=replication),
         directory=directory,
         reporter=parts.reporter,
         client=client,
         tasks=tasks,
         admins=Principals.parse(parse_principals(settings.admins)),
     )
-    recorder = DecisionRecorder(redis, keys)
+    recorder = DecisionRecorder(redis, keys, replication=replication)
     actions = ApprovalActions(
         recorder=recorder,
         client=client,
         reporter=parts.reporter,
-        gate=ApprovalGate(directory=directory),
+        gate=ApprovalGate(directory=directory, recorder=recorder),
         tasks=tasks,
     )
-    grants = GrantActions(actions=actions, store=GrantStore(redis, keys), client=client)
+    grants = GrantActions(
+        actions=actions, store=GrantStore(redis, keys, replication=replication), client=client
+    )
     edits = EditActions(actions=actions, client=client)
     command = AgentCommand(
-        queue=JobQueue(redis, keys),
+        queue=JobQueue(redis, keys, replication=replication),
         audit=audit,
         agents=agent_names,
         stops=stops,
@@ -254,7 +257,8 @@ async def create_web_app(
     app[BOLT], home_watch = build_bolt(
         settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
     )
-    run_home_watch(app, home_watch)
+    reads = blocking_reads_redis(settings)
+    run_home_watch(app, replace(home_watch, reads=reads))
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
@@ -277,7 +281,7 @@ async def create_web_app(
         await watch
 
     app.cleanup_ctx.append(watch_redis)
-    add_operations(app, redis=redis, keys=Keys(settings.redis_key_prefix))
+    add_operations(app, redis=redis, keys=Keys.of(settings))
     if settings.slack_app_token is not None and not settings.console:
         add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
     if settings.console:
@@ -296,6 +300,7 @@ async def create_web_app(
         await tasks.wait(grace=shutdown.left(keep=CLOSING_SECONDS))
         log.info("shutdown: %d Slack update(s) drained, %d cancelled", pending, tasks.cancel_all())
         await session.close()
+        await reads.aclose()
         await redis.aclose()
 
     app.on_cleanup.append(close)

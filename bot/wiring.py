@@ -14,7 +14,9 @@ from bot.slack_client import slack_client
 from bot.slack_reach import SlackReach
 from bot.slack_reporter import SlackReporter
 from runtime.keys import Keys
-from runtime.redis_connection import connect
+from runtime.redis_client import connect_to
+from runtime.redis_connection import BLOCKING_READS_SOCKET_TIMEOUT, worker_pool_size
+from runtime.replication import Replication
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,7 +35,7 @@ def slack_parts(
         base_url=settings.effective_slack_api_url,
         session=session,
     )
-    directory = ApproverDirectory(redis, Keys(settings.redis_key_prefix), client)
+    directory = ApproverDirectory(redis, Keys.of(settings), client)
     reach = SlackReach(client, directory)
     return SlackParts(
         client=client,
@@ -43,22 +45,38 @@ def slack_parts(
     )
 
 
-def web_redis(settings: Settings) -> aioredis.Redis:
-    """Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence."""
-    return connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-        socket_timeout=1.0,
-        connect_timeout=0.5,
-        retries=1,
+def replication_for(settings: Settings, redis: aioredis.Redis) -> Replication:
+    """`WAIT` for `REDIS_MIN_REPLICAS` replicas after each decision and enqueue (0: never)."""
+    return Replication.of(
+        redis,
+        Keys.of(settings),
+        min_replicas=settings.redis_min_replicas,
+        wait_ms=settings.redis_wait_ms,
     )
 
 
+def web_redis(settings: Settings) -> aioredis.Redis:
+    """Short timeouts: Slack wants an answer within 3 s, and a "try again" beats silence."""
+    # A `WAIT` answers only after `REDIS_WAIT_MS`: a read that times out before it would turn
+    # "click again, the replicas are behind" into "the database is unreachable".
+    waits = settings.redis_wait_ms / 1000 if settings.redis_min_replicas else 0.0
+    return connect_to(settings, socket_timeout=1.0 + waits, connect_timeout=0.5, retries=1)
+
+
 def worker_redis(settings: Settings) -> aioredis.Redis:
-    """The default timeouts and retries: the worker rides out a short outage."""
-    return connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
+    """The default timeouts and retries: the worker rides out a short outage. A connection for
+    each run it may work on at once (`worker_pool_size`)."""
+    return connect_to(settings, max_connections=worker_pool_size(settings.worker_concurrency))
+
+
+def blocking_reads_redis(settings: Settings) -> aioredis.Redis:
+    """For the blocking reads of an idle loop (new jobs, due-set wake-ups, the audit trail the
+    Home tabs follow): a read may wait `BLOCKING_READ_SECONDS`, so an idle process sends a few
+    commands a minute instead of a few a second. Its socket timeout outlasts such a read, where
+    the process's own client must time out in seconds (the web's in one: Slack waits 3 s)."""
+    # Three blocking reads per shard (jobs, due-set wake-ups, stops) may wait at once, and the
+    # web's Home-tab watch one per shard.
+    connections = 8 + 3 * settings.shard_count
+    return connect_to(
+        settings, socket_timeout=BLOCKING_READS_SOCKET_TIMEOUT, max_connections=connections
     )

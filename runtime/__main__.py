@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from runtime.audit import AuditTrail, retention_note
 from runtime.keys import Keys
 from runtime.local_redis import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
-from runtime.redis_connection import connect
+from runtime.redis_client import connect_to
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
 
 
@@ -34,13 +34,9 @@ def _date(text: str) -> dt.datetime:
 
 
 async def export(settings: RuntimeSettings, since: dt.datetime) -> int:
-    redis = connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-    )
+    redis = connect_to(settings)
     try:
-        trail = AuditTrail(redis, Keys(settings.redis_key_prefix))
+        trail = AuditTrail(redis, Keys.of(settings))
         note = retention_note(await trail.oldest(), since, settings.audit_retention_days)
         if note is not None:
             print(note, file=sys.stderr)

@@ -2,15 +2,17 @@
 
 Events: started, requested, auto_approved, auto_rejected, approved, approved_always, rejected,
 expired, denied (a click refused by the policy), resumed, refused (an approved call that changed
-before it ran), executed, finished, failed. Decisions and resume claims are appended by the same
-Lua script that records them, so the trail cannot miss one. It outlives each run's record and
-is trimmed by age only (`AUDIT_RETENTION_DAYS`): a cap on its length would let anyone who can
-click push real decisions out of it.
+before it ran), executed, finished, failed. Decisions, resume claims, and the run's start, its
+requests, each tool's execution and its finish are appended by the same Lua script that records
+them (`AuditTrail.entry`), so the trail cannot miss one, and they cost no command of their own.
+It outlives each run's record and is trimmed by age only (`AUDIT_RETENTION_DAYS`): a cap on its
+length would let anyone who can click push real decisions out of it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import json
 import logging
 import time
@@ -52,11 +54,18 @@ class AuditTrail:
         self._redis = redis
         self._keys = keys
 
+    @staticmethod
+    def entry(event: str, run_id: str, **details: str | int | float | None) -> str:
+        """An entry for a script to append with the write it records (JSON list of the stream
+        entry's fields): the trail then cannot miss it, and it costs no command of its own."""
+        payload = json.dumps({**details, "at": time.time()})
+        return json.dumps(["event", event, "run_id", run_id, "details", payload])
+
     async def record(self, event: str, run_id: str, **details: str | int | float | None) -> None:
         payload = {**details, "at": time.time()}
         entry: dict[Any, Any] = {"event": event, "run_id": run_id, "details": json.dumps(payload)}
         try:
-            await self._redis.xadd(self._keys.audit, entry)
+            await self._redis.xadd(self._keys.shard_of(run_id).audit, entry)
         except RedisError:
             # The audit trail must not fail the step it describes; the log keeps the event.
             log.warning("run %s: audit entry %s not stored: %s", run_id, event, details)
@@ -77,37 +86,90 @@ class AuditTrail:
         return found[::-1]
 
     async def since(self, start: dt.datetime, page: int = 1000) -> AsyncIterator[AuditEntry]:
+        """Every entry from `start` on, oldest first (each shard's stream, merged by time)."""
         cursor = f"{int(start.timestamp() * 1000)}-0"
+        streams = [self._forwards(shard.audit, cursor, page) for shard in self._keys.shards]
+        async for entry in _merged(streams, newest_first=False):
+            yield entry
+
+    async def oldest(self) -> dt.datetime | None:
+        """When the oldest entry kept was written; None while the trail is empty."""
+        found = []
+        for shard in self._keys.shards:
+            rows: Any = await self._redis.xrange(shard.audit, count=1)
+            if rows:
+                found.append(_written_at(rows[0][0].decode()))
+        return min(found, default=None)
+
+    async def trim(self, retention_days: int) -> None:
+        oldest = int((time.time() - retention_days * 86400) * 1000)
+        for shard in self._keys.shards:
+            # Exact, not `~`: an approximate trim only drops whole stream nodes, so a quiet
+            # deployment would keep events for longer than AUDIT_RETENTION_DAYS promises.
+            await self._redis.xtrim(shard.audit, minid=f"{oldest}-0", approximate=False)
+
+    async def _forwards(self, stream: str, cursor: str, page: int) -> AsyncIterator[AuditEntry]:
         while True:
-            rows: Any = await self._redis.xrange(self._keys.audit, min=cursor, count=page)
+            rows: Any = await self._redis.xrange(stream, min=cursor, count=page)
             for row in rows:
                 yield _entry(row)
             if len(rows) < page:
                 return
             cursor = "(" + rows[-1][0].decode()
 
-    async def oldest(self) -> dt.datetime | None:
-        """When the oldest entry kept was written; None while the trail is empty."""
-        rows: Any = await self._redis.xrange(self._keys.audit, count=1)
-        return _written_at(rows[0][0].decode()) if rows else None
-
-    async def trim(self, retention_days: int) -> None:
-        oldest = int((time.time() - retention_days * 86400) * 1000)
-        # Exact, not `~`: an approximate trim only drops whole stream nodes, so a quiet
-        # deployment would keep events for longer than AUDIT_RETENTION_DAYS promises.
-        await self._redis.xtrim(self._keys.audit, minid=f"{oldest}-0", approximate=False)
-
     async def _backwards(self, *, limit: int, page: int = 500) -> AsyncIterator[AuditEntry]:
+        """The latest `limit` entries, newest first, of all shards."""
+        if self._keys.shard_count > 1:
+            page = max(50, page // self._keys.shard_count)
+        streams = [self._backwards_in(shard.audit, limit, page) for shard in self._keys.shards]
+        taken = 0
+        async for entry in _merged(streams, newest_first=True):
+            yield entry
+            taken += 1
+            if taken == limit:
+                return
+
+    async def _backwards_in(self, stream: str, limit: int, page: int) -> AsyncIterator[AuditEntry]:
         cursor, remaining = "+", limit
         while remaining > 0:
             wanted = min(page, remaining)
-            rows: Any = await self._redis.xrevrange(self._keys.audit, max=cursor, count=wanted)
+            rows: Any = await self._redis.xrevrange(stream, max=cursor, count=wanted)
             for row in rows:
                 yield _entry(row)
             if len(rows) < wanted:
                 return
             remaining -= len(rows)
             cursor = "(" + rows[-1][0].decode()
+
+
+def _order(entry: AuditEntry) -> tuple[int, float, int]:
+    """Entries of two shards written in one millisecond: by the time each event says."""
+    milliseconds, _, sequence = entry.id.partition("-")
+    return int(milliseconds), entry.at, int(sequence or 0)
+
+
+async def _merged(
+    streams: list[AsyncIterator[AuditEntry]], *, newest_first: bool
+) -> AsyncIterator[AuditEntry]:
+    """The entries of several streams, each in order, as one stream in order of their ids (the
+    time Redis wrote them); a single stream passes through."""
+    if len(streams) == 1:
+        async for entry in streams[0]:
+            yield entry
+        return
+    sign = -1 if newest_first else 1
+    heads: list[tuple[tuple[float, ...], int, AuditEntry]] = []
+
+    def push(index: int, entry: AuditEntry | None) -> None:
+        if entry is not None:
+            heapq.heappush(heads, (tuple(sign * part for part in _order(entry)), index, entry))
+
+    for index, stream in enumerate(streams):
+        push(index, await anext(stream, None))
+    while heads:
+        _, index, entry = heapq.heappop(heads)
+        yield entry
+        push(index, await anext(streams[index], None))
 
 
 def retention_note(

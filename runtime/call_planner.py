@@ -35,10 +35,11 @@ class CallPlanner:
     """Grants people made (`runtime.grant_check`); None: every call asks."""
     notices: GrantNotices | None = None
 
-    async def plan(self, envelope: RunEnvelope, result: RunResult) -> tuple[PendingCall, ...]:
-        """One pending call per interruption, with its rule; the policy decides `auto` ones,
-        a grant covers others; each is audited as requested or decided."""
-        now = await self.store.server_time()
+    async def plan(
+        self, envelope: RunEnvelope, result: RunResult, *, now: float
+    ) -> tuple[PendingCall, ...]:
+        """One pending call per interruption, with its rule, asked at `now` (Redis's clock); the
+        policy decides `auto` ones, a grant covers others; each decided one is audited."""
         why = why_of(result)
         calls = []
         previews: dict[str, tuple[PreviewFunction, str]] = {}
@@ -147,16 +148,29 @@ class CallPlanner:
         return listed.server, listed.description or None
 
     async def _announce(self, envelope: RunEnvelope, call: PendingCall) -> None:
-        """The audit entry (a grant's use was audited as it was counted), and the quiet line."""
+        """The audit entry of a call decided without a person (a grant's use was audited as it
+        was counted; a call that asks is audited as it opens), and the quiet line."""
         if call.decision is not None and call.decision.by_grant is not None:
             if self.notices is not None:
                 await self.notices.grant_used(RunView.of(envelope), call)
             return
-        event = AuditEvent.REQUESTED
-        if call.decision is not None:
-            approved = call.decision.outcome == "approved"
-            event = AuditEvent.AUTO_APPROVED if approved else AuditEvent.AUTO_REJECTED
+        if call.decision is None:
+            return  # audited as requested by the script that opens it (`requested`)
+        approved = call.decision.outcome == "approved"
+        event = AuditEvent.AUTO_APPROVED if approved else AuditEvent.AUTO_REJECTED
         await self.audit.record(event, envelope.run_id, **audit_fields(envelope, call))
+
+
+def requested(
+    audit: AuditTrail, envelope: RunEnvelope, calls: tuple[PendingCall, ...]
+) -> tuple[str, ...]:
+    """The `requested` audit entries of the calls that ask a person, for the script that opens
+    them (`RunStore.wait_for_approvals`)."""
+    return tuple(
+        audit.entry(AuditEvent.REQUESTED, envelope.run_id, **audit_fields(envelope, call))
+        for call in calls
+        if call.decision is None
+    )
 
 
 def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | int | None]:

@@ -29,7 +29,9 @@ from runtime.envelope import (
     parse_envelope,
 )
 from runtime.keys import Keys
+from runtime.replication import NO_REPLICAS, NotReplicated, Replication
 from runtime.run_record import CallGate
+from runtime.waiting_status import WaitingStatus, waiting_status
 
 Status = Literal[
     "recorded",  # this decision was stored
@@ -108,14 +110,29 @@ class CallView:
     call: PendingCall | None
 
 
+class UnconfirmedDecision(NotReplicated):
+    """The script stored the choice (`result`), but the replicas did not confirm it in time:
+    it must not be acknowledged yet, and it takes effect if they catch up."""
+
+    def __init__(self, cause: NotReplicated, result: RecordResult) -> None:
+        super().__init__(cause.confirmed, cause.wanted, cause.wait_ms)
+        self.result = result
+
+
+CONFIRMED: frozenset[Status] = frozenset({"recorded", "counted", "already_approved", "decided"})
+"""Replies that tell of a stored decision or approval: not given before the replicas have it."""
+
 CHOSEN = frozenset({"grant", "edit"})
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 
 class DecisionRecorder:
-    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
         self._redis = redis
         self._keys = keys
+        self._replication = replication
         self._decide = redis.register_script(rr.SCRIPTS["decide"])
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
@@ -176,6 +193,9 @@ class DecisionRecorder:
         choice = Choice(outcome="rejected", user_id=user_id)
         return await self._run(view, choice, channel, member_of, mode="check")
 
+    async def waiting_status(self, run_id: str) -> WaitingStatus | None:
+        return await waiting_status(self._redis, self._keys, run_id)
+
     async def expire(self, view: CallView) -> RecordResult:
         """Record that nobody decided in time; refused unless the deadline has passed."""
         return await self._run(view, Choice(outcome="expired"), "", (), mode="expire")
@@ -190,22 +210,27 @@ class DecisionRecorder:
         mode: Literal["decide", "check", "expire"],
     ) -> RecordResult:
         run_id = view.run_id
-        job = ResumeJob(run_id=run_id, round=int(view.round)) if view.round.isdigit() else None
+        # Round 0 (nothing asked yet) is what a promoted replica may hold of a run whose card
+        # was posted before its approvals reached the replica: no resume to offer then.
+        round_ = int(view.round) if view.round.isdigit() else 0
+        job = ResumeJob(run_id=run_id, round=round_) if round_ >= 1 else None
         sent = {k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN}
         # A grant covers the run's channel, wherever the decision came from (a copy, Home).
         run_channel = view.gate.channel if view.gate is not None else channel
+        shard = self._keys.shard_of(run_id)
+        # The grant's id was drawn in the run's shard (`Keys.new_grant_id`): one slot.
         grant_keys = (
-            [self._keys.grant(choice.grant.id), self._keys.channel_grants(run_channel)]
+            [shard.grant(choice.grant.id), shard.channel_grants(run_channel)]
             if choice.grant
             else []
         )
         reply = await self._decide(
             keys=[
-                self._keys.run(run_id),
-                self._keys.deadlines,
-                self._keys.jobs,
-                self._keys.audit,
-                self._keys.reminders,
+                shard.run(run_id),
+                shard.deadlines,
+                shard.jobs,
+                shard.audit,
+                shard.reminders,
                 *grant_keys,
             ],
             args=[
@@ -216,25 +241,43 @@ class DecisionRecorder:
                 f"{run_id}:{view.approval_id}",
                 run_id,
                 json.dumps(list(member_of)),
-                job.model_dump_json() if job and job.round >= 1 else "",
+                job.model_dump_json() if job else "",
                 view.round,
                 AuditEvent.DENIED,
             ],
         )
         parts = [_text(p) or "" for p in reply]
-        status = cast(Status, parts[0])
-        if status in ("counted", "already_approved", "open"):
-            approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
-            raw_edit = parts[2] if len(parts) > 2 else ""
-            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
-            return RecordResult(status=status, approvals=approvals, edit=edit)
-        decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
-        return RecordResult(
-            status=status,
-            decision=decision,
-            approvals=decision.approvals if decision else (),
-            resume_enqueued=len(parts) > 2 and parts[2] == "1",
-        )
+        result = _result(parts)
+        if mode != "check" and result.status in CONFIRMED:
+            # Also for a retry that finds its own decision, which an earlier attempt stored but
+            # could not confirm: the retry succeeds once the replicas have it. Raises otherwise;
+            # the decision (and its one resume job) stays stored.
+            try:
+                await self._replication.confirm()
+            except NotReplicated as error:
+                raise UnconfirmedDecision(error, result) from error
+        return result
+
+    async def confirm(self) -> None:
+        """Once the replicas hold every write so far (`NotReplicated` or a `RedisError` if not
+        within `REDIS_WAIT_MS`)."""
+        await self._replication.confirm()
+
+
+def _result(parts: list[str]) -> RecordResult:
+    status = cast(Status, parts[0])
+    if status in ("counted", "already_approved", "open"):
+        approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
+        raw_edit = parts[2] if len(parts) > 2 else ""
+        edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+        return RecordResult(status=status, approvals=approvals, edit=edit)
+    decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+    return RecordResult(
+        status=status,
+        decision=decision,
+        approvals=decision.approvals if decision else (),
+        resume_enqueued=len(parts) > 2 and parts[2] == "1",
+    )
 
 
 def _text(value: bytes | str | int | None) -> str | None:

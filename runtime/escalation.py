@@ -69,7 +69,7 @@ class Escalation:
                 "escalate_to": list(targets),
             }
             reply = await self._script(
-                keys=[key, self.keys.audit],
+                keys=[key, self.keys.shard_of(run.run_id).audit],
                 args=[
                     call.approval_id,
                     raw,
@@ -86,6 +86,7 @@ class Escalation:
             log.info("run %s: %s not escalated (%s)", run.run_id, call.approval_id, status)
             return None
         log.info("run %s: %s escalated to %s", run.run_id, call.approval_id, ", ".join(targets))
+        call = widened.applied_to(call)
         await self.reach.escalated(run, call, targets)
         await self.copies.send(run, call, targets)
         return widened

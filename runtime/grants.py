@@ -8,14 +8,15 @@ one is checked at that call (`runtime.grant_check`); using it, revoking it and l
 here.
 
 Keys (`runtime.keys`): `grant:<id>`, a hash of `grant` (JSON, `Grant`) and `uses`, expiring at
-its end; `grants:<channel>`, a sorted set of the channel's grant ids by end time. A deployment
+its end; `grants:<channel>`, a sorted set of the channel's grant ids by end time (one per shard
+on a cluster: a grant lives in the shard of the run that created it). A deployment
 (one `REDIS_KEY_PREFIX`) serves one Slack workspace, so channel ids do not collide.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
+import time
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import GRANT_ID_PATTERN, GrantRef, GrantScope
 from runtime.keys import Keys
+from runtime.replication import NO_REPLICAS, Replication
 
 GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (
     ("tool", 3600),
@@ -31,10 +33,6 @@ GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (
     ("arguments", 24 * 3600),
 )
 """What a card offers (scope, seconds), where the call's rule allows that long."""
-
-
-def new_grant_id() -> str:
-    return "g" + secrets.token_hex(5)
 
 
 class Grant(BaseModel):
@@ -127,24 +125,35 @@ return {raw, uses}
 
 
 class GrantStore:
-    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
         self._redis = redis
         self._keys = keys
+        self._replication = replication
         self._use = redis.register_script(USE)
         self._revoke = redis.register_script(REVOKE)
 
+    def new_id(self, run_id: str) -> str:
+        """An id for a grant that a decision on `run_id` creates (in the run's shard)."""
+        return self._keys.new_grant_id(run_id)
+
     async def active(self, channel: str) -> list[Grant]:
         """The channel's grants that have not ended, soonest end first."""
-        index = self._keys.channel_grants(channel)
-        seconds, micros = await self._redis.time()
-        await self._redis.zremrangebyscore(index, "-inf", seconds + micros / 1_000_000)
-        ids: Any = await self._redis.zrange(index, 0, -1)
+        # This process's clock only narrows the list (one command per call checked, where
+        # Redis's clock took three): what decides is the `use` script, on Redis's clock, and a
+        # grant's hash expires at its end. The decision script prunes ended entries.
+        now = time.time()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for shard in self._keys.shards:  # one without a cluster
+                pipe.zrange(shard.channel_grants(channel), f"({now}", "+inf", byscore=True)
+            replies: list[Any] = await pipe.execute()
         grants = []
-        for grant_id in ids:
+        for grant_id in [grant_id for ids in replies for grant_id in ids]:
             grant = await self.get(grant_id.decode())
             if grant is not None:
                 grants.append(grant)
-        return grants
+        return sorted(grants, key=lambda grant: grant.ends_at)
 
     async def get(self, grant_id: str) -> Grant | None:
         raw: Any = await self._redis.hmget(self._keys.grant(grant_id), ["grant", "uses"])
@@ -153,7 +162,7 @@ class GrantStore:
     async def use(self, grant: Grant, run_id: str, **details: str | int | None) -> Grant | None:
         """Count one more call covered by `grant`; None if it was revoked or has ended."""
         reply = await self._use(
-            keys=[self._keys.grant(grant.id), self._keys.audit],
+            keys=[self._keys.grant(grant.id), self._keys.shard_of(grant.id).audit],
             args=[run_id, json.dumps(details), AuditEvent.GRANT_USED],
         )
         return _grant(reply[0], reply[1]) if reply else None
@@ -165,11 +174,13 @@ class GrantStore:
         reply = await self._revoke(
             keys=[
                 self._keys.grant(grant_id),
-                self._keys.channel_grants(channel),
-                self._keys.audit,
+                self._keys.shard_of(grant_id).channel_grants(channel),
+                self._keys.shard_of(grant_id).audit,
             ],
             args=[grant_id, channel, user_id, user_name or "", AuditEvent.REVOKED],
         )
+        # A revocation a failover could undo would let the grant approve calls again.
+        await self._replication.confirm()
         return _grant(reply[0], reply[1]) if reply else None
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from redis.exceptions import RedisError
 
 from runtime.jobs import START, Delivery, Handler, JobQueue
+from runtime.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.shutdown_budget import ShutdownBudget
 from runtime.stopping import Stopping
 from runtime.task_set import TaskSet
@@ -46,12 +47,18 @@ class JobConsumer:
     """`JOB_TIMEOUT_SECONDS`: a handler running longer is cancelled and its job retried."""
     shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
     """The worker's whole shutdown, from stop() (Heroku sends SIGKILL 30 s after SIGTERM)."""
-    block_ms: int = 2000
+    block_ms: int = 30_000
+    """The longest one read of new jobs waits (capped by what its client allows, and by a third
+    of the idle timeout, so that a dead worker's jobs are taken over in time): an idle worker
+    sends one read and one take-over scan per such wait."""
     consumer_gone_after: float = 3600.0
     """Each boot reads under a name of its own (`worker.1:3f9a1c`), so the names of stopped
     ones pile up in the group: one that holds no job and has not read this long is dropped."""
-    forget_interval: float = 300.0
-    """How often to look for such consumers: one XINFO CONSUMERS, cheap at this pace."""
+    forget_interval: float = 1800.0
+    """How often to look for such consumers: one script per shard."""
+    live: LiveWorkers | None = None
+    """With several shards: scan them for a dead worker's jobs only when one is overdue
+    (`runtime.live_workers`); with one, a scan is one command, cheaper than asking."""
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
     _stopping: Stopping = field(default_factory=Stopping)
@@ -59,6 +66,10 @@ class JobConsumer:
     _next_reclaim: float = 0.0
     _reclaim_cursor: str = START
     _next_forget: float = 0.0
+    _next_full_scan: float = 0.0
+    _others_overdue: bool = False
+    _scan_until: float = 0.0
+    """A job of ours was cut off (`JOB_TIMEOUT_SECONDS`): scan for it until then."""
 
     def __post_init__(self) -> None:
         self._slots = asyncio.Semaphore(self.concurrency)
@@ -93,35 +104,56 @@ class JobConsumer:
                 handed = await self.queue.hand_back(self.consumer, idle_ms)
                 if handed == 0:
                     await self.queue.forget_consumer(self.consumer)
+                if self.live is not None:
+                    await self.live.left(self.consumer, handed_back=handed)
         except (RedisError, TimeoutError):
             log.exception("could not hand back jobs; they return after the idle timeout")
             return
         log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
 
     async def _read_loop(self) -> None:
-        """One free slot at a time: fill it with a dead worker's job, else with a new one."""
+        """Wait for a free slot, then fill every free one: with a dead worker's job if one is
+        due, else with new ones, all in one read.
+
+        One read per free slot would cap the start rate at one job per round trip through a
+        busy event loop: with hundreds of slots and a model that takes seconds, most slots
+        would sit empty while jobs wait in the stream (bench/concurrency.py measures it).
+        """
         while not self._stopping.is_set():
             await self._slots.acquire()
+            free = 1 + await self._take_free_slots()
             if self._stopping.is_set():
-                self._slots.release()
+                self._release(free)
                 return
             try:
                 await self._forget_gone_consumers()
-                delivery = await self._take_over_one() or await self._read_one()
+                taken = await self._take_over_one()
+                deliveries = [taken] if taken else await self._read(free)
             except RedisError:
-                self._slots.release()
+                self._release(free)
                 log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
                 await self._stopping.sleep(1.0)
                 continue
-            if delivery is None:
-                self._slots.release()
-            else:
+            for delivery in deliveries:
                 self._start(delivery)
+            self._release(free - len(deliveries))
 
-    async def _read_one(self) -> Delivery | None:
-        block_ms = max(50, min(self.block_ms, int(self.idle_timeout * 1000 / 3)))
-        deliveries = await self._until_stopped(self.queue.read(self.consumer, 1, block_ms))
-        return deliveries[0] if deliveries else None
+    async def _take_free_slots(self) -> int:
+        """Take every slot free right now (none is waited for); how many."""
+        taken = 0
+        while not self._slots.locked():
+            await self._slots.acquire()  # free: returns at once
+            taken += 1
+        return taken
+
+    def _release(self, slots: int) -> None:
+        for _ in range(slots):
+            self._slots.release()
+
+    async def _read(self, count: int) -> list[Delivery]:
+        longest = min(self.block_ms, self.queue.longest_block_ms, int(self.idle_timeout * 1000 / 3))
+        block_ms = max(50, longest)
+        return await self._until_stopped(self.queue.read(self.consumer, count, block_ms))
 
     async def _forget_gone_consumers(self) -> None:
         clock = asyncio.get_running_loop()
@@ -141,6 +173,9 @@ class JobConsumer:
         clock = asyncio.get_running_loop()
         if clock.time() < self._next_reclaim:
             return None
+        if self._reclaim_cursor == START and not self._scan_wanted(clock.time()):
+            self._next_reclaim = clock.time() + self.idle_timeout / 3
+            return None
         idle_ms = int(self.idle_timeout * 1000)
         while True:
             page = await self.queue.reclaim(self.consumer, idle_ms, 1, self._reclaim_cursor)
@@ -159,6 +194,14 @@ class JobConsumer:
             if not page.deliveries:
                 return None  # the rest of the pending list on the next tick
 
+    def _scan_wanted(self, now: float) -> bool:
+        if self.live is None or self._others_overdue or now < self._scan_until:
+            return True
+        if now >= self._next_full_scan:
+            self._next_full_scan = now + FULL_SCAN_SECONDS
+            return True
+        return False
+
     async def _bury(self, delivery: Delivery) -> None:
         await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
         log.error("job %s moved to the dead-letter stream", delivery.entry_id)
@@ -170,12 +213,24 @@ class JobConsumer:
         Ends on `drained` as well as on cancellation: a cancel that lands while the Redis call
         is in flight can be swallowed by the client, and the loop must end all the same.
         """
+        await self._say_alive()
         while not drained.is_set():
             await asyncio.sleep(self.idle_timeout / 3)
             try:
                 await self.queue.heartbeat(self.consumer, list(self._running))
             except RedisError:
                 log.warning("job heartbeat failed; retrying", exc_info=True)
+                continue  # no mark either: it must not outlive the jobs' heartbeat
+            await self._say_alive()
+
+    async def _say_alive(self) -> None:
+        if self.live is None:
+            return
+        try:
+            self._others_overdue = await self.live.beat(self.consumer)
+        except RedisError:
+            log.warning("could not mark this worker alive; retrying", exc_info=True)
+            self._others_overdue = True  # cannot tell: scan as before
 
     def _start(self, delivery: Delivery) -> None:
         task = self._tasks.spawn(self._run_one(delivery), name=f"job:{delivery.entry_id}")
@@ -206,6 +261,9 @@ class JobConsumer:
         except TimeoutError:
             if not deadline.expired():
                 raise  # the handler's own timeout: a failure like any other
+            # Heartbeated no more, it goes quiet while we are alive: scan until it is taken.
+            loop = asyncio.get_running_loop()
+            self._scan_until = loop.time() + 2 * self.idle_timeout + self.idle_timeout / 3
             log.error(
                 "job %s ran longer than JOB_TIMEOUT_SECONDS (%g s) and was cancelled; "
                 "it will be retried",

@@ -63,25 +63,28 @@ class LiveRuns:
 
     async def one(self, run_id: str) -> LiveRun | None:
         """One run, if it is live."""
-        score = await self._redis.zscore(self._keys.live_runs, run_id)
+        score = await self._redis.zscore(self._keys.shard_of(run_id).live_runs, run_id)
         if score is None:
             return None
         runs = await self._read([(run_id, float(score))])
         return runs[0] if runs else None
 
     async def _select(self, keep: Callable[[str, str], bool]) -> list[LiveRun]:
-        listed: Any = await self._redis.zrevrange(
-            self._keys.live_runs, 0, self._scan_limit - 1, withscores=True
-        )
-        ids = [(_text(member), score) for member, score in listed]
+        ids: list[tuple[str, float]] = []
+        for shard in self._keys.shards:  # one on a single Redis; newest of all, merged
+            listed: Any = await self._redis.zrevrange(
+                shard.live_runs, 0, self._scan_limit - 1, withscores=True
+            )
+            ids.extend((_text(member), score) for member, score in listed)
+        ids = sorted(ids, key=lambda entry: entry[1], reverse=True)[: self._scan_limit]
         async with self._redis.pipeline(transaction=False) as pipe:
             for run_id, _ in ids:
                 pipe.hmget(self._keys.run(run_id), [rr.CHANNEL, rr.REQUESTER])
             replies: list[Any] = await pipe.execute()
         pairs = list(zip(ids, replies, strict=True))
         gone = [run_id for (run_id, _), (channel, _) in pairs if not channel]
-        if gone:
-            await self._redis.zrem(self._keys.live_runs, *gone)
+        for run_id in gone:
+            await self._redis.zrem(self._keys.shard_of(run_id).live_runs, run_id)
         chosen = [
             entry
             for entry, (channel, requester) in pairs
@@ -93,15 +96,15 @@ class LiveRuns:
         if not ids:
             return []
         fields = [rr.ENVELOPE, rr.STATUS, rr.PENDING, rr.CHANNEL, rr.REQUESTER, rr.THREAD]
+        # TIME on its own: a cluster pipeline refuses a command without a key.
+        seconds, micros = await self._redis.time()
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.time()
             for run_id, _ in ids:
                 pipe.hmget(self._keys.run(run_id), [*fields, rr.STOPPED])
             replies: list[Any] = await pipe.execute()
-        seconds, micros = replies[0]
         now = seconds + micros / 1_000_000
         runs = []
-        for (run_id, started), reply in zip(ids, replies[1:], strict=True):
+        for (run_id, started), reply in zip(ids, replies, strict=True):
             raw_envelope, status, pending, channel, requester, thread, stopped = reply
             state = _STATES.get(_text(status or b""))
             if state is None or channel is None or requester is None:

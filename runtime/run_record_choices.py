@@ -3,7 +3,7 @@
 Part of `runtime.run_record` (which prepends the field names as `F` and these functions to the
 decision script); kept apart so the decision script itself only names the hooks:
 
-- `with_edit(run, aid, gate)`: once a call was edited, its gate binds the edited digest, so
+- `with_edit(raw_edit, gate)`: once a call was edited, its gate binds the edited digest, so
   every later approval (towards a quorum) counts for the edited arguments;
 - `choice_refusal(gate, choice)`: a grant is refused unless the call's gate offers one that
   long (never under a quorum); an edit unless the gate allows edits and the editor saw the
@@ -23,8 +23,7 @@ local EVENT_EDITED = '{AuditEvent.EDITED}'
 local EVENT_GRANTED = '{AuditEvent.GRANTED}'
 local function present(v) return v ~= nil and v ~= cjson.null end
 
-local function with_edit(run, aid, gate)
-  local raw = redis.call('HGET', run, F.edit .. aid)
+local function with_edit(raw, gate)
   if gate and raw then gate['digest'] = cjson.decode(raw)['digest'] end
   return gate
 end
@@ -62,8 +61,8 @@ local function apply_edit(run, aid, gate, choice, entry, now, audit)
 end
 
 -- KEYS of a grant (passed only with one): the grant's hash, the channel's index.
-local function attach_choices(run, aid, run_id, decision, choice, entry, now, grant_keys, audit)
-  local raw = redis.call('HGET', run, F.edit .. aid)
+-- `raw`: the call's edit as stored now (by `apply_edit` in this very decision, if it edited).
+local function attach_choices(raw, aid, run_id, decision, choice, entry, now, grant_keys, audit)
   if raw and (decision['outcome'] == 'approved' or decision['outcome'] == 'approved_always') then
     decision['edit'] = cjson.decode(raw)
   end
@@ -79,6 +78,7 @@ local function attach_choices(run, aid, run_id, decision, choice, entry, now, gr
   if entry['mcp_server'] then record['mcp_server'] = entry['mcp_server'] end
   redis.call('HSET', grant_keys[1], 'grant', cjson.encode(record), 'uses', 0)
   redis.call('EXPIREAT', grant_keys[1], math.ceil(ends_at))
+  redis.call('ZREMRANGEBYSCORE', grant_keys[2], '-inf', now)  -- ended ones: the index stays short
   redis.call('ZADD', grant_keys[2], ends_at, grant['id'])
   if redis.call('TTL', grant_keys[2]) < seconds then
     redis.call('EXPIRE', grant_keys[2], seconds + 1)

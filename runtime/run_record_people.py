@@ -23,18 +23,25 @@ from __future__ import annotations
 DECIDE = """
 local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
 local run = KEYS[1]
-if redis.call('EXISTS', run) == 0 then return {'gone'} end
 local aid = ARGV[1]
 local mode = ARGV[4]
-local deadline = redis.call('HGET', run, F.deadline .. aid)
-if not deadline then return {'unknown'} end
+-- Everything this script reads of the run, in one read.
+local seen = redis.call('HMGET', run, F.deadline .. aid, F.gate .. aid, F.edit .. aid,
+  F.copies .. aid, F.decision .. aid, F.status, F.round, F.approvals .. aid, F.denied .. aid,
+  F.pending)
+local deadline = seen[1]
+if not deadline then
+  if redis.call('EXISTS', run) == 0 then return {'gone'} end
+  return {'unknown'}
+end
+local raw_edit = seen[3]
 local gate = nil
-local raw_gate = redis.call('HGET', run, F.gate .. aid)
+local raw_gate = seen[2]
 if raw_gate then
   local ok, decoded = pcall(cjson.decode, raw_gate)
   if ok and type(decoded) == 'table' and decoded['v'] == GATE_VERSION then gate = decoded end
 end
-gate = with_edit(run, aid, gate)  -- an edited call binds its edited digest
+gate = with_edit(raw_edit, gate)  -- an edited call binds its edited digest
 -- Fail closed: nobody decides a call whose gate this code cannot read.
 if mode ~= 'expire' and gate == nil then return {'unreadable'} end
 -- A decision comes from the card in the run's channel, from any copy of it, or from the Home
@@ -45,16 +52,16 @@ if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then
   if ARGV[3] == HOME_TAB then
     copy = gate['anyone'] ~= true
   else
-    for _, c in ipairs(cjson.decode(redis.call('HGET', run, F.copies .. aid) or '[]')) do
+    for _, c in ipairs(cjson.decode(seen[4] or '[]')) do
       if c['channel'] == ARGV[3] then copy = true end
     end
   end
   if not copy then return {'unknown'} end
 end
-local existing = redis.call('HGET', run, F.decision .. aid)
+local existing = seen[5]
 if existing then return {'decided', existing} end
-if redis.call('HGET', run, F.status) ~= 'waiting' then return {'closed'} end
-if redis.call('HGET', run, F.round) ~= ARGV[9] then return {'closed'} end
+if seen[6] ~= 'waiting' then return {'closed'} end
+if seen[7] ~= ARGV[9] then return {'closed'} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 if mode ~= 'expire' and now >= tonumber(deadline) then return {'expired'} end
@@ -97,7 +104,7 @@ if mode ~= 'expire' then
   if refusal then
     if refusal == 'not_allowed' or refusal == 'self' then
       -- One entry per person and call: clicking again cannot flood the trail.
-      local denied = cjson.decode(redis.call('HGET', run, F.denied .. aid) or '[]')
+      local denied = cjson.decode(seen[9] or '[]')
       local seen = false
       for _, u in ipairs(denied) do if u == user then seen = true end end
       if not seen then
@@ -112,10 +119,11 @@ if mode ~= 'expire' then
   if type(gate['digest']) ~= 'string' or gate['digest'] == '' then return {'unreadable'} end
 end
 
-local approvals = cjson.decode(redis.call('HGET', run, F.approvals .. aid) or '[]')
+local approvals = cjson.decode(seen[8] or '[]')
 local edited = ''
 if mode == 'decide' and present(choice['edit']) then
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
+  raw_edit = edited
   approvals = {}
 end
 if approving then
@@ -150,16 +158,20 @@ end
 local decision = {outcome = outcome, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], decided_at = now, digest = entry['digest']}
 if #approvals > 0 then decision['approvals'] = approvals end
-attach_choices(run, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], KEYS[7]}, audit)
+attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], KEYS[7]}, audit)
 local encoded = cjson.encode(decision)
-redis.call('HSET', run, F.decision .. aid, encoded)
+-- Nothing above wrote `pending`: the count read at the top is current.
+local pending = (tonumber(seen[10]) or 1) - 1
+if pending > 0 then
+  redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending)
+else
+  redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending, F.status, 'ready')
+end
 audit(choice['outcome'])
 -- The expiry poller removes its own entry once the card shows the expiry.
 if mode ~= 'expire' then redis.call('ZREM', KEYS[2], ARGV[5]) end
 redis.call('ZREM', KEYS[5], ARGV[5])
-local pending = redis.call('HINCRBY', run, F.pending, -1)
 if pending > 0 then return {'recorded', encoded, '0'} end
-redis.call('HSET', run, F.status, 'ready')
 redis.call('XADD', KEYS[3], '*', 'job', ARGV[8])
 return {'recorded', encoded, '1'}
 """
@@ -171,9 +183,10 @@ return {'recorded', encoded, '1'}
 # and now: its open approvals are decided `stopped`, their due entries go, the run turns
 # `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
 # stops at the next safe point.
-# KEYS: run, deadlines, reminders, audit, tombstone, live runs
+# KEYS: run, deadlines, reminders, audit, tombstone, live runs, stops stream
 # ARGV: 1 stopper JSON {user_id, user_name}, 2 groups the person is in (JSON), 3 admins JSON
-#       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds
+#       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds,
+#       8 stops kept in the stream
 STOP = """
 local run = KEYS[1]
 if redis.call('EXISTS', run) == 0 then return {'gone'} end
@@ -218,7 +231,13 @@ redis.call('HSET', run, F.stopped, encoded)
 local details = cjson.encode({user_id = user, user_name = who['user_name'], at = now,
   channel = redis.call('HGET', run, F.channel), status = status})
 redis.call('XADD', KEYS[4], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
-if status == 'running' or status == 'resuming' then return {'stopping', encoded} end
+if status == 'running' or status == 'resuming' then
+  -- Its worker hears it on the stream (an old script's stop is found by the slower poll).
+  if KEYS[7] then
+    redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'run_id', ARGV[4])
+  end
+  return {'stopping', encoded}
+end
 local decision = cjson.encode({outcome = 'stopped', user_id = user, user_name = who['user_name'],
   decided_at = now})
 for _, aid in ipairs(open) do

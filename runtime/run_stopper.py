@@ -25,8 +25,10 @@ from runtime.envelope import (
     parse_envelope,
 )
 from runtime.keys import Keys
+from runtime.replication import NO_REPLICAS, Replication
 from runtime.run_record import CallGate
-from runtime.run_store import StopMark
+from runtime.stop_mark import StopMark
+from runtime.stop_watcher import STOPS_KEPT
 
 StopStatus = Literal[
     "stopped",  # a waiting run: stopped now, its open calls decided `stopped`
@@ -97,9 +99,12 @@ class StopResult:
 
 
 class RunStopper:
-    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
         self._redis = redis
         self._keys = keys
+        self._replication = replication
         self._stop = redis.register_script(rr.SCRIPTS["stop"])
 
     async def view(self, run_id: str) -> StopView:
@@ -151,11 +156,12 @@ class RunStopper:
         reply = await self._stop(
             keys=[
                 self._keys.run(run_id),
-                self._keys.deadlines,
-                self._keys.reminders,
-                self._keys.audit,
+                self._keys.shard_of(run_id).deadlines,
+                self._keys.shard_of(run_id).reminders,
+                self._keys.shard_of(run_id).audit,
                 self._keys.tombstone(run_id),
-                self._keys.live_runs,
+                self._keys.shard_of(run_id).live_runs,
+                self._keys.shard_of(run_id).stops,
             ],
             args=[
                 json.dumps({"user_id": user_id, "user_name": user_name}),
@@ -165,10 +171,13 @@ class RunStopper:
                 AuditEvent.STOPPED,
                 rr.TOMBSTONE_SECONDS,
                 STOPPED_KEPT_SECONDS,
+                STOPS_KEPT,
             ],
         )
         parts = [p.decode() if isinstance(p, bytes) else str(p) for p in reply]
         status = cast(StopStatus, parts[0])
+        if status in ("stopping", "stopped", "already"):
+            await self._replication.confirm()  # NotReplicated: the person tries again
         mark = StopMark.model_validate_json(parts[1]) if len(parts) > 1 else None
         stopped: Any = json.loads(parts[2]) if len(parts) > 2 else []
         # Lua's cjson encodes an empty list as an empty object.

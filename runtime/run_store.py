@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import ArgumentEdit
 from runtime.card_copies import parse_copies
 from runtime.contracts import Conversation
+from runtime.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.envelope import (
     Approval,
     Decision,
@@ -27,7 +28,10 @@ from runtime.envelope import (
     parse_envelope,
 )
 from runtime.keys import Keys
+from runtime.redis_clock import RedisClock
+from runtime.replication import NO_REPLICAS, Replication
 from runtime.run_record import CallGate, Status
+from runtime.stop_mark import StopMark, Stopped
 
 
 class Fenced(Exception):
@@ -36,25 +40,6 @@ class Fenced(Exception):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id}: another delivery of its job took over")
         self.run_id = run_id
-
-
-class StopMark(BaseModel):
-    """Who stopped a run, and when (Redis's clock)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    user_id: str
-    user_name: str | None = None
-    at: float = 0.0
-
-
-class Stopped(Exception):
-    """Someone stopped the run: no further tool runs, no card appears, the model is not called."""
-
-    def __init__(self, run_id: str, mark: StopMark) -> None:
-        super().__init__(f"run {run_id}: stopped by {mark.user_id}")
-        self.run_id = run_id
-        self.mark = mark
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,14 +83,27 @@ class Claim:
 
 
 class RunStore:
-    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
         self._redis = redis
         self._keys = keys
+        self._replication = replication
+        self._clock = RedisClock()
         self._scripts = {name: redis.register_script(body) for name, body in rr.SCRIPTS.items()}
 
-    async def _set(self, run_id: str, fields: dict[str, str], lease: Lease | None) -> None:
-        args = [str(lease.fence) if lease else "", *[p for pair in fields.items() for p in pair]]
-        written = await self._scripts["fenced_set"](keys=[self._keys.run(run_id)], args=args)
+    async def _set(
+        self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""
+    ) -> None:
+        """`audit`: an entry (`AuditTrail.entry`) appended with the write, if it is made."""
+        args = [
+            str(lease.fence) if lease else "",
+            audit,
+            *[p for pair in fields.items() for p in pair],
+        ]
+        written = await self._scripts["fenced_set"](
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit], args=args
+        )
         if int(written) == -1:
             raise Fenced(run_id)
 
@@ -132,19 +130,24 @@ class RunStore:
         keys = [
             self._keys.run(envelope.run_id),
             self._keys.tombstone(envelope.run_id),
-            self._keys.live_runs,
+            self._keys.shard_of(envelope.run_id).live_runs,
         ]
-        if _text(await self._scripts["create"](keys=keys, args=args)) == "finished":
+        reply: Any = await self._scripts["create"](keys=keys, args=args)
+        if isinstance(reply, list):
+            self._clock.saw(reply[1], reply[2])
+        elif _text(reply) == "finished":
             return None
         return await self.load(envelope.run_id)
 
     async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
         """Take the run for this delivery of its job (see `runtime.run_record`)."""
         reply = await self._scripts["claim"](
-            keys=[self._keys.run(run_id), self._keys.audit],
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
             args=[kind, round_, rr.RUNNING_TTL_SECONDS, run_id, AuditEvent.RESUMED],
         )
         status = cast(ClaimStatus, _text(reply[0]))
+        if len(reply) > 3:
+            self._clock.saw(reply[2], reply[3])
         if len(reply) > 1:
             return Claim(status=status, lease=Lease(run_id=run_id, fence=int(reply[1])))
         return Claim(status=status)
@@ -195,11 +198,11 @@ class RunStore:
             return None, None
         return record, record.envelope.call(approval_id) if record else None
 
-    async def update_envelope(self, envelope: RunEnvelope, lease: Lease) -> None:
+    async def update_envelope(self, envelope: RunEnvelope, lease: Lease, audit: str = "") -> None:
         fields = {rr.ENVELOPE: dump_envelope(envelope)}
         if envelope.conversation.thread is not None:
             fields[rr.THREAD] = envelope.conversation.thread
-        await self._set(envelope.run_id, fields, lease)
+        await self._set(envelope.run_id, fields, lease, audit)
 
     async def locate(self, run_id: str) -> Conversation | None:
         """Where the run talks, read without the envelope (which may be unreadable)."""
@@ -238,12 +241,14 @@ class RunStore:
         reminders: dict[str, float],
         self_ok: bool,
         fields: Mapping[str, str] | None = None,
+        audit: tuple[str, ...] = (),
     ) -> None:
         """Store the interrupted run and open its approvals, all in one script.
 
         Calls that already carry a decision (the policy decided them) open nothing; the others
         get a deadline, a gate (who may decide), and a reminder time if `reminders` has one.
-        `fields` are more per-call fields to write with them (`runtime.call_reach`).
+        `fields` are more per-call fields to write with them (`runtime.call_reach`); `audit`
+        entries (`AuditTrail.entry`: the calls `requested`) are appended in the same step.
         """
         open_calls = [c for c in envelope.calls if c.decision is None]
         fields = {
@@ -266,15 +271,27 @@ class RunStore:
             "set": fields,
             "deadlines": {member(c.approval_id): repr(c.expires_at) for c in open_calls},
             "reminders": {member(aid): repr(at) for aid, at in reminders.items()},
+            "audit": [json.loads(entry) for entry in audit],
         }
-        last = max((c.expires_at for c in envelope.calls), default=await self.server_time())
+        # Evaluated only without calls: `max(..., default=await ...)` would ask Redis every time.
+        last = max((c.expires_at for c in envelope.calls), default=None)
+        if last is None:
+            last = await self.server_time()
         written = await self._scripts["wait"](
-            keys=[self._keys.run(envelope.run_id), self._keys.deadlines, self._keys.reminders],
+            keys=[
+                self._keys.run(envelope.run_id),
+                self._keys.shard_of(envelope.run_id).deadlines,
+                self._keys.shard_of(envelope.run_id).reminders,
+                self._keys.shard_of(envelope.run_id).due_wake,
+                self._keys.shard_of(envelope.run_id).audit,
+            ],
             args=[
                 lease.fence,
                 int(last + rr.STATE_GRACE_SECONDS),
                 json.dumps(plan),
                 zlib.compress(state_json.encode(), 6),
+                longest_sleep(self._keys.shard_count),
+                WAKE_STREAM_LENGTH,
             ],
         )
         if int(written) == -1:
@@ -295,16 +312,18 @@ class RunStore:
         outcome: str,
         approval_ids: tuple[str, ...] = (),
         keep: bool = False,
+        audit: str = "",
     ) -> None:
         """End the run: delete it (or, `keep`, mark it failed until its TTL, for recovery by
-        hand) and leave its tombstone."""
+        hand) and leave its tombstone; `audit` (`AuditTrail.entry`) is appended with it."""
         written = await self._scripts["close"](
             keys=[
                 self._keys.run(run_id),
-                self._keys.deadlines,
-                self._keys.reminders,
+                self._keys.shard_of(run_id).deadlines,
+                self._keys.shard_of(run_id).reminders,
                 self._keys.tombstone(run_id),
-                self._keys.live_runs,
+                self._keys.shard_of(run_id).live_runs,
+                self._keys.shard_of(run_id).audit,
             ],
             args=[
                 str(lease.fence) if lease else "",
@@ -312,6 +331,7 @@ class RunStore:
                 outcome,
                 "1" if keep else "0",
                 run_id,
+                audit,
                 *[f"{run_id}:{aid}" for aid in approval_ids],
             ],
         )
@@ -337,10 +357,19 @@ class RunStore:
         raw: Any = await self._redis.hget(self._keys.run(run_id), rr.STOPPED)
         return StopMark.model_validate_json(raw) if raw is not None else None
 
-    async def journal_put(self, run_id: str, call_id: str, entry: str) -> None:
+    async def replicated(self) -> None:
+        """Return once the replicas have every write so far (`REDIS_MIN_REPLICAS`)."""
+        await self._replication.confirm()
+
+    async def journal_put(self, run_id: str, call_id: str, entry: str, audit: str = "") -> None:
+        """Record a tool call's outcome (`audit`, an `AuditTrail.entry`, is appended with it),
+        and return once the replicas have it (`REDIS_MIN_REPLICAS`): a failover after this
+        cannot make the call run again."""
         await self._scripts["journal_put"](
-            keys=[self._keys.run(run_id)], args=[rr.JOURNAL + call_id, entry]
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
+            args=[rr.JOURNAL + call_id, entry, audit],
         )
+        await self._replication.confirm()
 
     async def journal(self, run_id: str) -> list[bytes]:
         """Every recorded tool outcome of the run, in no particular order."""
@@ -348,9 +377,8 @@ class RunStore:
         return [value for name, value in raw.items() if name.startswith(rr.JOURNAL.encode())]
 
     async def server_time(self) -> float:
-        """Redis's clock: every deadline is set and checked against this one clock."""
-        seconds, micros = await self._redis.time()
-        return seconds + micros / 1_000_000
+        """Redis's clock, on which alone deadlines are set and checked (see `RedisClock`)."""
+        return await self._clock.read(self._redis)
 
 
 def _text(value: bytes | str | None) -> str | None:

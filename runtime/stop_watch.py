@@ -1,45 +1,52 @@
 """Watching one step of a run for a stop (`runtime.run_stopper`): once someone stops the run,
 no tool starts, a tool already executing finishes (its outcome recorded), then the model call
-in flight is cancelled."""
+in flight is cancelled. The worker's `StopWatcher` says when to look."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from asyncio import FIRST_COMPLETED
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from agents import RunResult
 
-from runtime.run_store import Stopped
+from runtime.stop_mark import Stopped
+from runtime.stop_watcher import FALLBACK_SECONDS
 from runtime.tool_journal import JournalScope, journal_scope
-
-# How often a working run looks for a stop: the model call in flight is cancelled within this.
-STOP_POLL_SECONDS = 0.5
 
 _E = TypeVar("_E", bound=BaseException)
 
 
 async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: JournalScope) -> RunResult:
-    """Run `step` (one `Runner.run`) inside the journal scope; raise Stopped on a stop."""
+    """Run `step` (one `Runner.run`) inside the journal scope; raise Stopped on a stop.
+
+    The run's own field is read when the worker's `StopWatcher` hears of a stop of this run
+    (`scope.heard`), and every `FALLBACK_SECONDS` in case the stream missed one."""
     with journal_scope(scope):
         # The task copies the context now: the scope goes with it.
         runner = asyncio.ensure_future(step)
+    wake = asyncio.ensure_future(scope.heard.wait()) if scope.heard is not None else None
     try:
         while True:
-            await asyncio.wait({runner}, timeout=STOP_POLL_SECONDS)
+            waits = {runner} if wake is None else {runner, wake}
+            await asyncio.wait(waits, timeout=FALLBACK_SECONDS, return_when=FIRST_COMPLETED)
             if runner.done():
                 return runner.result()
             mark = await scope.store.stop_mark(scope.lease.run_id)
             if mark is None:
+                if wake is not None and wake.done():
+                    wake = None  # heard of a stop the record does not hold: poll from now on
                 continue
             scope.in_flight.stopping = mark
             while scope.in_flight.count and not runner.done():
                 await asyncio.wait({runner}, timeout=0.05)
             raise Stopped(scope.lease.run_id, mark)
     finally:
-        if not runner.done():
-            runner.cancel()
+        for task in (runner, wake):
+            if task is not None and not task.done():
+                task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await runner
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 
 class Stopping:
@@ -31,3 +35,19 @@ class Stopping:
             async with asyncio.timeout(seconds):
                 await self._event.wait()
         return self._event.is_set()
+
+    async def unless_stopped(self, work: Awaitable[_T]) -> _T | None:
+        """`work`'s result, or None once stopping (`work` is then cancelled): a blocking Redis
+        read must not hold a SIGTERM up for its whole timeout."""
+        task = asyncio.ensure_future(work)
+        stopped = asyncio.ensure_future(self._event.wait())
+        try:
+            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None

@@ -15,16 +15,19 @@ so tools need no arguments of ours and calls outside a Countersign run pass stra
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents import Agent, FunctionTool
 from agents.tool_context import ToolContext
+from redis.exceptions import RedisError
 
 from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
@@ -33,11 +36,14 @@ from runtime.call_choices import ArgumentEdit
 from runtime.call_digest import call_digest
 from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
-from runtime.run_store import Lease, RunStore, StopMark, Stopped
+from runtime.run_store import Lease, RunStore
+from runtime.stop_mark import StopMark, Stopped
 
 log = logging.getLogger(__name__)
 
 OUTCOME_CHARS = 300
+RECORD_RETRY_SECONDS = 30.0
+"""How long a tool's output is retried through a Redis outage before the job fails."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -60,6 +66,8 @@ class JournalScope:
     in_flight: ToolsInFlight
     edits: Mapping[str, ArgumentEdit] = field(default_factory=dict)
     """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
+    heard: asyncio.Event | None = None
+    """Set when the worker's `StopWatcher` hears that this run was stopped."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -126,6 +134,10 @@ class JournaledInvoker:
             return entry["output"]
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
+        # The decision and this delivery's claim must survive a failover before the tool runs;
+        # else a promoted replica would hand the call to another delivery (NotReplicated: the
+        # job is retried, nothing ran).
+        await scope.store.replicated()
         scope.in_flight.count += 1
         try:
             try:
@@ -140,29 +152,60 @@ class JournaledInvoker:
             entry = {"tool": self._tool_name, "output": _storable(output)}
             if self._mcp_server is not None:
                 entry["mcp_server"] = self._mcp_server
-            await scope.store.journal_put(scope.lease.run_id, call_id, json.dumps(entry))
+            # The `executed` audit entry goes in the same step: the trail cannot miss it.
+            executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, output)
+            await _record(scope, call_id, json.dumps(entry), executed)
         finally:
             scope.in_flight.count -= 1
-        await self._audit(scope, ctx, AuditEvent.EXECUTED, output)
         return output
 
     async def _audit(
         self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
     ) -> None:
-        await scope.audit.record(
-            event,
-            scope.lease.run_id,
-            call_id=ctx.tool_call_id,
-            tool=self._tool_name,
-            agent=getattr(ctx.agent, "name", None),
-            requester=scope.requester,
-            channel=scope.channel,
-            digest=call_digest(
-                self._tool_name, ctx.tool_arguments or "", self._mcp_server
-            ),  # the edited arguments, if a person edited them
-            outcome=str(output)[:OUTCOME_CHARS],
+        await scope.audit.record(event, scope.lease.run_id, **self._details(scope, ctx, output))
+
+    def _audit_entry(
+        self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
+    ) -> str:
+        return scope.audit.entry(event, scope.lease.run_id, **self._details(scope, ctx, output))
+
+    def _details(
+        self, scope: JournalScope, ctx: ToolContext[Any], output: object
+    ) -> dict[str, str | None]:
+        return {
+            "call_id": ctx.tool_call_id,
+            "tool": self._tool_name,
+            "agent": getattr(ctx.agent, "name", None),
+            "requester": scope.requester,
+            "channel": scope.channel,
+            # the edited arguments, if a person edited them
+            "digest": call_digest(self._tool_name, ctx.tool_arguments or "", self._mcp_server),
+            "outcome": str(output)[:OUTCOME_CHARS],
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
-        )
+        }
+
+
+async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> None:
+    """The tool has run: giving up on recording it would run it again on the job's retry, so a
+    Redis outage (a failover takes seconds) is waited out, up to `RECORD_RETRY_SECONDS`."""
+    deadline = time.monotonic() + RECORD_RETRY_SECONDS
+    delay = 0.2
+    while True:
+        try:
+            await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
+            return
+        except RedisError as error:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning(
+                "run %s: output of %s not recorded yet (%s); retrying in %g s",
+                scope.lease.run_id,
+                call_id,
+                error,
+                delay,
+            )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def edited_call(ctx: ToolContext[Any], edit: ArgumentEdit) -> ToolContext[Any]:

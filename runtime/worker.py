@@ -21,7 +21,7 @@ from runtime.audit import AuditTrail, AuditTrimmer
 from runtime.card_copies import CardCopies
 from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.decision_recorder import DecisionRecorder
-from runtime.due_set import DuePoller
+from runtime.due_set import DuePoller, longest_sleep
 from runtime.escalation import Escalation
 from runtime.expiry import Expiry
 from runtime.grant_check import GrantCheck, GrantNotices, Membership
@@ -29,6 +29,7 @@ from runtime.grants import GrantStore
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import Keys
+from runtime.live_workers import LiveWorkers
 from runtime.log_format import bind_log_context
 from runtime.mcp_connections import McpConnections
 from runtime.mcp_listing import McpListings
@@ -39,11 +40,13 @@ from runtime.reach import Reach
 from runtime.redis_connection import wait_until_reachable
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
+from runtime.replication import Replication
 from runtime.reporter import Reporter
 from runtime.run_executor import RunExecutor
 from runtime.run_store import RunStore
 from runtime.settings import RuntimeSettings
 from runtime.shutdown_budget import ShutdownBudget
+from runtime.stop_watcher import StopWatcher
 from runtime.stopping import Stopping
 from runtime.tool_journal import install_journal
 
@@ -81,6 +84,9 @@ class Worker:
     audit_trimmer: AuditTrimmer
     redis: aioredis.Redis
     redis_setting: str = "REDIS_URL"
+    reads: aioredis.Redis | None = None
+    """The blocking reads' client, if not `redis`: pinged too before the loops start, since a
+    cluster client's first commands, sent by many loops at once, lose connections."""
     """The variable naming this Redis, for the operator to check while it does not answer."""
     shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
     """Shared with the consumer: the whole stop, from stop() on, fits in it."""
@@ -94,11 +100,12 @@ class Worker:
 
     async def run(self) -> None:
         """Once Redis answers (a worker may start first), run until stop()."""
-        reachable = await wait_until_reachable(
-            self.redis, setting=self.redis_setting, stopping=self._stopping
-        )
-        if not reachable:
-            return
+        for client in {id(c): c for c in (self.redis, self.reads) if c is not None}.values():
+            reachable = await wait_until_reachable(
+                client, setting=self.redis_setting, stopping=self._stopping
+            )
+            if not reachable:
+                return
         log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
         # The job consumer is the worker: if it fails the process exits and the platform starts
         # a new one. A poller is a side duty: its crash must not take the jobs down with it.
@@ -185,17 +192,24 @@ def build_worker(
     policy: Policy,
     run_config: RunConfig | None = None,
     name: str | None = None,
-    poll_interval: float = 1.0,
+    poll_interval: float | None = None,
     membership: Membership | None = None,
     grant_notices: GrantNotices | None = None,
     reach: Reach | None = None,
+    reads: aioredis.Redis | None = None,
 ) -> Worker:
     """`membership` answers whether a grant's author is still in an approver group;
     `grant_notices` tells the thread when a grant approved a call; `reach` sends copies of
-    cards (`notify`) and escalations; without it, the thread only."""
-    keys = Keys(settings.redis_key_prefix)
+    cards (`notify`) and escalations; without it, the thread only. `poll_interval` is the
+    longest the due-set poller sleeps between ticks (`longest_sleep` if None); `reads` a
+    client for the blocking reads of an idle worker, whose socket timeout outlasts
+    `BLOCKING_READ_SECONDS`, so that they may wait long; `redis` serves them otherwise."""
+    keys = Keys.of(settings)
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
-    store = RunStore(redis, keys)
+    replication = Replication.of(
+        redis, keys, min_replicas=settings.redis_min_replicas, wait_ms=settings.redis_wait_ms
+    )
+    store = RunStore(redis, keys, replication=replication)
     audit = AuditTrail(redis, keys)
     copies = CardCopies(redis, keys, reach) if reach is not None else None
     escalation = (
@@ -212,6 +226,7 @@ def build_worker(
         wait_seconds=settings.mcp_wait_seconds,
     )
     has_mcp = mcp.install() > 0
+    stops = StopWatcher(reads=reads or redis, streams=[shard.stops for shard in keys.shards])
     executor = RunExecutor(
         registry=registry,
         store=store,
@@ -230,10 +245,11 @@ def build_worker(
         grant_notices=grant_notices,
         copies=copies,
         mcp=mcp if has_mcp else None,
+        stops=stops,
     )
     router = JobRouter(executor=executor)
     consumer = JobConsumer(
-        queue=JobQueue(redis, keys),
+        queue=JobQueue(redis, keys, replication=replication, reads=reads),
         consumer=name or consumer_name(),
         handler=router.handle,
         on_dead=router.on_dead,
@@ -242,27 +258,33 @@ def build_worker(
         max_deliveries=settings.job_max_deliveries,
         job_timeout=settings.job_timeout_seconds,
         shutdown=shutdown,
+        live=LiveWorkers(
+            redis=redis, key=keys.live_workers, idle_timeout=settings.job_idle_timeout_seconds
+        )
+        if keys.shard_count > 1
+        else None,
     )
-    expiry = Expiry(recorder=DecisionRecorder(redis, keys), reporter=reporter, store=store)
+    recorder = DecisionRecorder(redis, keys, replication=replication)
+    expiry = Expiry(recorder=recorder, reporter=reporter, store=store)
     reminders = Reminders(
         store=store, reporter=reporter, redis=redis, keys=keys, escalation=escalation
     )
-    pollers = [
+    # One poller per shard (one without a cluster), one script per tick for both its due sets
+    # (`runtime.due_set`): a cluster's due sets are one pair per shard (`runtime.keys`).
+    pollers: list[Poller] = [
         DuePoller(
             redis=redis,
-            key=keys.deadlines,
-            handler=expiry.handle,
-            name="expiry",
-            interval=poll_interval,
-        ),
-        DuePoller(
-            redis=redis,
-            key=keys.reminders,
-            handler=reminders.handle,
-            name="reminders",
-            interval=poll_interval,
-        ),
+            due={shard.deadlines: expiry.handle, shard.reminders: reminders.handle},
+            name="expiry and reminders"
+            if keys.shard_count == 1
+            else f"expiry and reminders:s{shard.index}",
+            interval=poll_interval or longest_sleep(keys.shard_count),
+            wake=shard.due_wake,
+            reads=reads,
+        )
+        for shard in keys.shards
     ]
+    pollers.append(stops)
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
     metrics = MetricsEndpoint(port=settings.metrics_port) if settings.metrics_port else None
     return Worker(
@@ -271,6 +293,7 @@ def build_worker(
         audit_trimmer=trimmer,
         redis=redis,
         redis_setting=settings.redis_url_setting,
+        reads=reads,
         shutdown=shutdown,
         metrics=metrics,
         mcp=mcp.connections if has_mcp else None,

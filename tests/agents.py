@@ -16,9 +16,17 @@ import redis.asyncio as aioredis
 from agents import Agent, function_tool
 from agents.tool_context import ToolContext
 
+from runtime.redis_cluster import connect_cluster
 from runtime.tool_journal import idempotency_key
 
 EXECUTIONS: list[tuple[str, dict[str, Any]]] = []
+
+
+def _ledger_client(url: str) -> aioredis.Redis:
+    """The ledger lives in the deployment's Redis: a cluster's with `REDIS_CLUSTER=true`."""
+    if os.environ.get("REDIS_CLUSTER") == "true":
+        return connect_cluster(url)
+    return aioredis.Redis.from_url(url)
 
 
 async def _record(ctx: ToolContext[Any], tool: str, arguments: dict[str, Any]) -> None:
@@ -34,7 +42,7 @@ async def _record(ctx: ToolContext[Any], tool: str, arguments: dict[str, Any]) -
                 "dyno": os.environ.get("DYNO", ""),
             }
         )
-        client = aioredis.Redis.from_url(url)
+        client = _ledger_client(url)
         try:
             await client.rpush(key, entry)
             await client.expire(key, 600)
@@ -102,7 +110,7 @@ async def _attempts(call_id: str) -> int:
     if not ledger:
         return sum(1 for tool, _ in EXECUTIONS if tool == "migrate")
     url, key = ledger.split(" ")
-    client = aioredis.Redis.from_url(url)
+    client = _ledger_client(url)
     try:
         entries: Any = await client.lrange(key, 0, -1)
     finally:

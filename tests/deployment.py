@@ -14,9 +14,10 @@ import redis.asyncio as aioredis
 
 from runtime.keys import JOB_GROUP, Keys
 from runtime.local_redis import free_port
+from runtime.redis_cluster import connect_cluster
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
-from tests.harness import SIGNING_SECRET, bot_environ
+from tests.harness import SIGNING_SECRET, audit_entries, bot_environ, cluster_keys
 from tests.processes import Process, procfile, wait_until_healthy
 from tests.slack_requests import SlackSender
 
@@ -24,16 +25,18 @@ from tests.slack_requests import SlackSender
 class Deployment:
     """A Slack, a model, and the Procfile's processes, like a small Heroku app."""
 
-    def __init__(self, redis_url: str, prefix: str, logs: Path) -> None:
+    def __init__(self, redis_url: str, prefix: str, logs: Path, *, cluster: bool = False) -> None:
         self.slack = FakeSlack()
         self.model = FakeOpenAI()
         self.redis_url = redis_url
-        self.keys = Keys(prefix)
+        self.cluster = cluster
+        """`redis_url` names a node of a Redis Cluster: the processes get `REDIS_CLUSTER=true`."""
+        self.keys = cluster_keys(prefix, {}) if cluster else Keys(prefix)
         self.prefix = prefix
         self.logs = logs
         self.port = free_port()
         self.processes: list[Process] = []
-        self.redis = aioredis.Redis.from_url(redis_url)
+        self.redis = connect_cluster(redis_url) if cluster else aioredis.Redis.from_url(redis_url)
         self.session: aiohttp.ClientSession
         self.sender: SlackSender
 
@@ -51,6 +54,7 @@ class Deployment:
             "OPENAI_API_KEY": "sk-test",
             "OPENAI_BASE_URL": self.model.url,
             "OPENAI_AGENTS_DISABLE_TRACING": "1",
+            **({"REDIS_CLUSTER": "true"} if self.cluster else {}),
             **extra,
         }
 
@@ -86,7 +90,9 @@ class Deployment:
 
     async def job_owner(self) -> str | None:
         """The dyno (`worker.1`) holding the first pending job, if any."""
-        rows: Any = await self.redis.xpending_range(self.keys.jobs, JOB_GROUP, "-", "+", 10)
+        rows: Any = []
+        for shard in self.keys.shards:
+            rows.extend(await self.redis.xpending_range(shard.jobs, JOB_GROUP, "-", "+", 10))
         if not rows:
             return None
         dyno, _, _boot = rows[0]["consumer"].decode().rpartition(":")  # `worker.1:3f9a1c`
@@ -112,6 +118,10 @@ class Deployment:
             lambda: self.slack.final_answers(root.ts), 20, "final answer"
         )
         return answers
+
+    async def audit_entries(self) -> list[dict[bytes, bytes]]:
+        """The whole audit trail, every shard's, in the order Redis wrote it."""
+        return await audit_entries(self.redis, self.keys)
 
     def logs_text(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log()}" for p in self.processes)

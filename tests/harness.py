@@ -21,9 +21,10 @@ from openai import AsyncOpenAI
 from bot.settings import Settings
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
-from bot.wiring import web_redis
-from runtime.keys import Keys
+from bot.wiring import blocking_reads_redis, web_redis
+from runtime.keys import DEFAULT_CLUSTER_SHARDS, Keys
 from runtime.policy import load_policy
+from runtime.redis_cluster import connect_cluster
 from runtime.redis_connection import connect
 from runtime.registry import load_registry
 from runtime.run_record import TOMBSTONE_SECONDS
@@ -60,18 +61,24 @@ class Harness:
         prefix: str,
         env: Mapping[str, str] | None = None,
         scripted_model: bool = False,
+        cluster: bool = False,
     ):
         self.redis_url = redis_url
         self.prefix = prefix
-        self.keys = Keys(prefix)
+        self.cluster = cluster
+        """`redis_url` names a node of a Redis Cluster: the processes get `REDIS_CLUSTER=true`."""
+        env = {**(env or {}), **({"REDIS_CLUSTER": "true"} if cluster else {})}
+        self.keys = cluster_keys(prefix, env) if cluster else Keys(prefix)
         self.slack = FakeSlack()
         self.model = FakeOpenAI()
-        self.env_overrides = dict(env or {})
+        self.env_overrides = env
         self.scripted_model = scripted_model
         """Run the worker with the product's model choice (`model_run_config`), not the fake."""
-        self.redis: aioredis.Redis = connect(redis_url)
+        self.redis: aioredis.Redis = connect_cluster(redis_url) if cluster else connect(redis_url)
         self._runner: web.AppRunner | None = None
-        self._workers: list[tuple[Worker, asyncio.Task[None], aiohttp.ClientSession]] = []
+        self._workers: list[
+            tuple[Worker, asyncio.Task[None], aiohttp.ClientSession, aioredis.Redis]
+        ] = []
         self._session: aiohttp.ClientSession | None = None
         self.web_url = ""
         self.sender: SlackSender
@@ -127,6 +134,9 @@ class Harness:
     async def start_worker(self, name: str | None = None, **env: str) -> Worker:
         settings = self.settings_with(**env)
         session = aiohttp.ClientSession()
+        # Its own client for the blocking reads, as `python -m bot worker` has: on the shared
+        # client, a cluster's reads (three per shard and worker) would hold its every connection.
+        reads = blocking_reads_redis(settings)
         worker = slack_worker(
             settings,
             redis=self.redis,
@@ -136,19 +146,21 @@ class Harness:
             run_config=None if self.scripted_model else self.run_config(),
             name=name or f"test-worker-{len(self._workers)}",
             poll_interval=0.1,
+            reads=reads,
         )
         task = asyncio.get_running_loop().create_task(worker.run())
-        self._workers.append((worker, task, session))
+        self._workers.append((worker, task, session, reads))
         return worker
 
     async def stop_workers(self) -> None:
         workers, self._workers = self._workers, []
-        for worker, _task, _session in workers:
+        for worker, _task, _session, _reads in workers:
             worker.stop()
-        for _worker, task, session in workers:
+        for _worker, task, session, reads in workers:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(task, timeout=30)
             await session.close()
+            await reads.aclose()
 
     async def stop(self) -> None:
         await self.stop_workers()
@@ -197,13 +209,17 @@ class Harness:
         rows: Any = await self.redis.xrange(stream)
         return [fields for _id, fields in rows]
 
+    async def audit_entries(self) -> list[dict[bytes, bytes]]:
+        """The whole audit trail, every shard's, in the order Redis wrote it."""
+        return await audit_entries(self.redis, self.keys)
+
     async def audit_until(self, event: str, timeout: float = 10) -> list[dict[str, Any]]:
         """The audit trail as (event, details) once `event` is in it."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             trail = [
                 {"event": e[b"event"].decode(), **json.loads(e[b"details"])}
-                for e in await self.entries(self.keys.audit)
+                for e in await self.audit_entries()
             ]
             if any(entry["event"] == event for entry in trail):
                 return trail
@@ -212,9 +228,11 @@ class Harness:
             await asyncio.sleep(0.05)
 
     async def run_leftovers(self, settle: float = 5.0) -> list[str]:
-        """Keys beyond the audit trail, the job streams, short-lived job-id markers and the
-        tombstones of ended runs (which expire), once the run's record is closed: it is closed
-        just after its answer is posted, so this waits up to `settle` seconds for none."""
+        """Keys beyond the audit trail, the job streams, the workers' marks (`LiveWorkers`),
+        the due sets' wake-up stream (at most about `WAKE_STREAM_LENGTH` entries), short-lived
+        job-id markers and the tombstones of ended runs (which expire), once the run's record
+        is closed: it is closed just after its answer is posted, so this waits up to `settle`
+        seconds for none."""
         deadline = asyncio.get_running_loop().time() + settle
         while True:
             left = await self._leftovers()
@@ -223,19 +241,45 @@ class Harness:
             await asyncio.sleep(0.05)
 
     async def _leftovers(self) -> list[str]:
-        shared = {self.keys.audit, self.keys.jobs, self.keys.dead_jobs}
+        shards = self.keys.shards
+        shared = {key for s in shards for key in (s.audit, s.jobs, s.dead_jobs, s.due_wake)}
+        shared.add(self.keys.live_workers)  # the workers', not the run's
+        markers = tuple(s.job_marker("") for s in shards)
+        tombstones = tuple(s.tombstone("") for s in shards)
         left = []
         for key in await self.keys_left():
             if key in shared:
                 continue
-            if key.startswith(self.keys.job_marker("")) and 0 < await self.redis.ttl(key) <= 3600:
+            if key.startswith(markers) and 0 < await self.redis.ttl(key) <= 3600:
                 continue
             ttl = await self.redis.ttl(key)
-            if key.startswith(self.keys.tombstone("")) and 0 < ttl <= TOMBSTONE_SECONDS:
+            if key.startswith(tombstones) and 0 < ttl <= TOMBSTONE_SECONDS:
                 continue
             left.append(key)
         return left
 
     async def keys_left(self) -> list[str]:
-        found: list[Any] = [key async for key in self.redis.scan_iter(match=f"{self.prefix}*")]
-        return sorted(k.decode() for k in found)
+        return await keys_under(self.redis, self.prefix)
+
+
+def cluster_keys(prefix: str, env: Mapping[str, str]) -> Keys:
+    """The keys the processes use with `REDIS_CLUSTER=true` and `env`'s `REDIS_SHARDS`."""
+    return Keys(prefix, int(env.get("REDIS_SHARDS") or DEFAULT_CLUSTER_SHARDS), True)
+
+
+async def audit_entries(redis: aioredis.Redis, keys: Keys) -> list[dict[bytes, bytes]]:
+    """Every shard's audit stream, merged in the order Redis wrote the entries."""
+    rows: list[Any] = []
+    for shard in keys.shards:
+        found: Any = await redis.xrange(shard.audit)
+        rows.extend(found)
+    rows.sort(key=lambda row: tuple(int(part) for part in row[0].decode().split("-")))
+    return [fields for _id, fields in rows]
+
+
+async def keys_under(redis: aioredis.Redis, prefix: str) -> list[str]:
+    """The keys of a deployment prefix: plain ones, and a cluster's tagged `{prefix...}`."""
+    found: list[Any] = []
+    for pattern in (f"{prefix}*", f"{{{prefix}*"):
+        found.extend([key async for key in redis.scan_iter(match=pattern)])
+    return sorted(k.decode() for k in found)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from tests import agents
+from tests.conftest import on_cluster_too
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 
 
+@on_cluster_too
 async def test_approve_runs_the_tool_and_answers_in_the_thread(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
@@ -27,6 +29,7 @@ async def test_approve_runs_the_tool_and_answers_in_the_thread(bot: Harness) -> 
     assert "<@UBOB> approved" in card.all_text()
 
 
+@on_cluster_too
 async def test_approve_always_lets_later_calls_of_the_tool_run_without_a_click(
     bot: Harness,
 ) -> None:
@@ -50,6 +53,7 @@ async def test_approve_always_lets_later_calls_of_the_tool_run_without_a_click(
     assert "<@UBOB> approved `restart_service` for the rest of this run" in card.all_text()
 
 
+@on_cluster_too
 async def test_reject_with_a_reason_tells_the_model_who_and_why(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
@@ -80,6 +84,7 @@ async def test_reject_needs_a_reason(bot: Harness) -> None:
     assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
 
 
+@on_cluster_too
 async def test_parallel_calls_wait_for_every_decision_then_apply_each(bot: Harness) -> None:
     def script(request: ModelRequest) -> list[dict[str, object]]:
         outputs = request.tool_outputs
@@ -135,6 +140,7 @@ async def test_a_handoff_and_a_tool_without_approval_show_in_the_status_message(
     assert [tool for tool, _ in agents.EXECUTIONS] == ["list_users", "restart_service"]
 
 
+@on_cluster_too
 async def test_a_finished_run_leaves_only_its_audit_trail(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")

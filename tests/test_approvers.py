@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tests import agents
-from tests.conftest import with_env
+from tests.conftest import on_cluster_too, with_env
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
@@ -27,6 +27,7 @@ async def ephemeral_for(bot: Harness, user: str) -> str:
     return str(notes[-1]["text"])
 
 
+@on_cluster_too
 @with_env(APPROVERS="UBOB,S0SRE")
 async def test_only_listed_users_and_group_members_may_decide(bot: Harness) -> None:
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL"]}

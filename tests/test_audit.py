@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 
 from runtime.local_redis import free_port
+from tests.conftest import on_cluster_too
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.processes import ROOT, Process, wait_until_healthy
@@ -38,6 +39,8 @@ def env_overrides(tmp_path: Path) -> dict[str, str]:
 
 def export(bot: Harness, since: str) -> list[dict[str, Any]]:
     environ = {**os.environ, "REDIS_URL": bot.redis_url, "REDIS_KEY_PREFIX": bot.prefix}
+    if bot.cluster:
+        environ["REDIS_CLUSTER"] = "true"
     done = subprocess.run(
         [sys.executable, "-m", "runtime", "audit", "--since", since],
         cwd=ROOT,
@@ -51,6 +54,7 @@ def export(bot: Harness, since: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+@on_cluster_too
 async def test_a_group_with_quorum_two_an_outsider_and_the_export(bot: Harness) -> None:
     """The issue's 'done when': the export shows all three clicks with the same digest."""
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL", "UDAVE"]}
@@ -85,6 +89,7 @@ async def test_a_group_with_quorum_two_an_outsider_and_the_export(bot: Harness) 
     assert export(bot, "2999-01-01") == []
 
 
+@on_cluster_too
 async def test_agent_audit_shows_this_channels_events_and_one_runs_history(
     bot: Harness,
 ) -> None:

@@ -63,6 +63,15 @@ async def test_the_example_tools_preview_what_they_would_do(bot: Harness) -> Non
     [card] = await bot.cards(root, 1)
     assert "Would restart 3 instances of api: api-1, api-2, api-3" in card.all_text()
 
+    bot.model.script = explain_then(
+        "refund_order", {"order_id": "o-5521", "amount_cents": 1200}, None
+    )
+    root = await bot.start_run("billing: refund 12.00 on o-5521")
+    [card] = await bot.cards(root, 1)
+    assert (
+        "Would refund 12.00 of 48.00 to Grace Hopper's Visa ending 4242, leaving 36.00 paid."
+    ) in card.all_text()
+
 
 @with_env(AGENTS="tests.preview_agents:REGISTRY")
 @pytest.mark.parametrize("user_id", ["u-broken", "u-slow"], ids=["failing", "slow"])

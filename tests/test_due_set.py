@@ -56,7 +56,7 @@ async def test_a_member_that_keeps_raising_is_parked_and_the_others_are_handled(
     now = time.time()
     await redis.zadd(due, {"run-1:bad": now - 3, "run-2:a": now - 2, "run-3:b": now - 1})
     poller = DuePoller(
-        redis=redis, key=due, handler=handle, name="expiry", interval=0.02, lease_seconds=0.05
+        redis=redis, due={due: handle}, name="expiry", interval=0.02, lease_seconds=0.05
     )
     task = asyncio.create_task(poller.run())
 
@@ -95,7 +95,7 @@ async def test_tries_are_counted_across_workers(redis: aioredis.Redis, prefix: s
 
     await redis.zadd(due, {"run-1:bad": time.time() - 1})
     workers = [
-        DuePoller(redis=redis, key=due, handler=raises, name=f"w{n}", lease_seconds=0)
+        DuePoller(redis=redis, due={due: raises}, name=f"w{n}", lease_seconds=0)
         for n in range(MAX_TRIES)
     ]
     for worker in workers:  # each worker takes one try: together they use them all

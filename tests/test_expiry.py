@@ -14,6 +14,7 @@ from runtime.envelope import PendingCall, RunEnvelope
 from runtime.keys import Keys
 from runtime.run_store import RunStore
 from tests import agents
+from tests.conftest import on_cluster_too
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
@@ -24,6 +25,7 @@ def env_overrides() -> dict[str, str]:
     return {"APPROVAL_TTL_SECONDS": "1"}
 
 
+@on_cluster_too
 async def test_an_undecided_approval_expires_and_the_run_wraps_up(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
@@ -67,6 +69,7 @@ async def test_a_click_after_the_deadline_but_before_the_sweep_says_expired(
     assert agents.EXECUTIONS == []
 
 
+@on_cluster_too
 async def test_several_workers_expire_each_approval_exactly_once(bot: Harness) -> None:
     def five_calls(request: ModelRequest) -> list[dict[str, object]]:
         if not request.tool_outputs:
@@ -81,7 +84,7 @@ async def test_several_workers_expire_each_approval_exactly_once(bot: Harness) -
     answer = await bot.final_answer(root, timeout=15)
     assert answer.text == "5 expired"
     assert [c.updates for c in cards] == [1] * 5
-    audit = await bot.entries(bot.keys.audit)
+    audit = await bot.audit_entries()
     assert [entry[b"event"] for entry in audit].count(b"expired") == 5
 
 

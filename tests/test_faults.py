@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from runtime.local_redis import RedisServer, free_port
+from tests.conftest import on_cluster_too
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
@@ -29,8 +30,8 @@ def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
 
 async def only_run_id(deployment: Deployment) -> str:
     """The id of the deployment's only run, from the audit trail."""
-    rows: Any = await deployment.redis.xrange(deployment.keys.audit)
-    [run_id] = {fields[b"run_id"].decode() for _, fields in rows}
+    rows = await deployment.audit_entries()
+    [run_id] = {fields[b"run_id"].decode() for fields in rows}
     return str(run_id)
 
 
@@ -47,6 +48,7 @@ async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 2
         await asyncio.sleep(0.05)
 
 
+@on_cluster_too
 async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
     deployment.model.script = migrate_then_answer
     await deployment.web()

@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlencode
@@ -70,7 +71,10 @@ class Target:
 @pytest.fixture(scope="module")
 def target(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     background = Background()
-    deployment = Deployment(redis_url, "fuzz:", tmp_path_factory.mktemp("fuzz"))
+    # A prefix of its own: two runs of this file (two checkouts, parallel workers) share a Redis.
+    deployment = Deployment(
+        redis_url, f"fuzz-{uuid.uuid4().hex[:8]}:", tmp_path_factory.mktemp("fuzz")
+    )
 
     async def setup() -> list[Message]:
         await deployment.start()
@@ -86,7 +90,7 @@ def target(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     finally:
         background.run(deployment.stop())
         client = redis.Redis.from_url(redis_url)
-        keys = list(client.scan_iter(match="fuzz:*"))
+        keys = list(client.scan_iter(match=f"{deployment.keys.prefix}*"))
         if keys:
             client.delete(*keys)
         client.close()
@@ -253,9 +257,10 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
             deployment.keys.reminders,
             deployment.keys.audit,
             deployment.keys.live_runs,
+            deployment.keys.due_wake,
             deployment.ledger_key,
         }
-        async for key in redis_client.scan_iter(match="fuzz:*"):
+        async for key in redis_client.scan_iter(match=f"{deployment.keys.prefix}*"):
             name = key.decode()
             if name not in shared:
                 assert await redis_client.ttl(key) > 0, f"{name} has no TTL"

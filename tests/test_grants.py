@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import agents
-from tests.conftest import with_env
+from tests.conftest import on_cluster_too, with_env
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -77,6 +77,7 @@ async def granted(bot: Harness, option: str, *, by: str = "UBOB") -> tuple[Messa
     return card, str(entry["grant_id"])
 
 
+@on_cluster_too
 async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
     bot: Harness,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import redis.asyncio as aioredis
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import JOB_GROUP, Keys
+from runtime.local_redis import RedisServer
 from runtime.redis_connection import connect
 from runtime.shutdown_budget import ShutdownBudget
 
@@ -276,3 +278,41 @@ async def test_consumers_of_stopped_boots_are_dropped_unless_they_hold_jobs(
     live.stop()
     await task
     await client.aclose()
+
+
+async def test_queued_jobs_fill_every_free_slot_in_one_read(tmp_path: Path) -> None:
+    # A Redis of the test's own: its command counts are this test's alone.
+    server = RedisServer(directory=tmp_path / "redis")
+    server.start()
+    client = connect(server.url)
+    try:
+        queue = JobQueue(client, Keys("reads:"))
+        await queue.ensure_group()
+        for n in range(30):
+            await queue.enqueue(f"job-{n}", f"job {n}")
+        await client.config_resetstat()
+        release = asyncio.Event()
+        running: list[str] = []
+
+        async def hold(delivery: Delivery) -> None:
+            running.append(delivery.payload)
+            await release.wait()
+
+        worker = consumer(queue, "many", hold, concurrency=20, idle_timeout=30.0)
+        task = asyncio.create_task(worker.run())
+        for _ in range(100):
+            if len(running) == 20:
+                break
+            await asyncio.sleep(0.05)
+        stats: Any = await client.info("commandstats")
+        reads = stats.get("cmdstat_xreadgroup", {}).get("calls", 0)
+        summary: Any = await client.xpending(Keys("reads:").jobs, JOB_GROUP)
+        release.set()
+        worker.stop()
+        await task
+    finally:
+        await client.aclose()
+        server.stop()
+    assert len(running) == 20
+    assert summary["pending"] == 20, "read no more jobs than it had free slots"
+    assert reads == 1, f"{reads} reads for 20 free slots"

@@ -127,6 +127,7 @@ async def test_an_escalation_lets_more_people_decide_and_says_so_in_the_thread(
     root, card = await card_for(bot)
     await bot.sender.click(card, "approve", user="UCAROL")
     assert "Only" in await ephemeral_for(bot, "UCAROL"), "Carol may not decide yet"
+    assert 'Who may decide*\\nUBOB"' in card.all_text()
 
     notes = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="the escalation")
     assert notes[0].text.startswith(
@@ -136,10 +137,18 @@ async def test_an_escalation_lets_more_people_decide_and_says_so_in_the_thread(
         lambda: bot.slack.copies() if len(bot.slack.copies()) == 2 else None, what="2 copies"
     )
     assert sorted(c.channel for c in copies) == ["DUCAROL", "DUDAVE"]
+    # The card and its copies name everyone who may decide now, not only the rule's approvers.
+    await bot.slack.wait_for(
+        lambda: all(
+            "Who may decide*\\nUBOB, UCAROL, @leads" in m.all_text() for m in (card, *copies)
+        ),
+        what="the card and copies naming the escalated approvers",
+    )
     trail = await bot.audit_until("escalated")
     [escalated] = [e for e in trail if e["event"] == "escalated"]
     assert escalated["escalate_to"] == ["UCAROL", "S0LEADS"]
     assert escalated["tool"] == "delete_user"
+    await copies_recorded(bot, str(card.actions()[0]["value"]), 2)
 
     await bot.sender.click(card, "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"

@@ -9,10 +9,12 @@ import pytest
 
 from runtime.keys import Keys
 from tests import agents
+from tests.conftest import on_cluster_too
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 
 
+@on_cluster_too
 async def test_web_and_worker_restart_while_an_approval_waits(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
@@ -83,6 +85,11 @@ async def test_a_deploy_that_cannot_resume_a_run_says_so_once_and_keeps_it(
     assert "Run `r" in answer.text
     assert agents.EXECUTIONS == []
     [key] = [k async for k in bot.redis.scan_iter(match=f"{bot.prefix}run:*")]
+    # The thread is told first, then the record is closed: not an event, so poll.
+    for _ in range(100):
+        if await bot.redis.hget(key, "status") == b"failed":
+            break
+        await asyncio.sleep(0.05)
     assert await bot.redis.hget(key, "status") == b"failed", "kept for recovery"
     assert await bot.redis.ttl(key) > 0
 

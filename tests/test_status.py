@@ -155,3 +155,31 @@ async def test_nothing_ran_when_the_policy_refuses(bot: Harness) -> None:
     [status] = bot.slack.status_messages(root.ts)
     assert status.text == ":no_entry_sign: Nothing ran: `explode` is not allowed by the policy"
     assert bot.slack.cards() == []
+
+
+def two_asked(request: ModelRequest) -> list[dict[str, object]]:
+    if not request.tool_outputs:
+        return [
+            tool_call("restart_service", {"service": "api"}, "c_restart"),
+            tool_call("migrate", {"table": "orders"}, "c_migrate"),
+        ]
+    return [message("over")]
+
+
+async def test_deciding_one_of_two_cards_redraws_the_status_at_once(bot: Harness) -> None:
+    """The web redraws the status after a decision that leaves another call waiting: the
+    worker does not touch the run until its last call is decided."""
+    bot.model.script = two_asked
+    root = await bot.start_run("restart and migrate")
+    cards = await bot.cards(root, 2)
+    [status] = bot.slack.status_messages(root.ts)
+    assert status.text.startswith(":raised_hand: Waiting for 2 approvals")
+
+    restart = next(c for c in cards if "restart_service" in c.all_text())
+    await bot.sender.click(restart, "approve", user="UBOB")
+    await bot.slack.wait_for(
+        lambda: status.text == ":raised_hand: Waiting for 1 of 2 approvals (`migrate`)",
+        what="the status after one of two decisions",
+    )
+    assert status.action_ids() == ["stop_run"], "still alive: Stop stays"
+    assert agents.EXECUTIONS == [], "nothing runs before the round is decided"

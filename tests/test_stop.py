@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
+from runtime.stop_watcher import FALLBACK_SECONDS
 from tests import agents
 from tests.conftest import with_env
 from tests.fake_openai import ModelRequest, message, tool_call
@@ -135,6 +137,22 @@ async def test_a_stop_during_a_slow_tool_lets_it_finish_and_nothing_follows(
         lambda: status_message_gone(bot, root), what="the status message without Stop"
     )
     assert ending
+
+
+async def test_a_stop_cancels_the_model_call_in_flight_at_once(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root, card, _ = await waiting_run(bot)
+    bot.model.delay = 30.0  # the model's answer to the resumed run would take half a minute
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.slack.wait_for(lambda: len(bot.model.requests) == 2, what="the model call resumed")
+    stopped_at = time.monotonic()
+    await bot.sender.click(status_message(bot, root), "stop_run", user="UALICE")
+    await stopped_note(bot, root)
+    # Heard on the stops stream, not found by the slower fallback poll (FALLBACK_SECONDS).
+    assert time.monotonic() - stopped_at < FALLBACK_SECONDS / 2
+    assert not bot.slack.final_answers(root.ts)
+    trail = await bot.audit_until("stopped")
+    assert [e["event"] for e in trail].count("stopped") == 1
 
 
 async def test_a_stop_racing_an_approval_has_one_outcome(bot: Harness) -> None:

@@ -3,8 +3,9 @@
 The default registry (`AGENTS=runtime.examples:AGENTS`). Each worker process keeps its own
 pretend directory of users and services; nothing outside the process changes.
 
-`delete_user` and `restart_service` declare previews (`runtime.previews`): the card says whose
-account would go, or which instances would restart, before anyone decides.
+`delete_user`, `restart_service` and `refund_order` declare previews (`runtime.previews`): the
+card says whose account would go, which instances would restart, or how much of an order goes
+back, before anyone decides.
 
 Tools get an idempotency key for free: `ctx.tool_call_id` is the model's call id, the same when
 a worker dies and another one runs the approved call again.
@@ -36,6 +37,10 @@ INSTANCES: dict[str, tuple[str, ...]] = {
     "api": ("api-1", "api-2", "api-3"),
     "billing": ("billing-1",),
     "search": ("search-1", "search-2"),
+}
+ORDERS: dict[str, dict[str, str | int]] = {
+    "o-5521": {"customer": "Grace Hopper", "total_cents": 4800, "card": "Visa ending 4242"},
+    "o-5522": {"customer": "Ada Lovelace", "total_cents": 1999, "card": "Mastercard ending 4444"},
 }
 REFUNDS: dict[str, str] = {}
 """Idempotency key -> refund id: a refund re-run after a crash is not paid twice."""
@@ -104,6 +109,23 @@ def refund_order(ctx: ToolContext[Any], order_id: str, amount_cents: int) -> str
     """
     refund = REFUNDS.setdefault(ctx.tool_call_id, f"rf-{len(REFUNDS) + 1:04d}")
     return f"Refunded {amount_cents / 100:.2f} on order {order_id} (refund {refund})."
+
+
+@preview(refund_order)
+def preview_refund_order(order_id: str, amount_cents: int) -> str:
+    order = ORDERS.get(order_id)
+    if order is None:
+        return f"There is no order {order_id}: nothing would be refunded."
+    total = int(order["total_cents"])
+    if amount_cents > total:
+        return (
+            f"Would try to refund {amount_cents / 100:.2f} on order {order_id}, more than its "
+            f"total of {total / 100:.2f}: the payment provider would refuse it."
+        )
+    return (
+        f"Would refund {amount_cents / 100:.2f} of {total / 100:.2f} to {order['customer']}'s "
+        f"{order['card']}, leaving {(total - amount_cents) / 100:.2f} paid."
+    )
 
 
 db = MCPServerStdio(

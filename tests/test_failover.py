@@ -1,0 +1,314 @@
+"""Redis fails over under load, on real processes: what is acknowledged survives.
+
+A primary, a replica and three Sentinels (`tests.replicated_redis`), the Procfile's web process
+and two workers pointed at the Sentinels. Runs start every few tenths of a second; a person
+approves each run's card as it appears, and clicks again when told to try again. Meanwhile the
+replication link is held back (the primary has sent, the replica has not received, as on a slow
+network) until some writes are in flight, the primary is SIGKILLed, what was held is dropped,
+and Sentinel promotes the replica. The killed server then comes back, and Sentinel makes it a
+replica of the new primary (as a supervisor restarting it would).
+
+With `REDIS_MIN_REPLICAS=1` nothing acknowledged may be lost: every click answered OK is in the
+new primary's audit trail, every run whose start was acknowledged finishes, and no tool runs
+twice. A click told to try again may find, on its next try, that its earlier attempt counted
+after all (it reached the replica late) and the run has finished; that is no loss.
+With `REDIS_MIN_REPLICAS=0` the same scenario loses what was acknowledged while the link was held
+(decisions, starts, or a tool's recorded output, so the tool runs again); the test prints how
+much, and asserts that something was lost, to show the setting's point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from bot import messages
+from tests.deployment import Deployment
+from tests.fake_openai import ModelRequest, Reply, message, tool_call
+from tests.fake_slack import Message
+from tests.processes import wait_for_log
+from tests.replicated_redis import ReplicatedRedis
+
+pytestmark = pytest.mark.chaos
+
+RUNS = 16
+START_EVERY = 0.4
+FAULT_AFTER = 2.5
+"""Seconds after the first start when the link is held back."""
+HOLD_AT_MOST = 2.0
+HOLD_UNTIL_ACKED = 2
+"""The primary is killed once this many acknowledgements came while the link was held (or
+after `HOLD_AT_MOST`): with N=0 those are the writes in flight."""
+THINK = 1.0
+"""Seconds a person looks at a card before clicking: clicks land while the link is held."""
+RUN_DEADLINE = 45.0
+RETRY_EVERY = 0.5
+WORKER_ENV = {
+    # Jobs fail while Redis is away; they must not run out of deliveries.
+    "JOB_MAX_DELIVERIES": "20",
+    "REMINDER_AT": "0",
+}
+RETRYABLE = (messages.NOT_CONFIRMED, messages.TRY_AGAIN)
+
+
+def task_of(number: int) -> str:
+    return f"failover run {number}"
+
+
+def script(request: ModelRequest) -> Reply:
+    number = int(request.task.rsplit(" ", 1)[1])
+    told = request.tool_outputs
+    call_id = f"call_f{number}"
+    if call_id not in told:
+        return [tool_call("restart_service", {"service": f"svc{number}"}, call_id)]
+    return [message(f"{task_of(number)} done: {told[call_id]}")]
+
+
+@dataclass(kw_only=True)
+class Tally:
+    """What the people were told, and when."""
+
+    starts_acked: dict[int, float] = field(default_factory=dict)
+    clicks_acked: dict[int, tuple[str, str, float]] = field(default_factory=dict)
+    """Run number -> (run id, approval id, when the click was answered OK)."""
+    retries: Counter[str] = field(default_factory=Counter)
+    finished: set[int] = field(default_factory=set)
+    stuck: dict[int, str] = field(default_factory=dict)
+    """Runs without an ending, and where they stood."""
+
+    acked: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set at each acknowledgement."""
+
+    def acked_since(self, moment: float) -> int:
+        times = [*self.starts_acked.values(), *(at for _, _, at in self.clicks_acked.values())]
+        return sum(1 for at in times if at >= moment)
+
+
+@dataclass(kw_only=True)
+class Person:
+    deployment: Deployment
+    tally: Tally
+
+    @property
+    def slack(self) -> Any:
+        return self.deployment.slack
+
+    async def start(self, number: int, deadline: float) -> bool:
+        """`/agent ops ...`; resent as Slack resends it (same trigger) when told to retry."""
+        trigger = f"trigger-failover-{number}-{time.time_ns()}"
+        while time.monotonic() < deadline:
+            status, body = await self.deployment.sender.command(task_of(number), trigger_id=trigger)
+            text = body.get("text", "")
+            if status == 200 and text == messages.command_starting("ops"):
+                self.tally.starts_acked[number] = time.monotonic()
+                self.tally.acked.set()
+                return True
+            self.tally.retries["start"] += 1
+            await asyncio.sleep(RETRY_EVERY)
+        return False
+
+    def card(self, number: int) -> Message | None:
+        roots = [m for m in self.slack.roots() if m.text.endswith(f"*ops*: {task_of(number)}")]
+        threads = {root.ts for root in roots}
+        cards = [
+            c for c in self.slack.cards() if c.thread_ts in threads and "approve" in c.action_ids()
+        ]
+        return cards[0] if cards else None
+
+    def ending(self, number: int) -> bool:
+        roots = [m for m in self.slack.roots() if m.text.endswith(f"*ops*: {task_of(number)}")]
+        return any(self.slack.final_answers(root.ts) for root in roots)
+
+    async def click_once(self, card: Message, user: str) -> tuple[str | None, float]:
+        """One click on Approve: what the clicker was told privately (None: nothing, and the
+        card was redrawn), and when the answer came."""
+        seen = len(self.slack.calls)
+        status, _ = await self.deployment.sender.click(card, "approve", user=user)
+        assert status == 200
+
+        def said() -> str | None:
+            for call in self.slack.calls[seen:]:
+                if call.method == "chat.postEphemeral" and call.args.get("user") == user:
+                    return str(call.args.get("text", ""))
+            return None
+
+        def redrawn() -> bool:
+            return any(
+                call.method == "chat.update" and call.args.get("ts") == card.ts
+                for call in self.slack.calls[seen:]
+            )
+
+        await self.slack.wait_for(
+            lambda: said() is not None or redrawn(), 15, f"an answer to {user}'s click"
+        )
+        answered = time.monotonic()
+        if said() is None:
+            # A worker may redraw the card too; a "try again" would follow within moments.
+            await asyncio.sleep(0.3)
+        return said(), answered
+
+    async def approve(self, number: int, card: Message, deadline: float) -> bool:
+        """Click Approve until it is answered OK: the card redrawn, no "try again"."""
+        user = f"UAPPROVER{number:02d}"
+        value = next(a["value"] for a in card.actions() if a["action_id"] == "approve")
+        run_id, approval_id = value.split(":")[:2]
+        while time.monotonic() < deadline:
+            if "approve" not in card.action_ids():
+                # A "try again" decision the replica confirmed late: the card now shows it, as
+                # good an acknowledgement as a redraw after a click (nobody clicks again).
+                self.tally.clicks_acked[number] = (run_id, approval_id, time.monotonic())
+                self.tally.acked.set()
+                return True
+            text, answered = await self.click_once(card, user)
+            if text is None:
+                self.tally.clicks_acked[number] = (run_id, approval_id, answered)
+                self.tally.acked.set()
+                return True
+            if text == messages.APPROVAL_UNKNOWN:
+                # An earlier attempt's decision may have reached the replica after all, and
+                # the run gone on and finished: nothing to click any more.
+                with contextlib.suppress(AssertionError):
+                    await self.slack.wait_for(lambda: self.ending(number), 5)
+                if self.ending(number):
+                    return True
+            if text not in RETRYABLE:
+                self.tally.stuck[number] = f"click refused: {text}"
+                return False
+            self.tally.retries["click"] += 1
+            await asyncio.sleep(RETRY_EVERY)
+        return False
+
+    async def play(self, number: int) -> None:
+        await asyncio.sleep(number * START_EVERY)
+        deadline = time.monotonic() + RUN_DEADLINE
+        if not await self.start(number, deadline):
+            return  # never acknowledged: nothing was promised
+        with contextlib.suppress(AssertionError):
+            await self.slack.wait_for(
+                lambda: self.card(number) or self.ending(number),
+                max(0.1, deadline - time.monotonic()),
+            )
+        card = self.card(number)
+        if card is None:
+            self.tally.stuck[number] = "no card (start lost?)"
+            return
+        await asyncio.sleep(THINK + (number % 3) * 0.3)  # a person takes a moment
+        if not await self.approve(number, card, deadline):
+            self.tally.stuck.setdefault(number, "click never answered OK")
+            return
+        try:
+            await self.slack.wait_for(
+                lambda: self.ending(number), max(0.1, deadline - time.monotonic())
+            )
+        except AssertionError:
+            self.tally.stuck[number] = "approved, never finished"
+            return
+        self.tally.finished.add(number)
+
+
+async def fault(redis: ReplicatedRedis, tally: Tally, began: float) -> dict[str, float]:
+    """Hold the link until writes are in flight, kill the primary, wait for the failover,
+    and bring the killed server back (Sentinel turns it into a replica)."""
+    await asyncio.sleep(max(0.0, began + FAULT_AFTER - time.monotonic()))
+    held_at = time.monotonic()
+    redis.proxy.hold()
+    deadline = held_at + HOLD_AT_MOST
+    while tally.acked_since(held_at) < HOLD_UNTIL_ACKED and time.monotonic() < deadline:
+        tally.acked.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(tally.acked.wait(), deadline - time.monotonic())
+    acked_while_held = tally.acked_since(held_at)
+    held_bytes = redis.proxy.held
+    redis.kill_primary()
+    await redis.proxy.drop()
+    failover = await redis.wait_for_failover()
+    redis.restart_old_primary()
+    rejoined = await redis.wait_for_replica()
+    return {
+        "held_s": round(time.monotonic() - held_at - failover - rejoined, 2),
+        "held_bytes": held_bytes,
+        "acked_while_held": acked_while_held,
+        "failover_s": round(failover, 2),
+        "rejoined_s": round(rejoined, 2),
+    }
+
+
+async def acknowledged_in_audit(primary: aioredis.Redis, deployment: Deployment) -> set[str]:
+    """`run_id:approval_id` of every approval in the (new) primary's audit trail."""
+    rows: Any = await primary.xrange(deployment.keys.audit)
+    found = set()
+    for _, fields in rows:
+        if fields[b"event"] == b"approved":
+            details = json.loads(fields[b"details"])
+            found.add(f"{fields[b'run_id'].decode()}:{details['approval_id']}")
+    return found
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("min_replicas", [1, 0], ids=["wait-for-1-replica", "no-wait"])
+async def test_a_failover_loses_nothing_acknowledged(
+    deployment: Deployment, tmp_path: Path, min_replicas: int
+) -> None:
+    redis = ReplicatedRedis(tmp_path / "redis")
+    await redis.start()
+    primary = redis.primary_client()
+    try:
+        env = {**redis.environ(min_replicas), **WORKER_ENV}
+        deployment.model.script = script
+        await deployment.web(**env)
+        workers = [deployment.worker(f"worker.{n}", **env) for n in (1, 2)]
+        for worker in workers:
+            await wait_for_log(worker, "worker ready", timeout=60)
+        tally = Tally()
+        person = Person(deployment=deployment, tally=tally)
+        began = time.monotonic()
+        try:
+            async with asyncio.TaskGroup() as group:
+                faulted = group.create_task(fault(redis, tally, began))
+                for number in range(RUNS):
+                    group.create_task(person.play(number))
+        except BaseException as error:
+            error.add_note(f"{deployment.logs_text()}\n{redis.logs()}")
+            raise
+        blow = faulted.result()
+
+        in_audit = await acknowledged_in_audit(primary, deployment)
+        acked = {f"{run}:{approval}" for run, approval, _ in tally.clicks_acked.values()}
+        lost_decisions = acked - in_audit
+        unfinished = set(tally.starts_acked) - tally.finished
+        ledger: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
+        ran = Counter(json.loads(entry)["call_id"] for entry in ledger)
+        twice = {call: n for call, n in ran.items() if n > 1}
+        print(
+            f"\nfailover (REDIS_MIN_REPLICAS={min_replicas}): {blow}; "
+            f"starts acknowledged={len(tally.starts_acked)}, "
+            f"clicks acknowledged={len(acked)}, found on the new primary={len(acked & in_audit)}, "
+            f"acknowledged decisions lost={len(lost_decisions)}, "
+            f"runs finished={len(tally.finished)}/{len(tally.starts_acked)}, "
+            f"unfinished={ {n: tally.stuck.get(n, '?') for n in sorted(unfinished)} }, "
+            f"retries={dict(tally.retries)}, tools run twice={twice}"
+        )
+        context = f"{blow}; logs in {deployment.logs}"
+        assert blow["held_bytes"] > 0, f"no write was in flight at the kill ({context})"
+        if min_replicas >= 1:
+            assert not twice, f"a tool ran twice: {twice} ({context})"
+            assert tally.acked_since(0) > 0
+            assert not lost_decisions, f"acknowledged decisions lost: {lost_decisions} ({context})"
+            assert not unfinished, f"runs did not finish: {tally.stuck} ({context})"
+            assert len(tally.starts_acked) == RUNS, f"some run never started ({context})"
+        else:
+            # What WAIT is for: acknowledged while the replica lagged, then gone with the primary.
+            assert blow["acked_while_held"] > 0, f"nothing acknowledged while held ({context})"
+            assert lost_decisions or unfinished or twice, f"N=0 lost nothing this time ({context})"
+    finally:
+        await primary.aclose()
+        await redis.stop()
