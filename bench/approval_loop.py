@@ -1,9 +1,9 @@
 """Latency of the approval loop, measured on real processes, one request at a time.
 
-    .venv/bin/python -m bench.approval_loop [--runs 300]
+    .venv/bin/python -m bench.approval_loop [--runs 300] [--cluster]
 
-A private Redis, a fake Slack and an instant fake model in this process; the Procfile's `web`
-and `worker` as real processes. For `--runs` runs:
+A private Redis (`--cluster`: a three-primary Redis Cluster), a fake Slack and an instant fake
+model in this process; the Procfile's `web` and `worker` as real processes. For `--runs` runs:
 - slash command: signed POST -> HTTP acknowledgement (Slack allows 3 s);
 - click: signed Approve POST -> HTTP acknowledgement (the decision is in Redis by then);
 - decision -> resume start: Redis time of the decision to Redis time of the resume claim,
@@ -21,12 +21,13 @@ import zlib
 from functools import partial
 from typing import Any
 
-from bench.harness import decision_to_resume_ms, deployment, header, report
+from bench.harness import add_cluster_option, decision_to_resume_ms, deployment, header, report
 from tests.deployment import Deployment
+from tests.harness import keys_under
 
 
-async def measure(runs: int) -> None:
-    async with deployment() as running:
+async def measure(runs: int, cluster: bool) -> None:
+    async with deployment(cluster=cluster) as running:
         slack, sender = running.slack, running.sender
         command_ms: list[float] = []
         before = len(slack.cards())
@@ -57,10 +58,12 @@ async def measure(runs: int) -> None:
 
 async def stored_bytes(running: Deployment) -> dict[str, int]:
     redis = running.redis
-    keys = [key async for key in redis.scan_iter(match=f"{running.prefix}run:*")]
+    keys = [key for key in await keys_under(redis, running.prefix) if ":run:" in f":{key}"]
     sizes = [int(await redis.memory_usage(key, samples=0) or 0) for key in keys]
     states: list[Any] = [await redis.hget(key, "state") for key in keys]
-    deadlines = int(await redis.memory_usage(running.keys.deadlines, samples=0) or 0)
+    deadlines = 0
+    for shard in running.keys.shards:
+        deadlines += int(await redis.memory_usage(shard.deadlines, samples=0) or 0)
     return {
         "memory": int(statistics.median(sizes) + deadlines / max(1, len(keys))),
         "raw": int(statistics.median(len(zlib.decompress(s)) for s in states)),
@@ -71,9 +74,14 @@ async def stored_bytes(running: Deployment) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=300)
+    add_cluster_option(parser)
     args = parser.parse_args()
-    header("approval loop latency", f".venv/bin/python -m bench.approval_loop --runs {args.runs}")
-    asyncio.run(measure(args.runs))
+    where = " --cluster" if args.cluster else ""
+    header(
+        "approval loop latency" + (" (Redis Cluster)" if args.cluster else ""),
+        f".venv/bin/python -m bench.approval_loop --runs {args.runs}{where}",
+    )
+    asyncio.run(measure(args.runs, args.cluster))
 
 
 if __name__ == "__main__":

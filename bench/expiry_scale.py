@@ -116,7 +116,7 @@ async def measure(pending: int) -> None:
         expiry = Expiry(
             recorder=DecisionRecorder(redis, keys), reporter=SilentReporter(), store=store
         )
-        poller = DuePoller(redis=redis, key=keys.deadlines, handler=expiry.handle, name="bench")
+        poller = DuePoller(redis=redis, due={keys.deadlines: expiry.handle}, name="bench")
         state, _ = await interrupted_state(1)
         try:
             baseline = (await redis.info("memory"))["used_memory"]

@@ -1,7 +1,9 @@
-"""What every benchmark shares: a private Redis, the Procfile's processes, figures."""
+"""What every benchmark shares: a private Redis (or Redis Cluster), the Procfile's processes,
+figures."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -17,6 +19,7 @@ from typing import Any
 from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
+from tests.redis_cluster import LocalCluster
 
 DECISION_EVENTS = {b"approved", b"approved_always", b"rejected", b"expired"}
 
@@ -63,15 +66,28 @@ def answer_at_once(request: ModelRequest) -> list[dict[str, Any]]:
     return [message("done")]
 
 
+def add_cluster_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run against a three-primary Redis Cluster started for it (REDIS_CLUSTER=true)",
+    )
+
+
 @contextlib.asynccontextmanager
 async def deployment(
-    *, workers: int = 1, prefix: str = "bench:", **worker_env: str
+    *, workers: int = 1, prefix: str = "bench:", cluster: bool = False, **worker_env: str
 ) -> AsyncIterator[Deployment]:
-    """A private Redis, a fake Slack and model here, and the Procfile's web and workers."""
+    """A private Redis (`cluster`: a three-primary Redis Cluster), a fake Slack and model
+    here, and the Procfile's web and workers."""
     with tempfile.TemporaryDirectory() as directory:
-        server = RedisServer(directory=Path(directory) / "redis")
+        server: RedisServer | LocalCluster
+        if cluster:
+            server = LocalCluster(directory=Path(directory) / "cluster")
+        else:
+            server = RedisServer(directory=Path(directory) / "redis")
         server.start()
-        running = Deployment(server.url, prefix, Path(directory))
+        running = Deployment(server.url, prefix, Path(directory), cluster=cluster)
         try:
             await running.start()
             running.model.script = approve_then_answer
@@ -88,10 +104,9 @@ async def deployment(
 
 async def decision_to_resume_ms(running: Deployment) -> list[float]:
     """Per run: the decision's Redis time (its script audits it) to the resume claim's."""
-    rows: Any = await running.redis.xrange(running.keys.audit)
     decided: dict[str, float] = {}
     delays: list[float] = []
-    for _id, fields in rows:
+    for fields in await running.audit_entries():
         details = json.loads(fields[b"details"])
         run_id = fields[b"run_id"].decode()
         if fields[b"event"] in DECISION_EVENTS:

@@ -1,6 +1,6 @@
 """Worker throughput: runs per second with an instant model, one and two worker processes.
 
-    .venv/bin/python -m bench.throughput [--runs 600]
+    .venv/bin/python -m bench.throughput [--runs 600] [--cluster]
 
 Each run is a slash command -> root message -> one model call -> answer in the thread (the
 fixed cost of a run: job, Redis record, three Slack posts, the SDK's turn). Commands are sent
@@ -16,6 +16,7 @@ import asyncio
 import time
 
 from bench.harness import (
+    add_cluster_option,
     answer_at_once,
     answered_threads,
     deployment,
@@ -53,13 +54,13 @@ async def approval_round_trips(running: Deployment, runs: int) -> float:
     return runs / (time.perf_counter() - started)
 
 
-async def measure(runs: int) -> None:
+async def measure(runs: int, cluster: bool) -> None:
     for workers in (1, 2):
-        async with deployment(workers=workers) as running:
+        async with deployment(workers=workers, cluster=cluster) as running:
             running.model.script = answer_at_once
             rate = await answered_runs(running, runs)
             print(f"{workers} worker(s): {rate:6.1f} runs/s without approvals", flush=True)
-    async with deployment(workers=1) as running:
+    async with deployment(workers=1, cluster=cluster) as running:
         rate = await approval_round_trips(running, runs // 2)
         print(f"1 worker:    {rate:6.1f} runs/s with one approval each", flush=True)
 
@@ -67,9 +68,14 @@ async def measure(runs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=600)
+    add_cluster_option(parser)
     args = parser.parse_args()
-    header("worker throughput", f".venv/bin/python -m bench.throughput --runs {args.runs}")
-    asyncio.run(measure(args.runs))
+    where = " --cluster" if args.cluster else ""
+    header(
+        "worker throughput" + (" (Redis Cluster)" if args.cluster else ""),
+        f".venv/bin/python -m bench.throughput --runs {args.runs}{where}",
+    )
+    asyncio.run(measure(args.runs, args.cluster))
 
 
 if __name__ == "__main__":
