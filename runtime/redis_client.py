@@ -8,6 +8,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from runtime.redis_cluster import connect_cluster
+from runtime.redis_connection import connect
 from runtime.redis_sentinel import connect_sentinel
 from runtime.settings import RuntimeSettings
 
@@ -20,18 +21,20 @@ def connect_to(
     retries: int = 3,
     max_connections: int = 50,
 ) -> aioredis.Redis:
-    if settings.redis_cluster:
-        return connect_cluster(
-            settings.effective_redis_url,
-            tls_verify=settings.redis_tls_verify,
-            tls_ca_file=settings.redis_tls_ca_file,
+    if settings.redis_sentinels and (master := settings.redis_sentinel_master):
+        return connect_sentinel(
+            settings,
+            master,
             socket_timeout=socket_timeout,
             connect_timeout=connect_timeout,
             retries=retries,
             max_connections=max_connections,
         )
-    return connect_sentinel(
-        settings,
+    connect_one = connect_cluster if settings.redis_cluster else connect
+    return connect_one(
+        settings.effective_redis_url,
+        tls_verify=settings.redis_tls_verify,
+        tls_ca_file=settings.redis_tls_ca_file,
         socket_timeout=socket_timeout,
         connect_timeout=connect_timeout,
         retries=retries,

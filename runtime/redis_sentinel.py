@@ -23,7 +23,7 @@ from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from runtime.redis_connection import connect, keepalive
+from runtime.redis_connection import keepalive
 from runtime.settings import RuntimeSettings
 
 
@@ -44,23 +44,15 @@ class SentinelRedis(aioredis.Redis):
 
 def connect_sentinel(
     settings: RuntimeSettings,
+    master: str,
     *,
     socket_timeout: float = 10.0,
     connect_timeout: float = 5.0,
     retries: int = 3,
     max_connections: int = 50,
 ) -> aioredis.Redis:
-    """Through Sentinel if `REDIS_SENTINELS` is set, else to `REDIS_URL` (`connect`)."""
-    if not settings.redis_sentinels or not settings.redis_sentinel_master:
-        return connect(
-            settings.effective_redis_url,
-            tls_verify=settings.redis_tls_verify,
-            tls_ca_file=settings.redis_tls_ca_file,
-            socket_timeout=socket_timeout,
-            connect_timeout=connect_timeout,
-            retries=retries,
-            max_connections=max_connections,
-        )
+    """The primary that `REDIS_SENTINELS` name for `master` (`REDIS_SENTINEL_MASTER`),
+    followed across failovers."""
     url = urlsplit(settings.effective_redis_url)
     timeouts = {"socket_timeout": socket_timeout, "socket_connect_timeout": connect_timeout}
     credentials: dict[str, Any] = {
@@ -85,7 +77,7 @@ def connect_sentinel(
         **timeouts,
     )
     client: aioredis.Redis = sentinel.master_for(
-        settings.redis_sentinel_master,
+        master,
         redis_class=SentinelRedis,
         connection_pool_class=_BlockingSentinelPool,
         db=int(database) if database.isdigit() else 0,
