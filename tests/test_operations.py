@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,17 +187,6 @@ async def test_a_job_nobody_takes_shows_in_the_stream_and_ages(redis_url: str, p
         assert scraped.value("countersign_dead_letters") == 0
     finally:
         await harness.stop()
-
-
-@pytest.fixture
-async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    """A Redis of this test's own, which it stops."""
-    server = RedisServer(directory=tmp_path / "redis")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def readyz(url: str) -> tuple[int, dict[str, object]]:

@@ -7,7 +7,6 @@ import asyncio
 import json
 import signal
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,6 @@ from tests.redis_cluster import LocalCluster
 
 # The defaults a deployment runs with (the test deployment shortens the idle timeout).
 PRODUCTION = {"JOB_IDLE_TIMEOUT_SECONDS": "30"}
-
-
-@pytest.fixture
-async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    """A Redis of this test's own: its command count is the processes' alone."""
-    server = RedisServer(directory=tmp_path / "redis")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def commands_processed(redis: aioredis.Redis) -> int:
