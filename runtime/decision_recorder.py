@@ -28,6 +28,7 @@ from runtime.envelope import (
     UnreadableEnvelope,
     parse_envelope,
 )
+from runtime.grants import note_grant_shard
 from runtime.keys import Keys
 from runtime.replication import NO_REPLICAS, NotReplicated, Replication
 from runtime.run_record import CallGate
@@ -218,6 +219,10 @@ class DecisionRecorder:
         # A grant covers the run's channel, wherever the decision came from (a copy, Home).
         run_channel = view.gate.channel if view.gate is not None else channel
         shard = self._keys.shard_of(run_id)
+        if choice.grant and mode == "decide":
+            await note_grant_shard(
+                self._redis, self._keys, run_channel, choice.grant.id, choice.grant.seconds
+            )
         # The grant's id was drawn in the run's shard (`Keys.new_grant_id`): one slot.
         grant_keys = (
             [shard.grant(choice.grant.id), shard.channel_grants(run_channel)]

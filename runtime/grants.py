@@ -9,7 +9,8 @@ here.
 
 Keys (`runtime.keys`): `grant:<id>`, a hash of `grant` (JSON, `Grant`) and `uses`, expiring at
 its end; `grants:<channel>`, a sorted set of the channel's grant ids by end time (one per shard
-on a cluster: a grant lives in the shard of the run that created it). A deployment
+on a cluster: a grant lives in the shard of the run that created it, and `grants:<channel>:shards`
+in the channel's shard names the shards to read, `note_grant_shard`). A deployment
 (one `REDIS_KEY_PREFIX`) serves one Slack workspace, so channel ids do not collide.
 """
 
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import GRANT_ID_PATTERN, GrantRef, GrantScope
-from runtime.keys import Keys
+from runtime.keys import Keys, Shard
 from runtime.replication import NO_REPLICAS, Replication
 
 GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (
@@ -33,6 +34,8 @@ GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (
     ("arguments", 24 * 3600),
 )
 """What a card offers (scope, seconds), where the call's rule allows that long."""
+GRANT_SHARDS_KEPT_SECONDS = max(seconds for _scope, seconds in GRANT_CHOICES) + 60
+"""How long a channel's list of grant shards outlives the last grant noted in it."""
 
 
 class Grant(BaseModel):
@@ -124,6 +127,24 @@ return {raw, uses}
 """
 
 
+async def note_grant_shard(
+    redis: aioredis.Redis, keys: Keys, channel: str, grant_id: str, seconds: int
+) -> None:
+    """On a cluster, before the decision script may create grant `grant_id` in `channel`: name
+    its shard in the channel's list, so that a call's lookup reads one key (and the shards it
+    names) rather than all `REDIS_SHARDS`. Written first, the list never misses a grant; a
+    shard named for a grant that was not made costs a lookup one empty read."""
+    if keys.shard_count == 1:
+        return
+    key = keys.grant_shards(channel)
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.sadd(key, keys.shard_of(grant_id).index)
+        # Every grant is one of GRANT_CHOICES, so each note leaves the list outliving the
+        # grants it named before as well.
+        pipe.expire(key, max(seconds + 60, GRANT_SHARDS_KEPT_SECONDS))
+        await pipe.execute()
+
+
 class GrantStore:
     def __init__(
         self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
@@ -144,8 +165,11 @@ class GrantStore:
         # Redis's clock took three): what decides is the `use` script, on Redis's clock, and a
         # grant's hash expires at its end. The decision script prunes ended entries.
         now = time.time()
+        shards = await self._shards_with_grants(channel)
+        if not shards:
+            return []
         async with self._redis.pipeline(transaction=False) as pipe:
-            for shard in self._keys.shards:  # one without a cluster
+            for shard in shards:
                 pipe.zrange(shard.channel_grants(channel), f"({now}", "+inf", byscore=True)
             replies: list[Any] = await pipe.execute()
         grants = []
@@ -154,6 +178,13 @@ class GrantStore:
             if grant is not None:
                 grants.append(grant)
         return sorted(grants, key=lambda grant: grant.ends_at)
+
+    async def _shards_with_grants(self, channel: str) -> list[Shard]:
+        if self._keys.shard_count == 1:
+            return [self._keys.shard(0)]
+        named: Any = await self._redis.smembers(self._keys.grant_shards(channel))
+        indexes = {int(i) for i in named if i.isdigit() and int(i) < self._keys.shard_count}
+        return [self._keys.shard(index) for index in sorted(indexes)]
 
     async def get(self, grant_id: str) -> Grant | None:
         raw: Any = await self._redis.hmget(self._keys.grant(grant_id), ["grant", "uses"])

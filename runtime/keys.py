@@ -112,6 +112,11 @@ class Shard:
         ends."""
         return f"{self.prefix}grants:{channel}"
 
+    def grant_shards(self, channel: str) -> str:
+        """(Cluster only, in the channel's own shard) Set of the shards that may hold grants of
+        a channel: where `GrantStore.active` looks, instead of asking every shard."""
+        return f"{self.prefix}grants:{channel}:shards"
+
 
 @dataclass(frozen=True, slots=True)
 class Keys:
@@ -140,7 +145,7 @@ class Keys:
         return Shard(f"{{{self.prefix}s{index}}}:", index)
 
     def shard_of(self, name: str) -> Shard:
-        """The shard of a run id, or of a grant id."""
+        """The shard of a run id, a grant id, or a channel id (`grant_shards`)."""
         return self.shard(shard_index(name, self.shard_count))
 
     @property
@@ -168,6 +173,9 @@ class Keys:
 
     def grant(self, grant_id: str) -> str:
         return self.shard_of(grant_id).grant(grant_id)
+
+    def grant_shards(self, channel: str) -> str:
+        return self.shard_of(channel).grant_shards(channel)
 
     # Shared structures of the one shard (see `only`).
     @property
