@@ -117,6 +117,24 @@ class SlackReporter:
         )
         return str(response["ts"])
 
+    async def retract(self, run: RunView, message_id: str) -> None:
+        try:
+            await self._client.chat_delete(channel=run.conversation.channel, ts=message_id)
+        except SlackApiError as error:
+            if error.response.get("error") == "message_not_found":
+                return
+            log.warning(
+                "run %s: a message posted twice could not be taken back (%s)",
+                run.run_id,
+                error.response.get("error"),
+            )
+        except (ClientError, TimeoutError) as error:
+            log.warning(
+                "run %s: a message posted twice could not be taken back (%s)",
+                run.run_id,
+                type(error).__name__,
+            )
+
     async def _warm(self, run: RunView, call: PendingCall) -> None:
         """Look the approver groups' members up before anyone can click, so that clicks (which
         Slack gives 3 s) find them cached. A courtesy: failing here only costs the clicks a

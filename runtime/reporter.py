@@ -90,6 +90,12 @@ class Reporter(Protocol):
         """Ask people to decide one call; return the id of the message that asks."""
         ...
 
+    async def retract(self, run: RunView, message_id: str) -> None:
+        """Take back a message this delivery posted but could not record as the run's: a later
+        delivery of the run's job took over meanwhile and posts its own. Best effort; never
+        raises."""
+        ...
+
     async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
         """Show that nobody decided `call` in time. Returns the id of a new message when the one
         that asked was gone and the card was posted again, else None."""

@@ -31,6 +31,7 @@ from runtime.mcp_origin import mcp_server_of
 from runtime.mcp_tools import McpTools
 from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
+from runtime.posted_messages import record_or_retract
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.run_endings import RunEndings
@@ -127,7 +128,12 @@ class RunExecutor:
                 requester=conversation.requester,
                 channel=conversation.channel,
             )
-            await self.store.update_envelope(envelope, lease, audit=started)
+            await record_or_retract(
+                self.reporter,
+                RunView.of(envelope),
+                thread,
+                self.store.update_envelope(envelope, lease, audit=started),
+            )
         # As loaded before the claim, which changed only the fence; with the envelope as written.
         record = replace(record, envelope=envelope, state=None)
         try:
@@ -374,7 +380,9 @@ class RunExecutor:
         for call in envelope.calls:
             if call.message_ts is None and call.decision is None:
                 ts = await self.reporter.approval_requested(view, call)
-                await self.store.set_message_ts(lease, call.approval_id, ts)
+                await record_or_retract(
+                    self.reporter, view, ts, self.store.set_message_ts(lease, call.approval_id, ts)
+                )
             if call.decision is None and self.copies is not None:
                 await self.copies.notify(view, call)
 

@@ -10,6 +10,7 @@ from typing import Any
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 
 from runtime.envelope import PendingCall
+from runtime.posted_messages import record_or_retract
 from runtime.reporter import Activity, Reporter, RunView
 from runtime.run_store import Lease, RunStore
 
@@ -82,10 +83,17 @@ class RunObserver(RunHooks[Any]):
             ran=ran,
             not_run=not_run,
         )
+        shown = self.message_id
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
+        posted = self.message_id if self.message_id != shown else ""
         # Kept with the run, so the next step (after an approval) goes on with the same list.
         kept = self._steps[-MAX_STEPS_SHOWN:]
-        await self._store.set_status(self._lease, self.message_id, kept)
+        await record_or_retract(
+            self._reporter,
+            self._run,
+            posted,
+            self._store.set_status(self._lease, self.message_id, kept),
+        )
 
 
 def not_run_notes(calls: list[PendingCall]) -> tuple[str, ...]:

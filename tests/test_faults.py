@@ -74,6 +74,41 @@ async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deploymen
     assert len(deployment.slack.final_answers(root.ts)) == 1
 
 
+async def test_a_stalled_worker_takes_back_the_root_message_its_replacement_posted_again(
+    deployment: Deployment,
+) -> None:
+    # The first worker posts the run's root message and stalls (SIGSTOP) before it can store
+    # the message's id; the second takes the job over, as it must, and posts the root again.
+    deployment.model.script = delete_then_answer
+    await deployment.web()
+    quick = {"JOB_IDLE_TIMEOUT_SECONDS": "1"}
+    stalled = deployment.worker("worker.1", **quick)
+    await wait_for_log(stalled, "worker ready")
+    deployment.slack.slow_down("chat.postMessage", 20)  # posted on arrival, answered later
+    first = await deployment.start_run("delete u-100")
+    stalled.signal(signal.SIGSTOP)
+    try:
+        deployment.slack.speed_up("chat.postMessage")  # the answer waits in the stalled socket
+        deployment.worker("worker.2", **quick)
+        roots = deployment.slack.roots
+        await deployment.slack.wait_for(lambda: len(roots()) == 2, 30, "the root posted again")
+        second = roots()[-1]
+        [card] = await deployment.cards(second, 1)
+    finally:
+        stalled.signal(signal.SIGCONT)
+
+    await deployment.slack.wait_for(
+        lambda: first.ts not in deployment.slack.messages, 20, "the stale root taken back"
+    )
+    assert [m.ts for m in deployment.slack.roots()] == [second.ts], deployment.logs_text()
+    assert "taking it back" in stalled.log()
+    await deployment.sender.click(card, "approve", user="UBOB")
+    [answer] = await deployment.final_answers(second)
+    assert "u-100" in answer.text
+    assert [e["call_id"] for e in await ledger(deployment)] == ["call_del"]
+    assert deployment.slack.cards() == [card], "one card, in the thread that stayed"
+
+
 async def test_sigterm_lets_a_worker_hand_back_a_long_job_and_exit_in_time(
     deployment: Deployment,
 ) -> None:

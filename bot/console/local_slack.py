@@ -187,6 +187,8 @@ class LocalSlack:
             return self._post(args)
         if method == "chat.update":
             return self._update(args)
+        if method == "chat.delete":
+            return self._delete(args)
         if method == "chat.postEphemeral":
             self.ephemerals.append(args)
             self.add_private_note(
@@ -279,6 +281,13 @@ class LocalSlack:
         if "blocks" in args:
             message.blocks = _blocks(args)
         message.updates += 1
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
+
+    def _delete(self, args: dict[str, Any]) -> dict[str, Any]:
+        message = self.messages.get(str(args.get("ts")))
+        if message is None or message.channel != args.get("channel"):
+            return {"ok": False, "error": "message_not_found"}
+        del self.messages[message.ts]
         return {"ok": True, "channel": message.channel, "ts": message.ts}
 
     # --- what the console shows -----------------------------------------------------------------
