@@ -128,12 +128,8 @@ class RunExecutor:
                 requester=conversation.requester,
                 channel=conversation.channel,
             )
-            await record_or_retract(
-                self.reporter,
-                RunView.of(envelope),
-                thread,
-                self.store.update_envelope(envelope, lease, audit=started),
-            )
+            recorded = self.store.update_envelope(envelope, lease, audit=started)
+            await record_or_retract(self.reporter, RunView.of(envelope), thread, recorded)
         # As loaded before the claim, which changed only the fence; with the envelope as written.
         record = replace(record, envelope=envelope, state=None)
         try:

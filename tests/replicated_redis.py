@@ -268,8 +268,15 @@ class ReplicatedRedis:
         process.wait()
 
     def restart_old_primary(self) -> None:
-        """The killed server starts again, empty; Sentinel makes it a replica of the new one."""
-        self._server("old-primary", self.primary_port, [])
+        """The killed server starts again, empty, as a replica of the new primary (as a
+        supervisor brings a failed node back). Started as an empty primary instead, it waits
+        seconds for Sentinel to turn it into a replica, and a second failover meanwhile (a
+        loaded machine can miss the new primary's answers for `DOWN_AFTER_MS`) may promote it
+        and wipe the data set: Redis's own docs warn against restarting a primary that has no
+        persistence."""
+        self._server(
+            "old-primary", self.primary_port, ["--replicaof", "127.0.0.1", str(self.replica_port)]
+        )
 
     async def caught_up(self, timeout: float = 20) -> None:
         """Until the replica holds every byte the primary had written when this was called:

@@ -5,8 +5,8 @@ and two workers pointed at the Sentinels. Runs start every few tenths of a secon
 approves each run's card as it appears, and clicks again when told to try again. Meanwhile the
 replication link is held back (the primary has sent, the replica has not received, as on a slow
 network) until some writes are in flight, the primary is SIGKILLed, what was held is dropped,
-and Sentinel promotes the replica. The killed server then comes back, and Sentinel makes it a
-replica of the new primary (as a supervisor restarting it would).
+and Sentinel promotes the replica. The killed server then comes back as a replica of the new
+primary (as a supervisor restarting it would).
 
 With `REDIS_MIN_REPLICAS=1` nothing acknowledged may be lost: every click answered OK is in the
 new primary's audit trail, every run whose start was acknowledged finishes, and no tool runs
@@ -217,7 +217,7 @@ class Person:
 
 async def fault(redis: ReplicatedRedis, tally: Tally, began: float) -> dict[str, float]:
     """Hold the link until writes are in flight, kill the primary, wait for the failover,
-    and bring the killed server back (Sentinel turns it into a replica)."""
+    and bring the killed server back as a replica of the new one."""
     await asyncio.sleep(max(0.0, began + FAULT_AFTER - time.monotonic()))
     held_at = time.monotonic()
     redis.proxy.hold()
