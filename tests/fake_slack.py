@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.console.local_slack import BOT_USER, LocalSlack, Message
+from bot.console.local_slack import BOT_USER, LocalSlack, Message, request_arguments
 
 __all__ = ["BOT_USER", "Call", "FakeSlack", "Message"]
 
@@ -57,7 +57,7 @@ class FakeSlack(LocalSlack):
         self._held: dict[str, asyncio.Event] = {}
         self.holding: list[str] = []
         """Bodies of the calls being held unanswered right now (see `hold`)."""
-        self._slow: dict[str, tuple[float, asyncio.Event]] = {}
+        self._slow: dict[str, tuple[float, asyncio.Event, Callable[[dict[str, Any]], bool]]] = {}
         self.waiting: dict[str, int] = {}
         """Answers being held by `slow_down`, by method."""
 
@@ -116,18 +116,25 @@ class FakeSlack(LocalSlack):
         """Leave calls of `method` unanswered (a Slack that hangs) until the fake stops."""
         self._held.setdefault(method, asyncio.Event())
 
-    def slow_down(self, method: str, seconds: float) -> None:
-        """Hold each answer to `method` this long (a Slack under load), until `speed_up(method)`.
+    def slow_down(
+        self,
+        method: str,
+        seconds: float,
+        when: Callable[[dict[str, Any]], bool] = lambda args: True,
+    ) -> None:
+        """Hold each answer to `method` (whose arguments match `when`) this long (a Slack under
+        load), until `speed_up(method)`.
 
         The call is made (and counted in `calls`) on arrival; only the answer waits, so it tells
         what was true when the call arrived.
         """
-        self._slow[method] = (seconds, asyncio.Event())
+        self._slow[method] = (seconds, asyncio.Event(), when)
 
     def speed_up(self, method: str) -> None:
         """Send held answers to `method` now, and later ones at once."""
-        _seconds, released = self._slow.pop(method, (0.0, asyncio.Event()))
-        released.set()
+        slow = self._slow.pop(method, None)
+        if slow is not None:
+            slow[1].set()
 
     async def handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -142,9 +149,11 @@ class FakeSlack(LocalSlack):
             finally:
                 self.holding.remove(body)
         slow = self._slow.get(method)
+        if slow is not None and not slow[2](await request_arguments(request)):
+            slow = None
         response = await super().handle_api(request)
         if slow is not None:
-            seconds, released = slow
+            seconds, released, _when = slow
             self.waiting[method] = self.waiting.get(method, 0) + 1
             await self.notify()
             try:

@@ -109,6 +109,40 @@ async def test_a_stalled_worker_takes_back_the_root_message_its_replacement_post
     assert deployment.slack.cards() == [card], "one card, in the thread that stayed"
 
 
+async def test_a_stalled_worker_takes_back_the_card_its_replacement_posted_again(
+    deployment: Deployment,
+) -> None:
+    # As above, with the stall between posting the card and storing its id: a second card
+    # for the same approval would stay in the thread with live buttons, never redrawn.
+    deployment.model.script = delete_then_answer
+    await deployment.web()
+    quick = {"JOB_IDLE_TIMEOUT_SECONDS": "1"}
+    stalled = deployment.worker("worker.1", **quick)
+    await wait_for_log(stalled, "worker ready")
+    deployment.slack.slow_down(
+        "chat.postMessage", 20, when=lambda args: "wants to run" in str(args.get("text"))
+    )
+    root = await deployment.start_run("delete u-100")
+    [first] = await deployment.cards(root, 1)
+    stalled.signal(signal.SIGSTOP)
+    try:
+        deployment.slack.speed_up("chat.postMessage")
+        deployment.worker("worker.2", **quick)
+        [_, card] = await deployment.cards(root, 2)
+    finally:
+        stalled.signal(signal.SIGCONT)
+
+    await deployment.slack.wait_for(
+        lambda: first.ts not in deployment.slack.messages, 20, "the stale card taken back"
+    )
+    assert deployment.slack.cards() == [card], deployment.logs_text()
+    await deployment.sender.click(card, "approve", user="UBOB")
+    [answer] = await deployment.final_answers(root)
+    assert "u-100" in answer.text
+    assert [e["call_id"] for e in await ledger(deployment)] == ["call_del"]
+    assert card.updates >= 1, "the card that stayed is the one redrawn as decided"
+
+
 async def test_sigterm_lets_a_worker_hand_back_a_long_job_and_exit_in_time(
     deployment: Deployment,
 ) -> None:

@@ -134,7 +134,7 @@ class LocalSlack:
 
     async def handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        args = await _arguments(request)
+        args = await request_arguments(request)
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
         refused = self.refusal(method, args)
@@ -351,7 +351,7 @@ def _blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
 
 
-async def _arguments(request: web.Request) -> dict[str, Any]:
+async def request_arguments(request: web.Request) -> dict[str, Any]:
     """The call's arguments: slack_sdk sends some in the query string (`params`), even on POST."""
     query: dict[str, Any] = dict(request.query)
     if request.method == "GET":
