@@ -13,8 +13,9 @@ opens approvals, on any worker) also appends to the wake-up stream (`Keys.due_wa
 every poller's sleep is a blocking `XREAD`: it wakes at once, wherever the member was written.
 An idle worker so sends a tick per `interval` (`longest_sleep`) and a read per
 `BLOCKING_READ_SECONDS`, and a deadline fires within milliseconds. A member added by hand
-(`ZADD` of a parked one), or whose claimer died holding its lease, is seen at the next tick,
-within `interval`.
+(`ZADD` of a parked one) is seen at the next tick, within `interval`. A tick that claims
+members announces the end of their lease on the wake-up stream too, so if the claimer dies
+holding them every other poller looks again when the lease lapses, not a whole `interval` on.
 
 A handler that raises (a record this deploy cannot read, a bug) leaves its member for the lease
 too, and after `MAX_TRIES` tries, counted in Redis across workers, the member is parked for a
@@ -63,15 +64,20 @@ WAKE_STREAM_LENGTH = 100
 
 # Cost per tick is O(log N + due): it grows with what is due, not with what is pending. While
 # nothing is due it is TIME and one ZRANGE per set. A claim asks for the next tick at once
-# (0): the handlers may move or remove what they claimed.
-# KEYS: the due sets. ARGV: lease seconds, batch.
-# Returns {seconds until the nearest member is due ('' if none), due members of each set...}.
+# (0): the handlers may move or remove what they claimed; and it announces the lease's end on
+# the wake-up stream, if there is one, for the case that the claimer dies.
+# KEYS: the due sets, then the wake-up stream (optional). ARGV: lease seconds, batch, number of
+# due sets, wake-ups kept.
+# Returns {seconds until the nearest member is due ('' if none), due members of each set...,
+# the id of the announcement ('' if none)}.
 _TICK = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local nearest = nil
 local reply = {''}
-for i, key in ipairs(KEYS) do
+local claimed = false
+for i = 1, tonumber(ARGV[3]) do
+  local key = KEYS[i]
   local due = {}
   local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if head[1] then
@@ -83,7 +89,10 @@ for i, key in ipairs(KEYS) do
         leased[#leased + 1] = now + tonumber(ARGV[1])
         leased[#leased + 1] = member
       end
-      if #leased > 0 then redis.call('ZADD', key, unpack(leased)) end
+      if #leased > 0 then
+        redis.call('ZADD', key, unpack(leased))
+        claimed = true
+      end
       score = now
     end
     if nearest == nil or score < nearest then nearest = score end
@@ -91,6 +100,12 @@ for i, key in ipairs(KEYS) do
   reply[i + 1] = due
 end
 if nearest ~= nil then reply[1] = tostring(math.max(0, nearest - now)) end
+local announced = ''
+if claimed and #KEYS > tonumber(ARGV[3]) then
+  local ends = tostring(now + tonumber(ARGV[1]))
+  announced = redis.call('XADD', KEYS[#KEYS], 'MAXLEN', '~', ARGV[4], '*', 'due', ends)
+end
+reply[#reply + 1] = announced
 return reply
 """
 
@@ -131,6 +146,8 @@ class Tick:
     """Members claimed (and handled, or left for their lease) in this tick."""
     next_in: float | None
     """Seconds until the nearest member is due, on Redis's clock; None when the sets are empty."""
+    announced: str | None = None
+    """The wake-up this tick appended (it claimed members), which its own poller skips."""
 
 
 @dataclass(kw_only=True)
@@ -169,6 +186,8 @@ class DuePoller:
                 log.warning("%s tick failed; retrying", self.name, exc_info=True)
                 await self._stopping.sleep(min(1.0, self.interval))
                 continue
+            if tick.announced is not None:
+                woken = tick.announced  # the tick that follows covers every wake-up until it
             if tick.claimed:
                 continue  # the handlers moved or removed what they took: look again at once
             wait = self.interval if tick.next_in is None else tick.next_in + _LATE_SECONDS
@@ -181,14 +200,18 @@ class DuePoller:
     async def tick(self) -> Tick:
         """Handle the members due now, and say when the next one is."""
         keys = list(self.due)
-        reply = await self._tick(keys=keys, args=[self.lease_seconds, self.batch])
+        wake = [self.wake] if self.wake is not None else []
+        reply = await self._tick(
+            keys=[*keys, *wake],
+            args=[self.lease_seconds, self.batch, len(keys), WAKE_STREAM_LENGTH],
+        )
         claimed = 0
-        for key, members in zip(keys, reply[1:], strict=True):
+        for key, members in zip(keys, reply[1:-1], strict=True):
             for raw in members:
                 claimed += 1
                 await self._handle(key, raw.decode())
         next_in = float(reply[0]) if reply[0] else None
-        return Tick(claimed=claimed, next_in=next_in)
+        return Tick(claimed=claimed, next_in=next_in, announced=_text(reply[-1]) or None)
 
     async def _wake_tail(self) -> str:
         """The newest wake-up before the first tick: any later one wakes the first sleep."""

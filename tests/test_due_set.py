@@ -102,3 +102,45 @@ async def test_tries_are_counted_across_workers(redis: aioredis.Redis, prefix: s
         assert await worker.sweep() == 1
     assert await redis.zrange(keys.parked(due), 0, -1) == [b"run-1:bad"]
     assert await redis.zrange(due, 0, -1) == []
+
+
+async def test_a_member_whose_claimer_died_is_handled_when_its_lease_lapses(
+    redis: aioredis.Redis, prefix: str
+) -> None:
+    keys = Keys(prefix)
+    due = keys.deadlines
+    handled: list[str] = []
+    never = asyncio.Event()
+
+    async def dies(member: str) -> bool:
+        await never.wait()  # its worker is SIGKILLed here, in effect: the task goes with it
+        return True
+
+    async def handle(member: str) -> bool:
+        handled.append(member)
+        return True
+
+    def poller(name: str, handler: Callable[[str], Awaitable[bool]]) -> DuePoller:
+        # Pollers that sleep five minutes between ticks, woken only through the stream.
+        return DuePoller(
+            redis=redis, due={due: handler}, name=name, wake=keys.due_wake, lease_seconds=0.5
+        )
+
+    survivor = poller("survivor", handle)
+    surviving = asyncio.create_task(survivor.run())
+    await asyncio.sleep(0.2)  # its first tick found nothing: it sleeps the full interval
+    await redis.zadd(due, {"run-1:a": time.time() - 1})  # due, and nobody told
+    claimer = asyncio.create_task(poller("claimer", dies).run())
+    try:
+        began = time.monotonic()
+
+        async def handed_on() -> bool:
+            return handled == ["run-1:a"]
+
+        await eventually(handed_on, "the member handled by the surviving poller", timeout=5)
+        assert time.monotonic() - began >= 0.4, "not before the claimer's lease lapsed"
+    finally:
+        claimer.cancel()
+        survivor.stop()
+        await asyncio.wait_for(surviving, timeout=2)
+    assert await redis.zrange(due, 0, -1) == []
