@@ -120,20 +120,16 @@ class SlackReporter:
     async def retract(self, run: RunView, message_id: str) -> None:
         try:
             await self._client.chat_delete(channel=run.conversation.channel, ts=message_id)
+            return
         except SlackApiError as error:
-            if error.response.get("error") == "message_not_found":
+            reason = str(error.response.get("error"))
+            if reason == "message_not_found":
                 return
-            log.warning(
-                "run %s: a message posted twice could not be taken back (%s)",
-                run.run_id,
-                error.response.get("error"),
-            )
         except (ClientError, TimeoutError) as error:
-            log.warning(
-                "run %s: a message posted twice could not be taken back (%s)",
-                run.run_id,
-                type(error).__name__,
-            )
+            reason = type(error).__name__
+        log.warning(
+            "run %s: a message posted twice could not be taken back (%s)", run.run_id, reason
+        )
 
     async def _warm(self, run: RunView, call: PendingCall) -> None:
         """Look the approver groups' members up before anyone can click, so that clicks (which
