@@ -4,6 +4,11 @@ Up to `concurrency` jobs run at once. Each free slot is filled with a dead worke
 is due, else with a new one; running jobs are heartbeated until they finish or overrun
 `JOB_TIMEOUT_SECONDS`; on stop, running jobs get most of the shutdown budget and the rest are
 cancelled and handed back within it.
+
+A job that fails because Redis is away (no answer, or replicas that do not confirm under
+`REDIS_MIN_REPLICAS`) is not at fault: it is retried in place, kept and heartbeated, within its
+timeout. Given back, each try would spend one of its `JOB_MAX_DELIVERIES`, and an outage of a
+few idle timeouts would end the run as given up.
 """
 
 from __future__ import annotations
@@ -14,11 +19,15 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime.jobs import START, Delivery, Handler, JobQueue
 from runtime.live_workers import FULL_SCAN_SECONDS, LiveWorkers
+from runtime.replication import NotReplicated
 from runtime.shutdown_budget import ShutdownBudget
+from runtime.stop_watch import caused_by
 from runtime.stopping import Stopping
 from runtime.task_set import TaskSet
 
@@ -30,6 +39,8 @@ AFTER_JOBS_SHARE = 0.2
 AFTER_JOBS_MAX_SECONDS = 5.0
 HAND_BACK_MIN_SECONDS = 1.0
 """Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
+REDIS_AWAY_RETRY_MAX_SECONDS = 5.0
+"""The longest pause between in-place tries of a job while Redis is away (doubling from 0.25)."""
 
 
 @dataclass(kw_only=True)
@@ -238,8 +249,11 @@ class JobConsumer:
 
     async def _run_one(self, delivery: Delivery) -> None:
         try:
-            if await self._handle_in_time(delivery):
-                await self.queue.ack(delivery.entry_id)
+            await self._handle_in_time(delivery)
+        except _TakenOver:
+            log.info(
+                "job %s was taken over while Redis was away; left to its holder", delivery.entry_id
+            )
         except Exception:
             # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
             log.exception("job %s failed; it will be retried", delivery.entry_id)
@@ -247,8 +261,8 @@ class JobConsumer:
             self._running.pop(delivery.entry_id, None)
             self._slots.release()
 
-    async def _handle_in_time(self, delivery: Delivery) -> bool:
-        """Run the handler; False if it overran the job timeout and was cancelled.
+    async def _handle_in_time(self, delivery: Delivery) -> None:
+        """Run the handler and acknowledge the job, unless they overrun the job timeout.
 
         Without a bound a hung handler would be heartbeated, so kept from every other worker,
         for ever. Cut off, its job is neither acknowledged nor heartbeated any more: it is taken
@@ -257,7 +271,8 @@ class JobConsumer:
         deadline = asyncio.timeout(self.job_timeout)
         try:
             async with deadline:
-                await self.handler(delivery)
+                await self._while_redis_is_away(delivery, self.handler)
+                await self._while_redis_is_away(delivery, self._ack)
         except TimeoutError:
             if not deadline.expired():
                 raise  # the handler's own timeout: a failure like any other
@@ -270,8 +285,43 @@ class JobConsumer:
                 delivery.entry_id,
                 self.job_timeout,
             )
-            return False
-        return True
+
+    async def _still_held(self, delivery: Delivery) -> bool:
+        """Whether this worker still holds the job (and so may try it again): a worker cut off
+        from Redis for longer than the idle timeout has had it taken over, and must not take
+        the run back from the one that holds it now."""
+        try:
+            return await self.queue.keep(self.consumer, delivery.entry_id)
+        except RedisError:
+            return True  # still away: the next try fails the same way, and asks again
+
+    async def _ack(self, delivery: Delivery) -> None:
+        await self.queue.ack(delivery.entry_id)
+
+    async def _while_redis_is_away(self, delivery: Delivery, work: Handler) -> None:
+        """`work(delivery)`, tried again in place for as long as it fails because Redis is away."""
+        pause = 0.25
+        while True:
+            try:
+                await work(delivery)
+                return
+            except Exception as error:
+                away = _redis_away(error)
+                if away is None:
+                    raise
+                setting = "REDIS_MIN_REPLICAS" if isinstance(away, NotReplicated) else "REDIS_URL"
+                log.warning(
+                    "job %s: Redis is away (%s: %s; check %s); kept, and tried again in %g s",
+                    delivery.entry_id,
+                    type(away).__name__,
+                    away,
+                    setting,
+                    pause,
+                )
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, REDIS_AWAY_RETRY_MAX_SECONDS)
+            if not await self._still_held(delivery):
+                raise _TakenOver
 
     async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
         read = asyncio.ensure_future(work)
@@ -287,3 +337,16 @@ class JobConsumer:
         with contextlib.suppress(asyncio.CancelledError):
             await read
         return []
+
+
+def _redis_away(error: BaseException) -> BaseException | None:
+    """What in `error` says Redis is away rather than the job at fault, if anything: replicas
+    that do not confirm, or a Redis that does not answer (the SDK wraps what a tool raises)."""
+    for kind in (NotReplicated, RedisConnectionError, RedisTimeoutError):
+        if (found := caused_by(error, kind)) is not None:
+            return found
+    return None
+
+
+class _TakenOver(Exception):
+    """The job was taken over while Redis was away: neither tried again nor acknowledged here."""

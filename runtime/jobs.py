@@ -272,6 +272,11 @@ class JobQueue:
             kept += int(await self._heartbeat(keys=[stream], args=[JOB_GROUP, consumer, *entries]))
         return kept
 
+    async def keep(self, consumer: str, entry_id: str) -> bool:
+        """Heartbeat one job; False if this consumer holds it no more (it was taken over)."""
+        stream, entry = self._where(entry_id)
+        return int(await self._heartbeat(keys=[stream], args=[JOB_GROUP, consumer, entry])) == 1
+
     def _read_but_not_taken(self) -> list[Delivery]:
         done = [r for r in self._in_flight.values() if r.done() and not r.cancelled()]
         return [*self._ready, *(d for r in done if r.exception() is None for d in r.result())]

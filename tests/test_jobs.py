@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from runtime.job_consumer import JobConsumer
 from runtime.jobs import Delivery, JobQueue
 from runtime.keys import JOB_GROUP, Keys
 from runtime.local_redis import RedisServer
 from runtime.redis_connection import connect
+from runtime.replication import NotReplicated
 from runtime.shutdown_budget import ShutdownBudget
 
 
@@ -140,6 +142,70 @@ async def test_a_job_that_keeps_failing_goes_to_the_dead_letter_stream(
     assert dead[0][1][b"job"] == b"bad job"
     assert await pending(queue, client, prefix) == []
     await client.aclose()
+
+
+async def test_a_job_failing_while_redis_is_away_is_tried_again_in_place_not_given_up(
+    queue: JobQueue, redis_url: str, prefix: str
+) -> None:
+    tries: list[int] = []
+    back = asyncio.Event()
+
+    async def until_the_replicas_answer(delivery: Delivery) -> None:
+        tries.append(delivery.deliveries)
+        if not back.is_set():
+            raise NotReplicated(0, 1, 100)
+
+    worker = consumer(queue, "w", until_the_replicas_answer, max_deliveries=2, idle_timeout=0.3)
+    task = asyncio.create_task(worker.run())
+    await queue.enqueue("j", "job")
+    await asyncio.sleep(2.5)  # eight idle timeouts: given back each time, it would be buried
+    back.set()
+    client = connect(redis_url)
+    try:
+        for _ in range(100):
+            if not await pending(queue, client, prefix):
+                break
+            await asyncio.sleep(0.05)
+        assert await pending(queue, client, prefix) == [], "done and acknowledged"
+        assert await client.xlen(Keys(prefix).dead_jobs) == 0
+    finally:
+        worker.stop()
+        await task
+        await client.aclose()
+    assert len(tries) >= 4
+    assert set(tries) == {1}, "one delivery, tried again in place"
+
+
+async def test_a_job_taken_over_while_its_worker_was_cut_off_is_left_to_the_new_holder(
+    queue: JobQueue, redis_url: str, prefix: str
+) -> None:
+    tries: list[str] = []
+    tried = asyncio.Event()
+
+    async def cut_off(delivery: Delivery) -> None:
+        tries.append("cut off")
+        tried.set()
+        raise RedisConnectionError("Connection refused")
+
+    async def fine(delivery: Delivery) -> None:
+        tries.append("new holder")
+
+    await queue.enqueue("j", "job")
+    cut = consumer(queue, "cut-off", cut_off)
+    cut_task = asyncio.create_task(cut.run())
+    await tried.wait()
+    # Its heartbeats fail meanwhile (in effect): the job goes quiet and another takes it.
+    [taken] = (await queue.reclaim("new", 0, 10)).deliveries
+    await fine(taken)
+    # Its next try is due after 0.25 s; the new holder's job goes idle-timed-out after 0.6 s.
+    await asyncio.sleep(0.45)
+    assert tries == ["cut off", "new holder"], "not tried again by the worker that lost it"
+    client = connect(redis_url)
+    [row] = await pending(queue, client, prefix)
+    await client.aclose()
+    assert row["consumer"] == b"new", "not acknowledged by the worker that lost it"
+    cut.stop()
+    await cut_task
 
 
 async def test_stopping_finishes_short_jobs_and_hands_back_long_ones(

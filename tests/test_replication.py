@@ -42,13 +42,16 @@ async def replicated(tmp_path: Path) -> AsyncIterator[ReplicatedRedis]:
 
 
 @pytest.fixture
-async def waiting_for_replicas(replicated: ReplicatedRedis) -> AsyncIterator[Harness]:
+async def waiting_for_replicas(
+    replicated: ReplicatedRedis, request: pytest.FixtureRequest
+) -> AsyncIterator[Harness]:
+    """`request.param`, if given: more settings."""
     agents.EXECUTIONS.clear()
     harness = Harness(
         redis_url=replicated.primary_url,
         prefix="csrepl:",
         # Long enough that a machine busy with other tests still relays a GETACK in time.
-        env={"REDIS_MIN_REPLICAS": "1", "REDIS_WAIT_MS": "1000"},
+        env={"REDIS_MIN_REPLICAS": "1", "REDIS_WAIT_MS": "1000", **getattr(request, "param", {})},
     )
     await harness.start()
     try:
@@ -110,6 +113,31 @@ async def test_a_decision_the_replica_confirms_late_shows_on_the_card_without_a_
     assert answer.text == "done: deleted u-100"
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
     assert len(bot.slack.ephemerals) == 1
+
+
+# A job is dead-lettered after its second delivery, and a delivery the worker gives up is
+# taken over after 1 s: a replica away for seconds would use them all up.
+IMPATIENT = {"JOB_IDLE_TIMEOUT_SECONDS": "1", "JOB_MAX_DELIVERIES": "2"}
+
+
+@pytest.mark.parametrize("waiting_for_replicas", [IMPATIENT], indirect=True)
+async def test_a_worker_waits_out_a_replica_outage_instead_of_giving_the_run_up(
+    waiting_for_replicas: Harness, replicated: ReplicatedRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot = waiting_for_replicas
+    root, _card = await approved_while_the_replica_lags(bot, replicated)
+    # The decision reached the primary, and its resume job with it: the worker resumes, and
+    # the tool may not run before the replica has the decision.
+    await asyncio.sleep(7)  # the replica stays away for several idle timeouts
+    assert agents.EXECUTIONS == [], "nothing ran on a decision the replica lacks"
+    assert not bot.slack.final_answers(root.ts), "nothing said while it waits"
+
+    replicated.proxy.release()
+    answer = await bot.final_answer(root)
+    assert answer.text == "done: deleted u-100"
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})], "it ran once"
+    assert await bot.redis.xlen(bot.keys.dead_jobs) == 0
+    assert "Redis is away" in caplog.text and "check REDIS_MIN_REPLICAS" in caplog.text
 
 
 async def test_a_run_started_while_the_replica_lags_says_so_and_starts_once(
