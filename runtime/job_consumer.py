@@ -23,7 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from runtime.jobs import START, Delivery, Handler, JobQueue
+from runtime.jobs import START, Delivery, Handler, JobQueue, Overtaken
 from runtime.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.replication import NotReplicated
 from runtime.shutdown_budget import ShutdownBudget
@@ -251,9 +251,7 @@ class JobConsumer:
         try:
             await self._handle_in_time(delivery)
         except _TakenOver:
-            log.info(
-                "job %s was taken over while Redis was away; left to its holder", delivery.entry_id
-            )
+            log.info("job %s was taken over by another worker; left to it", delivery.entry_id)
         except Exception:
             # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
             log.exception("job %s failed; it will be retried", delivery.entry_id)
@@ -271,7 +269,11 @@ class JobConsumer:
         deadline = asyncio.timeout(self.job_timeout)
         try:
             async with deadline:
-                await self._while_redis_is_away(delivery, self.handler)
+                try:
+                    await self._while_redis_is_away(delivery, self.handler)
+                except Overtaken:
+                    if not await self._still_held(delivery):
+                        raise _TakenOver from None
                 await self._while_redis_is_away(delivery, self._ack)
         except TimeoutError:
             if not deadline.expired():
@@ -349,4 +351,4 @@ def _redis_away(error: BaseException) -> BaseException | None:
 
 
 class _TakenOver(Exception):
-    """The job was taken over while Redis was away: neither tried again nor acknowledged here."""
+    """Another worker took the job over: neither tried again nor acknowledged here."""

@@ -92,6 +92,13 @@ START = "0-0"
 Handler = Callable[[Delivery], Coroutine[Any, Any, None]]
 
 
+class Overtaken(Exception):
+    """Raised by a handler whose delivery was overtaken: a later one (of this job, or of another
+    job of the same run) took its work over. The job is acknowledged only if this worker still
+    holds it; else it is left to the worker that took it over, which acknowledges it when done
+    (acknowledged here, it would be lost if that worker then died)."""
+
+
 class JobQueue:
     """Redis-side operations on the job stream; no loops, and no state but a cluster's reads.
 

@@ -26,6 +26,7 @@ from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
 from runtime.grant_check import GrantCheck, GrantNotices
+from runtime.jobs import Overtaken
 from runtime.mcp_connections import McpServerUnavailable
 from runtime.mcp_origin import mcp_server_of
 from runtime.mcp_tools import McpTools
@@ -104,6 +105,7 @@ class RunExecutor:
             await self._start(job, record, claim.lease)
         except Fenced as error:
             log.warning("%s; this delivery stops", error)
+            raise Overtaken(str(error)) from error
 
     async def _start(self, job: StartJob, record: RunRecord, lease: Lease) -> None:
         envelope = record.envelope
@@ -157,6 +159,7 @@ class RunExecutor:
             await self._resume(job, lease)
         except Fenced as error:
             log.warning("%s; this delivery stops", error)
+            raise Overtaken(str(error)) from error
 
     async def _resume(self, job: ResumeJob, lease: Lease) -> None:
         try:

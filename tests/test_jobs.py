@@ -12,7 +12,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from runtime.job_consumer import JobConsumer
-from runtime.jobs import Delivery, JobQueue
+from runtime.jobs import Delivery, JobQueue, Overtaken
 from runtime.keys import JOB_GROUP, Keys
 from runtime.local_redis import RedisServer
 from runtime.redis_connection import connect
@@ -206,6 +206,35 @@ async def test_a_job_taken_over_while_its_worker_was_cut_off_is_left_to_the_new_
     assert row["consumer"] == b"new", "not acknowledged by the worker that lost it"
     cut.stop()
     await cut_task
+
+
+@pytest.mark.parametrize("taken_over", [True, False], ids=["taken-over", "still-held"])
+async def test_an_overtaken_delivery_acknowledges_its_job_only_if_it_still_holds_it(
+    queue: JobQueue, redis_url: str, prefix: str, taken_over: bool
+) -> None:
+    # A worker stalls; meanwhile its job is taken over (or another job of the same run claims
+    # the run). Acknowledged by the stalled worker, a taken-over job would be lost if the
+    # worker now holding it died before it was done.
+    async def overtaken(delivery: Delivery) -> None:
+        if taken_over:
+            await queue.reclaim("new", 0, 10)
+        raise Overtaken("a later delivery took the run")
+
+    await queue.enqueue("j", "job")
+    worker = consumer(queue, "stalled", overtaken)
+    task = asyncio.create_task(worker.run())
+    client = connect(redis_url)
+    try:
+        await asyncio.sleep(0.3)  # within the idle timeout: nobody takes it back meanwhile
+        rows = await pending(queue, client, prefix)
+        if taken_over:
+            assert [row["consumer"] for row in rows] == [b"new"], "left to its new holder"
+        else:
+            assert rows == [], "its own: acknowledged"
+    finally:
+        worker.stop()
+        await task
+        await client.aclose()
 
 
 async def test_stopping_finishes_short_jobs_and_hands_back_long_ones(
