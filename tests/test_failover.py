@@ -53,7 +53,8 @@ THINK = 1.0
 RUN_DEADLINE = 45.0
 RETRY_EVERY = 0.5
 WORKER_ENV = {
-    # Jobs fail while Redis is away; they must not run out of deliveries.
+    # Jobs are tried again in place while Redis is away; a job taken over by the other worker
+    # in the switch still counts a delivery, and must not run out of them.
     "JOB_MAX_DELIVERIES": "20",
     "REMINDER_AT": "0",
 }
