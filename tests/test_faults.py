@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,34 +75,52 @@ async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deploymen
     assert len(deployment.slack.final_answers(root.ts)) == 1
 
 
+STALL_QUICKLY = {"JOB_IDLE_TIMEOUT_SECONDS": "1"}
+"""A stalled worker's job is taken over after 1 s (and 2 s more for its alive mark)."""
+
+
+async def worker_to_stall(
+    deployment: Deployment, held: Callable[[dict[str, Any]], bool]
+) -> Process:
+    """A web and one worker, whose posts that `held` picks are made at once but answered only
+    when `stalled` lets them."""
+    deployment.model.script = delete_then_answer
+    await deployment.web()
+    worker = deployment.worker("worker.1", **STALL_QUICKLY)
+    await wait_for_log(worker, "worker ready")
+    deployment.slack.slow_down("chat.postMessage", 20, when=held)
+    return worker
+
+
+@contextlib.asynccontextmanager
+async def stalled(deployment: Deployment, worker: Process) -> AsyncIterator[None]:
+    """`worker` stopped (SIGSTOP) between a post and the store of its id, while a second worker
+    takes its job over, as it must; continued on leaving."""
+    worker.signal(signal.SIGSTOP)
+    try:
+        deployment.slack.speed_up("chat.postMessage")  # the answer waits in the stalled socket
+        deployment.worker("worker.2", **STALL_QUICKLY)
+        yield
+    finally:
+        worker.signal(signal.SIGCONT)
+
+
 async def test_a_stalled_worker_takes_back_the_root_message_its_replacement_posted_again(
     deployment: Deployment,
 ) -> None:
-    # The first worker posts the run's root message and stalls (SIGSTOP) before it can store
-    # the message's id; the second takes the job over, as it must, and posts the root again.
-    deployment.model.script = delete_then_answer
-    await deployment.web()
-    quick = {"JOB_IDLE_TIMEOUT_SECONDS": "1"}
-    stalled = deployment.worker("worker.1", **quick)
-    await wait_for_log(stalled, "worker ready")
-    deployment.slack.slow_down("chat.postMessage", 20)  # posted on arrival, answered later
+    worker = await worker_to_stall(deployment, lambda args: True)
     first = await deployment.start_run("delete u-100")
-    stalled.signal(signal.SIGSTOP)
-    try:
-        deployment.slack.speed_up("chat.postMessage")  # the answer waits in the stalled socket
-        deployment.worker("worker.2", **quick)
+    async with stalled(deployment, worker):
         roots = deployment.slack.roots
         await deployment.slack.wait_for(lambda: len(roots()) == 2, 30, "the root posted again")
         second = roots()[-1]
         [card] = await deployment.cards(second, 1)
-    finally:
-        stalled.signal(signal.SIGCONT)
 
     await deployment.slack.wait_for(
         lambda: first.ts not in deployment.slack.messages, 20, "the stale root taken back"
     )
     assert [m.ts for m in deployment.slack.roots()] == [second.ts], deployment.logs_text()
-    assert "taking it back" in stalled.log()
+    assert "taking it back" in worker.log()
     await deployment.sender.click(card, "approve", user="UBOB")
     [answer] = await deployment.final_answers(second)
     assert "u-100" in answer.text
@@ -112,25 +131,13 @@ async def test_a_stalled_worker_takes_back_the_root_message_its_replacement_post
 async def test_a_stalled_worker_takes_back_the_card_its_replacement_posted_again(
     deployment: Deployment,
 ) -> None:
-    # As above, with the stall between posting the card and storing its id: a second card
-    # for the same approval would stay in the thread with live buttons, never redrawn.
-    deployment.model.script = delete_then_answer
-    await deployment.web()
-    quick = {"JOB_IDLE_TIMEOUT_SECONDS": "1"}
-    stalled = deployment.worker("worker.1", **quick)
-    await wait_for_log(stalled, "worker ready")
-    deployment.slack.slow_down(
-        "chat.postMessage", 20, when=lambda args: "wants to run" in str(args.get("text"))
-    )
+    # A second card for the same approval would stay in the thread with live buttons, never
+    # redrawn.
+    worker = await worker_to_stall(deployment, lambda args: "wants to run" in str(args.get("text")))
     root = await deployment.start_run("delete u-100")
     [first] = await deployment.cards(root, 1)
-    stalled.signal(signal.SIGSTOP)
-    try:
-        deployment.slack.speed_up("chat.postMessage")
-        deployment.worker("worker.2", **quick)
+    async with stalled(deployment, worker):
         [_, card] = await deployment.cards(root, 2)
-    finally:
-        stalled.signal(signal.SIGCONT)
 
     await deployment.slack.wait_for(
         lambda: first.ts not in deployment.slack.messages, 20, "the stale card taken back"
