@@ -220,9 +220,7 @@ class DecisionRecorder:
         run_channel = view.gate.channel if view.gate is not None else channel
         shard = self._keys.shard_of(run_id)
         if choice.grant and mode == "decide":
-            await note_grant_shard(
-                self._redis, self._keys, run_channel, choice.grant.id, choice.grant.seconds
-            )
+            await note_grant_shard(self._redis, self._keys, run_channel, choice.grant.id)
         # The grant's id was drawn in the run's shard (`Keys.new_grant_id`): one slot.
         grant_keys = (
             [shard.grant(choice.grant.id), shard.channel_grants(run_channel)]

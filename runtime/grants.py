@@ -127,9 +127,7 @@ return {raw, uses}
 """
 
 
-async def note_grant_shard(
-    redis: aioredis.Redis, keys: Keys, channel: str, grant_id: str, seconds: int
-) -> None:
+async def note_grant_shard(redis: aioredis.Redis, keys: Keys, channel: str, grant_id: str) -> None:
     """On a cluster, before the decision script may create grant `grant_id` in `channel`: name
     its shard in the channel's list, so that a call's lookup reads one key (and the shards it
     names) rather than all `REDIS_SHARDS`. Written first, the list never misses a grant; a
@@ -139,9 +137,9 @@ async def note_grant_shard(
     key = keys.grant_shards(channel)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.sadd(key, keys.shard_of(grant_id).index)
-        # Every grant is one of GRANT_CHOICES, so each note leaves the list outliving the
-        # grants it named before as well.
-        pipe.expire(key, max(seconds + 60, GRANT_SHARDS_KEPT_SECONDS))
+        # Every grant is one of GRANT_CHOICES (at most as long), so each note leaves the list
+        # outliving the grants it named before as well.
+        pipe.expire(key, GRANT_SHARDS_KEPT_SECONDS)
         await pipe.execute()
 
 
