@@ -1,22 +1,24 @@
 """The operator's endpoints on the web process: `GET /metrics` and `GET /readyz`.
 
 `/healthz` (`bot.web`) stays the liveness check: the process answers and Redis pings. `/readyz`
-also wants the run record's scripts in Redis's cache (`runtime.readiness`). `/metrics` is this
+also wants the run record's scripts in Redis's cache and a Redis that never evicts keys
+(`runtime.readiness`). `/metrics` is this
 process's counters (`runtime.metrics`) plus what Redis holds right now (`runtime.state_gauges`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError
 
+from runtime.eviction_policy import EvictionPolicyLog
 from runtime.keys import Keys
 from runtime.metrics import Scrape, metrics_response
-from runtime.readiness import check_readiness
+from runtime.readiness import readyz_response
 from runtime.state_gauges import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 class Operations:
     redis: aioredis.Redis
     keys: Keys
+    eviction_log: EvictionPolicyLog = field(default_factory=EvictionPolicyLog)
+    """The process's: also told at start (`bot.web`), so a probe repeats no line."""
 
     async def metrics(self, request: web.Request) -> web.Response:
         snapshot: StateSnapshot | None
@@ -37,11 +41,18 @@ class Operations:
         return metrics_response(Scrape((StateGauges(snapshot),)))
 
     async def readyz(self, request: web.Request) -> web.Response:
-        readiness = await check_readiness(self.redis)
-        return web.json_response(readiness.body(), status=200 if readiness.ready else 503)
+        return await readyz_response(self.redis, self.eviction_log)
 
 
-def add_operations(app: web.Application, *, redis: aioredis.Redis, keys: Keys) -> None:
-    operations = Operations(redis=redis, keys=keys)
+def add_operations(
+    app: web.Application,
+    *,
+    redis: aioredis.Redis,
+    keys: Keys,
+    eviction_log: EvictionPolicyLog | None = None,
+) -> None:
+    operations = Operations(
+        redis=redis, keys=keys, eviction_log=eviction_log or EvictionPolicyLog()
+    )
     app.router.add_get("/metrics", operations.metrics)
     app.router.add_get("/readyz", operations.readyz)

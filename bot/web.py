@@ -54,6 +54,7 @@ from bot.thread_links import ThreadLinks
 from bot.wiring import blocking_reads_redis, replication_for, slack_parts
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
+from runtime.eviction_policy import EvictionPolicyLog
 from runtime.grants import GrantStore
 from runtime.jobs import JobQueue
 from runtime.keys import Keys
@@ -269,19 +270,23 @@ async def create_web_app(
     # First of the shutdown hooks: the budget covers them, the requests and the cleanup.
     app.on_shutdown.append(start_the_clock)
 
+    eviction_log = EvictionPolicyLog()
+
+    async def _reached(stopping: Stopping) -> None:
+        if await wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping):
+            await eviction_log.check(redis)
+
     async def watch_redis(_: web.Application) -> AsyncIterator[None]:
         # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
         # attempt, while Redis does not answer yet.
         stopping = Stopping()
-        watch = asyncio.get_running_loop().create_task(
-            wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping)
-        )
+        watch = asyncio.get_running_loop().create_task(_reached(stopping))
         yield
         stopping.set()
         await watch
 
     app.cleanup_ctx.append(watch_redis)
-    add_operations(app, redis=redis, keys=Keys.of(settings))
+    add_operations(app, redis=redis, keys=Keys.of(settings), eviction_log=eviction_log)
     if settings.slack_app_token is not None and not settings.console:
         add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
     if settings.console:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -177,15 +177,23 @@ async def process_metrics(request: web.Request) -> web.Response:
 
 @dataclass(kw_only=True)
 class MetricsEndpoint:
-    """A worker's `GET /metrics` on `port`, on every interface, until stopped."""
+    """A worker's `GET /metrics` on `port`, on every interface, until stopped; and its
+    `GET /readyz` when given `readyz`."""
 
     port: int
     host: str = "0.0.0.0"
+    readyz: Callable[[], Awaitable[web.Response]] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self) -> None:
         app = web.Application()
         app.router.add_get("/metrics", process_metrics)
+        if (readyz := self.readyz) is not None:
+
+            async def ready(_: web.Request) -> web.Response:
+                return await readyz()
+
+            app.router.add_get("/readyz", ready)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         try:

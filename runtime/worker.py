@@ -15,6 +15,7 @@ from typing import Protocol
 
 import redis.asyncio as aioredis
 from agents import RunConfig
+from aiohttp import web
 from pydantic import ValidationError
 
 from runtime.audit import AuditTrail, AuditTrimmer
@@ -23,6 +24,7 @@ from runtime.contracts import JOB, ResumeJob, StartJob
 from runtime.decision_recorder import DecisionRecorder
 from runtime.due_set import DuePoller, longest_sleep
 from runtime.escalation import Escalation
+from runtime.eviction_policy import EvictionPolicyLog
 from runtime.expiry import Expiry
 from runtime.grant_check import GrantCheck, GrantNotices, Membership
 from runtime.grants import GrantStore
@@ -37,6 +39,7 @@ from runtime.mcp_tools import McpTools
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.reach import Reach
+from runtime.readiness import readyz_response
 from runtime.redis_connection import wait_until_reachable
 from runtime.registry import AgentRegistry
 from runtime.reminders import Reminders
@@ -97,6 +100,8 @@ class Worker:
     """`GET /metrics` on `METRICS_PORT`, when that is set."""
     mcp: McpConnections | None = None
     """Connected before the first job, closed after the last one finished."""
+    eviction_log: EvictionPolicyLog = field(default_factory=EvictionPolicyLog)
+    """Told once Redis answers, and by each `/readyz` (on `METRICS_PORT`)."""
 
     async def run(self) -> None:
         """Once Redis answers (a worker may start first), run until stop()."""
@@ -106,6 +111,7 @@ class Worker:
             )
             if not reachable:
                 return
+        await self.eviction_log.check(self.redis)
         log.info("worker ready: %d concurrent runs", self.consumer.concurrency)
         # The job consumer is the worker: if it fails the process exits and the platform starts
         # a new one. A poller is a side duty: its crash must not take the jobs down with it.
@@ -286,7 +292,16 @@ def build_worker(
     ]
     pollers.append(stops)
     trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
-    metrics = MetricsEndpoint(port=settings.metrics_port) if settings.metrics_port else None
+    eviction_log = EvictionPolicyLog()
+
+    async def readyz() -> web.Response:
+        return await readyz_response(redis, eviction_log)
+
+    metrics = (
+        MetricsEndpoint(port=settings.metrics_port, readyz=readyz)
+        if settings.metrics_port
+        else None
+    )
     return Worker(
         consumer=consumer,
         pollers=pollers,
@@ -297,6 +312,7 @@ def build_worker(
         shutdown=shutdown,
         metrics=metrics,
         mcp=mcp.connections if has_mcp else None,
+        eviction_log=eviction_log,
     )
 
 
