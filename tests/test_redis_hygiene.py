@@ -12,6 +12,7 @@ import redis
 
 from runtime.local_redis import RedisServer, free_port
 from tests.deployment import Deployment
+from tests.model_scripts import delete_then_answer
 from tests.processes import Process, wait_for_log
 
 
@@ -91,3 +92,38 @@ async def test_a_redis_that_hides_config_gets_a_warning_not_a_failure(tmp_path: 
     finally:
         await deployment.stop()
         server.stop()
+
+
+async def test_a_full_redis_asks_for_a_retry_and_acknowledges_nothing_it_did_not_store(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    deployment = Deployment(own_redis.url, "full:", tmp_path)
+    await deployment.start()
+    try:
+        deployment.model.script = delete_then_answer
+        await deployment.web()
+        deployment.worker("worker.1")
+        root = await deployment.start_run("delete u-100")
+        [card] = await deployment.cards(root, 1)
+
+        configure(own_redis, maxmemory="1")  # noeviction, as it should be: writes are refused
+        status, body = await deployment.sender.command("delete u-200")
+        assert status == 200
+        assert "nothing was started. Please try again" in body["text"], body
+        status, _ = await deployment.sender.click(card, "approve", user="UBOB")
+        assert status == 200
+        note = await deployment.slack.wait_for(lambda: deployment.slack.ephemerals, 10, "note")
+        assert "your decision was not recorded" in note[0]["text"]
+        assert "please try again" in note[0]["text"]
+        assert card.action_ids() == ["approve", "approve_always", "reject"], "buttons stay"
+        jobs: Any = await deployment.redis.xlen(deployment.keys.jobs)
+        assert jobs == 0, "neither the refused start nor the refused click left a job"
+
+        configure(own_redis, maxmemory="0")
+        await deployment.sender.click(card, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "done: deleted u-100"
+        assert len(deployment.slack.roots()) == 1, "the refused /agent never started later"
+        assert "Traceback" not in deployment.logs_text()
+    finally:
+        await deployment.stop()
