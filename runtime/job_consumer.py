@@ -140,8 +140,10 @@ class JobConsumer:
                 await self._forget_gone_consumers()
                 taken = await self._take_over_one()
                 deliveries = [taken] if taken else await self._read(free)
-            except RedisError:
+            except RedisError as error:
                 self._release(free)
+                if await self.queue.remade_if_lost(error):
+                    continue
                 log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
                 await self._stopping.sleep(1.0)
                 continue

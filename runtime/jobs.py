@@ -10,32 +10,47 @@ does all this is `runtime.job_consumer.JobConsumer`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from runtime.keys import JOB_GROUP, Keys
 from runtime.redis_connection import longest_block
 from runtime.replication import NO_REPLICAS, Replication
 
+log = logging.getLogger(__name__)
+
 # How long an enqueued job id is remembered, to drop a duplicate of the same request.
 MARKER_TTL_SECONDS = 3600
 
-# Shared with other scripts that enqueue as part of a larger atomic step.
+# Shared with other scripts that enqueue as part of a larger atomic step. A missing stream (an
+# emptied Redis) is made again with its group, from id 0 so that this job is read: an XADD alone
+# would make a stream no worker can read (NOGROUP). Returns the entry id (false for a duplicate)
+# and whether the stream had to be made.
 ENQUEUE_LUA = """
 local function enqueue(stream, marker, job, marker_ttl)
-  if redis.call('SET', marker, '1', 'NX', 'EX', marker_ttl) then
-    return redis.call('XADD', stream, '*', 'job', job)
+  local made = 0
+  if redis.call('EXISTS', stream) == 0 then
+    redis.call('XGROUP', 'CREATE', stream, '{group}', '0', 'MKSTREAM')
+    made = 1
   end
-  return false
+  if redis.call('SET', marker, '1', 'NX', 'EX', marker_ttl) then
+    return {redis.call('XADD', stream, '*', 'job', job), made}
+  end
+  return {false, made}
 end
-"""
+""".replace("{group}", JOB_GROUP)
 
 _ENQUEUE_SCRIPT = ENQUEUE_LUA + "return enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2])"
+
+STREAM_LOST = (
+    "the job stream %s was lost (Redis was emptied, or restarted without its data): made it "
+    "again with its consumer group; jobs and runs stored before are gone"
+)
 
 # Reset the idle time only of entries this consumer still owns: a plain XCLAIM would take back
 # a job that another worker already took over.
@@ -135,18 +150,42 @@ class JobQueue:
         Returns once the replicas have it (`REDIS_MIN_REPLICAS`), a duplicate's first copy
         too; raises `NotReplicated` if they do not confirm in time."""
         shard = self._keys.shard_of(run_id or job_id)
-        added = await self._enqueue(
+        added, made = await self._enqueue(
             keys=[shard.jobs, shard.job_marker(job_id)],
             args=[payload, MARKER_TTL_SECONDS],
         )
+        if made:
+            log.error(STREAM_LOST, shard.jobs)
         await self._replication.confirm()
         return added is not None
 
+    async def remade_if_lost(self, error: RedisError) -> bool:
+        """After `error` from a read: if it says the job stream or its group is gone (an
+        emptied Redis), make them again, say so in the log, and return True."""
+        if not (isinstance(error, ResponseError) and str(error).startswith("NOGROUP")):
+            return False
+        try:
+            for shard in self._keys.shards:
+                if await self._make_group(shard.jobs):
+                    log.error(STREAM_LOST, shard.jobs)
+        except RedisError:
+            return False  # away again: the caller's retry tries once more
+        return True
+
     async def ensure_group(self) -> None:
         for shard in self._keys.shards:
-            with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
-                # From id 0 so that jobs enqueued before the first worker ever started still run.
-                await self._redis.xgroup_create(shard.jobs, JOB_GROUP, id="0", mkstream=True)
+            await self._make_group(shard.jobs)
+
+    async def _make_group(self, stream: str) -> bool:
+        """Make the stream's group unless it exists; whether it had to be made."""
+        try:
+            # From id 0 so that jobs enqueued before the first worker ever started still run.
+            await self._redis.xgroup_create(stream, JOB_GROUP, id="0", mkstream=True)
+        except ResponseError as error:
+            if not str(error).startswith("BUSYGROUP"):
+                raise
+            return False
+        return True
 
     @property
     def longest_block_ms(self) -> int:

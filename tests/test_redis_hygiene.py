@@ -4,12 +4,16 @@ full and refuses writes, one emptied under a running web and worker."""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import redis
 
+from runtime.keys import JOB_GROUP
 from runtime.local_redis import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.model_scripts import delete_then_answer
@@ -125,5 +129,53 @@ async def test_a_full_redis_asks_for_a_retry_and_acknowledges_nothing_it_did_not
         assert answer.text == "done: deleted u-100"
         assert len(deployment.slack.roots()) == 1, "the refused /agent never started later"
         assert "Traceback" not in deployment.logs_text()
+    finally:
+        await deployment.stop()
+
+
+def flush_all(server: RedisServer) -> None:
+    client = redis.Redis.from_url(server.url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+
+
+def restart_empty(server: RedisServer) -> None:
+    server.stop()  # it keeps no files: it starts again with nothing
+    server.start()
+
+
+@pytest.mark.parametrize("empty", [flush_all, restart_empty], ids=["flushall", "restarted"])
+async def test_after_redis_is_emptied_the_next_agent_starts_within_seconds(
+    own_redis: RedisServer, tmp_path: Path, empty: Callable[[RedisServer], None]
+) -> None:
+    deployment = Deployment(own_redis.url, "emptied:", tmp_path)
+    await deployment.start()
+    try:
+        deployment.model.script = delete_then_answer
+        await deployment.web()
+        worker = deployment.worker("worker.1")
+        await wait_for_log(worker, "worker ready")
+        first = await deployment.start_run("delete u-100")
+        await deployment.cards(first, 1)
+
+        empty(own_redis)
+        started = time.monotonic()
+        root = await deployment.start_run("delete u-100")
+        [card] = await deployment.cards(root, 1)
+        assert time.monotonic() - started < 8, "started within seconds, no restart needed"
+        await deployment.sender.click(card, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "done: deleted u-100"
+
+        said = [
+            line
+            for line in deployment.logs_text().splitlines()
+            if "the job stream" in line and "was lost" in line
+        ]
+        assert len(said) == 1, said
+        groups: Any = await deployment.redis.xinfo_groups(deployment.keys.jobs)
+        assert [g["name"] for g in groups] == [JOB_GROUP.encode()]
     finally:
         await deployment.stop()
