@@ -44,9 +44,10 @@ class CallPlanner:
         calls = []
         previews: dict[str, tuple[PreviewFunction, str]] = {}
         for item in result.interruptions:
-            call = await self._pending(envelope, item, now, why)
+            call, rule = await self._pending(envelope, item, now, why)
             calls.append(call)
-            if call.decision is None and (shown := preview_of(function_tool_of(item))) is not None:
+            shown = preview_of(function_tool_of(item)) if rule.preview else None
+            if call.decision is None and shown is not None:
                 previews[call.call_id] = (shown, call.arguments)
         texts = await run_previews(previews, run_id=envelope.run_id)
         calls = [c.model_copy(update={"preview": texts.get(c.call_id)}) for c in calls]
@@ -56,7 +57,7 @@ class CallPlanner:
 
     async def _pending(
         self, envelope: RunEnvelope, item: ToolApprovalItem, now: float, why: str | None
-    ) -> PendingCall:
+    ) -> tuple[PendingCall, CallRule]:
         tool, agent_name, arguments = item.name or "?", item.agent.name, item.arguments or ""
         server, description = self._origin(item)
         rule = self.policy.rule_for(tool, agent_name, server)
@@ -83,7 +84,7 @@ class CallPlanner:
                 now=now,
             )
         schema = editable_schema(item)
-        return PendingCall(
+        call = PendingCall(
             approval_id=approval_id,
             call_id=item.call_id or "",
             tool=tool,
@@ -102,6 +103,7 @@ class CallPlanner:
             allow_edit=rule.allow_edit and schema is not None,
             grant_max_seconds=rule.grant_max_seconds,
         )
+        return call, rule
 
     async def _by_grant(
         self,

@@ -14,6 +14,8 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     auto = "approve"           # or "reject": decided without asking anyone
     grant_max_seconds = 3600   # longest grant offered (default GRANT_MAX_SECONDS; 0: none)
     allow_edit = false         # hide "Edit" (default true)
+    preview = false            # never call the tool's preview (default true): it is a read
+                               # nobody approved, shown to the whole channel
     notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
     escalate_after_seconds = 600   # still undecided then: escalate_to may decide too, and
     escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
@@ -66,6 +68,8 @@ class Rule(BaseModel):
     auto: Literal["approve", "reject"] | None = None
     grant_max_seconds: int | None = Field(None, ge=0, le=604800)
     allow_edit: bool = True
+    preview: bool = True
+    """Call the tool's preview (`runtime.previews`) for the card."""
     notify: tuple[str, ...] = ()
     escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
     escalate_to: tuple[str, ...] = ()
@@ -105,6 +109,8 @@ class CallRule:
     grant_max_seconds: int = 0
     """The longest grant people may make for calls under this rule; 0: none."""
     allow_edit: bool = True
+    preview: bool = True
+    """False: the card shows no preview, and the tool's preview is never called."""
     notify: tuple[str, ...] = ()
     """Users, user groups and channels that get a copy of the card."""
     escalate_after_seconds: int | None = None
@@ -147,6 +153,7 @@ class Policy:
                 else rule.grant_max_seconds
             ),
             allow_edit=rule.allow_edit,
+            preview=rule.preview,
             notify=rule.notify,
             escalate_after_seconds=rule.escalate_after_seconds,
             escalate_to=rule.escalate_to,

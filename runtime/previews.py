@@ -12,7 +12,9 @@ A preview takes the tool's arguments as keyword arguments (sync or async) and re
 must not change anything: it runs for every card, also for calls that are then rejected. The
 worker runs the previews of a round's calls together before posting their cards; one that raises
 or takes longer than `PREVIEW_TIMEOUT_SECONDS` shows "no preview", and never holds a card back
-longer than that.
+longer than that. A synchronous one runs on a thread of a bounded set (`runtime.preview_threads`):
+while hung ones hold them all, a preview is not run and shows "no preview" at once. A rule may
+say `preview = false` (`runtime.policy`): its calls' previews are never called.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Any, TypeVar
 
 from agents import FunctionTool
 
+from runtime.preview_threads import PreviewThreads, PreviewThreadsBusy
+
 log = logging.getLogger(__name__)
 
 PREVIEW_TIMEOUT_SECONDS = 3.0
@@ -36,6 +40,8 @@ FAILED = ""
 PreviewFunction = Callable[..., str | Awaitable[str]]
 _P = TypeVar("_P", bound=PreviewFunction)
 _ATTRIBUTE = "countersign_preview"
+THREADS = PreviewThreads()
+"""The process's threads for synchronous previews."""
 
 
 def preview(tool: FunctionTool) -> Callable[[_P], _P]:
@@ -69,9 +75,21 @@ async def run_previews(
         if isinstance(outcome, BaseException):
             if isinstance(outcome, asyncio.CancelledError):
                 raise outcome
-            log.warning(
-                "run %s: preview of call %s failed: %s", run_id, call_id, type(outcome).__name__
-            )
+            if isinstance(outcome, PreviewThreadsBusy):
+                log.warning(
+                    "run %s: preview of call %s not run: all %d preview threads are still busy "
+                    "(previews that hang)",
+                    run_id,
+                    call_id,
+                    THREADS.size,
+                )
+            else:
+                log.warning(
+                    "run %s: preview of call %s failed: %s",
+                    run_id,
+                    call_id,
+                    type(outcome).__name__,
+                )
             texts[call_id] = FAILED
         else:
             texts[call_id] = outcome
@@ -90,7 +108,7 @@ async def _call(function: PreviewFunction, arguments: str) -> str:
         result = await function(**parsed)
     else:
         # A slow synchronous preview must not stall the worker's other runs.
-        result = await asyncio.to_thread(function, **parsed)
+        result = await THREADS.run(function, parsed)
         if inspect.isawaitable(result):
             result = await result
     text = str(result).strip()
