@@ -299,6 +299,10 @@ def call_refused(tool: str, digest: str) -> str:
 
 APPROVAL_EXPIRED = "This approval expired: no decision came in time, so the tool did not run."
 APPROVAL_CLOSED = "This run is no longer waiting for decisions; nothing was recorded."
+CALL_CHANGED = (
+    "This call changed since your screen showed it (someone edited its arguments), so nothing "
+    "was recorded. Look again at the card: it shows the call as it stands now, with its digest."
+)
 APPROVAL_UNKNOWN = (
     "This approval is not open: its run has finished or is unknown here. Nothing was recorded."
 )
