@@ -132,9 +132,14 @@ def stop_already(user_id: str) -> str:
     return f"{user(user_id)} already stopped this run."
 
 
-def stop_not_allowed(names: Sequence[str]) -> str:
+def stop_not_allowed(names: Sequence[str], channels: Sequence[str] = ()) -> str:
+    """`channels`: where a call waits that anyone there may decide (so may stop the run)."""
+    who = escape(names_list(names))
+    if channels:
+        anyone = "anyone in " + names_list([f"<#{c}>" for c in channels])
+        who = f"{who}, or {anyone}," if who else anyone
     return (
-        f"Only {escape(names_list(names))} may stop this run, so nothing changed. "
+        f"Only {who} may stop this run, so nothing changed. "
         "(The person who asked, anyone who may decide its calls, and the admins.)"
     )
 

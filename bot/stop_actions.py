@@ -126,7 +126,8 @@ class StopActions:
         principals += [*self.admins.users, *self.admins.groups]
         unique = list(dict.fromkeys(principals))
         names = await self.directory.names(unique)
-        return messages.stop_not_allowed([names[p] for p in unique])
+        channels = dict.fromkeys(g.channel for g in view.gates.values() if g.anyone)
+        return messages.stop_not_allowed([names[p] for p in unique], list(channels))
 
     async def _show_stopped(self, view: StopView, result: StopResult) -> None:
         """A waiting run stopped here: its cards, status message and thread say so."""
