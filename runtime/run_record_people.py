@@ -102,11 +102,6 @@ if mode ~= 'expire' then
   else
     refusal = choice_refusal(gate, choice)  -- grants and edits (run_record_choices)
   end
-  if not refusal and ARGV[11] ~= gate['digest'] then
-    -- The call changed (an edit) since the person's screen drew it: nobody decides, or counts
-    -- towards a quorum, a call they did not see.
-    refusal = 'stale'
-  end
   if refusal then
     if refusal == 'not_allowed' or refusal == 'self' then
       -- One entry per person and call: clicking again cannot flood the trail.
@@ -120,11 +115,14 @@ if mode ~= 'expire' then
         audit(ARGV[10])
       end
     end
-    -- The card is drawn anew for a stale click: with the approvals and edit as they stand.
-    if refusal == 'stale' then return {refusal, seen[8] or '[]', raw_edit or ''} end
     return {refusal}
   end
   if type(gate['digest']) ~= 'string' or gate['digest'] == '' then return {'unreadable'} end
+  if ARGV[11] ~= gate['digest'] then
+    -- The call changed (an edit) since the person's screen drew it: nobody decides, or counts
+    -- towards a quorum, a call they did not see. The card is drawn anew from this reply.
+    return {'stale', seen[8] or '[]', raw_edit or ''}
+  end
 end
 
 local approvals = cjson.decode(seen[8] or '[]')
