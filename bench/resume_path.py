@@ -105,7 +105,9 @@ async def compare(
         [call] = record.envelope.calls
         choice = Choice(outcome="approved", user_id="UBOB")
         view = await recorder.view(run_id, call.approval_id)
-        decided = await recorder.decide(view, choice, channel="CBENCH", member_of=())
+        decided = await recorder.decide(
+            view, choice, channel="CBENCH", member_of=(), seen=call.digest
+        )
         assert decided.resume_enqueued
         state_json = record.state
 

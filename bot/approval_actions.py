@@ -74,6 +74,7 @@ class ApprovalActions:
             approval_id=view.approval_id,
             channel=click.channel.id,
             message_ts=click.container.message_ts,
+            digest=ApprovalRef.parse(click.action.value).digest,
         )
         modal = reject_modal(view.call, metadata.model_dump_json())
         self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
@@ -118,7 +119,7 @@ class ApprovalActions:
             user_name=submission.user.display,
             reason=reason[:2000],
         )
-        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id)
+        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id, digest=meta.digest)
         await self._decide(ref, choice, submission.user, meta.channel, meta.message_ts)
 
     # --- for the grant and edit actions (bot/grant_actions.py, bot/edit_actions.py) ----------
@@ -183,7 +184,8 @@ class ApprovalActions:
         """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
         result, view = answer.result, answer.view
         log.info("click by %s not recorded: %s", actor.id, result.status if result else "failed")
-        if result is not None and view is not None and result.status == "decided":
+        if result is not None and view is not None and result.status in ("decided", "stale"):
+            # A stale click's card is drawn anew: the call as it stands, with its digest.
             self._redraw(answer, message_ts)
         # Naming the approvers may ask Slack: after the acknowledgement, not before.
         self._later(self._tell_why(answer, actor, channel), "refusal")

@@ -40,9 +40,11 @@ DECISION_BLOCK = "decision"
 """The decided card's first block: its outcome."""
 
 
-def button_value(run_id: str, approval_id: str) -> str:
-    """Only opaque ids travel in buttons; everything else is looked up on the server."""
-    return f"{run_id}:{approval_id}"
+def button_value(run_id: str, approval_id: str, digest: str) -> str:
+    """Only opaque ids travel in buttons, and the digest of the call as the button shows it:
+    everything else is looked up on the server, which refuses a click on a call that changed
+    since (`bot.payloads.ApprovalRef`)."""
+    return f"{run_id}:{approval_id}:{digest}" if digest else f"{run_id}:{approval_id}"
 
 
 def pretty_arguments(arguments: str) -> str:
@@ -117,13 +119,13 @@ def approval_request_blocks(
 ) -> list[Block]:
     """The card asking for a decision (also redrawn as approvals towards a quorum come in)."""
     blocks, truncated = _call_blocks(run, call, approver_names or [])
-    add_edit_button(blocks, button_value(run.run_id, call.approval_id), call)
+    value = button_value(run.run_id, call.approval_id, call.shown_digest)
+    add_edit_button(blocks, value, call)
     if call.quorum > 1:
         approved_by = [a.user_id for a in call.approvals]
         blocks.append(
             context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
         )
-    value = button_value(run.run_id, call.approval_id)
     buttons = [button(ACTION_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:
         buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
@@ -166,7 +168,7 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
         view = ButtonElement(
             text=messages.VIEW_ARGUMENTS,
             action_id=ACTION_VIEW_ARGUMENTS,
-            value=button_value(run.run_id, call.approval_id),
+            value=button_value(run.run_id, call.approval_id, call.shown_digest),
         )
         blocks.append(ActionsBlock(block_id="arguments", elements=[view]))
     drawn = [block.to_dict() for block in blocks]
@@ -212,15 +214,14 @@ def arguments_modal(call: PendingCall) -> Block:
         code, shown = code_block(remaining)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": code}})
         remaining = remaining[shown:]
+    notes = []
     if remaining:
-        blocks.append(
-            context_block(
-                messages.arguments_shortened(
-                    len(pretty_arguments(call.shown_arguments)) - len(remaining),
-                    len(pretty_arguments(call.shown_arguments)),
-                )
-            )
-        )
+        total = len(pretty_arguments(call.shown_arguments))
+        notes.append(messages.arguments_shortened(total - len(remaining), total))
+    if call.shown_digest:
+        notes.append(messages.digest_line(call.shown_digest))
+    if notes:
+        blocks.append(context_block(" · ".join(notes)))
     return {
         "type": "modal",
         "title": _plain(messages.ARGUMENTS_TITLE, 24),

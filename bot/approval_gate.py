@@ -1,6 +1,8 @@
 """The one path every click on a call takes, wherever the button is (the card, a copy, the Home
 tab, the grant menu, the edit modal): read the call, find which of its approver groups the
-clicker is in, then ask the decision script (`runtime.run_record`) to check or record.
+clicker is in, then ask the decision script (`runtime.run_record`) to check or record. Every
+click carries the digest of the call as its element showed it (`ApprovalRef.digest`); the
+script refuses it (`stale`) once the call has changed, e.g. by an edit.
 
 The decision itself is enforced by the script from the call's gate; a refused click records
 nothing but one `denied` entry per person and call. What the clicker is then told is worded
@@ -43,6 +45,7 @@ NOT_RECORDED = {
     "grant_not_offered": choice_messages.GRANT_NOT_OFFERED,
     "edit_not_offered": choice_messages.EDIT_NOT_OFFERED,
     "edit_stale": choice_messages.EDIT_STALE,
+    "stale": messages.CALL_CHANGED,
 }
 REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable"})
 MAY_DECIDE = frozenset({"open", "already_approved"})
@@ -240,11 +243,11 @@ class ApprovalGate:
             member_of = await self.groups_of(user_id, view.gate)
             if choice is None:
                 result = await self.recorder.check(
-                    view, user_id, channel=channel, member_of=member_of
+                    view, user_id, channel=channel, member_of=member_of, seen=ref.digest
                 )
             else:
                 result = await self.recorder.decide(
-                    view, choice, channel=channel, member_of=member_of
+                    view, choice, channel=channel, member_of=member_of, seen=ref.digest
                 )
         except UnconfirmedDecision as error:
             log.warning("run %s: decision not confirmed: %s", ref.run_id, error)

@@ -103,7 +103,9 @@ class AgentCommand:
             if not parsed.task:
                 await _reply(ack, messages.stop_usage(command.command))
                 return
-            told = await self.stops.stop(parsed.task, command.user_id, command.user_name)
+            told = await self.stops.stop(
+                parsed.task, command.user_id, command.user_name, where=command.channel_id
+            )
             await _reply(ack, told or messages.STOP_REQUESTED)
             return
         if parsed.kind == "grants" and self.grants is not None:

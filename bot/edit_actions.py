@@ -111,5 +111,6 @@ class EditActions:
             user_name=submission.user.display,
             edit=edit,
         )
-        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id)
+        # Approving unchanged or edited, what the modal showed must still be the call.
+        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id, digest=meta.digest)
         await self.actions.record(ref, choice, submission.user, meta.channel, meta.message_ts)

@@ -59,12 +59,16 @@ class MenuChoice(_Payload):
 
 
 def parse_grant_value(value: str) -> tuple[ApprovalRef, GrantScope, int]:
-    """`<run id>:<approval id>:<scope>:<seconds>`, one of the offered grants; ValueError
-    otherwise."""
-    run_id, approval_id, scope, seconds = value.split(":")
+    """`<run id>:<approval id>:<scope>:<seconds>:<digest>` (`grant_blocks.grant_value`), one of
+    the offered grants; ValueError otherwise. A menu drawn before menus carried the digest has
+    none: refused as stale by the decision script."""
+    run_id, approval_id, scope, seconds, *digest = value.split(":")
+    if len(digest) > 1:
+        raise ValueError("not an offered grant")
+    ref = ApprovalRef(run_id=run_id, approval_id=approval_id, digest=digest[0] if digest else None)
     for offered_scope, offered_seconds in GRANT_CHOICES:
         if scope == offered_scope and seconds == str(offered_seconds):
-            return ApprovalRef(run_id=run_id, approval_id=approval_id), offered_scope, int(seconds)
+            return ref, offered_scope, int(seconds)
     raise ValueError("not an offered grant")
 
 

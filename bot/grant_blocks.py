@@ -21,8 +21,10 @@ GRANT_USED_BLOCK = "grant_used"
 GRANT_LIST_BLOCK = "grant_list"
 
 
-def grant_value(run_id: str, approval_id: str, scope: str, seconds: int) -> str:
-    return f"{run_id}:{approval_id}:{scope}:{seconds}"
+def grant_value(run_id: str, approval_id: str, scope: str, seconds: int, digest: str) -> str:
+    """`<run id>:<approval id>:<scope>:<seconds>:<digest>`: the digest of the call as the menu
+    showed it, refused once the call changed (as a button's, `bot.payloads.ApprovalRef`)."""
+    return f"{run_id}:{approval_id}:{scope}:{seconds}:{digest}"
 
 
 def grant_menu_blocks(run: RunView, call: PendingCall, channel_name: str | None) -> list[Block]:
@@ -33,7 +35,7 @@ def grant_menu_blocks(run: RunView, call: PendingCall, channel_name: str | None)
     options = [
         {
             "text": _plain(choice_messages.grant_option(scope, seconds, call.tool, channel_name)),
-            "value": grant_value(run.run_id, call.approval_id, scope, seconds),
+            "value": grant_value(run.run_id, call.approval_id, scope, seconds, call.shown_digest),
         }
         for scope, seconds in GRANT_CHOICES
         if seconds <= call.grant_max_seconds

@@ -1,4 +1,5 @@
-"""The Home tab's events and buttons: opening it, Approve, Approve always, Reject and Stop.
+"""The Home tab's events and buttons: opening it, Approve, Approve always, Reject, View full
+arguments and Stop.
 
 A decision made here goes through the same checks and the same decision script as one made on
 the card, from `run_record.HOME_TAB` instead of a channel; the card and each of its copies are
@@ -14,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.approval_blocks import reject_modal
+from bot import messages
+from bot.approval_blocks import arguments_modal, reject_modal
 from bot.approval_gate import ApprovalGate, GateAnswer
 from bot.home_blocks import ACTION_HOME_APPROVE_ALWAYS
 from bot.home_tab import HomeTab
@@ -81,9 +84,30 @@ class HomeActions:
             approval_id=ref.approval_id,
             channel=view.gate.channel,
             message_ts=view.call.message_ts,
+            digest=ref.digest,
         )
         modal = reject_modal(view.call, metadata.model_dump_json())
         self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
+
+    async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """All of the call's arguments, as the card's **View full arguments** shows them."""
+        await ack()
+        parsed = self._parse(body)
+        if parsed is None:
+            return
+        click, ref = parsed
+        try:
+            view = await self.gate.recorder.view(ref.run_id, ref.approval_id)
+        except RedisError:
+            self._tell(click.user.id, messages.TRY_AGAIN)
+            return
+        if view.call is None:
+            unreadable = view.exists and view.gate
+            text = messages.OTHER_VERSION if unreadable else messages.APPROVAL_UNKNOWN
+            self._tell(click.user.id, text)
+            return
+        modal = arguments_modal(view.call)
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "args-modal")
 
     async def on_stop(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -92,7 +116,9 @@ class HomeActions:
         except ValidationError:
             log.warning("home stop click with an invalid payload refused")
             return
-        text = await self.stops.stop(click.action.value, click.user.id, click.user.display)
+        text = await self.stops.stop(
+            click.action.value, click.user.id, click.user.display, where=HOME_TAB
+        )
         if text is not None:
             self._tell(click.user.id, text)
         self.home.refresh(click.user.id)

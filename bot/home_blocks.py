@@ -19,6 +19,7 @@ ACTION_HOME_APPROVE = "home_approve"
 ACTION_HOME_APPROVE_ALWAYS = "home_approve_always"
 ACTION_HOME_REJECT = "home_reject"
 ACTION_HOME_STOP = "home_stop"
+ACTION_HOME_VIEW_ARGUMENTS = "home_view_arguments"
 WAITING_SHOWN = 20
 """Approvals on the tab (3 blocks each: a Home tab holds 100 blocks)."""
 RUNS_SHOWN = 15
@@ -61,11 +62,13 @@ def _waiting(item: WaitingCall) -> list[Block]:
     if call.quorum > 1:
         approved = [a.user_id for a in call.approvals]
         progress = messages.quorum_progress(len(approved), call.quorum, approved)
-    value = button_value(run.run_id, call.approval_id)
+    value = button_value(run.run_id, call.approval_id, call.shown_digest)
     buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:
         buttons.append(button(ACTION_HOME_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
     buttons.append(button(ACTION_HOME_REJECT, messages.REJECT, value, "danger"))
+    if not words.home_shows_all(call.shown_arguments):
+        buttons.append(button(ACTION_HOME_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
     context = words.home_call_context(
         run.conversation.requester,
         run.conversation.channel,
@@ -73,6 +76,8 @@ def _waiting(item: WaitingCall) -> list[Block]:
         call.expires_at,
         progress,
     )
+    if call.shown_digest:
+        context = f"{context} · {messages.digest_line(call.shown_digest)}"
     return [
         _section(words.home_call(call.agent, call.tool, call.shown_arguments)),
         context_block(context),

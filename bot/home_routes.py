@@ -16,6 +16,7 @@ from bot.home_blocks import (
     ACTION_HOME_APPROVE_ALWAYS,
     ACTION_HOME_REJECT,
     ACTION_HOME_STOP,
+    ACTION_HOME_VIEW_ARGUMENTS,
 )
 from bot.home_tab import HomeTab
 from bot.home_watch import HomeWatch
@@ -67,6 +68,7 @@ def add_home_tab(
     bolt.action(ACTION_HOME_APPROVE_ALWAYS)(actions.on_approve)
     bolt.action(ACTION_HOME_REJECT)(actions.on_reject)
     bolt.action(ACTION_HOME_STOP)(actions.on_stop)
+    bolt.action(ACTION_HOME_VIEW_ARGUMENTS)(actions.on_view_arguments)
     return HomeWatch(redis=redis, keys=keys, home=home, directory=parts.directory, tasks=tasks)
 
 

@@ -132,9 +132,14 @@ def stop_already(user_id: str) -> str:
     return f"{user(user_id)} already stopped this run."
 
 
-def stop_not_allowed(names: Sequence[str]) -> str:
+def stop_not_allowed(names: Sequence[str], channels: Sequence[str] = ()) -> str:
+    """`channels`: where a call waits that anyone there may decide (so may stop the run)."""
+    who = escape(names_list(names))
+    if channels:
+        anyone = "anyone in " + names_list([f"<#{c}>" for c in channels])
+        who = f"{who}, or {anyone}," if who else anyone
     return (
-        f"Only {escape(names_list(names))} may stop this run, so nothing changed. "
+        f"Only {who} may stop this run, so nothing changed. "
         "(The person who asked, anyone who may decide its calls, and the admins.)"
     )
 
@@ -299,6 +304,10 @@ def call_refused(tool: str, digest: str) -> str:
 
 APPROVAL_EXPIRED = "This approval expired: no decision came in time, so the tool did not run."
 APPROVAL_CLOSED = "This run is no longer waiting for decisions; nothing was recorded."
+CALL_CHANGED = (
+    "This call changed since your screen showed it (someone edited its arguments), so nothing "
+    "was recorded. Look again at the card: it shows the call as it stands now, with its digest."
+)
 APPROVAL_UNKNOWN = (
     "This approval is not open: its run has finished or is unknown here. Nothing was recorded."
 )

@@ -43,16 +43,25 @@ class SlackUser(_Payload):
         return self.username or self.name
 
 
+DIGEST = r"^[0-9a-f]{64}$"
+
+
 class ApprovalRef(_Payload):
+    """`<run id>:<approval id>:<digest>`: which call, and the digest of the call as the element
+    carrying it showed it (`bot.approval_blocks.button_value`). The decision script refuses a
+    digest that is not the call's current one; a value drawn before cards carried one (two
+    parts) has `digest` None and is refused the same way (the card is then redrawn with it)."""
+
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)
+    digest: str | None = Field(None, pattern=DIGEST)
 
     @classmethod
     def parse(cls, value: object) -> ApprovalRef:
-        if not isinstance(value, str) or value.count(":") != 1:
+        if not isinstance(value, str) or value.count(":") not in (1, 2):
             raise ValueError("not an approval reference")
-        run_id, approval_id = value.split(":")
-        return cls(run_id=run_id, approval_id=approval_id)
+        run_id, approval_id, *digest = value.split(":")
+        return cls(run_id=run_id, approval_id=approval_id, digest=digest[0] if digest else None)
 
 
 class _Channel(_Payload):
@@ -105,6 +114,9 @@ class RejectMetadata(_Payload):
     approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)
     channel: str = Field(pattern=SLACK_ID)
     message_ts: str | None = Field(None, pattern=MESSAGE_TS)
+    digest: str | None = Field(None, pattern=DIGEST)
+    """The digest of the call as the clicked Reject showed it (None: a modal opened before
+    modals carried one, refused as stale)."""
 
 
 class _View(_Payload):

@@ -118,6 +118,12 @@ ARGUMENTS_SHOWN = 200
 """Characters of a call's arguments shown on the Home tab (the card has them all)."""
 
 
+def home_shows_all(arguments: str) -> bool:
+    """Whether `home_call` shows these arguments as they are (else the tab offers **View full
+    arguments**: nobody decides on a part)."""
+    return shortened(arguments, ARGUMENTS_SHOWN) == arguments
+
+
 def home_call(agent: str, tool: str, arguments: str) -> str:
     code = escape(shortened(arguments, ARGUMENTS_SHOWN)).replace("`", "'")
     return f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`\n`{code}`"

@@ -51,7 +51,9 @@ class StopActions:
         except ValidationError:
             log.warning("stop click with an invalid payload refused")
             return
-        text = await self.stop(click.action.value, click.user.id, click.user.display)
+        text = await self.stop(
+            click.action.value, click.user.id, click.user.display, where=click.channel.id
+        )
         if text is not None:
             self._later(
                 self.client.chat_postEphemeral(
@@ -60,17 +62,25 @@ class StopActions:
                 "stop-note",
             )
 
-    async def stop(self, run_id: str, user_id: str, user_name: str | None) -> str | None:
-        """Stop `run_id` for `user_id`; what to tell them privately (None: the thread says it)."""
+    async def stop(
+        self, run_id: str, user_id: str, user_name: str | None, *, where: str
+    ) -> str | None:
+        """Stop `run_id` for `user_id`, asked from `where` (a channel, or `run_record.HOME_TAB`);
+        what to tell them privately (None: the thread says it)."""
         if not re.match(RUN_ID_PATTERN, run_id):
             return messages.STOP_UNKNOWN_RUN
         try:
             view = await self.stopper.view(run_id)
             if not view.exists:
                 return messages.STOP_UNKNOWN_RUN
-            member_of = await self._groups_of(user_id, view)
+            member_of = await self._groups_of(user_id, view, where)
             result = await self.stopper.stop(
-                view, user_id=user_id, user_name=user_name, member_of=member_of, admins=self.admins
+                view,
+                user_id=user_id,
+                user_name=user_name,
+                member_of=member_of,
+                admins=self.admins,
+                where=where,
             )
         except RedisError as error:
             return (
@@ -94,11 +104,14 @@ class StopActions:
             return await self._who_may_stop(view)
         return messages.STOP_CLOSED
 
-    async def _groups_of(self, user_id: str, view: StopView) -> tuple[str, ...]:
-        """The groups involved that `user_id` is in; none needed when listed by id."""
+    async def _groups_of(self, user_id: str, view: StopView, where: str) -> tuple[str, ...]:
+        """The groups involved that `user_id` is in; none needed when listed by id (or when a
+        call anyone may decide is in `where`)."""
         if user_id == view.requester or user_id in self.admins.users:
             return ()
-        if any(gate.anyone or user_id in gate.users for gate in view.gates.values()):
+        if any(user_id in gate.users for gate in view.gates.values()):
+            return ()
+        if any(gate.anyone and view.in_channel(aid, where) for aid, gate in view.gates.items()):
             return ()
         groups = {*self.admins.groups, *(g for gate in view.gates.values() for g in gate.groups)}
         for group in sorted(groups):
@@ -113,7 +126,8 @@ class StopActions:
         principals += [*self.admins.users, *self.admins.groups]
         unique = list(dict.fromkeys(principals))
         names = await self.directory.names(unique)
-        return messages.stop_not_allowed([names[p] for p in unique])
+        channels = dict.fromkeys(g.channel for g in view.gates.values() if g.anyone)
+        return messages.stop_not_allowed([names[p] for p in unique], list(channels))
 
     async def _show_stopped(self, view: StopView, result: StopResult) -> None:
         """A waiting run stopped here: its cards, status message and thread say so."""

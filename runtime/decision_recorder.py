@@ -52,6 +52,7 @@ Status = Literal[
     "grant_not_offered",  # no grant this long is offered for this call (or under a quorum)
     "edit_not_offered",  # the policy does not allow editing this call
     "edit_stale",  # the arguments changed since the editor opened them
+    "stale",  # the call changed since the person's screen showed it (its digest differs)
 ]
 
 
@@ -91,7 +92,7 @@ class RecordResult:
     decision: Decision | None = None
     """The recorded decision, or for `decided` the one that won."""
     approvals: tuple[Approval, ...] = ()
-    """For `counted`, `already_approved` and `open`: the approvals so far."""
+    """For `counted`, `already_approved`, `open` and `stale`: the approvals so far."""
     resume_enqueued: bool = False
     edit: ArgumentEdit | None = None
     """For `counted`: the edit this choice made (the count restarted on it)."""
@@ -180,26 +181,39 @@ class DecisionRecorder:
         )
 
     async def decide(
-        self, view: CallView, choice: Choice, *, channel: str, member_of: tuple[str, ...]
+        self,
+        view: CallView,
+        choice: Choice,
+        *,
+        channel: str,
+        member_of: tuple[str, ...],
+        seen: str | None,
     ) -> RecordResult:
         """Record a person's decision, made in `channel` (the card's, a copy's, or
         `run_record.HOME_TAB`); `member_of` are the groups of the call's gate that the person
-        belongs to."""
-        return await self._run(view, choice, channel, member_of, mode="decide")
+        belongs to; `seen` the digest of the call as they were shown it (`stale` unless it is
+        the call's current one)."""
+        return await self._run(view, choice, channel, member_of, seen, mode="decide")
 
     async def check(
-        self, view: CallView, user_id: str, *, channel: str, member_of: tuple[str, ...]
+        self,
+        view: CallView,
+        user_id: str,
+        *,
+        channel: str,
+        member_of: tuple[str, ...],
+        seen: str | None,
     ) -> RecordResult:
         """What a rejection by `user_id` would do now, recording nothing but a refusal."""
         choice = Choice(outcome="rejected", user_id=user_id)
-        return await self._run(view, choice, channel, member_of, mode="check")
+        return await self._run(view, choice, channel, member_of, seen, mode="check")
 
     async def waiting_status(self, run_id: str) -> WaitingStatus | None:
         return await waiting_status(self._redis, self._keys, run_id)
 
     async def expire(self, view: CallView) -> RecordResult:
         """Record that nobody decided in time; refused unless the deadline has passed."""
-        return await self._run(view, Choice(outcome="expired"), "", (), mode="expire")
+        return await self._run(view, Choice(outcome="expired"), "", (), None, mode="expire")
 
     async def _run(
         self,
@@ -207,6 +221,7 @@ class DecisionRecorder:
         choice: Choice,
         channel: str,
         member_of: tuple[str, ...],
+        seen: str | None,
         *,
         mode: Literal["decide", "check", "expire"],
     ) -> RecordResult:
@@ -247,6 +262,7 @@ class DecisionRecorder:
                 job.model_dump_json() if job else "",
                 view.round,
                 AuditEvent.DENIED,
+                seen or "",
             ],
         )
         parts = [_text(p) or "" for p in reply]
@@ -269,7 +285,7 @@ class DecisionRecorder:
 
 def _result(parts: list[str]) -> RecordResult:
     status = cast(Status, parts[0])
-    if status in ("counted", "already_approved", "open"):
+    if status in ("counted", "already_approved", "open", "stale"):
         approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
         raw_edit = parts[2] if len(parts) > 2 else ""
         edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None

@@ -19,7 +19,8 @@ from __future__ import annotations
 # ARGV: 1 approval id, 2 choice JSON, 3 where: a channel of the card or a copy, `HOME_TAB`, or
 #       '' (any, for an expiry), 4 mode (decide, check, expire),
 #       5 due-set member, 6 run id, 7 groups the person is in (JSON list), 8 resume job JSON,
-#       9 round the caller read, 10 the `denied` event name
+#       9 round the caller read, 10 the `denied` event name, 11 the digest of the call as the
+#       person was shown it (a stale one, or none, is refused: `stale`)
 DECIDE = """
 local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
 local run = KEYS[1]
@@ -117,6 +118,11 @@ if mode ~= 'expire' then
     return {refusal}
   end
   if type(gate['digest']) ~= 'string' or gate['digest'] == '' then return {'unreadable'} end
+  if ARGV[11] ~= gate['digest'] then
+    -- The call changed (an edit) since the person's screen drew it: nobody decides, or counts
+    -- towards a quorum, a call they did not see. The card is drawn anew from this reply.
+    return {'stale', seen[8] or '[]', raw_edit or ''}
+  end
 end
 
 local approvals = cjson.decode(seen[8] or '[]')
@@ -178,7 +184,9 @@ return {'recorded', encoded, '1'}
 
 # Stopping a run, racing decisions in the same way decisions race each other: a stop and a
 # decision on one run resolve in one order, each seeing the other's outcome.
-# Who may stop: the requester, anyone who may decide one of its open calls, and `ADMINS`.
+# Who may stop: the requester, anyone who may decide one of its open calls, and `ADMINS`. As for
+# a decision, "anyone" means anyone in the call's channel (the card's or a copy's): a stop from
+# elsewhere (another channel, the Home tab) does not count as one.
 # A run nobody is working on (waiting for people, or decided and not yet resumed) stops here
 # and now: its open approvals are decided `stopped`, their due entries go, the run turns
 # `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
@@ -186,7 +194,7 @@ return {'recorded', encoded, '1'}
 # KEYS: run, deadlines, reminders, audit, tombstone, live runs, stops stream
 # ARGV: 1 stopper JSON {user_id, user_name}, 2 groups the person is in (JSON), 3 admins JSON
 #       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds,
-#       8 stops kept in the stream
+#       8 stops kept in the stream, 9 where: the channel the stop came from, or `HOME_TAB`
 STOP = """
 local run = KEYS[1]
 if redis.call('EXISTS', run) == 0 then return {'gone'} end
@@ -217,7 +225,16 @@ for _, field in ipairs(fields) do
       table.insert(open, aid)
       local ok, gate = pcall(cjson.decode, redis.call('HGET', run, field))
       if ok and type(gate) == 'table' then
-        if gate['anyone'] == true or listed(gate['users'], gate['groups']) then allowed = true end
+        local here = ARGV[9] ~= nil and ARGV[9] == gate['channel']
+        local copies = redis.call('HGET', run, F.copies .. aid)
+        if ARGV[9] ~= nil and copies then
+          for _, c in ipairs(cjson.decode(copies)) do
+            if c['channel'] == ARGV[9] then here = true end
+          end
+        end
+        if (gate['anyone'] == true and here) or listed(gate['users'], gate['groups']) then
+          allowed = true
+        end
       end
     end
   end

@@ -1,8 +1,8 @@
 """Stopping a run through the stop script (`runtime.run_record.STOP`).
 
 Who may stop is enforced inside the script: the requester, anyone who may decide one of the
-run's open calls (from their gates), and the `ADMINS`; the caller says who asked and which of
-the groups involved that person is in.
+run's open calls (from their gates, and for "anyone" from the call's channel), and the `ADMINS`;
+the caller says who asked, from where, and which of the groups involved that person is in.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ class StopView:
     copies: dict[str, tuple[CardCopy, ...]]
     status_message: str | None
     status_steps: tuple[str, ...]
+
+    def in_channel(self, approval_id: str, where: str) -> bool:
+        """`where` is the call's channel, or the channel of one of its card's copies."""
+        gate = self.gates.get(approval_id)
+        copies = self.copies.get(approval_id, ())
+        if gate is None:
+            return False
+        return gate.channel == where or any(c.channel == where for c in copies)
 
     def open_calls(self, approval_ids: tuple[str, ...]) -> list[PendingCall]:
         """The calls named, with their card ids, as far as the envelope can be read."""
@@ -151,7 +159,10 @@ class RunStopper:
         user_name: str | None,
         member_of: tuple[str, ...],
         admins: Principals,
+        where: str,
     ) -> StopResult:
+        """Stop the run for `user_id`, asking from `where` (a channel id, or
+        `run_record.HOME_TAB`): "anyone" may decide a call only in its channel."""
         run_id = view.run_id
         reply = await self._stop(
             keys=[
@@ -172,6 +183,7 @@ class RunStopper:
                 rr.TOMBSTONE_SECONDS,
                 STOPPED_KEPT_SECONDS,
                 STOPS_KEPT,
+                where,
             ],
         )
         parts = [p.decode() if isinstance(p, bytes) else str(p) for p in reply]

@@ -125,12 +125,17 @@ async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
             )
 
             async def click(
-                n: int, run_id: str = run_id, approval_id: str = call.approval_id
+                n: int,
+                run_id: str = run_id,
+                approval_id: str = call.approval_id,
+                digest: str = call.digest,
             ) -> str:
                 await asyncio.sleep(n * 0.001)
                 choice = Choice(outcome="approved", user_id=f"U{n}")
                 view = await recorder.view(run_id, approval_id)
-                decided = await recorder.decide(view, choice, channel="C1", member_of=())
+                decided = await recorder.decide(
+                    view, choice, channel="C1", member_of=(), seen=digest
+                )
                 return decided.status
 
             async def expire(

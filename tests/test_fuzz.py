@@ -127,7 +127,7 @@ huge = st.integers(min_value=1000, max_value=200_000).map(lambda n: "x" * n)
 @st.composite
 def button_values(draw: st.DrawFn, real_ids: list[str]) -> Any:
     real = draw(st.sampled_from(real_ids))
-    run_id, approval_id = real.split(":")
+    run_id, approval_id = real.split(":")[:2]
     return draw(
         st.one_of(
             st.just(real),  # a real approval... always sent from the wrong channel below
@@ -166,7 +166,7 @@ def block_actions(draw: st.DrawFn, real_ids: list[str]) -> dict[str, Any]:
 
 @st.composite
 def view_submissions(draw: st.DrawFn, real_ids: list[str]) -> dict[str, Any]:
-    run_id, approval_id = draw(st.sampled_from(real_ids)).split(":")
+    run_id, approval_id = draw(st.sampled_from(real_ids)).split(":")[:2]
     metadata = draw(
         st.one_of(
             st.just(json.dumps({"run_id": run_id, "approval_id": approval_id, "channel": "CFUZZ"})),

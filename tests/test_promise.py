@@ -137,7 +137,7 @@ async def waiting_card(bot: Harness) -> tuple[Message, Message, str]:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    run_id, approval_id = str(card.actions()[0]["value"]).split(":")
+    run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
     return root, card, f"{run_id}:{approval_id}"
 
 
@@ -174,7 +174,7 @@ async def test_a_gate_this_version_cannot_read_refuses_every_click(
     bot: Harness, action: str
 ) -> None:
     _root, card, ref = await waiting_card(bot)
-    run_id, approval_id = ref.split(":")
+    run_id, approval_id = ref.split(":")[:2]
     key = bot.keys.run(run_id)
     gate = json.loads(await bot.field(key, rr.GATE + approval_id))
     await bot.redis.hset(key, rr.GATE + approval_id, json.dumps({**gate, "v": 2}))
@@ -189,7 +189,7 @@ async def test_a_gate_this_version_cannot_read_refuses_every_click(
 
 async def test_a_call_without_a_digest_cannot_be_approved(bot: Harness) -> None:
     _root, card, ref = await waiting_card(bot)
-    run_id, approval_id = ref.split(":")
+    run_id, approval_id = ref.split(":")[:2]
     key = bot.keys.run(run_id)
     gate = json.loads(await bot.field(key, rr.GATE + approval_id))
     await bot.redis.hset(key, rr.GATE + approval_id, json.dumps({**gate, "digest": ""}))
@@ -200,7 +200,7 @@ async def test_a_call_without_a_digest_cannot_be_approved(bot: Harness) -> None:
 
 async def test_approve_always_is_refused_where_it_is_not_offered(bot: Harness) -> None:
     _root, card, ref = await waiting_card(bot)
-    run_id, approval_id = ref.split(":")
+    run_id, approval_id = ref.split(":")[:2]
     key = bot.keys.run(run_id)
     gate = json.loads(await bot.field(key, rr.GATE + approval_id))
     await bot.redis.hset(key, rr.GATE + approval_id, json.dumps({**gate, "allow_always": False}))
@@ -226,7 +226,7 @@ async def test_a_decision_from_a_newer_version_reads_as_unreadable_not_a_crash(
     """A newer deploy's field in a stored decision is an unreadable record, which the due-time
     pollers and resumes know how to handle, not a validation error that kills a worker."""
     _root, _card, ref = await waiting_card(bot)
-    run_id, approval_id = ref.split(":")
+    run_id, approval_id = ref.split(":")[:2]
     newer = json.dumps({"outcome": "approved", "decided_at": 1.0, "weather": "sunny"})
     await bot.redis.hset(bot.keys.run(run_id), rr.DECISION + approval_id, newer)
     store = RunStore(bot.redis, bot.keys)

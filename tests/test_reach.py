@@ -49,7 +49,7 @@ def copy_in(bot: Harness, channel: str) -> Message:
 
 async def copies_recorded(bot: Harness, ref: str, count: int) -> None:
     """The worker records the copies once they are posted: a copy is one approval from then."""
-    run_id, approval_id = ref.split(":")
+    run_id, approval_id = ref.split(":")[:2]
     for _ in range(200):
         raw = await bot.redis.hget(bot.keys.run(run_id), rr.COPIES + approval_id)
         if raw is not None and len(json.loads(raw)) >= count:
