@@ -19,6 +19,7 @@ from bot.block_parts import button, context_block
 from bot.call_context_blocks import context_blocks, preview_blocks
 from bot.edit_blocks import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.grant_blocks import grant_menu_blocks, granted_blocks
+from bot.nested_call_messages import asked_inside
 from runtime.envelope import PendingCall
 from runtime.reporter import RunView
 
@@ -89,6 +90,8 @@ def _call_blocks(
         fields.append(_field(messages.approvers_field(approver_names)))
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
     blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
+    if call.inside:
+        blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
     if call.description:
         blocks.append(context_block(messages.tool_description(call.description)))
     blocks += [

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from agents import RunResult, ToolApprovalItem
 
+from runtime.agent_graph import callers
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_context import editable_schema, function_tool_of, why_of
@@ -44,7 +45,7 @@ class CallPlanner:
         calls = []
         previews: dict[str, tuple[PreviewFunction, str]] = {}
         for item in result.interruptions:
-            call, rule = await self._pending(envelope, item, now, why)
+            call, rule = await self._pending(envelope, result, item, now, why)
             calls.append(call)
             shown = preview_of(function_tool_of(item)) if rule.preview else None
             if call.decision is None and shown is not None:
@@ -56,7 +57,12 @@ class CallPlanner:
         return tuple(calls)
 
     async def _pending(
-        self, envelope: RunEnvelope, item: ToolApprovalItem, now: float, why: str | None
+        self,
+        envelope: RunEnvelope,
+        result: RunResult,
+        item: ToolApprovalItem,
+        now: float,
+        why: str | None,
     ) -> tuple[PendingCall, CallRule]:
         tool, agent_name, arguments = item.name or "?", item.agent.name, item.arguments or ""
         server, description = self._origin(item)
@@ -102,6 +108,7 @@ class CallPlanner:
             params_schema=schema,
             allow_edit=rule.allow_edit and schema is not None,
             grant_max_seconds=rule.grant_max_seconds,
+            inside=callers(result.last_agent, item.agent),
         )
         return call, rule
 

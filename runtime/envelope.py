@@ -12,7 +12,8 @@ Versions:
   absent for function tools: no new version, the meaning of every other field is unchanged).
 - 3: each call also carries what its card shows beyond the arguments (`why`, `preview`), the
   tool's parameter schema, `allow_edit` and `grant_max_seconds`; an edit lives in `edit:`
-  fields. Versions 1 and 2 read as: no edits, no grants.
+  fields. Versions 1 and 2 read as: no edits, no grants. A call of a nested agent's tool also
+  carries `inside`, the agents that ran it as a tool (optional, absent: none; no new version).
 """
 
 from __future__ import annotations
@@ -141,6 +142,9 @@ class PendingCall(BaseModel):
     """An edit made while a quorum is not yet met (kept in its own field, like approvals)."""
     copies: tuple[CardCopy, ...] = ()
     """Copies of the card elsewhere (`notify`, escalation): one approval, redrawn together."""
+    inside: tuple[str, ...] = ()
+    """The agents that ran `agent` as a tool (`Agent.as_tool`), outermost first; () when the
+    run's current agent asked itself."""
 
     @property
     def shown_arguments(self) -> str:
@@ -192,7 +196,7 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 # Optional per-call fields written only when set, so that a function tool's call is stored
 # exactly as before they existed and a web process of the previous version still reads it.
-_OMITTED_WHEN_UNSET = ("mcp_server", "description")
+_OMITTED_WHEN_UNSET = ("mcp_server", "description", "inside")
 
 
 def dump_envelope(envelope: RunEnvelope) -> str:
@@ -201,6 +205,6 @@ def dump_envelope(envelope: RunEnvelope) -> str:
     data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
     for call in data["calls"]:
         for name in _OMITTED_WHEN_UNSET:
-            if call.get(name) is None:
+            if call.get(name) in (None, []):
                 call.pop(name, None)
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

@@ -2,8 +2,9 @@
 
 The SDK builds an agent's MCP tools afresh from its servers' listings on every turn and on
 every restore of a saved run (`Agent.get_mcp_tools`), so they cannot be wrapped once at start
-like function tools. `McpTools.install` decorates each registry agent that has `mcp_servers`:
-its `get_mcp_tools` still is the SDK's (listing, tool filters, names, `require_approval`), and
+like function tools. `McpTools.install` decorates each agent the registry reaches
+(`runtime.agent_graph`: hand-offs, agents used as tools) that has `mcp_servers`: its
+`get_mcp_tools` still is the SDK's (listing, tool filters, names, `require_approval`), and
 then, for every MCP tool listed,
 - its invoker goes into the tool journal (exactly once, as for function tools);
 - a policy rule naming `mcp_server` that matches it makes it need approval, whatever the
@@ -18,13 +19,14 @@ listing is published for the web process (`runtime.mcp_listing`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from agents import Agent, FunctionTool, RunContextWrapper, Tool, ToolApprovalItem
 from agents.mcp import MCPServer
 from agents.tool import ToolOriginType, get_function_tool_origin
 
+from runtime.agent_graph import reachable_agents
 from runtime.mcp_connections import McpConnections
 from runtime.mcp_listing import McpListings, McpToolInfo
 from runtime.mcp_origin import mcp_server_of
@@ -33,18 +35,6 @@ from runtime.registry import AgentRegistry
 from runtime.tool_journal import JournaledInvoker
 
 log = logging.getLogger(__name__)
-
-
-def agent_graph(roots: Iterable[Agent[Any]]) -> list[Agent[Any]]:
-    """Every agent reachable from `roots`, hand-offs included, once each."""
-    seen: dict[int, Agent[Any]] = {}
-    pending = list(roots)
-    while pending:
-        agent = pending.pop(0)
-        if id(agent) not in seen:
-            seen[id(agent)] = agent
-            pending.extend(h for h in agent.handoffs if isinstance(h, Agent))
-    return list(seen.values())
 
 
 def servers_of(agents: Sequence[Agent[Any]]) -> list[MCPServer]:
@@ -66,7 +56,9 @@ class McpTools:
         probe_interval: float = 5.0,
         wait_seconds: float = 30.0,
     ) -> None:
-        self._agents = [a for a in agent_graph(agent for _name, agent in registry) if a.mcp_servers]
+        self._agents = [
+            a for a in reachable_agents(agent for _name, agent in registry) if a.mcp_servers
+        ]
         self._policy = policy
         self._listings = listings
         self._listed: dict[str, dict[str, McpToolInfo]] = {}
@@ -136,13 +128,13 @@ class McpTools:
     async def ensure_ready(self, root: Agent[Any]) -> None:
         """Every server the run of `root` may use answers (McpServerUnavailable if not, after
         the connections' bounded wait)."""
-        servers = servers_of(agent_graph([root]))
+        servers = servers_of(reachable_agents([root]))
         if servers:
             await self.connections.ensure(servers)
 
     async def unreachable(self, root: Agent[Any]) -> str | None:
         """The name of a server of this run that does not answer now, if any."""
-        return await self.connections.first_unreachable(servers_of(agent_graph([root])))
+        return await self.connections.first_unreachable(servers_of(reachable_agents([root])))
 
     async def _publish(self, server: MCPServer) -> None:
         """A server (re)connected: list and publish each agent whose servers are all up."""

@@ -215,8 +215,8 @@ class RunExecutor:
         return True
 
     def _apply(self, state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
-        mcp = self.mcp
-        missing = missing_tools(state, mcp.offered if mcp else None)
+        mcp, root = self.mcp, self.registry.get(envelope.root_agent)
+        missing = missing_tools(state, root, mcp.offered if mcp else None)
         if missing:
             detail = ", ".join(f"`{tool}` of agent {agent}" for agent, tool in missing)
             raise RunFailed(Failure.TOOL_REMOVED, detail)

@@ -7,7 +7,8 @@ tools, the approvals and the hand-offs exactly as with a real model; only the wo
 
 It understands tasks like "delete u-100", "restart the api", "list users", "refund o-1 1200"
 (cents; billing's tool, so ops hands off first), "list tables" and "drop the orders table" (tools
-of the `db` MCP server), joined with "and". Each answer says it came
+of the `db` MCP server), "greet me in spanish" (`respond_spanish`, an agent used as a tool, whose
+`spanish` agent asks for `get_user_name`), joined with "and". Each answer says it came
 from a scripted model, so nobody mistakes it for a real one in Slack either.
 """
 
@@ -39,6 +40,7 @@ EXAMPLES = (
     "`refund o-5521 1200` (cents)",
     "`delete u-101 and restart search`",
     "`drop the orders table` (a tool of an MCP server)",
+    "`greet me in spanish` (an agent used as a tool, which asks too)",
 )
 
 
@@ -74,6 +76,11 @@ def intents_of(task: str) -> list[Intent]:
             found.append(Intent("list_tables", {}))
         dropped = re.findall(r"\bdrop\s+(?:the\s+)?(?:table\s+)?([\w-]+)", words)
         found += [Intent("drop_table", {"table": t}) for t in dropped if t != "table"]
+        if re.search(r"\bspanish\b", words):
+            # ops passes the clause to `spanish`, whose own run reads it again: this script
+            # then asks for that agent's tool, `get_user_name`.
+            found.append(Intent("respond_spanish", {"input": clause.strip()}))
+            found.append(Intent("get_user_name", {}, owner="spanish"))
     return found
 
 
@@ -150,6 +157,9 @@ def scripted_reply(call: ModelCall) -> list[TResponseOutputItem]:
 
 
 def _answer(history: list[_Called], task: str) -> str:
+    named = [c.output for c in history if c.name == "get_user_name" and c.output is not None]
+    if named and not not_run_reason("get_user_name", named[0]):
+        return f"¡Hola, {named[0]}! (Scripted model: these words are canned.)"
     done = [c for c in history if not c.name.startswith("transfer_to_") and c.output is not None]
     if not done:
         return (

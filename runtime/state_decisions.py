@@ -14,6 +14,7 @@ from typing import Any
 
 from agents import Agent, RunState, ToolApprovalItem
 
+from runtime.agent_graph import reachable_agents
 from runtime.call_choices import ArgumentEdit
 from runtime.call_context import editable_schema
 from runtime.call_digest import call_digest
@@ -88,20 +89,28 @@ def binds(
 
 
 def missing_tools(
-    state: RunState[Any, Any], mcp_tools: Callable[[Agent[Any]], Collection[str]] | None = None
+    state: RunState[Any, Any],
+    root: Agent[Any],
+    mcp_tools: Callable[[Agent[Any]], Collection[str]] | None = None,
 ) -> list[tuple[str, str]]:
-    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy).
+    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy),
+    or is no longer reachable from the run's agent `root` (`runtime.agent_graph`: a hand-off or
+    an agent tool, at any depth).
 
     `mcp_tools` names the tools an agent's MCP servers offer (as listed when the state was
     restored), so a waiting MCP call is not taken for a removed tool.
     """
+    reachable = reachable_agents([root])
     missing = []
     for item in state.get_interruptions():
         raw = item.raw_item
         kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
-        offered = {getattr(tool, "name", None) for tool in item.agent.tools}
-        if mcp_tools is not None:
-            offered.update(mcp_tools(item.agent))
+        agent = next((a for a in reachable if a is item.agent), None) or next(
+            (a for a in reachable if a.name == item.agent.name), None
+        )
+        offered = {getattr(tool, "name", None) for tool in agent.tools} if agent else set()
+        if mcp_tools is not None and agent is not None:
+            offered.update(mcp_tools(agent))
         if kind == "function_call" and item.name and item.name not in offered:
             missing.append((item.agent.name, item.name))
     return missing

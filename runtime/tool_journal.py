@@ -2,10 +2,13 @@
 
 A job can fail after a tool ran (the model answers 5xx, the worker is killed) and is then retried
 from the state saved before the approval, which asks for the same calls again. Each function tool
-of the registry is wrapped once: a call that already has a recorded outcome gets that outcome
+of every agent the registry reaches (`runtime.agent_graph`: hand-offs, agents used as tools) is
+wrapped once: a call that already has a recorded outcome gets that outcome
 back instead of running again, and a delivery that lost its run (see fencing in
 `runtime.run_record`) runs no further tool. Tools from MCP servers, which the SDK builds
 afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp_tools`).
+An agent used as a tool is recorded only once it has really returned: while its inner run waits
+for approvals, the SDK keeps that run's state and resumes it, so nothing is recorded for it yet.
 What remains is a crash *inside* a tool, before it returns: then the call runs again, with the
 same `idempotency_key(ctx)`.
 
@@ -25,10 +28,10 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import Agent, FunctionTool
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
+from runtime.agent_graph import function_tools, inner_run_interrupted
 from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
@@ -145,6 +148,8 @@ class JournaledInvoker:
             except Exception:
                 count_tool(self._tool_name, "error")
                 raise
+            if inner_run_interrupted(ctx):
+                return output  # an agent tool waiting for approvals inside: not over yet
             count_tool(self._tool_name, "ok")
             if edit is not None:
                 output = edit_note(self._tool_name, original, edit) + str(output)
@@ -238,22 +243,11 @@ def ran_tools(entries: list[bytes]) -> list[str]:
 
 
 def install_journal(registry: AgentRegistry) -> int:
-    """Wrap every function tool reachable from the registry (once); return how many."""
+    """Wrap every function tool of every agent the registry's agents reach (once); return how
+    many."""
     wrapped = 0
-    seen: set[int] = set()
-    pending: list[Agent[Any]] = [agent for _name, agent in registry]
-    while pending:
-        agent = pending.pop()
-        if id(agent) in seen:
-            continue
-        seen.add(id(agent))
-        for tool in agent.tools:
-            if isinstance(tool, FunctionTool) and not isinstance(
-                tool.on_invoke_tool, JournaledInvoker
-            ):
-                tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
-                wrapped += 1
-        for handoff in agent.handoffs:
-            if isinstance(handoff, Agent):
-                pending.append(handoff)
+    for tool in function_tools(agent for _name, agent in registry):
+        if not isinstance(tool.on_invoke_tool, JournaledInvoker):
+            tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+            wrapped += 1
     return wrapped

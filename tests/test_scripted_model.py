@@ -31,6 +31,10 @@ EXAMPLE_AGENTS = {"AGENTS": "runtime.examples:AGENTS"}
             "list tables and drop table users",
             [("list_tables", {}), ("drop_table", {"table": "users"})],
         ),
+        (
+            "greet me in Spanish",
+            [("respond_spanish", {"input": "greet me in Spanish"}), ("get_user_name", {})],
+        ),
         ("refund o-1", []),
         ("what is the weather?", []),
     ],
@@ -157,3 +161,19 @@ async def test_dropping_a_table_asks_for_the_mcp_servers_tool(demo_bot: Harness)
     await demo_bot.sender.click(card, "approve", user="UBOB")
     answer = await demo_bot.final_answer(root)
     assert "`drop_table`: Dropped table orders (1250 rows)." in answer.text
+
+
+async def test_a_nested_agent_tool_asks_at_both_levels_and_answers(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("greet me in spanish")
+    [outer] = await demo_bot.cards(root, 1)
+    assert "*ops* wants to run `respond_spanish`" in outer.all_text()
+    await demo_bot.sender.click(outer, "approve", user="UBOB")
+
+    [_, inner] = await demo_bot.cards(root, 2)
+    assert "`get_user_name` asked by *spanish*, inside *ops*" in inner.all_text()
+    await demo_bot.sender.click(inner, "approve", user="UBOB")
+    answer = await demo_bot.final_answer(root)
+    assert "• `respond_spanish`: ¡Hola, Alice!" in answer.text
+    trail = await demo_bot.audit_until("finished")
+    ran = [entry["tool"] for entry in trail if entry["event"] == "executed"]
+    assert ran == ["get_user_name", "respond_spanish"]

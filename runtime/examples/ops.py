@@ -12,6 +12,9 @@ a worker dies and another one runs the approved call again.
 
 `ops` also uses an MCP server, `db` (`runtime/examples/db_server.py`, started by the worker over
 stdio): `list_tables` runs freely, `drop_table` needs approval (the server's `require_approval`).
+
+`ops` may also answer in Spanish through an agent used as a tool, whose own tool needs approval
+too (`runtime/examples/languages.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from agents import Agent, RunContextWrapper, function_tool
 from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
 
+from runtime.examples.languages import respond_spanish
 from runtime.previews import preview
 
 USERS: dict[str, dict[str, str]] = {
@@ -157,7 +161,7 @@ ops = Agent[Any](
     name="ops",
     handoff_description="Manages user accounts and services.",
     instructions=_ops_instructions,
-    tools=[list_users, delete_user, restart_service],
+    tools=[list_users, delete_user, restart_service, respond_spanish],
     mcp_servers=[db],
     handoffs=[billing],
 )

@@ -1,0 +1,109 @@
+"""Every agent the SDK can reach from a run's agents, and how a nested agent was reached.
+
+A run reaches agents the registry need not list: through a hand-off (an `Agent` in
+`handoffs`, or a `Handoff` object made by `handoff(agent)`) and through an agent used as a tool
+(`Agent.as_tool`), nested to any depth. What must hold for every call of a run (its tool is
+journaled, its MCP server is known for the digest, a waiting tool still exists) must hold for
+all of them, so the tool journal, the MCP tools and the resume checks all walk this graph.
+
+The walk follows the same edges as the SDK's own, which it uses to restore a saved run and its
+nested agent-tool runs (`agents._run_state_agent_identity._iter_agent_graph`): a `Handoff`'s
+`_agent_ref`, and an agent tool's `_agent_instance`. `tests/test_agent_graph.py` checks that
+the two walks agree, so an SDK upgrade that changes the edges fails there first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from agents import Agent, FunctionTool, Handoff
+from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
+from agents.tool_context import ToolContext
+
+
+def handoff_targets(agent: Agent[Any]) -> Iterator[Agent[Any]]:
+    """The agents `agent` can hand the conversation to."""
+    for item in agent.handoffs:
+        if isinstance(item, Agent):
+            yield item
+        elif isinstance(item, Handoff):
+            # `handoff(agent)` keeps only a weak reference; the agent lives in its module.
+            ref = item._agent_ref
+            target = ref() if ref is not None else None
+            if isinstance(target, Agent):
+                yield target
+
+
+def tool_agent(tool: object) -> Agent[Any] | None:
+    """The agent an `Agent.as_tool` tool runs; None for any other tool."""
+    if not isinstance(tool, FunctionTool) or not getattr(tool, "_is_agent_tool", False):
+        return None
+    agent = getattr(tool, "_agent_instance", None)
+    return agent if isinstance(agent, Agent) else None
+
+
+def tool_agents(agent: Agent[Any]) -> Iterator[Agent[Any]]:
+    """The agents `agent` runs as tools."""
+    for tool in agent.tools:
+        if (inner := tool_agent(tool)) is not None:
+            yield inner
+
+
+def reachable_agents(roots: Iterable[Agent[Any]]) -> list[Agent[Any]]:
+    """Every agent reachable from `roots` by hand-offs and agent tools, once each, breadth
+    first (the roots first, in order)."""
+    seen: dict[int, Agent[Any]] = {}
+    pending: deque[Agent[Any]] = deque(roots)
+    while pending:
+        agent = pending.popleft()
+        if id(agent) in seen:
+            continue
+        seen[id(agent)] = agent
+        pending.extend(handoff_targets(agent))
+        pending.extend(tool_agents(agent))
+    return list(seen.values())
+
+
+def function_tools(roots: Iterable[Agent[Any]]) -> Iterator[FunctionTool]:
+    """The function tools of every agent reachable from `roots` (agent tools included), each
+    tool object once."""
+    seen: set[int] = set()
+    for agent in reachable_agents(roots):
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool) and id(tool) not in seen:
+                seen.add(id(tool))
+                yield tool
+
+
+def callers(start: Agent[Any], asking: Agent[Any]) -> tuple[str, ...]:
+    """The names of the agents that ran `asking` as a tool, outermost first, when `start` (the
+    run's current agent) reached it only through agent tools; () when `start` asked itself or
+    the path is unknown."""
+    parents: dict[int, Agent[Any] | None] = {id(start): None}
+    pending: deque[Agent[Any]] = deque([start])
+    while pending:
+        agent = pending.popleft()
+        if agent is asking or (agent.name == asking.name and agent is not start):
+            path: list[str] = []
+            parent = parents[id(agent)]
+            while parent is not None:
+                path.append(parent.name)
+                parent = parents[id(parent)]
+            return tuple(reversed(path))
+        for inner in tool_agents(agent):
+            if id(inner) not in parents:
+                parents[id(inner)] = agent
+                pending.append(inner)
+    return ()
+
+
+def inner_run_interrupted(ctx: ToolContext[Any]) -> bool:
+    """Whether the agent tool that just returned for this call stopped for approvals inside:
+    it has not really returned (its output is None), and the SDK resumes its inner run from
+    the state it keeps for the call (`agents.agent_tool_state`), so the call is not over."""
+    if ctx.tool_call is None:
+        return False
+    pending = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
+    return bool(getattr(pending, "interruptions", None))
