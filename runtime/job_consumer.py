@@ -5,10 +5,10 @@ is due, else with a new one; running jobs are heartbeated until they finish or o
 `JOB_TIMEOUT_SECONDS`; on stop, running jobs get most of the shutdown budget and the rest are
 cancelled and handed back within it.
 
-A job that fails because Redis is away (no answer, or replicas that do not confirm under
-`REDIS_MIN_REPLICAS`) is not at fault: it is retried in place, kept and heartbeated, within its
-timeout. Given back, each try would spend one of its `JOB_MAX_DELIVERIES`, and an outage of a
-few idle timeouts would end the run as given up.
+A job that fails because Redis is away (no answer, replicas that do not confirm under
+`REDIS_MIN_REPLICAS`, or full and refusing writes) is not at fault: it is retried in place,
+kept and heartbeated, within its timeout. Given back, each try would spend one of its
+`JOB_MAX_DELIVERIES`, and an outage of a few idle timeouts would end the run as given up.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime.jobs import START, Delivery, Handler, JobQueue, Overtaken
@@ -313,7 +313,7 @@ class JobConsumer:
                 away = _redis_away(error)
                 if away is None:
                     raise
-                setting = "REDIS_MIN_REPLICAS" if isinstance(away, NotReplicated) else "REDIS_URL"
+                setting = _SETTING_TO_CHECK.get(type(away), "REDIS_URL")
                 log.warning(
                     "job %s: Redis is away (%s: %s; check %s); kept, and tried again in %g s",
                     delivery.entry_id,
@@ -343,10 +343,17 @@ class JobConsumer:
         return []
 
 
+_SETTING_TO_CHECK: dict[type[BaseException], str] = {
+    NotReplicated: "REDIS_MIN_REPLICAS",
+    OutOfMemoryError: "Redis's maxmemory",
+}
+
+
 def _redis_away(error: BaseException) -> BaseException | None:
     """What in `error` says Redis is away rather than the job at fault, if anything: replicas
-    that do not confirm, or a Redis that does not answer (the SDK wraps what a tool raises)."""
-    for kind in (NotReplicated, RedisConnectionError, RedisTimeoutError):
+    that do not confirm, a Redis that does not answer, or one full that refuses writes (under
+    `noeviction`, `runtime.eviction_policy`) (the SDK wraps what a tool raises)."""
+    for kind in (NotReplicated, RedisConnectionError, RedisTimeoutError, OutOfMemoryError):
         if (found := caused_by(error, kind)) is not None:
             return found
     return None

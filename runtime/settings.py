@@ -139,8 +139,8 @@ class RuntimeSettings(BaseSettings):
 
     # --- operating it (issue 12) ---------------------------------------------------------------
     metrics_port: int | None = Field(None, validation_alias="METRICS_PORT", ge=1, le=65535)
-    """A worker serves `GET /metrics` on this port; unset, it serves none. (The web process
-    serves `/metrics` on `PORT`.)"""
+    """A worker serves `GET /metrics` and `GET /readyz` on this port; unset, neither. (The web
+    process serves both on `PORT`.)"""
     log_format: LogFormat = Field("text", validation_alias="LOG_FORMAT")
     """`json`: one JSON object per line, with the run id where known."""
     redis_cluster: bool = Field(False, validation_alias="REDIS_CLUSTER")

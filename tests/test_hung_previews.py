@@ -39,7 +39,7 @@ async def test_seven_hung_previews_hold_back_no_later_card_nor_other_runs(
     asked = time.monotonic()
     [card] = await deployment.cards(root, 1)
     waited = time.monotonic() - asked
-    assert waited < 2, f"{waited:.1f} s: held back for the preview's 3 s, behind hung ones"
+    assert waited < 2.5, f"{waited:.1f} s: held back for the preview's 3 s, behind hung ones"
     assert "*Preview*\\n_no preview_" in card.all_text()
 
     root = await deployment.start_run("archive notes")

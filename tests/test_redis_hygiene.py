@@ -4,6 +4,7 @@ full and refuses writes, one emptied under a running web and worker."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -177,5 +178,35 @@ async def test_after_redis_is_emptied_the_next_agent_starts_within_seconds(
         assert len(said) == 1, said
         groups: Any = await deployment.redis.xinfo_groups(deployment.keys.jobs)
         assert [g["name"] for g in groups] == [JOB_GROUP.encode()]
+    finally:
+        await deployment.stop()
+
+
+async def test_a_run_started_while_redis_is_full_waits_for_room_and_is_not_given_up(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    deployment = Deployment(own_redis.url, "filling:", tmp_path)
+    await deployment.start()
+    try:
+        deployment.model.script = delete_then_answer
+        await deployment.web()
+        worker = deployment.worker("worker.1")
+        await wait_for_log(worker, "worker ready")
+        worker.signal(signal.SIGSTOP)  # so that the job is stored before Redis fills up
+        status, body = await deployment.sender.command("delete u-100")
+        assert status == 200 and "Starting" in body["text"], body
+        configure(own_redis, maxmemory="1")
+        worker.signal(signal.SIGCONT)
+        await wait_for_log(worker, "maxmemory")  # the job is tried, and kept
+        await asyncio.sleep(5)  # a few idle timeouts: more than JOB_MAX_DELIVERIES tries
+
+        configure(own_redis, maxmemory="0")
+        [root] = await deployment.slack.wait_for(lambda: deployment.slack.roots(), 20, "root")
+        [card] = await deployment.cards(root, 1)
+        await deployment.sender.click(card, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "done: deleted u-100"
+        dead: Any = await deployment.redis.xlen(deployment.keys.dead_jobs)
+        assert dead == 0, "the job was kept, not dead-lettered"
     finally:
         await deployment.stop()
