@@ -225,16 +225,19 @@ for _, field in ipairs(fields) do
       table.insert(open, aid)
       local ok, gate = pcall(cjson.decode, redis.call('HGET', run, field))
       if ok and type(gate) == 'table' then
-        local here = ARGV[9] ~= nil and ARGV[9] == gate['channel']
-        local copies = redis.call('HGET', run, F.copies .. aid)
-        if ARGV[9] ~= nil and copies then
-          for _, c in ipairs(cjson.decode(copies)) do
-            if c['channel'] == ARGV[9] then here = true end
+        -- With no `where` (ARGV[9]), "anyone" counts nowhere: fail closed.
+        local here = false
+        if gate['anyone'] == true and ARGV[9] then
+          here = ARGV[9] == gate['channel']
+          local raw = redis.call('HGET', run, F.copies .. aid) or '[]'
+          local read, copies = pcall(cjson.decode, raw)
+          if read and type(copies) == 'table' then
+            for _, c in ipairs(copies) do
+              if type(c) == 'table' and c['channel'] == ARGV[9] then here = true end
+            end
           end
         end
-        if (gate['anyone'] == true and here) or listed(gate['users'], gate['groups']) then
-          allowed = true
-        end
+        if here or listed(gate['users'], gate['groups']) then allowed = true end
       end
     end
   end

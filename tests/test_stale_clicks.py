@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runtime import run_record as rr
 from runtime.call_digest import call_digest
 from tests import agents
+from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
-from tests.test_edits import open_editor, submit
+from tests.test_edits import edit_button, open_editor, submit
 from tests.test_home_tab import home_buttons, open_home
 from tests.test_reach import copies_recorded, copy_in
 
@@ -101,6 +103,45 @@ async def test_a_stale_approve_does_not_complete_the_quorum_of_an_edited_call(
     await bot.sender.click(card, "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text.endswith("deleted u-999")
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-999"})]
+
+
+async def test_on_real_processes_a_stale_approve_is_refused_and_the_edit_runs_once(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """The Procfile's web and worker: Carol's click on the card as it was before Bob's edit is
+    refused by the decision script; her click on the edited card completes the quorum."""
+    policy = tmp_path / "quorum.toml"
+    policy.write_text(QUORUM)
+    deployment.model.script = delete_then_answer
+    await deployment.web(POLICY_FILE=str(policy))
+    deployment.worker("worker.1", POLICY_FILE=str(policy))
+    slack, sender = deployment.slack, deployment.sender
+    root = await deployment.start_run("delete u-100")
+    [card] = await deployment.cards(root, 1)
+    seen_by_carol = str(card.actions()[0]["value"])
+
+    button = edit_button(card)
+    assert button is not None
+    await sender.click(card, "edit_arguments", user="UBOB", value=button["value"])
+    modal = await slack.wait_for(lambda: slack.views[-1] if slack.views else None, 20, "editor")
+    values = {"arguments": {"arguments_input": {"type": "plain_text_input", "value": EDITED}}}
+    await sender.submit_view(modal, user="UBOB", values=values)
+    await slack.wait_for(lambda: "1 of 2 approvals: <@UBOB>" in card.all_text(), 20, "1 of 2")
+
+    await sender.click(card, "approve", user="UCAROL", value=seen_by_carol)
+    notes = await slack.wait_for(
+        lambda: [e for e in slack.ephemerals if e["user"] == "UCAROL"], 20, "note to Carol"
+    )
+    assert str(notes[-1]["text"]).startswith(CHANGED)
+    run_id, approval_id = seen_by_carol.split(":")[:2]
+    key = deployment.keys.run(run_id)
+    assert await deployment.redis.hget(key, rr.DECISION + approval_id) is None
+
+    await sender.click(card, "approve", user="UCAROL")
+    [answer] = await deployment.final_answers(root)
+    assert answer.text.endswith("deleted u-999")
+    executed: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
+    assert [json.loads(e)["arguments"] for e in executed] == [{"user_id": "u-999"}]
 
 
 async def test_an_unchanged_edit_modal_submitted_after_another_edit_is_refused(
