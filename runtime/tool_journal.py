@@ -2,7 +2,8 @@
 
 A job can fail after a tool ran (the model answers 5xx, the worker is killed) and is then retried
 from the state saved before the approval, which asks for the same calls again. Each function tool
-of the registry is wrapped once: a call that already has a recorded outcome gets that outcome
+of the registry is wrapped once (shell, local shell, apply_patch and custom tools too, in
+`runtime.tool_kind_journal`): a call that already has a recorded outcome gets that outcome
 back instead of running again, and a delivery that lost its run (see fencing in
 `runtime.run_record`) runs no further tool. Tools from MCP servers, which the SDK builds
 afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp_tools`).
@@ -104,10 +105,20 @@ Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 class JournaledInvoker:
     """Wraps a FunctionTool's invoker; attributes the SDK looks for pass through to it."""
 
-    def __init__(self, tool_name: str, inner: Invoker, *, mcp_server: str | None = None) -> None:
+    def __init__(
+        self,
+        tool_name: str,
+        inner: Invoker,
+        *,
+        mcp_server: str | None = None,
+        kind: str | None = None,
+    ) -> None:
         self._tool_name = tool_name
         self._inner = inner
         self._mcp_server = mcp_server
+        self._kind = kind
+        """A shell, local shell or apply_patch call's (`runtime.call_description`): its
+        `tool_arguments` are its description, and its digest covers the kind."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -179,7 +190,9 @@ class JournaledInvoker:
             "requester": scope.requester,
             "channel": scope.channel,
             # the edited arguments, if a person edited them
-            "digest": call_digest(self._tool_name, ctx.tool_arguments or "", self._mcp_server),
+            "digest": call_digest(
+                self._tool_name, ctx.tool_arguments or "", self._mcp_server, kind=self._kind
+            ),
             "outcome": str(output)[:OUTCOME_CHARS],
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
@@ -238,7 +251,12 @@ def ran_tools(entries: list[bytes]) -> list[str]:
 
 
 def install_journal(registry: AgentRegistry) -> int:
-    """Wrap every function tool reachable from the registry (once); return how many."""
+    """Wrap every tool that runs in the worker reachable from the registry (once): function
+    tools here, shell, local shell, apply_patch and custom tools in `runtime.tool_kind_journal`;
+    return how many."""
+    # Imported here: that module builds on `JournaledInvoker`, defined above.
+    from runtime.tool_kind_journal import journal_tool_kind
+
     wrapped = 0
     seen: set[int] = set()
     pending: list[Agent[Any]] = [agent for _name, agent in registry]
@@ -253,6 +271,8 @@ def install_journal(registry: AgentRegistry) -> int:
             ):
                 tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
                 wrapped += 1
+            else:
+                wrapped += journal_tool_kind(agent, tool)
         for handoff in agent.handoffs:
             if isinstance(handoff, Agent):
                 pending.append(handoff)

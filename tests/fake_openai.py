@@ -54,7 +54,7 @@ class ModelRequest:
         return {
             item["call_id"]: str(item.get("output"))
             for item in self.input
-            if item.get("type") == "function_call_output"
+            if item.get("type") in TOOL_OUTPUT_TYPES
         }
 
     @property
@@ -63,6 +63,29 @@ class ModelRequest:
 
 
 _ids = itertools.count(1)
+TOOL_OUTPUT_TYPES = ("function_call_output", "shell_call_output", "apply_patch_call_output")
+
+
+def shell_call(commands: list[str], call_id: str, *, timeout_ms: int | None = None) -> Item:
+    """A call of the SDK's `ShellTool` (the Responses API's `shell` tool)."""
+    return {
+        "type": "shell_call",
+        "id": f"sh_{next(_ids)}",
+        "call_id": call_id,
+        "action": {"commands": commands, "timeout_ms": timeout_ms, "max_output_length": None},
+        "status": "completed",
+    }
+
+
+def apply_patch_call(operation: dict[str, str], call_id: str) -> Item:
+    """A call of the SDK's `ApplyPatchTool`: one operation (`type`, `path`, `diff`)."""
+    return {
+        "type": "apply_patch_call",
+        "id": f"ap_{next(_ids)}",
+        "call_id": call_id,
+        "operation": operation,
+        "status": "completed",
+    }
 
 
 def tool_call(name: str, arguments: dict[str, Any], call_id: str | None = None) -> Item:
