@@ -157,3 +157,15 @@ async def test_dropping_a_table_asks_for_the_mcp_servers_tool(demo_bot: Harness)
     await demo_bot.sender.click(card, "approve", user="UBOB")
     answer = await demo_bot.final_answer(root)
     assert "`drop_table`: Dropped table orders (1250 rows)." in answer.text
+
+
+async def test_the_shell_agent_runs_the_approved_command(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("shell: echo hello > notes.txt && cat notes.txt")
+    [card] = await demo_bot.cards(root, 1)
+    assert "*shell* wants to run `shell`" in card.all_text()
+    assert "echo hello &gt; notes.txt &amp;&amp; cat notes.txt" in card.all_text()
+    await demo_bot.sender.click(card, "approve", user="UBOB")
+    answer = await demo_bot.final_answer(root)
+    assert "• `shell`: hello" in answer.text, answer.text
+    [status] = demo_bot.slack.status_messages(root.ts)
+    assert "Nothing ran" not in status.text, status.text
