@@ -63,7 +63,12 @@ class ModelRequest:
 
 
 _ids = itertools.count(1)
-TOOL_OUTPUT_TYPES = ("function_call_output", "shell_call_output", "apply_patch_call_output")
+TOOL_OUTPUT_TYPES = (
+    "function_call_output",
+    "shell_call_output",
+    "local_shell_call_output",
+    "apply_patch_call_output",
+)
 
 
 def shell_call(commands: list[str], call_id: str, *, timeout_ms: int | None = None) -> Item:
@@ -73,6 +78,17 @@ def shell_call(commands: list[str], call_id: str, *, timeout_ms: int | None = No
         "id": f"sh_{next(_ids)}",
         "call_id": call_id,
         "action": {"commands": commands, "timeout_ms": timeout_ms, "max_output_length": None},
+        "status": "completed",
+    }
+
+
+def local_shell_call(command: list[str], call_id: str) -> Item:
+    """A call of the SDK's `LocalShellTool` (the Responses API's `local_shell` tool)."""
+    return {
+        "type": "local_shell_call",
+        "id": f"ls_{next(_ids)}",
+        "call_id": call_id,
+        "action": {"type": "exec", "command": command, "env": {}},
         "status": "completed",
     }
 

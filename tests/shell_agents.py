@@ -1,4 +1,5 @@
-"""Agents whose tools are the SDK's shell and apply_patch tools, each needing approval.
+"""Agents whose tools are the SDK's shell and apply_patch tools, each needing approval, and its
+local shell tool, which cannot ask.
 
 Like `tests/agents.py`, every execution is written to the ledger (`COUNTERSIGN_TEST_LEDGER`) as it
 starts; nothing runs on the machine: the shell "runs" a command by echoing it back.
@@ -14,6 +15,8 @@ from typing import Any
 from agents import (
     Agent,
     ApplyPatchTool,
+    LocalShellCommandRequest,
+    LocalShellTool,
     ShellCallOutcome,
     ShellCommandOutput,
     ShellCommandRequest,
@@ -53,6 +56,12 @@ async def run_commands(request: ShellCommandRequest) -> ShellResult:
     )
 
 
+async def run_local(request: LocalShellCommandRequest) -> str:
+    command = list(request.data.action.command)
+    await _record({"tool": "local_shell", "command": command, "call_id": request.data.call_id})
+    return "ran " + " ".join(command)
+
+
 class LedgerEditor:
     """An apply_patch editor that only records what it was asked to do."""
 
@@ -76,6 +85,7 @@ ops = Agent[Any](
     tools=[
         ShellTool(executor=run_commands, needs_approval=True),
         ApplyPatchTool(editor=LedgerEditor(), needs_approval=True),
+        LocalShellTool(executor=run_local),  # the SDK never asks before it runs
     ],
 )
 REGISTRY = [ops]

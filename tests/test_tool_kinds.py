@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from runtime.call_digest import call_digest
 from tests.deployment import Deployment
 from tests.fake_openai import (
     Item,
     ModelError,
     ModelRequest,
     apply_patch_call,
+    local_shell_call,
     message,
     shell_call,
 )
@@ -59,6 +61,21 @@ def patch_then_answer(failures: int = 0) -> Callable[[ModelRequest], list[Item] 
             failed += 1
             return ModelError(503, "overloaded")
         return [message("done: " + request.tool_outputs["call_ap"])]
+
+    return script
+
+
+def local_shell_then_answer(failures: int) -> Callable[[ModelRequest], list[Item] | ModelError]:
+    failed = 0
+
+    def script(request: ModelRequest) -> list[Item] | ModelError:
+        nonlocal failed
+        if "call_ls" not in request.tool_outputs:
+            return [local_shell_call(["touch", "f"], "call_ls")]
+        if failed < failures:
+            failed += 1
+            return ModelError(503, "overloaded")
+        return [message("done: " + request.tool_outputs["call_ls"])]
 
     return script
 
@@ -190,6 +207,37 @@ async def test_an_apply_patch_call_shows_the_patch_and_runs_once(
     assert any(e["event"] == "replayed" for e in trail)
     [status] = deployment.slack.status_messages(root.ts)
     assert "Nothing ran" not in status.all_text(), status.all_text()
+
+
+async def test_a_local_shell_call_runs_once_and_is_audited(deployment: Deployment) -> None:
+    """The SDK runs a local shell call without asking (it cannot ask): still, at most once."""
+    deployment.model.script = local_shell_then_answer(failures=4)
+    await started(deployment, JOB_MAX_DELIVERIES="6")
+    root = await deployment.start_run("touch f")
+    answers = await deployment.slack.wait_for(
+        lambda: deployment.slack.final_answers(root.ts), 60, "final answer"
+    )
+    assert answers[0].text == "done: ran touch f", answers[0].text
+    assert [e["tool"] for e in await ledger(deployment)] == ["local_shell"], deployment.logs_text()
+    trail = await audit(deployment)
+    [executed] = [e for e in trail if e["event"] == "executed"]
+    assert executed["tool"] == "local_shell" and executed["call_id"] == "call_ls"
+    assert any(e["event"] == "replayed" for e in trail)
+
+
+def test_function_tool_and_mcp_digests_are_unchanged() -> None:
+    """Stored approvals and grants hold these digests: the kinds added none to them."""
+    assert call_digest("delete_user", '{"user_id": "u-100"}') == (
+        "9056a44f845f97c35a9635fe94239f6ea1785bc9d53a852b68607e1d5a5f456a"
+    )
+    assert call_digest("drop_table", '{"table":"orders"}', "db") == (
+        "d202baaf743c936aff13973fd0ac6be55d06c409f7200408e9907f20c018131b"
+    )
+    assert call_digest("x", "not json") == (
+        "0ac22f8d73c372fa477b77fece4e95f33870cb84b4bde09484b3b7bf4f549ded"
+    )
+    shell = '{"commands":["ls"],"max_output_length":null,"timeout_ms":null}'
+    assert call_digest("shell", shell, kind="shell") != call_digest("shell", shell)
 
 
 async def test_a_registry_with_a_tool_that_cannot_be_described_is_refused_at_load(
