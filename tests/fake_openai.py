@@ -68,6 +68,7 @@ TOOL_OUTPUT_TYPES = (
     "shell_call_output",
     "local_shell_call_output",
     "apply_patch_call_output",
+    "custom_tool_call_output",
 )
 
 
@@ -90,6 +91,17 @@ def local_shell_call(command: list[str], call_id: str) -> Item:
         "call_id": call_id,
         "action": {"type": "exec", "command": command, "env": {}},
         "status": "completed",
+    }
+
+
+def custom_tool_call(name: str, text: str, call_id: str) -> Item:
+    """A call of a `CustomTool`: raw text, not JSON arguments."""
+    return {
+        "type": "custom_tool_call",
+        "id": f"ct_{next(_ids)}",
+        "call_id": call_id,
+        "name": name,
+        "input": text,
     }
 
 

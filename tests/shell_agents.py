@@ -1,5 +1,5 @@
-"""Agents whose tools are the SDK's shell and apply_patch tools, each needing approval, and its
-local shell tool, which cannot ask.
+"""Agents whose tools are the SDK's shell, apply_patch and custom tools, each needing approval,
+and its local shell tool, which cannot ask.
 
 Like `tests/agents.py`, every execution is written to the ledger (`COUNTERSIGN_TEST_LEDGER`) as it
 starts; nothing runs on the machine: the shell "runs" a command by echoing it back.
@@ -15,6 +15,7 @@ from typing import Any
 from agents import (
     Agent,
     ApplyPatchTool,
+    CustomTool,
     LocalShellCommandRequest,
     LocalShellTool,
     ShellCallOutcome,
@@ -24,6 +25,7 @@ from agents import (
     ShellTool,
 )
 from agents.editor import ApplyPatchOperation, ApplyPatchResult
+from agents.tool_context import ToolContext
 
 from tests.agents import _ledger_client
 
@@ -62,6 +64,11 @@ async def run_local(request: LocalShellCommandRequest) -> str:
     return "ran " + " ".join(command)
 
 
+async def take_note(ctx: ToolContext[Any], text: str) -> str:
+    await _record({"tool": "note", "input": text, "call_id": ctx.tool_call_id})
+    return f"noted {text}"
+
+
 class LedgerEditor:
     """An apply_patch editor that only records what it was asked to do."""
 
@@ -85,6 +92,12 @@ ops = Agent[Any](
     tools=[
         ShellTool(executor=run_commands, needs_approval=True),
         ApplyPatchTool(editor=LedgerEditor(), needs_approval=True),
+        CustomTool(
+            name="note",
+            description="Write down a note, in plain text.",
+            on_invoke_tool=take_note,
+            needs_approval=True,
+        ),
         LocalShellTool(executor=run_local),  # the SDK never asks before it runs
     ],
 )

@@ -20,6 +20,7 @@ from tests.fake_openai import (
     ModelError,
     ModelRequest,
     apply_patch_call,
+    custom_tool_call,
     local_shell_call,
     message,
     shell_call,
@@ -30,9 +31,10 @@ from tests.test_grants import grant_options
 
 SHELL_AGENTS = {"AGENTS": "tests.shell_agents:REGISTRY"}
 PATCH = {"type": "create_file", "path": "notes.txt", "diff": "+hello\n"}
+Script = Callable[[ModelRequest], list[Item] | ModelError]
 
 
-def shell_then_answer(failures: int = 0) -> Callable[[ModelRequest], list[Item] | ModelError]:
+def shell_then_answer(failures: int = 0) -> Script:
     """Run the task's text as one shell command (call id `call_sh_<task>`); once told the
     output, answer 503 `failures` times, then `done: <output>`."""
     failed = 0
@@ -50,32 +52,18 @@ def shell_then_answer(failures: int = 0) -> Callable[[ModelRequest], list[Item] 
     return script
 
 
-def patch_then_answer(failures: int = 0) -> Callable[[ModelRequest], list[Item] | ModelError]:
+def call_then_answer(call: Item, failures: int) -> Script:
+    """Make `call`; once told its output, answer 503 `failures` times, then `done: <output>`."""
     failed = 0
 
     def script(request: ModelRequest) -> list[Item] | ModelError:
         nonlocal failed
-        if "call_ap" not in request.tool_outputs:
-            return [apply_patch_call(PATCH, "call_ap")]
+        if call["call_id"] not in request.tool_outputs:
+            return [call]
         if failed < failures:
             failed += 1
             return ModelError(503, "overloaded")
-        return [message("done: " + request.tool_outputs["call_ap"])]
-
-    return script
-
-
-def local_shell_then_answer(failures: int) -> Callable[[ModelRequest], list[Item] | ModelError]:
-    failed = 0
-
-    def script(request: ModelRequest) -> list[Item] | ModelError:
-        nonlocal failed
-        if "call_ls" not in request.tool_outputs:
-            return [local_shell_call(["touch", "f"], "call_ls")]
-        if failed < failures:
-            failed += 1
-            return ModelError(503, "overloaded")
-        return [message("done: " + request.tool_outputs["call_ls"])]
+        return [message("done: " + request.tool_outputs[call["call_id"]])]
 
     return script
 
@@ -188,7 +176,7 @@ async def test_a_shell_call_that_ran_is_journaled_audited_and_reported(
 async def test_an_apply_patch_call_shows_the_patch_and_runs_once(
     deployment: Deployment,
 ) -> None:
-    deployment.model.script = patch_then_answer(failures=4)
+    deployment.model.script = call_then_answer(apply_patch_call(PATCH, "call_ap"), failures=4)
     await started(deployment, JOB_MAX_DELIVERIES="6")
     root = await deployment.start_run("write the notes")
     [card] = await deployment.cards(root, 1)
@@ -211,7 +199,7 @@ async def test_an_apply_patch_call_shows_the_patch_and_runs_once(
 
 async def test_a_local_shell_call_runs_once_and_is_audited(deployment: Deployment) -> None:
     """The SDK runs a local shell call without asking (it cannot ask): still, at most once."""
-    deployment.model.script = local_shell_then_answer(failures=4)
+    deployment.model.script = call_then_answer(local_shell_call(["touch", "f"], "call_ls"), 4)
     await started(deployment, JOB_MAX_DELIVERIES="6")
     root = await deployment.start_run("touch f")
     answers = await deployment.slack.wait_for(
@@ -223,6 +211,24 @@ async def test_a_local_shell_call_runs_once_and_is_audited(deployment: Deploymen
     [executed] = [e for e in trail if e["event"] == "executed"]
     assert executed["tool"] == "local_shell" and executed["call_id"] == "call_ls"
     assert any(e["event"] == "replayed" for e in trail)
+
+
+async def test_a_custom_tool_call_shows_its_input_and_runs_once(deployment: Deployment) -> None:
+    deployment.model.script = call_then_answer(custom_tool_call("note", "buy milk", "call_ct"), 4)
+    await started(deployment, JOB_MAX_DELIVERIES="6")
+    root = await deployment.start_run("remember the milk")
+    [card] = await deployment.cards(root, 1)
+    assert "buy milk" in shown(card), shown(card)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    answers = await deployment.slack.wait_for(
+        lambda: deployment.slack.final_answers(root.ts), 60, "final answer"
+    )
+    assert answers[0].text == "done: noted buy milk", answers[0].text
+    assert [e["tool"] for e in await ledger(deployment)] == ["note"], deployment.logs_text()
+    trail = await audit(deployment)
+    [requested] = [e for e in trail if e["event"] == "requested"]
+    [executed] = [e for e in trail if e["event"] == "executed"]
+    assert executed["digest"] == requested["digest"]
 
 
 def test_function_tool_and_mcp_digests_are_unchanged() -> None:
