@@ -103,7 +103,8 @@ Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
 
 class JournaledInvoker:
-    """Wraps a FunctionTool's invoker; attributes the SDK looks for pass through to it."""
+    """Wraps a FunctionTool's invoker (or a custom tool's, or an executor's call:
+    `runtime.tool_kind_journal`); attributes the SDK looks for pass through to it."""
 
     def __init__(
         self,
@@ -117,8 +118,8 @@ class JournaledInvoker:
         self._inner = inner
         self._mcp_server = mcp_server
         self._kind = kind
-        """A shell, local shell or apply_patch call's (`runtime.call_description`): its
-        `tool_arguments` are its description, and its digest covers the kind."""
+        """`shell`, `local_shell` or `apply_patch` (`runtime.call_description`): the call's
+        `tool_arguments` are then its description, and its digest covers the kind."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
