@@ -14,6 +14,7 @@ from runtime.agent_graph import callers
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_context import editable_schema, function_tool_of, why_of
+from runtime.call_description import described_arguments, tool_kind
 from runtime.call_digest import call_digest
 from runtime.contracts import new_approval_id
 from runtime.envelope import Decision, PendingCall, RunEnvelope
@@ -64,10 +65,11 @@ class CallPlanner:
         now: float,
         why: str | None,
     ) -> tuple[PendingCall, CallRule]:
-        tool, agent_name, arguments = item.name or "?", item.agent.name, item.arguments or ""
+        # What will run: the model's arguments, or a shell or patch call's own description.
+        tool, agent_name, arguments = item.name or "?", item.agent.name, described_arguments(item)
         server, description = self._origin(item)
         rule = self.policy.rule_for(tool, agent_name, server)
-        digest = call_digest(tool, arguments, server)
+        digest = call_digest(tool, arguments, server, kind=tool_kind(item))
         approval_id = new_approval_id()
         decision = None
         if rule.auto is not None:

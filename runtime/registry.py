@@ -8,6 +8,8 @@ from typing import Any
 
 from agents import Agent
 
+from runtime.call_description import refusal
+
 
 class RegistryError(Exception):
     """The registry cannot be loaded or is not usable; the message says how to fix it."""
@@ -37,6 +39,9 @@ class AgentRegistry:
                 raise RegistryError(f"registry entry {name!r} is not an agents.Agent")
             if name in self._agents:
                 raise RegistryError(f"two agents are registered as {name!r}; names must differ")
+            for tool in agent.tools:
+                if (why := refusal(agent.name, tool)) is not None:
+                    raise RegistryError(why)
             self._agents[name] = agent
 
     @property

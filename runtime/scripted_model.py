@@ -8,7 +8,8 @@ tools, the approvals and the hand-offs exactly as with a real model; only the wo
 It understands tasks like "delete u-100", "restart the api", "list users", "refund o-1 1200"
 (cents; billing's tool, so ops hands off first), "list tables" and "drop the orders table" (tools
 of the `db` MCP server), "greet me in spanish" (`respond_spanish`, an agent used as a tool, whose
-`spanish` agent asks for `get_user_name`), joined with "and". Each answer says it came
+`spanish` agent asks for `get_user_name`), joined with "and". The `shell` agent runs its whole
+task as one shell command ("shell: echo hello >> notes.txt"). Each answer says it came
 from a scripted model, so nobody mistakes it for a real one in Slack either.
 """
 
@@ -23,6 +24,10 @@ from typing import Any
 from agents import Model, ModelProvider, RunConfig
 from agents.items import TResponseOutputItem
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from openai.types.responses.response_function_shell_tool_call import (
+    Action,
+    ResponseFunctionShellToolCall,
+)
 
 from runtime.settings import RuntimeSettings
 from runtime.state_decisions import not_run_reason
@@ -41,7 +46,9 @@ EXAMPLES = (
     "`delete u-101 and restart search`",
     "`drop the orders table` (a tool of an MCP server)",
     "`greet me in spanish` (an agent used as a tool, which asks too)",
+    "`shell: echo hello >> notes.txt` (the shell agent)",
 )
+SHELL_TOOL = "shell"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +117,14 @@ def _history(items: list[Any]) -> list[_Called]:
     outputs = {
         _field(i, "call_id"): _output_text(_field(i, "output"))
         for i in items
-        if _field(i, "type") == "function_call_output"
+        if _field(i, "type") in ("function_call_output", "shell_call_output")
     }
     called = []
     for item in items:
+        if _field(item, "type") == "shell_call":
+            commands = list(_field(_field(item, "action"), "commands") or [])
+            output = outputs.get(_field(item, "call_id"))
+            called.append(_Called(SHELL_TOOL, {"commands": commands}, output))
         if _field(item, "type") != "function_call":
             continue
         try:
@@ -126,9 +137,11 @@ def _history(items: list[Any]) -> list[_Called]:
 
 
 def _output_text(output: Any) -> str:
-    """A function tool's output is text; an MCP tool's is a list of content parts."""
+    """A function tool's output is text; an MCP tool's is a list of content parts, a shell
+    call's a list of each command's output."""
     if isinstance(output, list):
-        return " ".join(str(_field(part, "text") or "") for part in output)
+        parts = (_field(p, "text") or _field(p, "stdout") or _field(p, "stderr") for p in output)
+        return " ".join(str(part or "") for part in parts).strip()
     return str(output)
 
 
@@ -138,6 +151,8 @@ def scripted_reply(call: ModelCall) -> list[TResponseOutputItem]:
     task = call.input if isinstance(call.input, str) else _task(items)
     history = _history(items)
     tools = {tool.name for tool in call.tools}
+    if SHELL_TOOL in tools and task.strip() and not any(c.name == SHELL_TOOL for c in history):
+        return [_shell_call(task.strip())]
     handoffs = {handoff.agent_name: handoff.tool_name for handoff in call.handoffs}
     wanted = [
         intent
@@ -177,6 +192,17 @@ def _answer(history: list[_Called], task: str) -> str:
 
 def _shorten(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _shell_call(command: str) -> TResponseOutputItem:
+    call_id = _call_id()
+    return ResponseFunctionShellToolCall(
+        type="shell_call",
+        id=f"sh_{call_id}",
+        call_id=call_id,
+        action=Action(commands=[command]),
+        status="completed",
+    )
 
 
 def _call_id() -> str:

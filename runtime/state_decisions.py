@@ -17,6 +17,7 @@ from agents import Agent, RunState, ToolApprovalItem
 from runtime.agent_graph import reachable_agents
 from runtime.call_choices import ArgumentEdit
 from runtime.call_context import editable_schema
+from runtime.call_description import described_arguments, tool_kind
 from runtime.call_digest import call_digest
 from runtime.envelope import Decision, PendingCall, RunEnvelope
 from runtime.mcp_origin import mcp_server_of
@@ -77,7 +78,7 @@ def binds(
     on (its original digest), run with the edited arguments, whose digest the approval binds;
     and only where the tool can run with them (`editable_schema`: never an MCP tool)."""
     tool = item.name or "?"
-    model_digest = call_digest(tool, item.arguments or "", server)
+    model_digest = call_digest(tool, described_arguments(item), server, kind=tool_kind(item))
     if decision.edit is None:
         return not decision.digest or decision.digest == model_digest
     edited_digest = call_digest(tool, decision.edit.arguments, server)

@@ -3,7 +3,8 @@
 A job can fail after a tool ran (the model answers 5xx, the worker is killed) and is then retried
 from the state saved before the approval, which asks for the same calls again. Each function tool
 of every agent the registry reaches (`runtime.agent_graph`: hand-offs, agents used as tools) is
-wrapped once: a call that already has a recorded outcome gets that outcome
+wrapped once (shell, local shell, apply_patch and custom tools too, in
+`runtime.tool_kind_journal`): a call that already has a recorded outcome gets that outcome
 back instead of running again, and a delivery that lost its run (see fencing in
 `runtime.run_record`) runs no further tool. Tools from MCP servers, which the SDK builds
 afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp_tools`).
@@ -28,10 +29,11 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents import FunctionTool
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
-from runtime.agent_graph import function_tools, inner_run_interrupted
+from runtime.agent_graph import inner_run_interrupted, reachable_agents
 from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
@@ -105,12 +107,23 @@ Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
 
 class JournaledInvoker:
-    """Wraps a FunctionTool's invoker; attributes the SDK looks for pass through to it."""
+    """Wraps a FunctionTool's invoker (or a custom tool's, or an executor's call:
+    `runtime.tool_kind_journal`); attributes the SDK looks for pass through to it."""
 
-    def __init__(self, tool_name: str, inner: Invoker, *, mcp_server: str | None = None) -> None:
+    def __init__(
+        self,
+        tool_name: str,
+        inner: Invoker,
+        *,
+        mcp_server: str | None = None,
+        kind: str | None = None,
+    ) -> None:
         self._tool_name = tool_name
         self._inner = inner
         self._mcp_server = mcp_server
+        self._kind = kind
+        """`shell`, `local_shell` or `apply_patch` (`runtime.call_description`): the call's
+        `tool_arguments` are then its description, and its digest covers the kind."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -184,7 +197,9 @@ class JournaledInvoker:
             "requester": scope.requester,
             "channel": scope.channel,
             # the edited arguments, if a person edited them
-            "digest": call_digest(self._tool_name, ctx.tool_arguments or "", self._mcp_server),
+            "digest": call_digest(
+                self._tool_name, ctx.tool_arguments or "", self._mcp_server, kind=self._kind
+            ),
             "outcome": str(output)[:OUTCOME_CHARS],
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
@@ -243,11 +258,19 @@ def ran_tools(entries: list[bytes]) -> list[str]:
 
 
 def install_journal(registry: AgentRegistry) -> int:
-    """Wrap every function tool of every agent the registry's agents reach (once); return how
-    many."""
+    """Wrap every tool that runs in the worker, of every agent the registry's agents reach
+    (once): function tools here, shell, local shell, apply_patch and custom tools in
+    `runtime.tool_kind_journal`; return how many."""
+    # Imported here: that module builds on `JournaledInvoker`, defined above.
+    from runtime.tool_kind_journal import journal_tool_kind
+
     wrapped = 0
-    for tool in function_tools(agent for _name, agent in registry):
-        if not isinstance(tool.on_invoke_tool, JournaledInvoker):
-            tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
-            wrapped += 1
+    for agent in reachable_agents(agent for _name, agent in registry):
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool):
+                if not isinstance(tool.on_invoke_tool, JournaledInvoker):
+                    tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+                    wrapped += 1
+            else:
+                wrapped += journal_tool_kind(agent, tool)
     return wrapped

@@ -54,7 +54,7 @@ class ModelRequest:
         return {
             item["call_id"]: str(item.get("output"))
             for item in self.input
-            if item.get("type") == "function_call_output"
+            if item.get("type") in TOOL_OUTPUT_TYPES
         }
 
     @property
@@ -63,6 +63,57 @@ class ModelRequest:
 
 
 _ids = itertools.count(1)
+TOOL_OUTPUT_TYPES = (
+    "function_call_output",
+    "shell_call_output",
+    "local_shell_call_output",
+    "apply_patch_call_output",
+    "custom_tool_call_output",
+)
+
+
+def shell_call(commands: list[str], call_id: str, *, timeout_ms: int | None = None) -> Item:
+    """A call of the SDK's `ShellTool` (the Responses API's `shell` tool)."""
+    return {
+        "type": "shell_call",
+        "id": f"sh_{next(_ids)}",
+        "call_id": call_id,
+        "action": {"commands": commands, "timeout_ms": timeout_ms, "max_output_length": None},
+        "status": "completed",
+    }
+
+
+def local_shell_call(command: list[str], call_id: str) -> Item:
+    """A call of the SDK's `LocalShellTool` (the Responses API's `local_shell` tool)."""
+    return {
+        "type": "local_shell_call",
+        "id": f"ls_{next(_ids)}",
+        "call_id": call_id,
+        "action": {"type": "exec", "command": command, "env": {}},
+        "status": "completed",
+    }
+
+
+def custom_tool_call(name: str, text: str, call_id: str) -> Item:
+    """A call of a `CustomTool`: raw text, not JSON arguments."""
+    return {
+        "type": "custom_tool_call",
+        "id": f"ct_{next(_ids)}",
+        "call_id": call_id,
+        "name": name,
+        "input": text,
+    }
+
+
+def apply_patch_call(operation: dict[str, str], call_id: str) -> Item:
+    """A call of the SDK's `ApplyPatchTool`: one operation (`type`, `path`, `diff`)."""
+    return {
+        "type": "apply_patch_call",
+        "id": f"ap_{next(_ids)}",
+        "call_id": call_id,
+        "operation": operation,
+        "status": "completed",
+    }
 
 
 def tool_call(name: str, arguments: dict[str, Any], call_id: str | None = None) -> Item:

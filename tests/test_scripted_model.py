@@ -177,3 +177,15 @@ async def test_a_nested_agent_tool_asks_at_both_levels_and_answers(demo_bot: Har
     trail = await demo_bot.audit_until("finished")
     ran = [entry["tool"] for entry in trail if entry["event"] == "executed"]
     assert ran == ["get_user_name", "respond_spanish"]
+
+
+async def test_the_shell_agent_runs_the_approved_command(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("shell: echo hello > notes.txt && cat notes.txt")
+    [card] = await demo_bot.cards(root, 1)
+    assert "*shell* wants to run `shell`" in card.all_text()
+    assert "echo hello &gt; notes.txt &amp;&amp; cat notes.txt" in card.all_text()
+    await demo_bot.sender.click(card, "approve", user="UBOB")
+    answer = await demo_bot.final_answer(root)
+    assert "• `shell`: hello" in answer.text, answer.text
+    [status] = demo_bot.slack.status_messages(root.ts)
+    assert "Nothing ran" not in status.text, status.text

@@ -6,7 +6,8 @@
 
 const EXAMPLES = [
   "delete u-100", "restart the api", "refund o-5521 1200", "delete u-101 and restart search",
-  "drop the orders table", "greet me in spanish", "help",
+  "drop the orders table", "greet me in spanish",
+  "shell: echo hello > notes.txt && cat notes.txt", "help",
 ];
 let snapshot = null;
 let person = localStorage.getItem("countersign.person");
