@@ -8,6 +8,7 @@ from typing import Any
 
 from agents import Agent
 
+from runtime.agent_graph import reachable_agents
 from runtime.call_description import refusal
 
 
@@ -39,10 +40,12 @@ class AgentRegistry:
                 raise RegistryError(f"registry entry {name!r} is not an agents.Agent")
             if name in self._agents:
                 raise RegistryError(f"two agents are registered as {name!r}; names must differ")
+            self._agents[name] = agent
+        # Every agent a run can reach (hand-offs, agents used as tools), listed here or not.
+        for agent in reachable_agents(self._agents.values()):
             for tool in agent.tools:
                 if (why := refusal(agent.name, tool)) is not None:
                     raise RegistryError(why)
-            self._agents[name] = agent
 
     @property
     def default(self) -> Agent[Any]:
