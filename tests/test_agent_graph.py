@@ -17,10 +17,12 @@ from agents._run_state_agent_identity import _iter_agent_graph
 
 from runtime import examples
 from runtime.agent_graph import reachable_agents
-from tests import graph_agents
+from tests import agents, graph_agents
+from tests.conftest import with_env
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
+from tests.harness import Harness
 from tests.test_faults import ledger
 
 GRAPH = {"AGENTS": "tests.graph_agents:REGISTRY"}
@@ -162,3 +164,21 @@ def test_the_walk_reaches_what_the_sdk_restores() -> None:
         assert ours == {id(agent) for agent in _iter_agent_graph(root)}
     names = {agent.name for agent in reachable_agents(graph_agents.REGISTRY)}
     assert names == {"front", "mechanic", "spanish", "dictionary"}
+
+
+@with_env(**GRAPH)
+async def test_a_deploy_that_removed_a_nested_agents_waiting_tool_says_so(bot: Harness) -> None:
+    bot.model.script = spanish_script
+    root = await bot.start_run("greet me in spanish")
+    [outer] = await bot.cards(root, 1)
+    await bot.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await bot.cards(root, 2)
+    await bot.stop_workers()
+    await bot.start_worker("after-deploy", AGENTS="tests.graph_agents:REGISTRY_AFTER_DEPLOY")
+
+    await bot.sender.click(inner, "approve", user="UBOB")
+    answer = await bot.final_answer(root)
+    assert answer.text.startswith(
+        ":x: This run waits on a tool its agent no longer offers (`get_user_name` of agent spanish)"
+    ), answer.text
+    assert agents.EXECUTIONS == []
