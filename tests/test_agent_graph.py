@@ -16,7 +16,7 @@ from agents import Agent
 from agents._run_state_agent_identity import _iter_agent_graph
 
 from runtime import examples
-from runtime.agent_graph import reachable_agents
+from runtime.agent_graph import callers, reachable_agents
 from tests import agents, graph_agents
 from tests.conftest import with_env
 from tests.deployment import Deployment
@@ -182,3 +182,18 @@ async def test_a_deploy_that_removed_a_nested_agents_waiting_tool_says_so(bot: H
         ":x: This run waits on a tool its agent no longer offers (`get_user_name` of agent spanish)"
     ), answer.text
     assert agents.EXECUTIONS == []
+
+
+def test_a_card_names_every_agent_that_ran_the_asking_one_as_a_tool() -> None:
+    """`outer` runs `middle` as a tool, which runs `inner` as a tool and hands off to `aside`."""
+    inner = Agent[Any](name="inner")
+    aside = Agent[Any](name="aside")
+    middle = Agent[Any](name="middle", tools=[inner.as_tool("ask_inner", "")], handoffs=[aside])
+    outer = Agent[Any](name="outer", tools=[middle.as_tool("ask_middle", "")])
+    assert callers(outer, outer) == ()
+    assert callers(outer, middle) == ("outer",)
+    assert callers(outer, inner) == ("outer", "middle")
+    assert callers(outer, aside) == ("outer",), "a hand-off inside a tool call stays inside it"
+    assert callers(middle, aside) == (), "the run's own hand-off"
+    assert callers(graph_agents.front, graph_agents.spanish) == ("front",)
+    assert callers(graph_agents.front, graph_agents.mechanic) == ()
