@@ -66,17 +66,6 @@ def reachable_agents(roots: Iterable[Agent[Any]]) -> list[Agent[Any]]:
     return list(seen.values())
 
 
-def function_tools(roots: Iterable[Agent[Any]]) -> Iterator[FunctionTool]:
-    """The function tools of every agent reachable from `roots` (agent tools included), each
-    tool object once."""
-    seen: set[int] = set()
-    for agent in reachable_agents(roots):
-        for tool in agent.tools:
-            if isinstance(tool, FunctionTool) and id(tool) not in seen:
-                seen.add(id(tool))
-                yield tool
-
-
 def callers(start: Agent[Any], asking: Agent[Any]) -> tuple[str, ...]:
     """The names of the agents that ran `asking` (or the agent that handed off to it) as a tool,
     outermost first, when `start` (the run's current agent) reached it through agent tools;

@@ -28,10 +28,11 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents import FunctionTool
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
-from runtime.agent_graph import function_tools, inner_run_interrupted
+from runtime.agent_graph import inner_run_interrupted, reachable_agents
 from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
@@ -243,11 +244,13 @@ def ran_tools(entries: list[bytes]) -> list[str]:
 
 
 def install_journal(registry: AgentRegistry) -> int:
-    """Wrap every function tool of every agent the registry's agents reach (once); return how
-    many."""
+    """Wrap every function tool of every agent the registry reaches (once); return how many."""
     wrapped = 0
-    for tool in function_tools(agent for _name, agent in registry):
-        if not isinstance(tool.on_invoke_tool, JournaledInvoker):
-            tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
-            wrapped += 1
+    for agent in reachable_agents(agent for _name, agent in registry):
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool) and not isinstance(
+                tool.on_invoke_tool, JournaledInvoker
+            ):
+                tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+                wrapped += 1
     return wrapped
