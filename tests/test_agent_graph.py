@@ -23,6 +23,7 @@ from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
+from tests.test_edits import edit_button
 from tests.test_faults import ledger
 
 GRAPH = {"AGENTS": "tests.graph_agents:REGISTRY"}
@@ -197,3 +198,15 @@ def test_a_card_names_every_agent_that_ran_the_asking_one_as_a_tool() -> None:
     assert callers(middle, aside) == (), "the run's own hand-off"
     assert callers(graph_agents.front, graph_agents.spanish) == ("front",)
     assert callers(graph_agents.front, graph_agents.mechanic) == ()
+
+
+@with_env(**GRAPH)
+async def test_an_agent_tool_call_has_no_edit_its_inner_tool_has(bot: Harness) -> None:
+    """An edit would be carried by one round only, and an agent tool's run may outlive it."""
+    bot.model.script = spanish_script
+    root = await bot.start_run("greet me in spanish")
+    [outer] = await bot.cards(root, 1)
+    assert edit_button(outer) is None
+    await bot.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await bot.cards(root, 2)
+    assert edit_button(inner) is not None
