@@ -210,3 +210,18 @@ async def test_an_agent_tool_call_has_no_edit_its_inner_tool_has(bot: Harness) -
     await bot.sender.click(outer, "approve", user="UBOB")
     [_, inner] = await bot.cards(root, 2)
     assert edit_button(inner) is not None
+
+
+@with_env(**GRAPH)
+async def test_a_rejected_inner_call_is_told_to_the_inner_agent(bot: Harness) -> None:
+    bot.model.script = spanish_script
+    root = await bot.start_run("greet me in spanish")
+    [outer] = await bot.cards(root, 1)
+    await bot.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await bot.cards(root, 2)
+    await bot.sender.reject(inner, user="UCAROL", reason="no names today")
+
+    answer = await bot.final_answer(root)
+    assert "was rejected by ucarol (UCAROL). Reason: no names today" in answer.text
+    assert agents.EXECUTIONS == []
+    assert len([c for c in bot.slack.cards() if c.thread_ts == root.ts]) == 2
