@@ -66,35 +66,24 @@ def reachable_agents(roots: Iterable[Agent[Any]]) -> list[Agent[Any]]:
     return list(seen.values())
 
 
-def function_tools(roots: Iterable[Agent[Any]]) -> Iterator[FunctionTool]:
-    """The function tools of every agent reachable from `roots` (agent tools included), each
-    tool object once."""
-    seen: set[int] = set()
-    for agent in reachable_agents(roots):
-        for tool in agent.tools:
-            if isinstance(tool, FunctionTool) and id(tool) not in seen:
-                seen.add(id(tool))
-                yield tool
-
-
 def callers(start: Agent[Any], asking: Agent[Any]) -> tuple[str, ...]:
-    """The names of the agents that ran `asking` as a tool, outermost first, when `start` (the
-    run's current agent) reached it only through agent tools; () when `start` asked itself or
-    the path is unknown."""
-    parents: dict[int, Agent[Any] | None] = {id(start): None}
+    """The names of the agents that ran `asking` (or the agent that handed off to it) as a tool,
+    outermost first, when `start` (the run's current agent) reached it through agent tools;
+    () when `start` asked itself or the path is unknown."""
+    paths: dict[int, tuple[str, ...]] = {id(start): ()}
     pending: deque[Agent[Any]] = deque([start])
     while pending:
         agent = pending.popleft()
-        if agent is asking or (agent.name == asking.name and agent is not start):
-            path: list[str] = []
-            parent = parents[id(agent)]
-            while parent is not None:
-                path.append(parent.name)
-                parent = parents[id(parent)]
-            return tuple(reversed(path))
-        for inner in tool_agents(agent):
-            if id(inner) not in parents:
-                parents[id(inner)] = agent
+        path = paths[id(agent)]
+        if agent is asking or (path and agent.name == asking.name):
+            return path
+        # A hand-off inside an agent tool's run stays inside that tool call.
+        edges = [(inner, (*path, agent.name)) for inner in tool_agents(agent)]
+        if path:
+            edges += [(target, path) for target in handoff_targets(agent)]
+        for inner, inner_path in edges:
+            if id(inner) not in paths:
+                paths[id(inner)] = inner_path
                 pending.append(inner)
     return ()
 

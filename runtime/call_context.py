@@ -9,6 +9,7 @@ from typing import Any
 from agents import FunctionTool, ItemHelpers, MessageOutputItem, RunResult, ToolCallOutputItem
 from agents.items import ToolApprovalItem
 
+from runtime.agent_graph import tool_agent
 from runtime.mcp_origin import mcp_server_of
 from runtime.tool_journal import JournaledInvoker
 
@@ -40,9 +41,13 @@ def function_tool_of(item: ToolApprovalItem) -> FunctionTool | None:
 
 def editable_schema(item: ToolApprovalItem) -> dict[str, Any] | None:
     """The tool's arguments schema if its calls can run with edited arguments (a function tool
-    whose invoker Countersign wraps, `runtime.tool_journal`); None: no Edit."""
+    whose invoker Countersign wraps, `runtime.tool_journal`); None: no Edit. Never for an agent
+    used as a tool: its run may stop for approvals inside and resume in a later round, whose
+    calls no longer carry the edit (the model would not be told of it)."""
     tool = function_tool_of(item)
-    if tool is None or not isinstance(tool.on_invoke_tool, JournaledInvoker):
+    if tool is None or tool_agent(tool) is not None:
+        return None
+    if not isinstance(tool.on_invoke_tool, JournaledInvoker):
         return None
     return dict(tool.params_json_schema)
 

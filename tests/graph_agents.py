@@ -59,3 +59,17 @@ front = Agent[Any](
 )
 
 REGISTRY = [front]
+
+
+def _after_deploy() -> Agent[Any]:
+    """`front` after a deploy that took `get_user_name` away from `spanish`."""
+    spanish_after = spanish.clone(tools=[])
+    respond = spanish_after.as_tool(
+        tool_name="respond_spanish",
+        tool_description="Respond to the user's question in Spanish",
+        needs_approval=True,
+    )
+    return front.clone(tools=[respond, *front.tools[1:]])
+
+
+REGISTRY_AFTER_DEPLOY = [_after_deploy()]

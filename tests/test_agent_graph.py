@@ -16,11 +16,14 @@ from agents import Agent
 from agents._run_state_agent_identity import _iter_agent_graph
 
 from runtime import examples
-from runtime.agent_graph import reachable_agents
-from tests import graph_agents
+from runtime.agent_graph import callers, reachable_agents
+from tests import agents, graph_agents
+from tests.conftest import with_env
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
+from tests.harness import Harness
+from tests.test_edits import edit_button
 from tests.test_faults import ledger
 
 GRAPH = {"AGENTS": "tests.graph_agents:REGISTRY"}
@@ -162,3 +165,63 @@ def test_the_walk_reaches_what_the_sdk_restores() -> None:
         assert ours == {id(agent) for agent in _iter_agent_graph(root)}
     names = {agent.name for agent in reachable_agents(graph_agents.REGISTRY)}
     assert names == {"front", "mechanic", "spanish", "dictionary"}
+
+
+@with_env(**GRAPH)
+async def test_a_deploy_that_removed_a_nested_agents_waiting_tool_says_so(bot: Harness) -> None:
+    bot.model.script = spanish_script
+    root = await bot.start_run("greet me in spanish")
+    [outer] = await bot.cards(root, 1)
+    await bot.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await bot.cards(root, 2)
+    await bot.stop_workers()
+    await bot.start_worker("after-deploy", AGENTS="tests.graph_agents:REGISTRY_AFTER_DEPLOY")
+
+    await bot.sender.click(inner, "approve", user="UBOB")
+    answer = await bot.final_answer(root)
+    assert answer.text.startswith(
+        ":x: This run waits on a tool its agent no longer offers (`get_user_name` of agent spanish)"
+    ), answer.text
+    assert agents.EXECUTIONS == []
+
+
+def test_a_card_names_every_agent_that_ran_the_asking_one_as_a_tool() -> None:
+    """`outer` runs `middle` as a tool, which runs `inner` as a tool and hands off to `aside`."""
+    inner = Agent[Any](name="inner")
+    aside = Agent[Any](name="aside")
+    middle = Agent[Any](name="middle", tools=[inner.as_tool("ask_inner", "")], handoffs=[aside])
+    outer = Agent[Any](name="outer", tools=[middle.as_tool("ask_middle", "")])
+    assert callers(outer, outer) == ()
+    assert callers(outer, middle) == ("outer",)
+    assert callers(outer, inner) == ("outer", "middle")
+    assert callers(outer, aside) == ("outer",), "a hand-off inside a tool call stays inside it"
+    assert callers(middle, aside) == (), "the run's own hand-off"
+    assert callers(graph_agents.front, graph_agents.spanish) == ("front",)
+    assert callers(graph_agents.front, graph_agents.mechanic) == ()
+
+
+@with_env(**GRAPH)
+async def test_an_agent_tool_call_has_no_edit_its_inner_tool_has(bot: Harness) -> None:
+    """An edit would be carried by one round only, and an agent tool's run may outlive it."""
+    bot.model.script = spanish_script
+    root = await bot.start_run("greet me in spanish")
+    [outer] = await bot.cards(root, 1)
+    assert edit_button(outer) is None
+    await bot.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await bot.cards(root, 2)
+    assert edit_button(inner) is not None
+
+
+@with_env(**GRAPH)
+async def test_a_rejected_inner_call_is_told_to_the_inner_agent(bot: Harness) -> None:
+    bot.model.script = spanish_script
+    root = await bot.start_run("greet me in spanish")
+    [outer] = await bot.cards(root, 1)
+    await bot.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await bot.cards(root, 2)
+    await bot.sender.reject(inner, user="UCAROL", reason="no names today")
+
+    answer = await bot.final_answer(root)
+    assert "was rejected by ucarol (UCAROL). Reason: no names today" in answer.text
+    assert agents.EXECUTIONS == []
+    assert len([c for c in bot.slack.cards() if c.thread_ts == root.ts]) == 2

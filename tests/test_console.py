@@ -176,6 +176,24 @@ async def test_a_typed_command_reaches_a_card_and_a_click_approves_it(console: C
     assert card.actions() == []
 
 
+async def test_greeting_in_spanish_asks_for_the_agent_tool_then_inside_it(
+    console: Console,
+) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="greet me in spanish")
+    [outer] = await console.wait_for(console.cards, "the agent tool's card")
+    assert "*ops* wants to run `respond_spanish`" in outer.all_text()
+    await console.intent("UBOB", kind="click", message_ts=outer.ts, action_id="approve")
+
+    def inner() -> list[Message]:
+        return [c for c in console.cards() if "`get_user_name` asked by" in c.all_text()]
+
+    [card] = await console.wait_for(inner, "the inner agent's card")
+    assert "`get_user_name` asked by *spanish*, inside *ops*" in card.all_text()
+    await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "• `respond_spanish`: ¡Hola, Alice!" in answer
+
+
 async def test_reject_opens_the_modal_for_the_clicker_and_needs_a_reason(console: Console) -> None:
     await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
     [card] = await console.wait_for(console.cards, "a card")
