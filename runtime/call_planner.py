@@ -101,6 +101,7 @@ class CallPlanner:
             params_schema=schema,
             allow_edit=rule.allow_edit and schema is not None,
             grant_max_seconds=rule.grant_max_seconds,
+            external=rule.external,
         )
 
     async def _by_grant(

@@ -12,7 +12,8 @@ Versions:
   absent for function tools: no new version, the meaning of every other field is unchanged).
 - 3: each call also carries what its card shows beyond the arguments (`why`, `preview`), the
   tool's parameter schema, `allow_edit` and `grant_max_seconds`; an edit lives in `edit:`
-  fields. Versions 1 and 2 read as: no edits, no grants.
+  fields. Versions 1 and 2 read as: no edits, no grants. A call may also carry `external`
+  (absent: only members of the installing workspace may decide it; no new version).
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class PendingCall(BaseModel):
     """An edit made while a quorum is not yet met (kept in its own field, like approvals)."""
     copies: tuple[CardCopy, ...] = ()
     """Copies of the card elsewhere (`notify`, escalation): one approval, redrawn together."""
+    external: bool = False
+    """People outside the installing workspace may decide it too (its rule's `external`)."""
 
     @property
     def shown_arguments(self) -> str:

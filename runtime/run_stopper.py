@@ -151,8 +151,11 @@ class RunStopper:
         user_name: str | None,
         member_of: tuple[str, ...],
         admins: Principals,
+        team: str | None = None,
     ) -> StopResult:
+        """`team`: the person's Slack team, for the audit trail."""
         run_id = view.run_id
+        who = {"user_id": user_id, "user_name": user_name, **({"team": team} if team else {})}
         reply = await self._stop(
             keys=[
                 self._keys.run(run_id),
@@ -164,7 +167,7 @@ class RunStopper:
                 self._keys.shard_of(run_id).stops,
             ],
             args=[
-                json.dumps({"user_id": user_id, "user_name": user_name}),
+                json.dumps(who),
                 json.dumps(list(member_of)),
                 json.dumps({"users": list(admins.users), "groups": list(admins.groups)}),
                 run_id,
