@@ -22,6 +22,7 @@ import pytest
 from bot.member_messages import OUTSIDE_WORKSPACE, STANDING_UNKNOWN
 from tests.deployment import Deployment
 from tests.fake_slack import Message
+from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.test_faults import ledger
 
@@ -244,3 +245,57 @@ async def test_a_member_of_another_workspace_of_the_same_enterprise_decides(
     trail = await audit_until(deployment, "approved")
     [approved] = [e for e in trail if e["event"] == "approved"]
     assert approved["user_id"] == "UFRED" and approved["team"] == "T0SISTER"
+
+
+async def test_an_outsiders_grant_covers_no_call_once_its_rule_wants_members(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """eve's grant, made where outsiders may decide, is checked again at each call it would
+    cover: once the policy says members only, her grant approves nothing."""
+    deployment.slack.people["UEVE"] = OTHER_ORG
+    root, card = await waiting_card(deployment, **external_rule(tmp_path))
+    await choose_grant(deployment, card, HOUR, user="UEVE")
+    await deployment.final_answers(root)
+    trail = await audit_until(deployment, "granted")
+    [granted] = [e for e in trail if e["event"] == "granted"]
+    assert granted["user_id"] == "UEVE" and granted["team"] == "T0THERORG"
+
+    # The policy changes (a deploy without the rule): `delete_user` is for members only.
+    [worker] = [p for p in deployment.processes if p.name == "worker.1"]
+    worker.stop()
+    deployment.worker("worker.2")
+    second = await deployment.start_run("delete u-100 again")
+    await deployment.cards(second, 1)
+    assert len(await ledger(deployment)) == 1, "the second call waits for a member"
+    trail = await audit_until(deployment, "granted")
+    assert not [e for e in trail if e["event"] == "grant_used"]
+
+
+async def test_clicks_cost_slack_one_users_info_per_person_and_no_auth_test(
+    bot: Harness,
+) -> None:
+    """The installation is asked for as the web starts; a person's standing once per
+    `STANDING_TTL_SECONDS` however often they click, and not at all when the signed payload
+    already names another organisation's team."""
+    bot.slack.people["UEVE"] = OTHER_ORG
+    bot.slack.people["UGUEST"] = {"is_restricted": True}
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    asked = len(bot.slack.calls_to("auth.test"))
+    assert asked >= 1
+    for _ in range(3):
+        await bot.sender.click(card, "approve", user="UEVE")
+        await bot.sender.click(card, "approve", user="UGUEST")
+    await bot.slack.wait_for(
+        lambda: len([e for e in bot.slack.ephemerals if e["text"] == OUTSIDE_WORKSPACE]) == 6,
+        what="six refusals",
+    )
+
+    def lookups(user: str) -> int:
+        return len([c for c in bot.slack.calls_to("users.info") if c.args.get("user") == user])
+
+    assert (lookups("UEVE"), lookups("UGUEST")) == (0, 1)
+    assert len(bot.slack.calls_to("auth.test")) == asked
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
