@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bot.member_messages import OUTSIDE_WORKSPACE, STANDING_UNKNOWN
+from tests.conftest import with_env
 from tests.deployment import Deployment
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -297,5 +298,23 @@ async def test_clicks_cost_slack_one_users_info_per_person_and_no_auth_test(
 
     assert (lookups("UEVE"), lookups("UGUEST")) == (0, 1)
     assert len(bot.slack.calls_to("auth.test")) == asked
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+@with_env(APPROVERS="UGUEST,UBOB")
+async def test_a_guest_listed_as_approver_is_refused_on_the_home_tab_too(bot: Harness) -> None:
+    """Listing someone by id does not make them a member: the Home tab's buttons ask too."""
+    bot.slack.people["UGUEST"] = {"is_ultra_restricted": True}
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.sender.click_home("UGUEST", "home_approve", str(card.actions()[0]["value"]))
+    [note] = await bot.slack.wait_for(
+        lambda: [m for m in bot.slack.messages.values() if m.channel == "UGUEST"],
+        what="a direct message to the guest",
+    )
+    assert note.text == OUTSIDE_WORKSPACE
+    assert card.action_ids() == ["approve", "approve_always", "reject"]
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
