@@ -134,7 +134,9 @@ class ApprovalActions:
         """The call a click is about, if the clicker may decide it now (recording nothing);
         otherwise None, and the clicker has been told why."""
         ref = ApprovalRef.parse(click.action.value)
-        answer = await self.gate.check(ref, click.user.id, click.channel.id)
+        answer = await self.gate.check(
+            ref, click.user.id, click.channel.id, claimed_team=click.user.team_id
+        )
         if not answer.may_decide or answer.view is None:
             self._explain(answer, click.user, click.channel.id)
             return None
@@ -161,7 +163,9 @@ class ApprovalActions:
         message_ts: str | None,
     ) -> None:
         bind_log_context(run_id=ref.run_id, approval_id=ref.approval_id, event=choice.outcome)
-        answer = await self.gate.decide(ref, choice, channel, message_ts=message_ts)
+        answer = await self.gate.decide(
+            ref, choice, channel, message_ts=message_ts, claimed_team=actor.team_id
+        )
         if answer.took_effect:
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
             self._redraw(answer, message_ts)

@@ -1,8 +1,9 @@
 """The one path every click on a call takes, wherever the button is (the card, a copy, the Home
 tab, the grant menu, the edit modal): read the call, find which of its approver groups the
-clicker is in, then ask the decision script (`runtime.run_record`) to check or record. Every
-click carries the digest of the call as its element showed it (`ApprovalRef.digest`); the
-script refuses it (`stale`) once the call has changed, e.g. by an edit.
+clicker is in and whether they are a member of the installing workspace (`bot.workspace_members`),
+then ask the decision script (`runtime.run_record`) to check or record. Every click carries the
+digest of the call as its element showed it (`ApprovalRef.digest`); the script refuses it
+(`stale`) once the call has changed, e.g. by an edit.
 
 The decision itself is enforced by the script from the call's gate; a refused click records
 nothing but one `denied` entry per person and call. What the clicker is then told is worded
@@ -13,14 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from redis.exceptions import RedisError
 
-from bot import choice_messages, messages
+from bot import choice_messages, member_messages, messages
 from bot.approvers import ApproverDirectory, DirectoryUnavailable
 from bot.payloads import ApprovalRef
 from bot.slack_reporter import SlackReporter
+from bot.workspace_members import StandingUnknown, WorkspaceMembers
 from runtime.decision_recorder import (
     CallView,
     Choice,
@@ -47,7 +49,7 @@ NOT_RECORDED = {
     "edit_stale": choice_messages.EDIT_STALE,
     "stale": messages.CALL_CHANGED,
 }
-REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable"})
+REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable", "outside"})
 MAY_DECIDE = frozenset({"open", "already_approved"})
 CONFIRM_TRIES = 10
 CONFIRM_PAUSE_SECONDS = 2.0
@@ -87,19 +89,29 @@ class GateAnswer:
 class ApprovalGate:
     directory: ApproverDirectory
     recorder: DecisionRecorder
+    members: WorkspaceMembers
 
-    async def check(self, ref: ApprovalRef, user_id: str, channel: str) -> GateAnswer:
-        """Whether `user_id` may decide the call from `channel` now, recording nothing."""
-        return await self._ask(ref, user_id, channel, None)
+    async def check(
+        self, ref: ApprovalRef, user_id: str, channel: str, *, claimed_team: str | None = None
+    ) -> GateAnswer:
+        """Whether `user_id` may decide the call from `channel` now, recording nothing.
+        `claimed_team`: the person's team as the signed payload names it (`user.team_id`)."""
+        return await self._ask(ref, user_id, channel, None, claimed_team)
 
     async def decide(
-        self, ref: ApprovalRef, choice: Choice, channel: str, *, message_ts: str | None = None
+        self,
+        ref: ApprovalRef,
+        choice: Choice,
+        channel: str,
+        *,
+        message_ts: str | None = None,
+        claimed_team: str | None = None,
     ) -> GateAnswer:
         """Record `choice` through the decision script. A retried request that finds its own
         decision answers `recorded` again, so the caller redraws and reports success.
         `message_ts` is the clicked card's: a click can come before the worker has stored
         the card's id, and the decision's latency is measured from it."""
-        answer = await self._ask(ref, choice.user_id or "", channel, choice)
+        answer = await self._ask(ref, choice.user_id or "", channel, choice, claimed_team)
         result = answer.result
         if result is None:
             return answer
@@ -115,7 +127,7 @@ class ApprovalGate:
                 edit=result.edit,
             )
             return GateAnswer(view=answer.view, result=result)
-        elif result.status in ("not_allowed", "self"):
+        elif result.status in ("not_allowed", "self", "outside"):
             count_denied()
         return answer
 
@@ -226,6 +238,8 @@ class ApprovalGate:
             return messages.APPROVE_ALWAYS_NOT_OFFERED
         if status == "unreadable":
             return messages.OTHER_VERSION
+        if status == "outside":
+            return member_messages.OUTSIDE_WORKSPACE
         if status == "not_allowed" and gate is not None:
             principals = [*gate.users, *gate.groups]
             names = await self.directory.names(principals)
@@ -233,21 +247,36 @@ class ApprovalGate:
         return None
 
     async def _ask(
-        self, ref: ApprovalRef, user_id: str, channel: str, choice: Choice | None
+        self,
+        ref: ApprovalRef,
+        user_id: str,
+        channel: str,
+        choice: Choice | None,
+        claimed_team: str | None,
     ) -> GateAnswer:
         view: CallView | None = None
         try:
             # Read before deciding: once the last decision is in, the worker may finish the run
             # and delete its record before the card is redrawn from this view.
             view = await self.recorder.view(ref.run_id, ref.approval_id)
+            # The script refuses an outsider unless the call's gate says `external`.
+            standing = await self.members.standing(user_id, claimed_team=claimed_team)
+            outside = not standing.inside
             member_of = await self.groups_of(user_id, view.gate)
             if choice is None:
                 result = await self.recorder.check(
-                    view, user_id, channel=channel, member_of=member_of, seen=ref.digest
+                    view,
+                    user_id,
+                    channel=channel,
+                    member_of=member_of,
+                    seen=ref.digest,
+                    team=standing.team,
+                    outside=outside,
                 )
             else:
+                chosen = replace(choice, team=standing.team, outside=outside)
                 result = await self.recorder.decide(
-                    view, choice, channel=channel, member_of=member_of, seen=ref.digest
+                    view, chosen, channel=channel, member_of=member_of, seen=ref.digest
                 )
         except UnconfirmedDecision as error:
             log.warning("run %s: decision not confirmed: %s", ref.run_id, error)
@@ -263,6 +292,9 @@ class ApprovalGate:
         except DirectoryUnavailable:
             log.warning("run %s: click not recorded, group members unknown", ref.run_id)
             return GateAnswer(view=view, failure=messages.DIRECTORY_UNAVAILABLE)
+        except StandingUnknown:
+            log.warning("run %s: click not recorded, workspace membership unknown", ref.run_id)
+            return GateAnswer(view=view, failure=member_messages.STANDING_UNKNOWN)
         return GateAnswer(view=view, result=result)
 
 

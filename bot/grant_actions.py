@@ -2,8 +2,9 @@
 
 Choosing a grant is a decision like a click on Approve: it goes through the decision script,
 which approves the call and creates the grant in one step, or refuses both (not an approver,
-not offered under this call's rule). Revoking is open to anyone in the grant's channel: it can
-only bring the cards back.
+not offered under this call's rule). Revoking is open to any member of the workspace in the
+grant's channel (it can only bring the cards back); to people outside it (Slack Connect,
+guests: `bot.workspace_members`) only with `EXTERNAL_DECIDERS=allow`.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import choice_messages, messages
+from bot import choice_messages, member_messages, messages
 from bot.approval_actions import ApprovalActions
 from bot.grant_blocks import GRANT_USED_BLOCK, grants_listing_blocks
 from bot.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Payload
+from bot.workspace_members import StandingUnknown, WorkspaceMembers
 from runtime.call_choices import GRANT_ID_PATTERN, GrantScope
 from runtime.decision_recorder import Choice, GrantChoice
 from runtime.grants import GRANT_CHOICES, GrantStore
@@ -77,6 +79,9 @@ class GrantActions:
     actions: ApprovalActions
     store: GrantStore
     client: AsyncWebClient
+    members: WorkspaceMembers
+    outsiders_allowed: bool = False
+    """`EXTERNAL_DECIDERS=allow`."""
 
     async def on_grant_chosen(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -109,8 +114,21 @@ class GrantActions:
             return
         channel, user = click.channel.id, click.user
         try:
+            standing = await self.members.standing(user.id, claimed_team=user.team_id)
+        except StandingUnknown:
+            self.actions.tell(channel, user.id, None, member_messages.STANDING_UNKNOWN)
+            return
+        if not standing.inside and not self.outsiders_allowed:
+            log.info("revoke of grant %s by %s refused: outside the workspace", grant_id, user.id)
+            self.actions.tell(channel, user.id, None, member_messages.OUTSIDE_WORKSPACE)
+            return
+        try:
             grant = await self.store.revoke(
-                grant_id, channel=channel, user_id=user.id, user_name=user.display
+                grant_id,
+                channel=channel,
+                user_id=user.id,
+                user_name=user.display,
+                team=standing.team,
             )
         except RedisError:
             self.actions.tell(channel, user.id, None, messages.TRY_AGAIN)

@@ -62,7 +62,7 @@ class HomeActions:
             user_id=click.user.id,
             user_name=click.user.display,
         )
-        await self._decide(ref, choice)
+        await self._decide(ref, choice, click.user.team_id)
         self.home.refresh(click.user.id)
 
     async def on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -74,7 +74,7 @@ class HomeActions:
             return
         click, ref = parsed
         user_id = click.user.id
-        answer = await self.gate.check(ref, user_id, HOME_TAB)
+        answer = await self.gate.check(ref, user_id, HOME_TAB, claimed_team=click.user.team_id)
         view = answer.view
         if not answer.may_decide or view is None or view.call is None or view.gate is None:
             self._later(self._explain(user_id, answer), "home-note")
@@ -117,15 +117,19 @@ class HomeActions:
             log.warning("home stop click with an invalid payload refused")
             return
         text = await self.stops.stop(
-            click.action.value, click.user.id, click.user.display, where=HOME_TAB
+            click.action.value,
+            click.user.id,
+            click.user.display,
+            where=HOME_TAB,
+            claimed_team=click.user.team_id,
         )
         if text is not None:
             self._tell(click.user.id, text)
         self.home.refresh(click.user.id)
 
-    async def _decide(self, ref: ApprovalRef, choice: Choice) -> None:
+    async def _decide(self, ref: ApprovalRef, choice: Choice, claimed_team: str | None) -> None:
         user_id = choice.user_id or ""
-        answer = await self.gate.decide(ref, choice, HOME_TAB)
+        answer = await self.gate.decide(ref, choice, HOME_TAB, claimed_team=claimed_team)
         status = answer.result.status if answer.result else "failed"
         log.info(
             "run %s: %s from the Home tab by %s: %s", ref.run_id, choice.outcome, user_id, status

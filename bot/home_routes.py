@@ -23,6 +23,7 @@ from bot.home_watch import HomeWatch
 from bot.stop_actions import StopActions
 from bot.thread_links import ThreadLinks
 from bot.wiring import SlackParts
+from bot.workspace_members import WorkspaceMembers
 from runtime.decision_recorder import DecisionRecorder
 from runtime.keys import Keys
 from runtime.live_runs import LiveRuns
@@ -41,6 +42,7 @@ def add_home_tab(
     recorder: DecisionRecorder,
     stops: StopActions,
     tasks: TaskSet,
+    members: WorkspaceMembers,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
     `run_home_watch`."""
@@ -57,7 +59,7 @@ def add_home_tab(
     )
     actions = HomeActions(
         home=home,
-        gate=ApprovalGate(directory=parts.directory, recorder=recorder),
+        gate=ApprovalGate(directory=parts.directory, recorder=recorder, members=members),
         reporter=parts.reporter,
         stops=stops,
         client=parts.client,

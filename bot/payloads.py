@@ -37,6 +37,8 @@ class SlackUser(_Payload):
     id: str = Field(pattern=SLACK_ID)
     username: str | None = Field(None, max_length=256)
     name: str | None = Field(None, max_length=256)
+    team_id: str | None = Field(None, max_length=64)
+    """The person's own team: another organisation's for a Slack Connect user."""
 
     @property
     def display(self) -> str | None:

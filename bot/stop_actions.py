@@ -1,7 +1,9 @@
 """Stopping a run: the **Stop** button on its status message, and `/agent stop <run id>`.
 
 Who may stop is enforced by the stop script; the web process only looks up which of the groups
-involved (the open calls' approver groups and the `ADMINS` groups) the person is in. A run that
+involved (the open calls' approver groups and the `ADMINS` groups) the person is in, and refuses
+a person outside the installing workspace (`bot.workspace_members`) unless `EXTERNAL_DECIDERS` is
+`allow` or every call of the run's round lets such people decide (`external`). A run that
 waits for people is stopped here and now, so its cards, status message and thread are redrawn
 from here; a working run is stopped by its worker at its next safe point.
 """
@@ -20,10 +22,11 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import messages
+from bot import member_messages, messages
 from bot.approvers import ApproverDirectory, DirectoryUnavailable
 from bot.payloads import ButtonClick
 from bot.slack_reporter import SlackReporter
+from bot.workspace_members import Standing, StandingUnknown, WorkspaceMembers
 from runtime.contracts import RUN_ID_PATTERN
 from runtime.envelope import Decision
 from runtime.metrics import DECISIONS
@@ -43,6 +46,9 @@ class StopActions:
     client: AsyncWebClient
     tasks: TaskSet
     admins: Principals
+    members: WorkspaceMembers
+    outsiders_allowed: bool = False
+    """`EXTERNAL_DECIDERS=allow`."""
 
     async def on_stop_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -52,7 +58,11 @@ class StopActions:
             log.warning("stop click with an invalid payload refused")
             return
         text = await self.stop(
-            click.action.value, click.user.id, click.user.display, where=click.channel.id
+            click.action.value,
+            click.user.id,
+            click.user.display,
+            where=click.channel.id,
+            claimed_team=click.user.team_id,
         )
         if text is not None:
             self._later(
@@ -63,25 +73,28 @@ class StopActions:
             )
 
     async def stop(
-        self, run_id: str, user_id: str, user_name: str | None, *, where: str
+        self,
+        run_id: str,
+        user_id: str,
+        user_name: str | None,
+        *,
+        where: str,
+        claimed_team: str | None = None,
     ) -> str | None:
         """Stop `run_id` for `user_id`, asked from `where` (a channel, or `run_record.HOME_TAB`);
-        what to tell them privately (None: the thread says it)."""
+        what to tell them privately (None: the thread says it). `claimed_team`: the person's
+        team as the signed payload names it, if it does."""
         if not re.match(RUN_ID_PATTERN, run_id):
             return messages.STOP_UNKNOWN_RUN
         try:
             view = await self.stopper.view(run_id)
             if not view.exists:
                 return messages.STOP_UNKNOWN_RUN
-            member_of = await self._groups_of(user_id, view, where)
-            result = await self.stopper.stop(
-                view,
-                user_id=user_id,
-                user_name=user_name,
-                member_of=member_of,
-                admins=self.admins,
-                where=where,
-            )
+            standing = await self.members.standing(user_id, claimed_team=claimed_team)
+            if not self._may_act(standing, view):
+                log.info("run %s: stop by %s refused: outside the workspace", run_id, user_id)
+                return member_messages.OUTSIDE_WORKSPACE
+            result = await self._stop(view, standing, user_name, where)
         except RedisError as error:
             return (
                 messages.STOP_NOT_CONFIRMED
@@ -90,7 +103,14 @@ class StopActions:
             )
         except DirectoryUnavailable:
             return messages.DIRECTORY_UNAVAILABLE
+        except StandingUnknown:
+            return member_messages.STANDING_UNKNOWN
         log.info("run %s: stop by %s: %s", run_id, user_id, result.status)
+        return await self._told(view, result)
+
+    async def _told(self, view: StopView, result: StopResult) -> str | None:
+        """What the stop's outcome tells the person (None: the thread says it)."""
+        run_id = view.run_id
         if result.status in ("stopped", "stopping"):
             DECISIONS.labels("stopped").inc()
         if result.status == "stopped":
@@ -103,6 +123,27 @@ class StopActions:
         if result.status == "not_allowed":
             return await self._who_may_stop(view)
         return messages.STOP_CLOSED
+
+    async def _stop(
+        self, view: StopView, standing: Standing, user_name: str | None, where: str
+    ) -> StopResult:
+        user_id = standing.user_id
+        return await self.stopper.stop(
+            view,
+            user_id=user_id,
+            user_name=user_name,
+            member_of=await self._groups_of(user_id, view, where),
+            admins=self.admins,
+            where=where,
+            team=standing.team,
+        )
+
+    def _may_act(self, standing: Standing, view: StopView) -> bool:
+        """A member may; someone outside the workspace only where the policy lets such people
+        decide every call of the round (stopping decides them all)."""
+        if standing.inside or self.outsiders_allowed:
+            return True
+        return bool(view.gates) and all(gate.external for gate in view.gates.values())
 
     async def _groups_of(self, user_id: str, view: StopView, where: str) -> tuple[str, ...]:
         """The groups involved that `user_id` is in; none needed when listed by id (or when a

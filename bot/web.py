@@ -52,6 +52,7 @@ from bot.status_blocks import ACTION_STOP
 from bot.stop_actions import StopActions
 from bot.thread_links import ThreadLinks
 from bot.wiring import blocking_reads_redis, replication_for, slack_parts
+from bot.workspace_members import WorkspaceMembers
 from runtime.audit import AuditTrail
 from runtime.decision_recorder import DecisionRecorder
 from runtime.eviction_policy import EvictionPolicyLog
@@ -111,16 +112,16 @@ def build_bolt(
     )
     audit = AuditTrail(redis, keys)
     # Clicks wait on the directory inside Slack's 3 s: its client never waits out a 429.
-    directory = ApproverDirectory(
-        redis,
-        keys,
-        directory_client(
-            token=settings.slack_bot_token.get_secret_value(),
-            base_url=settings.effective_slack_api_url,
-            session=session,
-        ),
-        lookup_seconds=CLICK_LOOKUP_SECONDS,
+    click_client = directory_client(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.effective_slack_api_url,
+        session=session,
     )
+    directory = ApproverDirectory(redis, keys, click_client, lookup_seconds=CLICK_LOOKUP_SECONDS)
+    members = WorkspaceMembers(redis, keys, click_client, lookup_seconds=CLICK_LOOKUP_SECONDS)
+    if not settings.console:  # the console's Slack is this process: not listening yet
+        tasks.spawn(members.warm(), name="installation")
+    outsiders_allowed = settings.external_deciders == "allow"
     stops = StopActions(
         stopper=RunStopper(redis, keys, replication=replication),
         directory=directory,
@@ -128,17 +129,23 @@ def build_bolt(
         client=client,
         tasks=tasks,
         admins=Principals.parse(parse_principals(settings.admins)),
+        members=members,
+        outsiders_allowed=outsiders_allowed,
     )
     recorder = DecisionRecorder(redis, keys, replication=replication)
     actions = ApprovalActions(
         recorder=recorder,
         client=client,
         reporter=parts.reporter,
-        gate=ApprovalGate(directory=directory, recorder=recorder),
+        gate=ApprovalGate(directory=directory, recorder=recorder, members=members),
         tasks=tasks,
     )
     grants = GrantActions(
-        actions=actions, store=GrantStore(redis, keys, replication=replication), client=client
+        actions=actions,
+        store=GrantStore(redis, keys, replication=replication),
+        client=client,
+        members=members,
+        outsiders_allowed=outsiders_allowed,
     )
     edits = EditActions(actions=actions, client=client)
     command = AgentCommand(
@@ -163,7 +170,14 @@ def build_bolt(
     bolt.view(EDIT_CALLBACK)(edits.on_edit_submitted)
     bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
     home_watch = add_home_tab(
-        bolt, redis=redis, keys=keys, parts=parts, recorder=recorder, stops=stops, tasks=tasks
+        bolt,
+        redis=redis,
+        keys=keys,
+        parts=parts,
+        recorder=recorder,
+        stops=stops,
+        tasks=tasks,
+        members=members,
     )
     bolt.action(re.compile(r".*"))(_unknown_action)
     bolt.event("subteam_members_changed")(membership.on_members_changed)

@@ -111,6 +111,7 @@ class CallPlanner:
             allow_edit=rule.allow_edit and schema is not None,
             grant_max_seconds=rule.grant_max_seconds,
             inside=callers(result.last_agent, item.agent),
+            external=rule.external,
         )
         return call, rule
 

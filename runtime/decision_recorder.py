@@ -47,6 +47,7 @@ Status = Literal[
     "open",  # (check only) a decision would be recorded now
     "unreadable",  # the call's gate was written by another version: nobody may decide now
     "not_allowed",  # this person may not decide this call
+    "outside",  # this person is no member of the installing workspace, and the call wants one
     "self",  # the requester may not approve their own run's call
     "not_offered",  # "Approve always" is not offered for this call
     "grant_not_offered",  # no grant this long is offered for this call (or under a quorum)
@@ -84,6 +85,11 @@ class Choice:
     reason: str | None = None
     grant: GrantChoice | None = None
     edit: EditChoice | None = None
+    team: str | None = None
+    """The person's Slack team (for the audit trail), where known."""
+    outside: bool = False
+    """The person is no full member of the installing workspace (`bot.workspace_members`):
+    refused unless the call's gate says `external`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,7 +130,7 @@ class UnconfirmedDecision(NotReplicated):
 CONFIRMED: frozenset[Status] = frozenset({"recorded", "counted", "already_approved", "decided"})
 """Replies that tell of a stored decision or approval: not given before the replicas have it."""
 
-CHOSEN = frozenset({"grant", "edit"})
+CHOSEN = frozenset({"grant", "edit", "team"})
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 
@@ -203,9 +209,11 @@ class DecisionRecorder:
         channel: str,
         member_of: tuple[str, ...],
         seen: str | None,
+        team: str | None = None,
+        outside: bool = False,
     ) -> RecordResult:
         """What a rejection by `user_id` would do now, recording nothing but a refusal."""
-        choice = Choice(outcome="rejected", user_id=user_id)
+        choice = Choice(outcome="rejected", user_id=user_id, team=team, outside=outside)
         return await self._run(view, choice, channel, member_of, seen, mode="check")
 
     async def waiting_status(self, run_id: str) -> WaitingStatus | None:

@@ -13,7 +13,9 @@ Versions:
 - 3: each call also carries what its card shows beyond the arguments (`why`, `preview`), the
   tool's parameter schema, `allow_edit` and `grant_max_seconds`; an edit lives in `edit:`
   fields. Versions 1 and 2 read as: no edits, no grants. A call of a nested agent's tool also
-  carries `inside`, the agents that ran it as a tool (optional, absent: none; no new version).
+  carries `inside`, the agents that ran it as a tool (optional, absent: none; no new version). A
+  call may also carry `external` (absent: only members of the installing workspace may decide
+  it; no new version).
 """
 
 from __future__ import annotations
@@ -145,6 +147,8 @@ class PendingCall(BaseModel):
     inside: tuple[str, ...] = ()
     """The agents that ran `agent` as a tool (`Agent.as_tool`), outermost first; () when the
     run's current agent asked itself."""
+    external: bool = False
+    """People outside the installing workspace may decide it too (its rule's `external`)."""
 
     @property
     def shown_arguments(self) -> str:
@@ -196,7 +200,7 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 # Optional per-call fields written only when set, so that a function tool's call is stored
 # exactly as before they existed and a web process of the previous version still reads it.
-_OMITTED_WHEN_UNSET = ("mcp_server", "description", "inside")
+_OMITTED_WHEN_UNSET = ("mcp_server", "description", "inside", "external")
 
 
 def dump_envelope(envelope: RunEnvelope) -> str:
@@ -205,6 +209,6 @@ def dump_envelope(envelope: RunEnvelope) -> str:
     data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
     for call in data["calls"]:
         for name in _OMITTED_WHEN_UNSET:
-            if call.get(name) in (None, []):
+            if call.get(name) in (None, [], False):
                 call.pop(name, None)
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

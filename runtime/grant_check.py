@@ -5,7 +5,8 @@ A grant made an hour ago promises nothing the policy no longer allows. It covers
   needs one approval (never under a quorum) and allows grants at least that long;
 - the person who granted may still decide the call: listed in the rule's approvers (or in one
   of its groups, asked through `Membership`; when that cannot be answered the call asks a
-  person), and not its requester unless self-approval is allowed;
+  person), not its requester unless self-approval is allowed, and, for a person outside the
+  installing workspace, only where the call's rule lets such people decide (`external`);
 - the grant still exists and has not ended when it is used (`GrantStore.use`, atomic with a
   revocation).
 """
@@ -78,7 +79,9 @@ class GrantCheck:
                 continue
             if grant.seconds > rule.grant_max_seconds:
                 continue
-            if not await self._may_approve(grant.user_id, rule.approvers, conversation.requester):
+            if (grant.outside and not rule.external) or not await self._may_approve(
+                grant.user_id, rule.approvers, conversation.requester
+            ):
                 log.info("run %s: grant %s no longer covers %s", envelope.run_id, grant.id, tool)
                 continue
             used = await self.store.use(

@@ -56,6 +56,11 @@ class Grant(BaseModel):
     user_id: str
     """Who granted it."""
     user_name: str | None = None
+    team: str | None = None
+    """The granter's Slack team, where known."""
+    outside: bool = False
+    """The granter is no member of the installing workspace: the grant covers only calls whose
+    rule lets such people decide (`runtime.grant_check`)."""
     at: float
     ends_at: float
     seconds: int
@@ -108,7 +113,8 @@ return {raw, uses}
 """
 
 # A person ends a grant early, in its own channel; the next call it would have covered asks.
-# KEYS: grant, channel's grants, audit. ARGV: grant id, channel, user id, user name, event name.
+# KEYS: grant, channel's grants, audit.
+# ARGV: grant id, channel, user id, user name, event name, the person's team ('' unknown).
 REVOKE = """
 local raw = redis.call('HGET', KEYS[1], 'grant')
 if not raw then return false end
@@ -121,7 +127,7 @@ local t = redis.call('TIME')
 local details = cjson.encode({grant_id = ARGV[1], user_id = ARGV[3], user_name = ARGV[4],
   channel = grant['channel'], agent = grant['agent'], tool = grant['tool'],
   granted_by = grant['user_id'], digest = grant['digest'], uses = tonumber(uses),
-  at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
+  at = tonumber(t[1]) + tonumber(t[2]) / 1000000, team = ARGV[6] ~= '' and ARGV[6] or nil})
 redis.call('XADD', KEYS[3], '*', 'event', ARGV[5], 'run_id', grant['run_id'], 'details', details)
 return {raw, uses}
 """
@@ -197,7 +203,13 @@ class GrantStore:
         return _grant(reply[0], reply[1]) if reply else None
 
     async def revoke(
-        self, grant_id: str, *, channel: str, user_id: str, user_name: str | None
+        self,
+        grant_id: str,
+        *,
+        channel: str,
+        user_id: str,
+        user_name: str | None,
+        team: str | None = None,
     ) -> Grant | None:
         """End a grant of `channel` now; None if there is no such grant (ended, revoked)."""
         reply = await self._revoke(
@@ -206,7 +218,7 @@ class GrantStore:
                 self._keys.shard_of(grant_id).channel_grants(channel),
                 self._keys.shard_of(grant_id).audit,
             ],
-            args=[grant_id, channel, user_id, user_name or "", AuditEvent.REVOKED],
+            args=[grant_id, channel, user_id, user_name or "", AuditEvent.REVOKED, team or ""],
         )
         # A revocation a failover could undo would let the grant approve calls again.
         await self._replication.confirm()

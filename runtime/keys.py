@@ -244,6 +244,10 @@ class Keys:
         """Cached display name of a Slack user or handle of a user group."""
         return f"{self.prefix}name:{principal}"
 
+    def person(self, user_id: str) -> str:
+        """Cached standing of a Slack user: their team, enterprise, guest or not (users.info)."""
+        return f"{self.prefix}person:{user_id}"
+
     @property
     def console(self) -> str:
         """The local console's channel (its stand-in Slack's messages), JSON; only with

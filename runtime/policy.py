@@ -9,6 +9,8 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
     anyone = false             # true instead of approvers: anyone in the channel may decide
+    external = false           # true: Slack Connect users and guests may decide too (default
+                               # EXTERNAL_DECIDERS: only full members of the workspace)
     ttl_seconds = 900          # how long the approval waits (default APPROVAL_TTL_SECONDS)
     allow_always = false       # offer "Approve always"? (default: only when quorum is 1)
     auto = "approve"           # or "reject": decided without asking anyone
@@ -62,6 +64,9 @@ class Rule(BaseModel):
     approvers: tuple[str, ...] | None = None
     anyone: bool = False
     """Anyone in the channel may decide, whatever `APPROVERS` says."""
+    external: bool | None = None
+    """People outside the installing workspace (or its enterprise) may decide too; unset:
+    `EXTERNAL_DECIDERS`."""
     quorum: int = Field(1, ge=1, le=20)
     ttl_seconds: int | None = Field(None, ge=1, le=604800)
     allow_always: bool | None = None
@@ -116,6 +121,8 @@ class CallRule:
     escalate_after_seconds: int | None = None
     escalate_to: tuple[str, ...] = ()
     """Still undecided after `escalate_after_seconds`: these may decide too, and are told."""
+    external: bool = False
+    """People outside the installing workspace (Slack Connect, guests) may decide too."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,6 +131,8 @@ class Policy:
     default_approvers: tuple[str, ...]
     default_ttl_seconds: int
     default_grant_max_seconds: int = 0
+    default_external: bool = False
+    """`EXTERNAL_DECIDERS=allow`."""
 
     def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
         rule = next((r for r in self.rules if r.matches(tool, agent, mcp_server)), None)
@@ -135,6 +144,7 @@ class Policy:
                 allow_always=True,
                 auto=None,
                 grant_max_seconds=self.default_grant_max_seconds,
+                external=self.default_external,
             )
         approvers = self.default_approvers if rule.approvers is None else rule.approvers
         return CallRule(
@@ -157,6 +167,7 @@ class Policy:
             notify=rule.notify,
             escalate_after_seconds=rule.escalate_after_seconds,
             escalate_to=rule.escalate_to,
+            external=self.default_external if rule.external is None else rule.external,
         )
 
 
@@ -176,6 +187,7 @@ def load_policy(settings: RuntimeSettings) -> Policy:
         default_approvers=default_approvers,
         default_ttl_seconds=settings.approval_ttl_seconds,
         default_grant_max_seconds=settings.grant_max_seconds,
+        default_external=settings.external_deciders == "allow",
     )
 
 

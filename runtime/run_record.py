@@ -115,6 +115,8 @@ class CallGate(BaseModel):
     allow_edit: bool = False
     grant_max_seconds: int = 0
     """Read by the decision script (`runtime.run_record_choices`); absent: no edits, no grants."""
+    external: bool = False
+    """People outside the installing workspace may decide (absent: members only)."""
 
     def widened(self, principals: tuple[str, ...]) -> CallGate:
         """This gate with more users and groups who may decide (an escalation); channels in
@@ -149,6 +151,7 @@ class CallGate(BaseModel):
             mcp_server=call.mcp_server,
             allow_edit=call.allow_edit,
             grant_max_seconds=call.grant_max_seconds,
+            external=call.external,
         )
 
 

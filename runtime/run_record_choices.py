@@ -76,6 +76,8 @@ local function attach_choices(raw, aid, run_id, decision, choice, entry, now, gr
     run_id = run_id, approval_id = aid}}
   if grant['scope'] == 'arguments' then record['digest'] = entry['digest'] end
   if entry['mcp_server'] then record['mcp_server'] = entry['mcp_server'] end
+  if choice['outside'] == true then record['outside'] = true end  -- see runtime.grant_check
+  if type(choice['team']) == 'string' then record['team'] = choice['team'] end
   redis.call('HSET', grant_keys[1], 'grant', cjson.encode(record), 'uses', 0)
   redis.call('EXPIREAT', grant_keys[1], math.ceil(ends_at))
   redis.call('ZREMRANGEBYSCORE', grant_keys[2], '-inf', now)  -- ended ones: the index stays short

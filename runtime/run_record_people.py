@@ -71,7 +71,7 @@ if mode == 'expire' and now < tonumber(deadline) then return {'early'} end
 local choice = cjson.decode(ARGV[2])
 local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
 local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
-  reason = choice['reason'], at = now}
+  reason = choice['reason'], at = now, team = choice['team']}
 if gate then
   for _, name in ipairs({'call_id', 'tool', 'agent', 'requester', 'channel', 'digest'}) do
     entry[name] = gate[name]
@@ -93,7 +93,10 @@ if mode ~= 'expire' then
     end
   end
   local refusal = nil
-  if not allowed then
+  -- `outside`: the web process found the person is no member of the installing workspace.
+  if choice['outside'] == true and gate['external'] ~= true then
+    refusal = 'outside'
+  elseif not allowed then
     refusal = 'not_allowed'
   elseif approving and user == gate['requester'] and gate['self_ok'] ~= true then
     refusal = 'self'
@@ -103,7 +106,9 @@ if mode ~= 'expire' then
     refusal = choice_refusal(gate, choice)  -- grants and edits (run_record_choices)
   end
   if refusal then
-    if refusal == 'not_allowed' or refusal == 'self' then
+    local reasons = {not_allowed = 'not_an_approver', self = 'self_approval',
+      outside = 'outside_workspace'}
+    if reasons[refusal] then
       -- One entry per person and call: clicking again cannot flood the trail.
       local denied = cjson.decode(seen[9] or '[]')
       local seen = false
@@ -111,7 +116,7 @@ if mode ~= 'expire' then
       if not seen then
         table.insert(denied, user)
         redis.call('HSET', run, F.denied .. aid, cjson.encode(denied))
-        entry['reason'] = refusal == 'self' and 'self_approval' or 'not_an_approver'
+        entry['reason'] = reasons[refusal]
         audit(ARGV[10])
       end
     end
@@ -192,7 +197,7 @@ return {'recorded', encoded, '1'}
 # `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
 # stops at the next safe point.
 # KEYS: run, deadlines, reminders, audit, tombstone, live runs, stops stream
-# ARGV: 1 stopper JSON {user_id, user_name}, 2 groups the person is in (JSON), 3 admins JSON
+# ARGV: 1 stopper JSON {user_id, user_name, team?}, 2 groups the person is in (JSON), 3 admins JSON
 #       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds,
 #       8 stops kept in the stream, 9 where: the channel the stop came from, or `HOME_TAB`
 STOP = """
@@ -249,7 +254,7 @@ who['at'] = now
 local encoded = cjson.encode(who)
 redis.call('HSET', run, F.stopped, encoded)
 local details = cjson.encode({user_id = user, user_name = who['user_name'], at = now,
-  channel = redis.call('HGET', run, F.channel), status = status})
+  channel = redis.call('HGET', run, F.channel), status = status, team = who['team']})
 redis.call('XADD', KEYS[4], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
 if status == 'running' or status == 'resuming' then
   -- Its worker hears it on the stream (an old script's stop is found by the slower poll).

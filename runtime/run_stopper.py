@@ -160,10 +160,13 @@ class RunStopper:
         member_of: tuple[str, ...],
         admins: Principals,
         where: str,
+        team: str | None = None,
     ) -> StopResult:
         """Stop the run for `user_id`, asking from `where` (a channel id, or
-        `run_record.HOME_TAB`): "anyone" may decide a call only in its channel."""
+        `run_record.HOME_TAB`): "anyone" may decide a call only in its channel. `team`: the
+        person's Slack team, for the audit trail."""
         run_id = view.run_id
+        who = {"user_id": user_id, "user_name": user_name, **({"team": team} if team else {})}
         reply = await self._stop(
             keys=[
                 self._keys.run(run_id),
@@ -175,7 +178,7 @@ class RunStopper:
                 self._keys.shard_of(run_id).stops,
             ],
             args=[
-                json.dumps({"user_id": user_id, "user_name": user_name}),
+                json.dumps(who),
                 json.dumps(list(member_of)),
                 json.dumps({"users": list(admins.users), "groups": list(admins.groups)}),
                 run_id,

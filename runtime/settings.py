@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     Field,
@@ -43,6 +43,8 @@ FIXES: dict[str, str] = {
     "APPROVERS": "List Slack user ids (U…, W…) and user-group ids (S…), comma-separated.",
     "ALLOW_SELF_APPROVAL": "Use true or false.",
     "ADMINS": "List Slack user ids (U…, W…) and user-group ids (S…) who may stop any run.",
+    "EXTERNAL_DECIDERS": "Use deny (the default: only full members of the installing workspace "
+    "or its enterprise decide) or allow (Slack Connect users and guests may decide too).",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
     "REMINDER_AT": "Use fractions of the approval's lifetime from 0 (no reminder) to 0.99, "
     "comma-separated: 0.5,0.9 reminds at half time and near the end.",
@@ -127,6 +129,11 @@ class RuntimeSettings(BaseSettings):
     allow_self_approval: bool = Field(False, validation_alias="ALLOW_SELF_APPROVAL")
     admins: str = Field("", validation_alias="ADMINS", pattern=_PRINCIPALS)
     """Users and user groups who may stop any run (besides its requester and approvers)."""
+    external_deciders: Literal["deny", "allow"] = Field(
+        "deny", validation_alias="EXTERNAL_DECIDERS"
+    )
+    """`allow`: people outside the installing workspace (Slack Connect users of another
+    organisation, guests) may decide, grant, stop and revoke too; a rule's `external` wins."""
     policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
     reminder_at: tuple[Annotated[float, Field(ge=0, lt=1)], ...] = Field(
         (0.5,), validation_alias="REMINDER_AT", max_length=10

@@ -22,6 +22,7 @@ from bot.settings import Settings
 from bot.slack_worker import slack_worker
 from bot.web import create_web_app
 from bot.wiring import blocking_reads_redis, web_redis
+from bot.workspace_members import STANDING_TTL_SECONDS
 from runtime.keys import DEFAULT_CLUSTER_SHARDS, Keys
 from runtime.policy import load_policy
 from runtime.redis_cluster import connect_cluster
@@ -230,7 +231,8 @@ class Harness:
     async def run_leftovers(self, settle: float = 5.0) -> list[str]:
         """Keys beyond the audit trail, the job streams, the workers' marks (`LiveWorkers`),
         the due sets' wake-up stream (at most about `WAKE_STREAM_LENGTH` entries), short-lived
-        job-id markers and the tombstones of ended runs (which expire), once the run's record
+        job-id markers, the tombstones of ended runs and the people's cached standing (which
+        expire), once the run's record
         is closed: it is closed just after its answer is posted, so this waits up to `settle`
         seconds for none."""
         deadline = asyncio.get_running_loop().time() + settle
@@ -255,6 +257,8 @@ class Harness:
             ttl = await self.redis.ttl(key)
             if key.startswith(tombstones) and 0 < ttl <= TOMBSTONE_SECONDS:
                 continue
+            if key.startswith(self.keys.person("")) and 0 < ttl <= STANDING_TTL_SECONDS:
+                continue  # not the run's: whether a person is a member of the workspace
             left.append(key)
         return left
 

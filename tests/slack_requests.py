@@ -34,6 +34,11 @@ class SlackSender:
         self.secret = secret
         self.slack = slack
 
+    def user(self, user_id: str) -> dict[str, str]:
+        """The payload's `user`, of the team the fake Slack's `users.info` gives them."""
+        team = self.slack.people.get(user_id, {}).get("team_id")
+        return slack_user(user_id, team=team) if isinstance(team, str) else slack_user(user_id)
+
     async def post(self, body: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
         async with self.session.post(
             self.url, data=body.encode(), headers=headers or signature_headers(self.secret, body)
@@ -79,7 +84,7 @@ class SlackSender:
             message=card,
             action_id=action_id,
             value=value if value is not None else action["value"],  # type: ignore[index]
-            user=slack_user(user),
+            user=self.user(user),
             response_url=self.slack.response_url(user),
             trigger_id=new_trigger(),
             block_id=block_id,
@@ -117,7 +122,7 @@ class SlackSender:
             view_id=view_id or f"VHOME{user}",
             action_id=action_id,
             value=value,
-            user=slack_user(user),
+            user=self.user(user),
             trigger_id=new_trigger(),
         )
         return await self.interact(payload)
@@ -125,7 +130,7 @@ class SlackSender:
     async def submit_view(
         self, view: dict[str, Any], *, user: str, values: dict[str, dict[str, Any]]
     ) -> tuple[int, str]:
-        return await self.interact(view_submission(view=view, user=slack_user(user), values=values))
+        return await self.interact(view_submission(view=view, user=self.user(user), values=values))
 
     async def reject(self, card: Message, *, user: str, reason: str) -> tuple[int, str]:
         """Click Reject, wait for the modal, type the reason and submit it."""

@@ -99,6 +99,11 @@ def test_no_policy_file_means_the_environment_decides() -> None:
             id="empty-approvers",
         ),
         pytest.param(
+            '[[rule]]\ntool = "a"\nanyone = true\nexternal = "sometimes"\n',
+            "line 4: rule 1 `external`: Input should be a valid boolean",
+            id="external-not-a-boolean",
+        ),
+        pytest.param(
             '[[rule]]\ntool = "a"\nanyone = true\napprovers = ["U0LEAD"]\n',
             "line 3: rule 1 `anyone = true` with `approvers`",
             id="anyone-and-approvers",
@@ -147,3 +152,21 @@ def test_the_readme_example_is_a_valid_policy(tmp_path: Path) -> None:
     policy = policy_from(tmp_path, example)
     assert policy.rule_for("lookup_order", "ops").approvers == ()
     assert policy.rule_for("delete_user", "ops").quorum == 2
+
+
+def test_only_members_of_the_workspace_decide_unless_the_policy_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    text = (
+        '[[rule]]\ntool = "lookup_*"\nanyone = true\nexternal = true\n\n'
+        '[[rule]]\ntool = "delete_*"\nanyone = true\nexternal = false\n\n'
+        '[[rule]]\ntool = "restart_*"\nanyone = true\n'
+    )
+    members_only = policy_from(tmp_path, text)
+    assert members_only.rule_for("lookup_user", "ops").external is True
+    assert members_only.rule_for("restart_service", "ops").external is False
+    assert members_only.rule_for("anything", "ops").external is False
+    allowed = policy_from(tmp_path, text, EXTERNAL_DECIDERS="allow")
+    assert allowed.rule_for("restart_service", "ops").external is True
+    assert allowed.rule_for("anything", "ops").external is True
+    assert allowed.rule_for("delete_user", "ops").external is False, "the rule wins"

@@ -47,6 +47,10 @@ def test_secrets_do_not_show_in_reprs() -> None:
             ["JOB_TIMEOUT_SECONDS is invalid", "between 1 and 86400"],
         ),
         ({**REQUIRED, "SLACK_API_URL": "slack.com"}, ["SLACK_API_URL is invalid", "/api/"]),
+        (
+            {**REQUIRED, "EXTERNAL_DECIDERS": "guests"},
+            ["EXTERNAL_DECIDERS is invalid", "Use deny (the default"],
+        ),
     ],
 )
 def test_a_bad_environment_names_each_variable_and_its_fix(

@@ -107,6 +107,11 @@ class LocalSlack:
         """The Home tab each person sees, as last published (`views.publish`)."""
         self.users: dict[str, str] = {}
         """Display names by user id (`users.info`)."""
+        self.people: dict[str, dict[str, Any]] = {}
+        """What `users.info` says of a person beyond a full member of `TEAM` (the default for
+        any id): another `team_id` (Slack Connect), `is_restricted` (a guest), `enterprise_user`."""
+        self.enterprise: str | None = None
+        """The Enterprise Grid organisation the workspace is part of (`auth.test`), if any."""
         self.channels: dict[str, str] = {}
         """Channel names by id (`conversations.info`)."""
         self.groups: dict[str, dict[str, Any]] = {}
@@ -182,6 +187,8 @@ class LocalSlack:
                 "user": "countersign",
                 "team": "Console",
                 "url": "https://console.localhost/",
+                **({"enterprise_id": self.enterprise} if self.enterprise else {}),
+                "is_enterprise_install": False,
             }
         if method == "chat.postMessage":
             return self._post(args)
@@ -230,12 +237,23 @@ class LocalSlack:
     def _directory(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         """Who people are and which groups they are in."""
         if method == "users.info":
+            # Anyone who can click is someone here: a full member of TEAM unless `people` says
+            # otherwise (Slack's shape: `team_id`, `is_restricted`, `enterprise_user`, ...).
             user_id = str(args.get("user"))
             name = self.users.get(user_id)
-            if name is None:
-                return {"ok": False, "error": "user_not_found"}
-            profile = {"display_name": name, "real_name": name}
-            return {"ok": True, "user": {"id": user_id, "name": name.lower(), "profile": profile}}
+            profile = {"display_name": name or "", "real_name": name or ""}
+            user = {
+                "id": user_id,
+                "team_id": TEAM,
+                "name": name.lower() if name else user_id,
+                "deleted": False,
+                "is_restricted": False,
+                "is_ultra_restricted": False,
+                "is_bot": False,
+                "profile": profile,
+                **self.people.get(user_id, {}),
+            }
+            return {"ok": True, "user": user}
         if method == "conversations.info":
             channel_id = str(args.get("channel"))
             if channel_id not in self.channels:

@@ -39,9 +39,17 @@ def new_trigger() -> str:
     return f"{next(_triggers)}.{time.time_ns()}.triggerhash"
 
 
-def slack_user(user_id: str, name: str | None = None) -> dict[str, str]:
+def slack_user(user_id: str, name: str | None = None, team: str = TEAM) -> dict[str, str]:
+    """The `user` of an interaction payload; `team` is the person's own (another organisation's
+    for a Slack Connect user, as in bolt-python's `connect_channel_payload`)."""
     name = name or user_id.lower()
-    return {"id": user_id, "username": name, "name": name, "team_id": TEAM}
+    return {"id": user_id, "username": name, "name": name, "team_id": team}
+
+
+def _team(user: dict[str, str]) -> dict[str, str]:
+    """The payload's `team`: the clicker's own, as Slack sends it in a shared channel."""
+    team = user.get("team_id", TEAM)
+    return {"id": team, "domain": "console" if team == TEAM else team.lower()}
 
 
 def slash_command_form(
@@ -201,7 +209,7 @@ def _block_actions(
     container = where.pop("container")
     return {
         "type": "block_actions",
-        "team": {"id": TEAM, "domain": "console"},
+        "team": _team(user),
         "user": user,
         "api_app_id": "A0001",
         "token": "unused",
@@ -248,14 +256,14 @@ def view_submission(
     """A `view_submission` payload: the modal as opened, with what the person typed."""
     return {
         "type": "view_submission",
-        "team": {"id": TEAM, "domain": "console"},
+        "team": _team(user),
         "user": user,
         "api_app_id": "A0001",
         "token": "unused",
         "trigger_id": new_trigger(),
         "view": {
             "id": view.get("id", "V0001"),
-            "team_id": TEAM,
+            "team_id": _team(user)["id"],
             "type": "modal",
             "callback_id": view.get("callback_id", ""),
             "private_metadata": view.get("private_metadata", ""),
@@ -263,5 +271,6 @@ def view_submission(
             "state": {"values": values},
             "hash": "h",
             "title": view.get("title"),
+            "app_installed_team_id": TEAM,
         },
     }
