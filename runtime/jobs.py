@@ -142,6 +142,11 @@ class JobQueue:
         await self._replication.confirm()
         return added is not None
 
+    async def pin(self) -> None:
+        """Before each attempt of a job: remember the primary it writes to, so that its `ack`
+        (and every confirmation in between) fails with `PrimaryChanged` after a failover."""
+        await self._replication.pin()
+
     async def ensure_group(self) -> None:
         for shard in self._keys.shards:
             with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
