@@ -307,7 +307,8 @@ class JobConsumer:
             return True  # still away: the next try fails the same way, and asks again
 
     async def _attempt(self, delivery: Delivery) -> None:
-        await self.queue.pin()
+        if not await self.queue.pin(self.consumer, delivery.entry_id):
+            raise _TakenOver  # a delivery from the old primary: the new one's own runs the job
         await self.handler(delivery)
 
     async def _ack(self, delivery: Delivery) -> None:

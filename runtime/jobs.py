@@ -142,10 +142,17 @@ class JobQueue:
         await self._replication.confirm()
         return added is not None
 
-    async def pin(self) -> None:
+    async def pin(self, consumer: str, entry_id: str) -> bool:
         """Before each attempt of a job: remember the primary it writes to, so that its `ack`
-        (and every confirmation in between) fails with `PrimaryChanged` after a failover."""
-        await self._replication.pin()
+        (and every confirmation in between) fails with `PrimaryChanged` after a failover.
+        False if the primary changed since the last attempt and the job is not ours there (it
+        was never delivered to us on the new one, or another worker took it)."""
+        primary = await self._replication.primary()
+        last = self._replication.pinned()
+        if last is not None and primary != last and not await self.keep(consumer, entry_id):
+            return False
+        self._replication.pin(primary)
+        return True
 
     async def ensure_group(self) -> None:
         for shard in self._keys.shards:

@@ -16,8 +16,8 @@ write made before it, on any connection. Both go in one round trip.
 A confirmation also says nothing of writes made on *another* primary: a worker's job that wrote
 to a primary which then died, and carried on against the promoted replica (its next command
 simply reconnected), would otherwise confirm, and acknowledge, work that was lost with the old
-one. So each attempt of a job first `pin()`s the primary it writes to (its replication id, which
-a promotion changes); `confirm()` in that attempt then raises `PrimaryChanged` if the primary is
+one. So each attempt of a job first pins the primary it writes to (its replication id, which a
+promotion changes); `confirm()` in that attempt then raises `PrimaryChanged` if the primary is
 another one, and the job runs again there before anything is shown or acknowledged.
 
 With `REDIS_MIN_REPLICAS=0` (the default) `confirm()` and `pin()` send nothing.
@@ -95,12 +95,21 @@ class Replication:
     def waits(self) -> bool:
         return self.redis is not None and self.min_replicas > 0
 
-    async def pin(self) -> None:
-        """Remember the primary that this attempt of a job (the current asyncio task and the
-        tasks it starts) writes to, for `confirm()` to check."""
+    async def primary(self) -> str | None:
+        """The current primary's replication id; None when no replicas are asked for."""
         if self.redis is None or self.min_replicas == 0:
-            return
-        _PINNED.set(_replication_id(await self.redis.info("replication")))
+            return None
+        return _replication_id(await self.redis.info("replication"))
+
+    @staticmethod
+    def pin(primary: str | None) -> None:
+        """Remember `primary` as the one that this attempt of a job (the current asyncio task
+        and the tasks it starts) writes to, for `confirm()` to check."""
+        _PINNED.set(primary)
+
+    @staticmethod
+    def pinned() -> str | None:
+        return _PINNED.get()
 
     async def confirm(self) -> None:
         """Return once `min_replicas` replicas have every write made so far; else raise
