@@ -193,6 +193,10 @@ class JobConsumer:
             page = await self.queue.reclaim(self.consumer, idle_ms, 1, self._reclaim_cursor)
             self._reclaim_cursor = page.cursor
             for delivery in page.deliveries:
+                if delivery.entry_id in self._running:
+                    # Ours, and running: it looked idle only while heartbeats could not reach
+                    # Redis (a failover). A second delivery here would race the first one.
+                    continue
                 if delivery.deliveries <= self.max_deliveries:
                     log.warning(
                         "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
