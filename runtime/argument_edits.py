@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from runtime.call_choices import ArgumentEdit
+from runtime.call_digest import ArgumentsTooLarge, check_arguments
 
 VALUE_CHARS = 120
 
@@ -38,6 +39,10 @@ class InvalidEdit(Exception):
 
 def parse_edit(text: str, schema: dict[str, Any] | None) -> Any:
     """The edited arguments, parsed; raises InvalidEdit naming the first problem."""
+    try:
+        check_arguments(text)  # before parsing: the parser recurses
+    except ArgumentsTooLarge as error:
+        raise InvalidEdit(str(error)) from error
     try:
         parsed = json.loads(text)
     except ValueError as error:

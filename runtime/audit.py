@@ -30,6 +30,8 @@ from runtime.stopping import Stopping
 log = logging.getLogger(__name__)
 
 TRIM_INTERVAL_SECONDS = 600.0
+EVENT_IDS = ("call_id", "approval_id")
+"""What a log line names of an audit entry that could not be stored."""
 
 
 class AuditEntry(BaseModel):
@@ -66,9 +68,17 @@ class AuditTrail:
         entry: dict[Any, Any] = {"event": event, "run_id": run_id, "details": json.dumps(payload)}
         try:
             await self._redis.xadd(self._keys.shard_of(run_id).audit, entry)
-        except RedisError:
-            # The audit trail must not fail the step it describes; the log keeps the event.
-            log.warning("run %s: audit entry %s not stored: %s", run_id, event, details)
+        except RedisError as error:
+            # The audit trail must not fail the step it describes. The log names the event, not
+            # its details: they may hold a tool's output or a person's edited arguments.
+            ids = ", ".join(f"{key} {details[key]}" for key in EVENT_IDS if details.get(key))
+            log.warning(
+                "run %s: audit entry %s%s not stored (%s: Redis unreachable)",
+                run_id,
+                event,
+                f" ({ids})" if ids else "",
+                type(error).__name__,
+            )
 
     async def recent(self, count: int, *, channel: str | None = None) -> list[AuditEntry]:
         """The last `count` events, oldest first (of `channel` only, if given)."""

@@ -8,7 +8,9 @@ cancelled and handed back within it.
 A job that fails because Redis is away (no answer, replicas that do not confirm under
 `REDIS_MIN_REPLICAS`, or full and refusing writes) is not at fault: it is retried in place,
 kept and heartbeated, within its timeout. Given back, each try would spend one of its
-`JOB_MAX_DELIVERIES`, and an outage of a few idle timeouts would end the run as given up.
+`JOB_MAX_DELIVERIES`, and an outage of a few idle timeouts would end the run as given up. A
+job whose primary changed while it ran (a failover: `PrimaryChanged`) runs again on the new one
+before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime.jobs import START, Delivery, Handler, JobQueue, Overtaken
 from runtime.live_workers import FULL_SCAN_SECONDS, LiveWorkers
-from runtime.replication import NotReplicated
+from runtime.replication import NotReplicated, PrimaryChanged
 from runtime.shutdown_budget import ShutdownBudget
 from runtime.stop_watch import caused_by
 from runtime.stopping import Stopping
@@ -194,6 +196,10 @@ class JobConsumer:
             page = await self.queue.reclaim(self.consumer, idle_ms, 1, self._reclaim_cursor)
             self._reclaim_cursor = page.cursor
             for delivery in page.deliveries:
+                if delivery.entry_id in self._running:
+                    # Ours, and running: it looked idle only while heartbeats could not reach
+                    # Redis (a failover). A second delivery here would race the first one.
+                    continue
                 if delivery.deliveries <= self.max_deliveries:
                     log.warning(
                         "job %s taken over (delivery %d)", delivery.entry_id, delivery.deliveries
@@ -271,12 +277,20 @@ class JobConsumer:
         deadline = asyncio.timeout(self.job_timeout)
         try:
             async with deadline:
-                try:
-                    await self._while_redis_is_away(delivery, self.handler)
-                except Overtaken:
-                    if not await self._still_held(delivery):
-                        raise _TakenOver from None
-                await self._while_redis_is_away(delivery, self._ack)
+                while True:
+                    try:
+                        await self._while_redis_is_away(delivery, self._attempt)
+                    except Overtaken:
+                        if not await self._still_held(delivery):
+                            raise _TakenOver from None
+                    try:
+                        await self._while_redis_is_away(delivery, self._ack)
+                        break
+                    except _RunAgain as changed:
+                        # Its writes may have gone with the old primary: redone on this one.
+                        log.warning("job %s: %s", delivery.entry_id, changed)
+                        if not await self._still_held(delivery):
+                            raise _TakenOver from None
         except TimeoutError:
             if not deadline.expired():
                 raise  # the handler's own timeout: a failure like any other
@@ -299,8 +313,16 @@ class JobConsumer:
         except RedisError:
             return True  # still away: the next try fails the same way, and asks again
 
+    async def _attempt(self, delivery: Delivery) -> None:
+        if not await self.queue.pin(self.consumer, delivery.entry_id):
+            raise _TakenOver  # a delivery from the old primary: the new one's own runs the job
+        await self.handler(delivery)
+
     async def _ack(self, delivery: Delivery) -> None:
-        await self.queue.ack(delivery.entry_id)
+        try:
+            await self.queue.ack(delivery.entry_id)
+        except PrimaryChanged as error:
+            raise _RunAgain(str(error)) from None  # not retried here: the handler runs again
 
     async def _while_redis_is_away(self, delivery: Delivery, work: Handler) -> None:
         """`work(delivery)`, tried again in place for as long as it fails because Redis is away."""
@@ -357,6 +379,10 @@ def _redis_away(error: BaseException) -> BaseException | None:
         if (found := caused_by(error, kind)) is not None:
             return found
     return None
+
+
+class _RunAgain(Exception):
+    """The primary changed since the handler ran: run it again before acknowledging."""
 
 
 class _TakenOver(Exception):

@@ -172,6 +172,18 @@ class JobQueue:
             return False  # away again: the caller's retry tries once more
         return True
 
+    async def pin(self, consumer: str, entry_id: str) -> bool:
+        """Before each attempt of a job: remember the primary it writes to, so that its `ack`
+        (and every confirmation in between) fails with `PrimaryChanged` after a failover.
+        False if the primary changed since the last attempt and the job is not ours there (it
+        was never delivered to us on the new one, or another worker took it)."""
+        primary = await self._replication.primary()
+        last = self._replication.pinned()
+        if last is not None and primary != last and not await self.keep(consumer, entry_id):
+            return False
+        self._replication.pin(primary)
+        return True
+
     async def ensure_group(self) -> None:
         for shard in self._keys.shards:
             await self._make_group(shard.jobs)

@@ -15,7 +15,7 @@ Fields of `run:<id>`:
   escalation) and `nudged:<id>` (until when those were done);
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.tool_journal`).
 
-**Fencing.** Every delivery of a job claims the run and gets the next `fence` number; every
+**Fencing.** Every delivery of a job claims the run and gets a new, higher `fence`; every
 write a worker makes for that step names its fence and is refused once a later delivery has
 claimed the run. A worker that lost its job (paused, partitioned) can no longer write.
 
@@ -25,6 +25,7 @@ redelivered start job cannot replay a finished run.
 
 from __future__ import annotations
 
+import secrets
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -202,8 +203,10 @@ return {'created', t[1], t[2]}
 # takes a `ready` run, or one a previous delivery was resuming (that delivery was given up by
 # the job queue, or failed): its writes are refused from now on. Any delivery that finds the
 # run `waiting` or `finishing` takes it to finish what a previous one left half done (cards not
-# yet posted, an answer not yet sent).
-# KEYS: run, audit. ARGV: kind, round, running ttl, run id, resumed event.
+# yet posted, an answer not yet sent). The fence grows by a random step (ARGV[6]): a claim lost
+# with a failed primary and the next one on the promoted replica then hand out different fences,
+# and the delivery whose claim was lost cannot write over the other's.
+# KEYS: run, audit. ARGV: kind, round, running ttl, run id, resumed event, fence step.
 CLAIM = """
 local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel)
 local status = seen[1]
@@ -213,7 +216,7 @@ local current = resume and tonumber(seen[2]) == tonumber(ARGV[2])
 local takes = (not resume and status == 'running')
   or (current and (status == 'ready' or status == 'resuming'))
 if takes then
-  local fence = redis.call('HINCRBY', KEYS[1], F.fence, 1)
+  local fence = redis.call('HINCRBY', KEYS[1], F.fence, ARGV[6])
   if not resume then return {'claimed', fence} end
   redis.call('HSET', KEYS[1], F.status, 'resuming')
   redis.call('EXPIRE', KEYS[1], ARGV[3])
@@ -226,7 +229,7 @@ if takes then
   return {'claimed', fence, t[1], t[2]}
 end
 if status == 'waiting' or status == 'finishing' then
-  return {status, redis.call('HINCRBY', KEYS[1], F.fence, 1)}
+  return {status, redis.call('HINCRBY', KEYS[1], F.fence, ARGV[6])}
 end
 if resume and not current then return {'stale'} end
 return {status}
@@ -329,6 +332,12 @@ if redis.call('EXISTS', KEYS[1]) == 1 then put = redis.call('HSETNX', KEYS[1], A
 if ARGV[3] ~= '' then redis.call('XADD', KEYS[2], '*', unpack(cjson.decode(ARGV[3]))) end
 return put
 """
+
+
+def fence_step() -> int:
+    """How much a claim raises the fence (`CLAIM`): at random, up to about a million."""
+    return 1 + secrets.randbelow(1 << 20)
+
 
 PRELUDE = _prelude()
 SCRIPTS: dict[str, str] = {

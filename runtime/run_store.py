@@ -141,9 +141,10 @@ class RunStore:
 
     async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
         """Take the run for this delivery of its job (see `runtime.run_record`)."""
+        step = rr.fence_step()
         reply = await self._scripts["claim"](
             keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
-            args=[kind, round_, rr.RUNNING_TTL_SECONDS, run_id, AuditEvent.RESUMED],
+            args=[kind, round_, rr.RUNNING_TTL_SECONDS, run_id, AuditEvent.RESUMED, step],
         )
         status = cast(ClaimStatus, _text(reply[0]))
         if len(reply) > 3:

@@ -200,7 +200,7 @@ class JournaledInvoker:
             "digest": call_digest(
                 self._tool_name, ctx.tool_arguments or "", self._mcp_server, kind=self._kind
             ),
-            "outcome": str(output)[:OUTCOME_CHARS],
+            "outcome": _outcome(output),
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
 
@@ -250,6 +250,14 @@ def _storable(output: object) -> object:
     except (TypeError, ValueError):
         return str(output)
     return output
+
+
+def _outcome(output: object) -> str:
+    """The output as the audit trail shows it, shortened: text as it is, anything else as JSON
+    (an MCP tool returns content parts, whose `str()` would be a Python repr)."""
+    stored = _storable(output)
+    text = stored if isinstance(stored, str) else json.dumps(stored, ensure_ascii=False)
+    return text[:OUTCOME_CHARS]
 
 
 def ran_tools(entries: list[bytes]) -> list[str]:

@@ -59,6 +59,7 @@ WORKER_ENV = {
     "REMINDER_AT": "0",
 }
 RETRYABLE = (messages.NOT_CONFIRMED, messages.TRY_AGAIN)
+TAKEN_BACK = "(the card was taken back)"
 
 
 def task_of(number: int) -> str:
@@ -94,6 +95,13 @@ class Tally:
         return sum(1 for at in times if at >= moment)
 
 
+def ids_of(card: Message) -> tuple[str, str]:
+    """The run and approval a card with an Approve button asks about."""
+    value = next(a["value"] for a in card.actions() if a["action_id"] == "approve")
+    run_id, approval_id = str(value).split(":")[:2]
+    return run_id, approval_id
+
+
 @dataclass(kw_only=True)
 class Person:
     deployment: Deployment
@@ -117,11 +125,14 @@ class Person:
             await asyncio.sleep(RETRY_EVERY)
         return False
 
-    def card(self, number: int) -> Message | None:
+    def card(self, number: int, *, open_only: bool = True) -> Message | None:
+        """The run's first card that still has its buttons (or, not `open_only`, any)."""
         roots = [m for m in self.slack.roots() if m.text.endswith(f"*ops*: {task_of(number)}")]
         threads = {root.ts for root in roots}
         cards = [
-            c for c in self.slack.cards() if c.thread_ts in threads and "approve" in c.action_ids()
+            c
+            for c in self.slack.cards()
+            if c.thread_ts in threads and ("approve" in c.action_ids() or not open_only)
         ]
         return cards[0] if cards else None
 
@@ -149,20 +160,42 @@ class Person:
             )
 
         await self.slack.wait_for(
-            lambda: said() is not None or redrawn(), 15, f"an answer to {user}'s click"
+            lambda: said() is not None or redrawn() or self.taken_back(card),
+            15,
+            f"an answer to {user}'s click",
         )
         answered = time.monotonic()
+        if said() is None and not redrawn():
+            return TAKEN_BACK, answered
         if said() is None:
             # A worker may redraw the card too; a "try again" would follow within moments.
             await asyncio.sleep(0.3)
         return said(), answered
 
+    def taken_back(self, card: Message) -> bool:
+        """Deleted: a card posted by a delivery that was fenced off right after (its worker takes
+        its own post back, and the card of the delivery that took over stays)."""
+        return card.ts not in self.slack.messages
+
+    def seen_instead(
+        self, number: int, card: Message, ids: tuple[str, str]
+    ) -> tuple[Message, tuple[str, str]]:
+        """Nobody can click a deleted message: the card the person sees instead, and what it
+        asks about (one already decided keeps the ids of the card clicked)."""
+        seen = self.card(number) or self.card(number, open_only=False)
+        if seen is None:
+            return card, ids
+        return seen, ids_of(seen) if "approve" in seen.action_ids() else ids
+
     async def approve(self, number: int, card: Message, deadline: float) -> bool:
         """Click Approve until it is answered OK: the card redrawn, no "try again"."""
         user = f"UAPPROVER{number:02d}"
-        value = next(a["value"] for a in card.actions() if a["action_id"] == "approve")
-        run_id, approval_id = value.split(":")[:2]
+        run_id, approval_id = ids_of(card)
         while time.monotonic() < deadline:
+            if self.taken_back(card):
+                await asyncio.sleep(RETRY_EVERY)
+                card, (run_id, approval_id) = self.seen_instead(number, card, (run_id, approval_id))
+                continue
             if "approve" not in card.action_ids():
                 # A "try again" decision the replica confirmed late: the card now shows it, as
                 # good an acknowledgement as a redraw after a click (nobody clicks again).
@@ -181,6 +214,8 @@ class Person:
                     await self.slack.wait_for(lambda: self.ending(number), 5)
                 if self.ending(number):
                     return True
+            if text == TAKEN_BACK:
+                continue
             if text not in RETRYABLE:
                 self.tally.stuck[number] = f"click refused: {text}"
                 return False

@@ -97,7 +97,7 @@ async def test_a_second_delivery_fences_off_the_first(redis_url: str, prefix: st
         first = await store.claim("r0000000000000001", kind="resume", round_=1)
         again = await store.claim("r0000000000000001", kind="resume", round_=1)
         assert (first.status, again.status) == ("claimed", "taken_over")
-        assert first.lease and again.lease and again.lease.fence == first.lease.fence + 1
+        assert first.lease and again.lease and again.lease.fence > first.lease.fence
         with pytest.raises(Fenced):
             await store.mark_finishing(first.lease, "the old holder's answer")
         with pytest.raises(Fenced):
