@@ -13,6 +13,8 @@ Versions:
 - 3: each call also carries what its card shows beyond the arguments (`why`, `preview`), the
   tool's parameter schema, `allow_edit` and `grant_max_seconds`; an edit lives in `edit:`
   fields. Versions 1 and 2 read as: no edits, no grants.
+  A call asked about again because it may have run (`runtime.lost_outcomes`) also carries
+  `lost` (written only when true: no new version).
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ class PendingCall(BaseModel):
     """An edit made while a quorum is not yet met (kept in its own field, like approvals)."""
     copies: tuple[CardCopy, ...] = ()
     """Copies of the card elsewhere (`notify`, escalation): one approval, redrawn together."""
+    lost: bool = False
+    """The call may have run and its result was lost: its card asks whether to run it again."""
 
     @property
     def shown_arguments(self) -> str:
@@ -203,4 +207,6 @@ def dump_envelope(envelope: RunEnvelope) -> str:
         for name in _OMITTED_WHEN_UNSET:
             if call.get(name) is None:
                 call.pop(name, None)
+        if not call.get("lost"):
+            call.pop("lost", None)
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

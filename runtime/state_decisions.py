@@ -18,6 +18,7 @@ from runtime.call_choices import ArgumentEdit
 from runtime.call_context import editable_schema
 from runtime.call_digest import call_digest
 from runtime.envelope import Decision, PendingCall, RunEnvelope
+from runtime.lost_outcomes import not_run_again_message
 from runtime.mcp_origin import mcp_server_of
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,10 @@ def apply_decisions(
         if call is None or decision is None or decision.outcome in ("rejected", "expired"):
             if call is None:
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
-            state.reject(item, rejection_message=rejection_message(decision, tool))
+            message = rejection_message(decision, tool)
+            if call is not None and call.lost and decision is not None:
+                message = not_run_again_message(decision, tool, message)
+            state.reject(item, rejection_message=message)
             continue
         if not binds(decision, call, item, server_of(item)):
             state.reject(item, rejection_message=refusal_message(tool))

@@ -6,8 +6,10 @@ of the registry is wrapped once: a call that already has a recorded outcome gets
 back instead of running again, and a delivery that lost its run (see fencing in
 `runtime.run_record`) runs no further tool. Tools from MCP servers, which the SDK builds
 afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp_tools`).
-What remains is a crash *inside* a tool, before it returns: then the call runs again, with the
-same `idempotency_key(ctx)`.
+What remains is a crash *inside* a tool, before it returns: each call is marked started before
+its tool runs (`runtime.call_starts`), and a retry that finds the mark without an outcome does
+not run it but asks a person (`runtime.lost_outcomes`), unless the tool declared itself safe to
+repeat (`runtime.tools.safe_to_repeat`). Run again, it has the same `idempotency_key(ctx)`.
 
 The run a call belongs to travels in a context variable that the executor sets around each step,
 so tools need no arguments of ours and calls outside a Countersign run pass straight through.
@@ -20,7 +22,6 @@ import contextlib
 import contextvars
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,16 +35,17 @@ from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import ArgumentEdit
 from runtime.call_digest import call_digest
+from runtime.call_starts import OutcomeLost, lost, may_repeat
 from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
-from runtime.run_store import Lease, RunStore
+from runtime.run_store import Fenced, Lease, RunStore
 from runtime.stop_mark import StopMark, Stopped
 
 log = logging.getLogger(__name__)
 
 OUTCOME_CHARS = 300
-RECORD_RETRY_SECONDS = 30.0
-"""How long a tool's output is retried through a Redis outage before the job fails."""
+RECORD_RETRY_MAX_DELAY = 2.0
+"""The longest pause between two tries to record a tool's output through a Redis outage."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -68,6 +70,10 @@ class JournalScope:
     """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
     heard: asyncio.Event | None = None
     """Set when the worker's `StopWatcher` hears that this run was stopped."""
+    round: int = 0
+    """The run's round being worked on: a start mark records it (`runtime.call_starts`)."""
+    run_again: frozenset[str] = frozenset()
+    """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -134,9 +140,10 @@ class JournaledInvoker:
             return entry["output"]
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
-        # The decision and this delivery's claim must survive a failover before the tool runs;
-        # else a promoted replica would hand the call to another delivery (NotReplicated: the
-        # job is retried, nothing ran).
+        await self._mark_started(scope, call_id)
+        # The decision, this delivery's claim and the start mark must survive a failover before
+        # the tool runs; else a promoted replica would hand the call to another delivery
+        # (NotReplicated: the job is retried, nothing ran).
         await scope.store.replicated()
         scope.in_flight.count += 1
         try:
@@ -144,6 +151,8 @@ class JournaledInvoker:
                 output = await self._inner(ctx, arguments)
             except Exception:
                 count_tool(self._tool_name, "error")
+                with contextlib.suppress(RedisError):  # unsaid, the retry asks a person
+                    await scope.store.starts.raised(scope.lease.run_id, scope.lease.fence, call_id)
                 raise
             count_tool(self._tool_name, "ok")
             if edit is not None:
@@ -158,6 +167,18 @@ class JournaledInvoker:
         finally:
             scope.in_flight.count -= 1
         return output
+
+    async def _mark_started(self, scope: JournalScope, call_id: str) -> None:
+        """Before the tool runs: a call that started without an outcome may have run, so it
+        runs again only when a person says so (or its tool is safe to repeat)."""
+        run_id, starts = scope.lease.run_id, scope.store.starts
+        started = await starts.started_in(run_id, call_id)
+        again = call_id in scope.run_again
+        if lost(started, round_=scope.round, run_again=again) and not may_repeat(self):
+            count_tool(self._tool_name, "lost")
+            raise OutcomeLost(run_id, call_id, self._tool_name)
+        if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round):
+            raise Fenced(run_id)
 
     async def _audit(
         self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
@@ -186,17 +207,15 @@ class JournaledInvoker:
 
 
 async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> None:
-    """The tool has run: giving up on recording it would run it again on the job's retry, so a
-    Redis outage (a failover takes seconds) is waited out, up to `RECORD_RETRY_SECONDS`."""
-    deadline = time.monotonic() + RECORD_RETRY_SECONDS
+    """The tool has run: its output is held only here, so a Redis outage is waited out for as
+    long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
+    the start mark without an outcome and asks a person)."""
     delay = 0.2
     while True:
         try:
             await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
             return
         except RedisError as error:
-            if time.monotonic() + delay > deadline:
-                raise
             log.warning(
                 "run %s: output of %s not recorded yet (%s); retrying in %g s",
                 scope.lease.run_id,
@@ -205,7 +224,7 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
                 delay,
             )
         await asyncio.sleep(delay)
-        delay = min(delay * 2, 2.0)
+        delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
 
 
 def edited_call(ctx: ToolContext[Any], edit: ArgumentEdit) -> ToolContext[Any]:
