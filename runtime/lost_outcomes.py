@@ -23,7 +23,7 @@ from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_starts import OutcomeLost
 from runtime.contracts import new_approval_id
-from runtime.envelope import Decision, PendingCall, RunEnvelope
+from runtime.envelope import PendingCall, RunEnvelope
 from runtime.failures import RunFailed
 from runtime.policy import Policy
 from runtime.reporter import Failure
@@ -130,8 +130,9 @@ def lost_entry(audit: AuditTrail, envelope: RunEnvelope, lost: OutcomeLost) -> s
     )
 
 
-def not_run_again_message(decision: Decision, tool: str, rejection: str) -> str:
-    """What the model reads when a person chose not to run a lost call again."""
+def not_run_again_message(tool: str, rejection: str) -> str:
+    """What the model reads when a lost call is not run again (`rejection`: why, as
+    `state_decisions.rejection_message` says it)."""
     return (
         f"The call to {tool} may have run earlier, but its result was lost, and it was not run "
         f"again: {rejection.removeprefix(f'The call to {tool} ').rstrip('.')}. Tell the user "

@@ -128,8 +128,8 @@ def apply_decisions(
             if call is None:
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
             message = rejection_message(decision, tool)
-            if call is not None and call.lost and decision is not None:
-                message = not_run_again_message(decision, tool, message)
+            if call is not None and call.lost:  # not "it was not done": it may have been
+                message = not_run_again_message(tool, message.replace(TELL_THE_USER, "").strip())
             state.reject(item, rejection_message=message)
             continue
         if not binds(decision, call, item, server_of(item)):

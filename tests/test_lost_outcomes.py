@@ -163,3 +163,27 @@ async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
         assert len(deployment.slack.cards()) == 1, "no may-have-run card either"
     finally:
         await deployment.stop()
+
+
+async def test_only_a_person_who_may_decide_the_call_may_run_it_again(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rule]]\ntool = "migrate"\napprovers = ["UBOB"]\n')
+    deployment.model.script = migrate_then_answer
+    root, _ = await killed_inside_the_tool(deployment, "migrate users", POLICY_FILE=str(policy))
+    [_, again] = await deployment.cards(root, 2)
+
+    await deployment.sender.click(again, "approve", user="UCAROL")
+    notes = await deployment.slack.wait_for(
+        lambda: [e for e in deployment.slack.ephemerals if "may decide" in str(e["text"])],
+        10,
+        "a note to UCAROL",
+    )
+    assert "may decide `migrate`, so nothing was recorded" in str(notes[0]["text"])
+    assert again.action_ids()[0] == "approve", "still open"
+    assert len(await ledger(deployment)) == 1
+
+    await deployment.sender.click(again, "approve", user="UBOB")
+    [answer] = await deployment.final_answers(root)
+    assert answer.text.startswith("migrated users (attempt 2, key "), answer.text

@@ -24,7 +24,7 @@ from agents import Agent, RunContextWrapper, function_tool
 from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
 
-from runtime.previews import preview
+from runtime.tools import preview
 
 USERS: dict[str, dict[str, str]] = {
     "u-100": {"name": "Ada Lovelace", "email": "ada@example.com", "status": "active"},
