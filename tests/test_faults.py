@@ -172,6 +172,10 @@ async def test_sigterm_lets_a_worker_hand_back_a_long_job_and_exit_in_time(
     assert time.monotonic() - stopped_at < 10, "well inside Heroku's 30 s"
     assert "1 job(s) cancelled, 1 handed back" in first.log()
 
+    # Cancelled inside the tool, the call may have run: it runs again once a person says so.
+    [_, again] = await deployment.cards(root, 2)
+    assert "`migrate` may have run; its result was lost" in again.all_text()
+    await deployment.sender.click(again, "approve", user="UBOB")
     [answer] = await deployment.final_answers(root)
     assert (
         answer.text
