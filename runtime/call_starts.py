@@ -49,9 +49,9 @@ class CallStarts:
         )
         return int(written) == 1
 
-    async def raised(self, run_id: str, fence: int, call_id: str) -> None:
-        """The tool raised: it returned, so the retry that follows runs it again, as before
-        (only a call cut off inside its tool has lost its outcome)."""
+    async def not_running(self, run_id: str, fence: int, call_id: str) -> None:
+        """Take the mark back: the tool did not start after all, or it raised (it returned):
+        only a call cut off inside its tool has lost its outcome."""
         await self._set(
             keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
             args=[str(fence), "", rr.STARTED + call_id, ""],

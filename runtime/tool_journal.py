@@ -141,18 +141,21 @@ class JournaledInvoker:
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
         await self._mark_started(scope, call_id)
-        # The decision, this delivery's claim and the start mark must survive a failover before
-        # the tool runs; else a promoted replica would hand the call to another delivery
-        # (NotReplicated: the job is retried, nothing ran).
-        await scope.store.replicated()
+        try:
+            # The decision, this delivery's claim and the start mark must survive a failover
+            # before the tool runs; else a promoted replica would hand the call to another
+            # delivery (NotReplicated: the job is retried, nothing ran).
+            await scope.store.replicated()
+        except Exception:
+            await _not_running(scope, call_id)
+            raise
         scope.in_flight.count += 1
         try:
             try:
                 output = await self._inner(ctx, arguments)
             except Exception:
                 count_tool(self._tool_name, "error")
-                with contextlib.suppress(RedisError):  # unsaid, the retry asks a person
-                    await scope.store.starts.raised(scope.lease.run_id, scope.lease.fence, call_id)
+                await _not_running(scope, call_id)
                 raise
             count_tool(self._tool_name, "ok")
             if edit is not None:
@@ -204,6 +207,13 @@ class JournaledInvoker:
             "outcome": str(output)[:OUTCOME_CHARS],
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
+
+
+async def _not_running(scope: JournalScope, call_id: str) -> None:
+    """The tool did not start, or raised (it returned): the retry that follows runs it again,
+    as it always did. Unsaid (Redis away), the retry asks a person instead."""
+    with contextlib.suppress(RedisError):
+        await scope.store.starts.not_running(scope.lease.run_id, scope.lease.fence, call_id)
 
 
 async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> None:
