@@ -10,8 +10,9 @@ keep their decisions. **Run again** runs the call once more, with the same `idem
 **Reject** tells the model that it may have run, that its result was lost and that it was not
 run again.
 
-A call outside the round's approvals (one the policy let run without a person) cannot be asked
-about: the run ends, and the thread says the call may have run.
+A call outside the round's approvals (one the policy let run without a person), or one that ran
+with arguments a person edited, is not asked about again: the run ends, and the thread says the
+call may have run.
 """
 
 from __future__ import annotations
@@ -83,9 +84,12 @@ def asked_again(
 ) -> tuple[PendingCall, ...] | None:
     """The calls of the run's next round: the lost call asks again (at `now`, Redis's clock)
     and the round's other calls keep their decisions; None when the call is not one of the
-    round's approved calls."""
+    round's approved calls, or ran with arguments a person edited (the card would show, and
+    bind, the model's)."""
     call = next((c for c in envelope.calls if c.call_id == lost.call_id), None)
     if call is None or call.decision is None or call.decision.outcome not in _APPROVED:
+        return None
+    if call.decision.edit is not None:
         return None
     rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
     again = call.model_copy(
