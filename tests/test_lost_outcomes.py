@@ -187,3 +187,24 @@ async def test_only_a_person_who_may_decide_the_call_may_run_it_again(
     await deployment.sender.click(again, "approve", user="UBOB")
     [answer] = await deployment.final_answers(root)
     assert answer.text.startswith("migrated users (attempt 2, key "), answer.text
+
+
+async def test_a_call_the_policy_let_run_that_may_have_run_ends_the_run_saying_so(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rule]]\ntool = "migrate"\nauto = "approve"\n')
+    deployment.model.script = migrate_then_answer
+    env = {"POLICY_FILE": str(policy)}
+    await deployment.web(**env)
+    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
+    root = await deployment.start_run("migrate users")
+    await wait_for_ledger(deployment, 1)  # no card: the policy approved it, and it runs
+    owner = await deployment.job_owner()
+    assert owner in workers
+    workers[owner].signal(signal.SIGKILL)
+
+    [ending] = await deployment.final_answers(root)
+    assert "`migrate` may have run; its result was lost, so it was not run again" in ending.text
+    assert len(await ledger(deployment)) == 1
+    assert deployment.slack.cards() == []
