@@ -89,6 +89,8 @@ def _call_blocks(
     if approver_names:
         fields.append(_field(messages.approvers_field(approver_names)))
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
+    if call.lost:
+        headline = messages.outcome_lost_headline(call.tool)
     blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
     if call.inside:
         blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
@@ -129,7 +131,8 @@ def approval_request_blocks(
         blocks.append(
             context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
         )
-    buttons = [button(ACTION_APPROVE, messages.APPROVE, value, "primary")]
+    approve = messages.RUN_AGAIN if call.lost else messages.APPROVE
+    buttons = [button(ACTION_APPROVE, approve, value, "primary")]
     if call.allow_always:
         buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
     buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))

@@ -174,6 +174,17 @@ def tool_description(description: str) -> str:
     return f"_Tool description:_ {escape(text)}"
 
 
+RUN_AGAIN = "Run again"
+
+
+def outcome_lost_headline(tool: str) -> str:
+    """A call that may have run (its worker died inside it): run it again or not."""
+    return (
+        f":warning: `{escape(tool)}` may have run; its result was lost. It runs again only "
+        "if you say so: check whether it took effect first."
+    )
+
+
 def approval_fallback(agent: str, tool: str) -> str:
     return f"Approval needed: {agent} wants to run {tool}"
 
@@ -359,6 +370,8 @@ FAILURES = {
     Failure.MCP_UNAVAILABLE: "The MCP server `{detail}` could not be reached (the worker kept "
     "retrying), so the run stopped and nothing more was run. Check that the server is up, then "
     "ask again.",
+    Failure.OUTCOME_LOST: "`{detail}` may have run; its result was lost, so it was not run "
+    "again and the run stopped. Check whether it took effect before asking again.",
 }
 
 

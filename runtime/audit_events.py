@@ -21,6 +21,9 @@ class AuditEvent(StrEnum):
     """An approved call whose arguments changed before it ran."""
     EXECUTED = "executed"
     REPLAYED = "replayed"
+    OUTCOME_LOST = "outcome_lost"
+    """A retried step reached a call that started but has no recorded outcome: it was not run
+    again, and asks a person (`runtime.lost_outcomes`)."""
     """A retried step reached a call that had already run: its recorded output was reused."""
     GRANTED = "granted"
     """An approval that also allowed later calls for a while (a grant, `runtime.grants`)."""

@@ -42,7 +42,7 @@ class CardCopies:
         self._redis = redis
         self._keys = keys
         self._reach = reach
-        self._add = redis.register_script(rr.SCRIPTS["add_copies"])
+        self._add = rr.script(redis, keys, "add_copies")
 
     async def notify(self, run: RunView, call: PendingCall) -> None:
         """Send the copies the call's rule asks for (`notify`), unless they were sent."""

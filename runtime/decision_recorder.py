@@ -141,7 +141,7 @@ class DecisionRecorder:
         self._redis = redis
         self._keys = keys
         self._replication = replication
-        self._decide = redis.register_script(rr.SCRIPTS["decide"])
+        self._decide = rr.script(redis, keys, "decide")
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
         reply: list[Any] = await self._redis.hmget(

@@ -16,6 +16,8 @@ Versions:
   carries `inside`, the agents that ran it as a tool (optional, absent: none; no new version). A
   call may also carry `external` (absent: only members of the installing workspace may decide
   it; no new version).
+  A call asked about again because it may have run (`runtime.lost_outcomes`) also carries
+  `lost` (written only when true: no new version).
 """
 
 from __future__ import annotations
@@ -149,6 +151,8 @@ class PendingCall(BaseModel):
     run's current agent asked itself."""
     external: bool = False
     """People outside the installing workspace may decide it too (its rule's `external`)."""
+    lost: bool = False
+    """The call may have run and its result was lost: its card asks whether to run it again."""
 
     @property
     def shown_arguments(self) -> str:
@@ -200,7 +204,7 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 # Optional per-call fields written only when set, so that a function tool's call is stored
 # exactly as before they existed and a web process of the previous version still reads it.
-_OMITTED_WHEN_UNSET = ("mcp_server", "description", "inside", "external")
+_OMITTED_WHEN_UNSET = ("mcp_server", "description", "inside", "external", "lost")
 
 
 def dump_envelope(envelope: RunEnvelope) -> str:

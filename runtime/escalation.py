@@ -40,7 +40,7 @@ class Escalation:
     _script: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._script = self.redis.register_script(rr.SCRIPTS["escalate"])
+        self._script = rr.script(self.redis, self.keys, "escalate")
 
     async def escalate(
         self, run: RunView, call: PendingCall, targets: tuple[str, ...]

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import GRANT_ID_PATTERN, GrantRef, GrantScope
 from runtime.keys import Keys, Shard
+from runtime.once_scripts import OnceScript, once_body
 from runtime.replication import NO_REPLICAS, Replication
 
 GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (
@@ -156,8 +157,9 @@ class GrantStore:
         self._redis = redis
         self._keys = keys
         self._replication = replication
-        self._use = redis.register_script(USE)
-        self._revoke = redis.register_script(REVOKE)
+        # Counted and audited once per call, however often redis-py sends it.
+        self._use = OnceScript(redis, keys, once_body(USE))
+        self._revoke = OnceScript(redis, keys, once_body(REVOKE))
 
     def new_id(self, run_id: str) -> str:
         """An id for a grant that a decision on `run_id` creates (in the run's shard)."""

@@ -156,6 +156,12 @@ class Keys:
             raise ValueError("this key is per shard with REDIS_SHARDS > 1: walk Keys.shards")
         return self.shard(0)
 
+    def once(self, key: str, token: str) -> str:
+        """The reply of one script call on `key` (`runtime.once_scripts`), in `key`'s slot."""
+        if not self.cluster:
+            return f"{self.prefix}once:{token}"
+        return f"{key[: key.index('}') + 1]}:once:{token}"
+
     def new_grant_id(self, run_id: str) -> str:
         """A fresh grant id in `run_id`'s shard, so the decision script creates the grant in
         the run's slot (about `shard_count` draws)."""

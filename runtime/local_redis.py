@@ -118,6 +118,11 @@ class RedisServer:
                 raise LocalRedisError(f"redis-server ({self.binary}) did not start: {detail}")
             time.sleep(0.02)
 
+    def signal(self, number: int) -> None:
+        """Send the server a signal: SIGSTOP pauses it (a slow Redis), SIGCONT continues it."""
+        if self._process is not None:
+            self._process.send_signal(number)
+
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:

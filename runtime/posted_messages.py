@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
+from runtime.card_copies import CardCopies
+from runtime.envelope import RunEnvelope
 from runtime.reporter import Reporter, RunView
-from runtime.run_store import Fenced
+from runtime.run_store import Fenced, Lease, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -34,3 +36,26 @@ async def record_or_retract(
             )
             await reporter.retract(run, message_id)
         raise
+
+
+async def post_cards(
+    store: RunStore,
+    reporter: Reporter,
+    copies: CardCopies | None,
+    envelope: RunEnvelope,
+    lease: Lease,
+) -> None:
+    """Ask for every open approval that has no message yet (`copies`: the cards that policy
+    rules `notify` elsewhere; None: the thread only)."""
+    # A card is a promise that the approval exists: not before the replicas have it
+    # (`REDIS_MIN_REPLICAS`), else a failover leaves a card that answers "unknown".
+    await store.replicated()
+    view = RunView.of(envelope)
+    for call in envelope.calls:
+        if call.message_ts is None and call.decision is None:
+            ts = await reporter.approval_requested(view, call)
+            await record_or_retract(
+                reporter, view, ts, store.set_message_ts(lease, call.approval_id, ts)
+            )
+        if call.decision is None and copies is not None:
+            await copies.notify(view, call)

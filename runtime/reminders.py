@@ -42,7 +42,7 @@ class Reminders:
     _set: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._set = self.redis.register_script(rr.SCRIPTS["fenced_set"])
+        self._set = rr.script(self.redis, self.keys, "fenced_set")
 
     async def handle(self, member: str) -> bool:
         """Do the nudges due; True removes the entry, False keeps it (moved to the next nudge,

@@ -28,6 +28,8 @@ class Failure(StrEnum):
     GAVE_UP = "gave_up"
     MCP_UNAVAILABLE = "mcp_unavailable"
     """An MCP server the run needs stayed unreachable; `detail` is its name."""
+    OUTCOME_LOST = "outcome_lost"
+    """A call the policy let run may have run, its result lost; `detail` is its tool."""
 
 
 class ConversationUnavailable(Exception):

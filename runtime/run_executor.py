@@ -14,25 +14,27 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agents import Agent, RunConfig, Runner, RunResult, RunState
+from agents import Agent, RunConfig, Runner, RunState
 from agents.exceptions import AgentsException
 
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_planner import CallPlanner, requested
 from runtime.call_reach import plan_reach
+from runtime.call_starts import OutcomeLost
 from runtime.card_copies import CardCopies
 from runtime.contracts import ResumeJob, StartJob
 from runtime.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.failures import RunFailed, describe_run_error
 from runtime.grant_check import GrantCheck, GrantNotices
 from runtime.jobs import Overtaken
+from runtime.lost_outcomes import ask_again, run_again
 from runtime.mcp_connections import McpServerUnavailable
 from runtime.mcp_origin import mcp_server_of
 from runtime.mcp_tools import McpTools
 from runtime.metrics import count_model_error, count_run
 from runtime.policy import Policy
-from runtime.posted_messages import record_or_retract
+from runtime.posted_messages import post_cards, record_or_retract
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.run_endings import RunEndings
@@ -272,8 +274,13 @@ class RunExecutor:
                     in_flight=ToolsInFlight(),
                     edits=approved_edits(envelope),
                     heard=heard,
+                    round=envelope.round,
+                    run_again=run_again(envelope),
                 )
-                await self._steps(envelope, agent, run_input, observer, scope, context)
+                try:
+                    await self._steps(envelope, agent, run_input, observer, scope, context)
+                except OutcomeLost as lost:
+                    await ask_again(self, lost, envelope, record.state, observer, lease)
         except Stopped as stop:
             log.info("run %s: stopped by %s", envelope.run_id, stop.mark.user_id)
             await observer.flush("stopped")
@@ -304,10 +311,10 @@ class RunExecutor:
                     ),
                     scope,
                 )
-            except (Stopped, Fenced):
+            except (Stopped, Fenced, OutcomeLost):
                 raise
             except Exception as error:
-                for ours in (Fenced, Stopped):
+                for ours in (Fenced, Stopped, OutcomeLost):
                     if (cause := caused_by(error, ours)) is not None:
                         raise cause from error
                 down = await self.mcp.unreachable(agent) if self.mcp else None
@@ -336,7 +343,8 @@ class RunExecutor:
             now = await self.store.server_time()
             calls = await self.planner.plan(envelope, result, now=now)
             if any(call.decision is None for call in calls):
-                await self._stop_for_approvals(envelope, result, calls, observer, lease, now=now)
+                state = json.dumps(result.to_state().to_json(), separators=(",", ":"))
+                await self._stop_for_approvals(envelope, state, calls, observer, lease, now=now)
                 return
             # The policy decided every call: go on without asking anyone.
             decided += calls
@@ -346,15 +354,14 @@ class RunExecutor:
     async def _stop_for_approvals(
         self,
         envelope: RunEnvelope,
-        result: RunResult,
+        state_json: str,
         calls: tuple[PendingCall, ...],
         observer: RunObserver,
         lease: Lease,
-        *,
         now: float,
+        *audit: str,
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
-        state_json = json.dumps(result.to_state().to_json(), separators=(",", ":"))
         reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at)
         await self.store.wait_for_approvals(
             waiting,
@@ -364,26 +371,11 @@ class RunExecutor:
             reminders=reach.first_due,
             self_ok=self.allow_self_approval,
             fields=reach.fields,
-            audit=requested(self.audit, waiting, calls),
+            audit=(*audit, *requested(self.audit, waiting, calls)),
         )
         open_tools = tuple(c.tool for c in calls if c.decision is None)
         await observer.flush("waiting", waiting_for=open_tools, approvals_asked=len(calls))
-        await self._post_cards(waiting, lease)
-
-    async def _post_cards(self, envelope: RunEnvelope, lease: Lease) -> None:
-        """Ask for every open approval that has no message yet."""
-        # A card is a promise that the approval exists: not before the replicas have it
-        # (`REDIS_MIN_REPLICAS`), else a failover leaves a card that answers "unknown".
-        await self.store.replicated()
-        view = RunView.of(envelope)
-        for call in envelope.calls:
-            if call.message_ts is None and call.decision is None:
-                ts = await self.reporter.approval_requested(view, call)
-                await record_or_retract(
-                    self.reporter, view, ts, self.store.set_message_ts(lease, call.approval_id, ts)
-                )
-            if call.decision is None and self.copies is not None:
-                await self.copies.notify(view, call)
+        await post_cards(self.store, self.reporter, self.copies, waiting, lease)
 
     async def _continue(self, lease: Lease) -> None:
         """Finish whatever step a previous delivery of this run's job left half done."""
@@ -395,6 +387,6 @@ class RunExecutor:
         if record is None:
             return
         if record.status == "waiting":
-            await self._post_cards(record.envelope, lease)
+            await post_cards(self.store, self.reporter, self.copies, record.envelope, lease)
         elif record.status == "finishing" and record.final_output is not None:
             await self.endings.finish(record.envelope, record.final_output, lease)

@@ -13,7 +13,8 @@ Fields of `run:<id>`:
   `decision:<id>`, `edit:<id>` (arguments a person edited, `runtime.call_choices`),
   `copies:<id>` (its card elsewhere), `reach:<id>` (`CallReach`: notify, reminders,
   escalation) and `nudged:<id>` (until when those were done);
-- per tool call that ran: `journal:<call id>`, its recorded output (`runtime.tool_journal`).
+- per tool call that ran: `journal:<call id>`, its recorded output (`runtime.tool_journal`), and
+  `started:<call id>`, the round it started in (`runtime.call_starts`).
 
 **Fencing.** Every delivery of a job claims the run and gets a new, higher `fence`; every
 write a worker makes for that step names its fence and is refused once a later delivery has
@@ -26,17 +27,23 @@ redelivered start job cannot replay a finished run.
 from __future__ import annotations
 
 import secrets
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from runtime.envelope import PendingCall, RunEnvelope
+from runtime.once_scripts import OnceScript, once_body
 
 # The scripts by which people act on a run (decide, stop, grants and edits) and by which a call
 # reaches beyond its thread (copies, escalation) live beside this module.
 from runtime.run_record_choices import CHOICES_LUA
 from runtime.run_record_people import DECIDE, STOP
 from runtime.run_record_reach import ADD_COPIES, ESCALATE
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
+    from runtime.keys import Keys
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -73,6 +80,7 @@ NUDGED: Final = "nudged:"
 PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, EDIT, COPIES, REACH, NUDGED)
 # Per SDK call id:
 JOURNAL: Final = "journal:"
+STARTED: Final = "started:"
 
 # A run that is working (not waiting for people) and untouched for this long is abandoned.
 RUNNING_TTL_SECONDS = 6 * 3600
@@ -341,7 +349,7 @@ def fence_step() -> int:
 
 PRELUDE = _prelude()
 SCRIPTS: dict[str, str] = {
-    name: PRELUDE + body
+    name: once_body(PRELUDE + body)
     for name, body in {
         "create": CREATE,
         "claim": CLAIM,
@@ -355,3 +363,9 @@ SCRIPTS: dict[str, str] = {
         "escalate": ESCALATE,
     }.items()
 }
+"""Each takes effect once per call, however often redis-py sends it (`runtime.once_scripts`)."""
+
+
+def script(redis: aioredis.Redis, keys: Keys, name: str) -> OnceScript:
+    """One of `SCRIPTS`, registered on `redis`."""
+    return OnceScript(redis, keys, SCRIPTS[name])

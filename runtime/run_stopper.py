@@ -113,7 +113,7 @@ class RunStopper:
         self._redis = redis
         self._keys = keys
         self._replication = replication
-        self._stop = redis.register_script(rr.SCRIPTS["stop"])
+        self._stop = rr.script(redis, keys, "stop")
 
     async def view(self, run_id: str) -> StopView:
         raw: Any = await self._redis.hgetall(self._keys.run(run_id))

@@ -1,5 +1,4 @@
-"""The worker's view of runs: create, claim, stop for approvals, finish; the layout and the
-scripts are `runtime.run_record`'s."""
+"""The worker's view of runs: create, claim, stop for approvals, finish (`runtime.run_record`)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 from runtime import run_record as rr
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import ArgumentEdit
+from runtime.call_starts import CallStarts
 from runtime.card_copies import parse_copies
 from runtime.contracts import Conversation
 from runtime.due_set import WAKE_STREAM_LENGTH, longest_sleep
@@ -90,7 +90,8 @@ class RunStore:
         self._keys = keys
         self._replication = replication
         self._clock = RedisClock()
-        self._scripts = {name: redis.register_script(body) for name, body in rr.SCRIPTS.items()}
+        self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
+        self.starts = CallStarts(redis, keys)
 
     async def _set(
         self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""
@@ -363,12 +364,12 @@ class RunStore:
         await self._replication.confirm()
 
     async def journal_put(self, run_id: str, call_id: str, entry: str, audit: str = "") -> None:
-        """Record a tool call's outcome (`audit`, an `AuditTrail.entry`, is appended with it),
-        and return once the replicas have it (`REDIS_MIN_REPLICAS`): a failover after this
-        cannot make the call run again."""
+        """Record a tool call's outcome and `audit` (its `AuditTrail.entry`), and return once
+        the replicas have it (`REDIS_MIN_REPLICAS`): a failover then cannot make it run again."""
         await self._scripts["journal_put"](
             keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
             args=[rr.JOURNAL + call_id, entry, audit],
+            token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
         )
         await self._replication.confirm()
 

@@ -20,6 +20,7 @@ from runtime.call_context import editable_schema
 from runtime.call_description import described_arguments, tool_kind
 from runtime.call_digest import call_digest
 from runtime.envelope import Decision, PendingCall, RunEnvelope
+from runtime.lost_outcomes import not_run_again_message
 from runtime.mcp_origin import mcp_server_of
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,10 @@ def apply_decisions(
         if call is None or decision is None or decision.outcome in ("rejected", "expired"):
             if call is None:
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
-            state.reject(item, rejection_message=rejection_message(decision, tool))
+            message = rejection_message(decision, tool)
+            if call is not None and call.lost:  # not "it was not done": it may have been
+                message = not_run_again_message(tool, message.replace(TELL_THE_USER, "").strip())
+            state.reject(item, rejection_message=message)
             continue
         if not binds(decision, call, item, server_of(item)):
             state.reject(item, rejection_message=refusal_message(tool))

@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from agents import RunResult
+from redis.exceptions import RedisError
 
 from runtime.stop_mark import Stopped
 from runtime.stop_watcher import FALLBACK_SECONDS
@@ -34,7 +35,12 @@ async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: Journal
             await asyncio.wait(waits, timeout=FALLBACK_SECONDS, return_when=FIRST_COMPLETED)
             if runner.done():
                 return runner.result()
-            mark = await scope.store.stop_mark(scope.lease.run_id)
+            try:
+                mark = await scope.store.stop_mark(scope.lease.run_id)
+            except RedisError:
+                # Redis away: the step's own calls find out; giving up here would cancel a tool
+                # whose output is still being recorded, and the retry would find it lost.
+                continue
             if mark is None:
                 if wake is not None and wake.done():
                     wake = None  # heard of a stop the record does not hold: poll from now on

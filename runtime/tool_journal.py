@@ -10,8 +10,10 @@ back instead of running again, and a delivery that lost its run (see fencing in
 afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp_tools`).
 An agent used as a tool is recorded only once it has really returned: while its inner run waits
 for approvals, the SDK keeps that run's state and resumes it, so nothing is recorded for it yet.
-What remains is a crash *inside* a tool, before it returns: then the call runs again, with the
-same `idempotency_key(ctx)`.
+What remains is a crash *inside* a tool, before it returns: each call is marked started before
+its tool runs (`runtime.call_starts`), and a retry that finds the mark without an outcome does
+not run it but asks a person (`runtime.lost_outcomes`), unless the tool declared itself safe to
+repeat (`runtime.tools.safe_to_repeat`). Run again, it has the same `idempotency_key(ctx)`.
 
 The run a call belongs to travels in a context variable that the executor sets around each step,
 so tools need no arguments of ours and calls outside a Countersign run pass straight through.
@@ -24,7 +26,6 @@ import contextlib
 import contextvars
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,16 +40,17 @@ from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import ArgumentEdit
 from runtime.call_digest import call_digest
+from runtime.call_starts import OutcomeLost, lost, may_repeat
 from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
-from runtime.run_store import Lease, RunStore
+from runtime.run_store import Fenced, Lease, RunStore
 from runtime.stop_mark import StopMark, Stopped
 
 log = logging.getLogger(__name__)
 
 OUTCOME_CHARS = 300
-RECORD_RETRY_SECONDS = 30.0
-"""How long a tool's output is retried through a Redis outage before the job fails."""
+RECORD_RETRY_MAX_DELAY = 2.0
+"""The longest pause between two tries to record a tool's output through a Redis outage."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -73,6 +75,10 @@ class JournalScope:
     """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
     heard: asyncio.Event | None = None
     """Set when the worker's `StopWatcher` hears that this run was stopped."""
+    round: int = 0
+    """The run's round being worked on: a start mark records it (`runtime.call_starts`)."""
+    run_again: frozenset[str] = frozenset()
+    """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -150,19 +156,28 @@ class JournaledInvoker:
             return entry["output"]
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
-        # The decision and this delivery's claim must survive a failover before the tool runs;
-        # else a promoted replica would hand the call to another delivery (NotReplicated: the
-        # job is retried, nothing ran).
-        await scope.store.replicated()
+        await self._mark_started(scope, call_id)
+        try:
+            # The decision, this delivery's claim and the start mark must survive a failover
+            # before the tool runs; else a promoted replica would hand the call to another
+            # delivery (NotReplicated: the job is retried, nothing ran).
+            await scope.store.replicated()
+        except Exception:
+            await _not_running(scope, call_id)
+            raise
         scope.in_flight.count += 1
         try:
             try:
                 output = await self._inner(ctx, arguments)
             except Exception:
                 count_tool(self._tool_name, "error")
+                await _not_running(scope, call_id)
                 raise
             if inner_run_interrupted(ctx):
-                return output  # an agent tool waiting for approvals inside: not over yet
+                # An agent tool waiting for approvals inside: not over, and nothing lost either;
+                # the SDK resumes its inner run, whose own calls are journaled.
+                await _not_running(scope, call_id)
+                return output
             count_tool(self._tool_name, "ok")
             if edit is not None:
                 output = edit_note(self._tool_name, original, edit) + str(output)
@@ -176,6 +191,18 @@ class JournaledInvoker:
         finally:
             scope.in_flight.count -= 1
         return output
+
+    async def _mark_started(self, scope: JournalScope, call_id: str) -> None:
+        """Before the tool runs: a call that started without an outcome may have run, so it
+        runs again only when a person says so (or its tool is safe to repeat)."""
+        run_id, starts = scope.lease.run_id, scope.store.starts
+        started = await starts.started_in(run_id, call_id)
+        again = call_id in scope.run_again
+        if lost(started, round_=scope.round, run_again=again) and not may_repeat(self):
+            count_tool(self._tool_name, "lost")
+            raise OutcomeLost(run_id, call_id, self._tool_name)
+        if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round):
+            raise Fenced(run_id)
 
     async def _audit(
         self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
@@ -205,18 +232,23 @@ class JournaledInvoker:
         }
 
 
+async def _not_running(scope: JournalScope, call_id: str) -> None:
+    """The tool did not start, or raised (it returned): the retry that follows runs it again,
+    as it always did. Unsaid (Redis away), the retry asks a person instead."""
+    with contextlib.suppress(RedisError):
+        await scope.store.starts.not_running(scope.lease.run_id, scope.lease.fence, call_id)
+
+
 async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> None:
-    """The tool has run: giving up on recording it would run it again on the job's retry, so a
-    Redis outage (a failover takes seconds) is waited out, up to `RECORD_RETRY_SECONDS`."""
-    deadline = time.monotonic() + RECORD_RETRY_SECONDS
+    """The tool has run: its output is held only here, so a Redis outage is waited out for as
+    long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
+    the start mark without an outcome and asks a person)."""
     delay = 0.2
     while True:
         try:
             await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
             return
         except RedisError as error:
-            if time.monotonic() + delay > deadline:
-                raise
             log.warning(
                 "run %s: output of %s not recorded yet (%s); retrying in %g s",
                 scope.lease.run_id,
@@ -225,7 +257,7 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
                 delay,
             )
         await asyncio.sleep(delay)
-        delay = min(delay * 2, 2.0)
+        delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
 
 
 def edited_call(ctx: ToolContext[Any], edit: ArgumentEdit) -> ToolContext[Any]:

@@ -17,7 +17,7 @@ from agents import Agent, function_tool
 from agents.tool_context import ToolContext
 
 from runtime.redis_cluster import connect_cluster
-from runtime.tool_journal import idempotency_key
+from runtime.tools import idempotency_key, safe_to_repeat
 
 EXECUTIONS: list[tuple[str, dict[str, Any]]] = []
 
@@ -96,6 +96,18 @@ async def migrate(ctx: ToolContext[Any], table: str) -> str:
     return f"migrated {table} (attempt {attempts + 1}, key {idempotency_key(ctx)})"
 
 
+@safe_to_repeat
+@function_tool(needs_approval=True)
+async def warm_cache(ctx: ToolContext[Any], region: str) -> str:
+    """Like `migrate` (slow on its first attempt), but declared safe to repeat: a call cut off
+    inside it runs again without asking."""
+    attempts = await _attempts(ctx.tool_call_id)
+    await _record(ctx, "warm_cache", {"region": region})
+    if attempts == 0:
+        await asyncio.sleep(float(os.environ.get("SLOW_TOOL_SECONDS", "30")))
+    return f"warmed {region} (attempt {attempts + 1})"
+
+
 @function_tool(needs_approval=True)
 async def drain_node(ctx: ToolContext[Any], node: str, seconds: float) -> str:
     """Drain a node. Takes `seconds`, so that a test's kill can land while it runs."""
@@ -135,6 +147,10 @@ REGISTRY_AFTER_DEPLOY = [
     ops.clone(tools=[t for t in ops.tools if getattr(t, "name", "") != "delete_user"]),
     helper,
 ]
+
+
+# `ops` with a tool safe to repeat besides (tests/test_lost_outcomes.py); the same names.
+REPEATABLE_REGISTRY = [ops.clone(tools=[*ops.tools, warm_cache]), helper]
 
 
 # `ops` with a slow tool besides, for the chaos test (tests/test_chaos.py); the same names.

@@ -24,6 +24,7 @@ from bot.web import create_web_app
 from bot.wiring import blocking_reads_redis, web_redis
 from bot.workspace_members import STANDING_TTL_SECONDS
 from runtime.keys import DEFAULT_CLUSTER_SHARDS, Keys
+from runtime.once_scripts import ONCE_SECONDS
 from runtime.policy import load_policy
 from runtime.redis_cluster import connect_cluster
 from runtime.redis_connection import connect
@@ -248,11 +249,15 @@ class Harness:
         shared.add(self.keys.live_workers)  # the workers', not the run's
         markers = tuple(s.job_marker("") for s in shards)
         tombstones = tuple(s.tombstone("") for s in shards)
+        onces = tuple(self.keys.once(s.run(""), "") for s in shards)
         left = []
         for key in await self.keys_left():
             if key in shared:
                 continue
             if key.startswith(markers) and 0 < await self.redis.ttl(key) <= 3600:
+                continue
+            # A script call's reply, kept for a copy redis-py may send late (`once_scripts`).
+            if key.startswith(onces) and 0 < await self.redis.ttl(key) <= ONCE_SECONDS:
                 continue
             ttl = await self.redis.ttl(key)
             if key.startswith(tombstones) and 0 < ttl <= TOMBSTONE_SECONDS:

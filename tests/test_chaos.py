@@ -1,11 +1,12 @@
 """Chaos, on real processes: while a dozen runs wait for approvals and rejections, workers are
-SIGKILLed at random moments (and replaced, so that two stay alive) and the model answers 5xx in
-bursts longer than the `openai` client's own retries.
+SIGKILLed at random moments (and replaced, so that two stay alive), the model answers 5xx in
+bursts longer than the `openai` client's own retries, and once, while a tool runs, Redis stops
+for longer than the journal's old deadline (30 s).
 
 Whatever the seed, a person must see what the design promises:
 - no rejected or undecided call ever ran (the test agents' ledger, written as each tool starts);
-- every approved call ran exactly once, or once more for each kill that landed while it ran
-  (its ledger entry written by the killed worker, its `executed` audit entry not yet);
+- every approved call ran at most once, and once more only for each **Run again** a person
+  clicked on its "may have run" card (a kill inside the call posts one, never runs it again);
 - every run's thread got its ending (its answer, quoting what each call did, or a failure
   message) within a bounded time, and no process died that the test did not kill.
 
@@ -24,12 +25,16 @@ import re
 import signal
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.exceptions import RedisError
 
 from runtime.keys import JOB_GROUP
+from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import ModelError, ModelRequest, Reply, message, tool_call
 from tests.fake_slack import Message
@@ -47,6 +52,12 @@ CHAOS_EVERY = (1.5, 4.5)
 """Seconds between two blows (a kill, or a burst of 5xx). Much more often, and on two cores the
 replacement workers' start-up starves the rest: jobs run out of deliveries and runs give up."""
 APPROVERS = ("UBOB", "UCAROL")
+OUTAGE_AFTER = 12.0
+"""Redis stops once, this long into the chaos, while a tool runs; the runs due to start
+meanwhile start once it is back (a stopped Redis cannot start one)."""
+OUTAGE_SECONDS = 35.0
+"""Longer than the journal's old deadline for recording a tool's output (30 s)."""
+LOST = "may have run; its result was lost"
 WORKER_ENV = {
     "AGENTS": "tests.agents:CHAOS_REGISTRY",
     # Kills and 5xx bursts redeliver a job several times; it must not be given up on.
@@ -156,6 +167,7 @@ class Chaos:
     """Kills workers, starting another in each one's place, and makes the model fail in bursts."""
 
     deployment: Deployment
+    redis: RedisServer
     web: Process
     model: ChaosModel
     rng: random.Random
@@ -166,6 +178,10 @@ class Chaos:
     aimed: int = 0
     """Kills aimed at a worker while one of its tools was running."""
     started: int = 0
+    outages: int = 0
+    began: float = field(default_factory=time.monotonic)
+    redis_up: asyncio.Event = field(default_factory=asyncio.Event)
+    """Clear while Redis is stopped."""
 
     def start_worker(self) -> None:
         self.started += 1
@@ -191,7 +207,9 @@ class Chaos:
                 return
             self.check_alive()
             roll = self.rng.random()
-            if roll < 1 / 3:
+            if not self.outages and time.monotonic() - self.began > OUTAGE_AFTER:
+                await self.stop_redis_inside_a_tool(stop)
+            elif roll < 1 / 3:
                 self.model.failures_left = self.rng.randint(4, 6)
                 self.bursts += 1
             elif roll < 2 / 3:
@@ -201,34 +219,69 @@ class Chaos:
 
     async def kill_inside_a_tool(self, stop: asyncio.Event) -> None:
         """Wait (a little) for a tool to be running in a live worker, and kill that worker."""
-        deadline = time.monotonic() + 3
+        running = await self.running_tool(stop, 3)
+        if running:
+            await asyncio.sleep(self.rng.uniform(0, 0.3))
+            self.aimed += 1
+            await self.kill(running)
+
+    async def stop_redis_inside_a_tool(self, stop: asyncio.Event) -> None:
+        """Wait (up to 20 s) for a tool to be running, then stop Redis for `OUTAGE_SECONDS`:
+        the tool returns into the outage."""
+        await self.running_tool(stop, 20)
+        self.outages += 1
+        self.redis_up.clear()
+        self.redis.stop()
+        try:
+            await asyncio.sleep(OUTAGE_SECONDS)
+        finally:
+            self.redis.start()
+            await self.deployment.redis.connection_pool.disconnect()  # closed by the stop
+            self.redis_up.set()
+
+    async def running_tool(self, stop: asyncio.Event, seconds: float) -> str | None:
+        """The dyno of a live worker running a tool, waiting up to `seconds` for one."""
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not stop.is_set():
             finished = {call_id for call_id, _ in await executed(self.deployment)}
             running = [
-                entry["dyno"]
+                str(entry["dyno"])
                 for entry in await ledger(self.deployment)
                 if entry["dyno"] in self.workers and entry["call_id"] not in finished
             ]
             if running:
-                await asyncio.sleep(self.rng.uniform(0, 0.3))
-                self.aimed += 1
-                await self.kill(self.rng.choice(running))
-                return
+                return self.rng.choice(running)
             await asyncio.sleep(0.05)
+        return None
 
     @property
     def kills(self) -> int:
         return len(self.deaths)
 
 
+async def answered(deployment: Deployment, read: Any) -> Any:
+    """`read()`'s answer from the test's Redis client, waiting out the outage."""
+    deadline = time.monotonic() + OUTAGE_SECONDS + 30
+    while True:
+        try:
+            return await read()
+        except RedisError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+            await deployment.redis.connection_pool.disconnect()
+
+
 async def ledger(deployment: Deployment) -> list[dict[str, Any]]:
-    entries: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
+    entries: Any = await answered(
+        deployment, lambda: deployment.redis.lrange(deployment.ledger_key, 0, -1)
+    )
     return [json.loads(entry) for entry in entries]
 
 
 async def executed(deployment: Deployment) -> list[tuple[str, float]]:
     """(call id, when) of every `executed` audit entry: the call's output was journaled."""
-    rows: Any = await deployment.redis.xrange(deployment.keys.audit)
+    rows: Any = await answered(deployment, lambda: deployment.redis.xrange(deployment.keys.audit))
     found = []
     for _, fields in rows:
         if fields[b"event"] == b"executed":
@@ -266,9 +319,21 @@ def card_of(deployment: Deployment, plan: Plan, call: PlannedCall) -> Message | 
             card.thread_ts in threads
             and tag.search(card.all_text())
             and "approve" in card.action_ids()
+            and LOST not in card.all_text()
         ):
             return card
     return None
+
+
+def lost_cards(deployment: Deployment, plan: Plan) -> list[tuple[PlannedCall, Message]]:
+    """The run's undecided "may have run" cards, with their calls."""
+    threads = {root.ts for root in roots_of(deployment, plan)}
+    found = []
+    for card in deployment.slack.cards():
+        text = card.all_text()
+        if card.thread_ts in threads and LOST in text and "approve" in card.action_ids():
+            found += [(c, card) for c in plan.calls if re.search(rf"\b{c.tag}\b", text)]
+    return found
 
 
 def endings_of(deployment: Deployment, plan: Plan) -> list[Message]:
@@ -300,39 +365,90 @@ class People:
     deployment: Deployment
     approved: set[str] = field(default_factory=set)
     """Call ids someone approved (recorded just before the click)."""
+    run_again: Counter[str] = field(default_factory=Counter)
+    """Call id -> how often someone clicked Run again on its "may have run" card."""
+    not_again: set[str] = field(default_factory=set)
+    """Call ids whose last "may have run" card someone rejected."""
     reject_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One reject at a time: its modal is then the newest one."""
+    redis_up: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while Redis answers (`Chaos.redis_up`): a run starts only then."""
 
     async def decide(self, call: PlannedCall, card: Message) -> None:
         ran = {entry["call_id"] for entry in await ledger(self.deployment)}
         assert call.call_id not in ran, f"{call.call_id} ran before anyone decided it"
         if call.reason is None:
             self.approved.add(call.call_id)
-            status, _ = await self.deployment.sender.click(card, "approve", user=call.decider)
+        await self.click_until_decided(card, call.decider, call.reason)
+
+    async def decide_lost(self, call: PlannedCall, card: Message, again: bool) -> None:
+        """Run again, or reject: the call may have run."""
+        if again:
+            self.run_again[call.call_id] += 1  # before the click: it may run at once
+            self.not_again.discard(call.call_id)
         else:
-            async with self.reject_lock:
-                status, _ = await self.deployment.sender.reject(
-                    card, user=call.decider, reason=call.reason
-                )
-        assert status == 200
+            self.not_again.add(call.call_id)
+        reason = None if again else f"it may have done it ({call.tag})"
+        await self.click_until_decided(card, call.decider, reason)
+
+    async def click_until_decided(self, card: Message, user: str, reason: str | None) -> None:
+        """Approve (`reason` None) or reject, again until the card shows the decision: while
+        Redis is away the web answers "try again", as a person would be told."""
+        deadline = time.monotonic() + OUTAGE_SECONDS + RUNS_DEADLINE
+        while "approve" in card.action_ids():
+            assert time.monotonic() < deadline, f"{card.text}: never decided"
+            with contextlib.suppress(AssertionError):  # the modal did not open: Redis away
+                if reason is None:
+                    status, _ = await self.deployment.sender.click(card, "approve", user=user)
+                else:
+                    async with self.reject_lock:
+                        status, _ = await self.deployment.sender.reject(
+                            card, user=user, reason=reason
+                        )
+                assert status == 200
+            for _ in range(30):
+                if "approve" not in card.action_ids():
+                    return
+                await asyncio.sleep(0.1)
 
 
 async def play(deployment: Deployment, plan: Plan, rng: random.Random, people: People) -> Ending:
     """Start the run, decide each call as its card appears, and wait for the thread's ending."""
     await asyncio.sleep(plan.number * START_EVERY)
+    await people.redis_up.wait()
     status, _ = await deployment.sender.command(plan.task)
     assert status == 200
-    for calls in plan.rounds:
-        cards = await round_cards(deployment, plan, calls)
-        if cards is None:
-            break
-        for call, card in rng.sample(list(zip(calls, cards, strict=True)), len(calls)):
-            await asyncio.sleep(rng.uniform(0, 1.0))  # a person takes a moment
-            await people.decide(call, card)
-    endings = await deployment.slack.wait_for(
-        lambda: endings_of(deployment, plan), RUNS_DEADLINE, f"ending of {plan.task}"
-    )
+    watcher = asyncio.ensure_future(decide_lost_cards(deployment, plan, rng, people))
+    try:
+        for calls in plan.rounds:
+            cards = await round_cards(deployment, plan, calls)
+            if cards is None:
+                break
+            for call, card in rng.sample(list(zip(calls, cards, strict=True)), len(calls)):
+                await asyncio.sleep(rng.uniform(0, 1.0))  # a person takes a moment
+                await people.decide(call, card)
+        endings = await deployment.slack.wait_for(
+            lambda: endings_of(deployment, plan),
+            RUNS_DEADLINE + OUTAGE_SECONDS,
+            f"ending of {plan.task}",
+        )
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
     return Ending(plan, roots_of(deployment, plan), endings)
+
+
+async def decide_lost_cards(
+    deployment: Deployment, plan: Plan, rng: random.Random, people: People
+) -> None:
+    """Whenever the run asks whether a call that may have run should run again: Run again, or
+    reject, at random (until cancelled)."""
+    while True:
+        for call, card in lost_cards(deployment, plan):
+            await asyncio.sleep(rng.uniform(0, 0.5))
+            await people.decide_lost(call, card, again=rng.random() < 0.5)
+        await asyncio.sleep(0.1)
 
 
 async def unfinished(deployment: Deployment, plans: list[Plan]) -> str:
@@ -389,9 +505,33 @@ def hits_by_kills(
     return hits
 
 
-@pytest.mark.timeout(240)
+@pytest.fixture
+async def chaos_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
+    """A Redis of the test's own, which it stops and starts (keeping its data, like a managed
+    Redis failing over)."""
+    server = RedisServer(
+        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def deployment(chaos_redis: RedisServer, tmp_path: Path) -> AsyncIterator[Deployment]:
+    deployment = Deployment(chaos_redis.url, "chaos:", tmp_path)
+    await deployment.start()
+    try:
+        yield deployment
+    finally:
+        await deployment.stop()
+
+
+@pytest.mark.timeout(240 + OUTAGE_SECONDS)
 async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outages(
-    deployment: Deployment,
+    deployment: Deployment, chaos_redis: RedisServer
 ) -> None:
     seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1_000_000))
     print(f"chaos: seed={seed} (rerun with CHAOS_SEED={seed})")
@@ -399,17 +539,24 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
     model = ChaosModel(plans)
     deployment.model.script = model
     web = await deployment.web()
-    chaos = Chaos(deployment=deployment, web=web, model=model, rng=random.Random(f"{seed}:chaos"))
+    chaos = Chaos(
+        deployment=deployment,
+        redis=chaos_redis,
+        web=web,
+        model=model,
+        rng=random.Random(f"{seed}:chaos"),
+    )
+    chaos.redis_up.set()
     chaos.start_worker()
     chaos.start_worker()
 
     began = time.monotonic()
     stop = asyncio.Event()
-    people = People(deployment=deployment)
+    people = People(deployment=deployment, redis_up=chaos.redis_up)
     chaos_task = asyncio.create_task(chaos.run(stop))
     try:
         async with (
-            asyncio.timeout(RUNS * START_EVERY + RUNS_DEADLINE),
+            asyncio.timeout(RUNS * START_EVERY + RUNS_DEADLINE + OUTAGE_SECONDS),
             asyncio.TaskGroup() as group,
         ):
             players = [
@@ -424,7 +571,8 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
         await settled(deployment)
     except BaseException as error:
         error.add_note(
-            f"chaos: seed={seed} kills={chaos.kills} bursts={chaos.bursts}\n"
+            f"chaos: seed={seed} kills={chaos.kills} bursts={chaos.bursts} "
+            f"outages={chaos.outages}\n"
             f"{await unfinished(deployment, plans)}\nlogs:\n{deployment.logs_text()}"
         )
         raise
@@ -440,6 +588,8 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
     print(
         f"chaos: seed={seed} kills={chaos.kills} (aimed at a running tool: {chaos.aimed}, "
         f"landed in one: {sum(hits.values())}) bursts={chaos.bursts} model_5xx={model.errors} "
+        f"redis_outages={chaos.outages} run_again={dict(people.run_again)} "
+        f"not_again={sorted(people.not_again)} "
         f"runs={RUNS} calls={sum(len(p.calls) for p in plans)} approved={len(people.approved)} "
         f"ran_twice_or_more={ {c: n for c, n in runs_of.items() if n > 1} } "
         f"gave_up={[e.plan.number for e in endings if not e.answered]} "
@@ -455,12 +605,13 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
         assert call.call_id in people.approved, f"undecided {call.call_id} ran ({context})"
         assert entry["arguments"] == call.arguments, f"not what was approved ran ({context})"
     for ending in endings:
-        check_ending(ending, runs_of, hits, context)
+        check_ending(ending, runs_of, people, context)
 
 
-def check_ending(ending: Ending, runs_of: Counter[str], hits: Counter[str], context: str) -> None:
-    """The thread's ending quotes what each call did; each approved call ran once (or once
-    more per kill inside it), or at most that if the run gave up."""
+def check_ending(ending: Ending, runs_of: Counter[str], people: People, context: str) -> None:
+    """The thread's ending quotes what each call did (or that it may have run and was not run
+    again); each approved call ran once, once more only per Run again, or at most that if the
+    run gave up."""
     text = ending.endings[0].text
     if ending.answered:
         assert text.startswith(f"{ending.plan.task} done: "), f"{text} ({context})"
@@ -473,10 +624,15 @@ def check_ending(ending: Ending, runs_of: Counter[str], hits: Counter[str], cont
                 f"the model was not told why {call.call_id} was rejected ({context})"
             )
             continue
-        assert not ending.answered or f"{call.call_id}={call.output}" in text, (
+        told = (
+            f"{call.call_id}=The call to {call.tool} may have run earlier"
+            if call.call_id in people.not_again
+            else f"{call.call_id}={call.output}"
+        )
+        assert not ending.answered or told in text, (
             f"the model was not told what {call.call_id} did ({context})"
         )
-        ran, killed_inside = runs_of[call.call_id], hits[call.call_id]
-        assert (1 if ending.answered else 0) <= ran <= 1 + killed_inside, (
-            f"{call.call_id} ran {ran} times, {killed_inside} kill(s) inside it ({context})"
+        ran, again = runs_of[call.call_id], people.run_again[call.call_id]
+        assert (1 if ending.answered else 0) <= ran <= 1 + again, (
+            f"{call.call_id} ran {ran} times, {again} Run again click(s) ({context})"
         )

@@ -62,6 +62,10 @@ async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deploymen
     assert owner in workers
     workers[owner].signal(signal.SIGKILL)
 
+    # It may have run: the other worker asks before running it again (tests/test_lost_outcomes).
+    [_, again] = await deployment.cards(root, 2)
+    assert "`migrate` may have run; its result was lost" in again.all_text()
+    await deployment.sender.click(again, "approve", user="UBOB")
     [answer] = await deployment.final_answers(root)
     assert (
         answer.text
@@ -69,7 +73,7 @@ async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deploymen
     )
     runs = await ledger(deployment)
     assert [entry["call_id"] for entry in runs] == ["call_migrate", "call_migrate"], (
-        "run again by the other worker, with the same idempotency key"
+        "run again by the other worker once a person said so, with the same idempotency key"
     )
     await asyncio.sleep(0.5)
     assert len(deployment.slack.final_answers(root.ts)) == 1
@@ -168,6 +172,10 @@ async def test_sigterm_lets_a_worker_hand_back_a_long_job_and_exit_in_time(
     assert time.monotonic() - stopped_at < 10, "well inside Heroku's 30 s"
     assert "1 job(s) cancelled, 1 handed back" in first.log()
 
+    # Cancelled inside the tool, the call may have run: it runs again once a person says so.
+    [_, again] = await deployment.cards(root, 2)
+    assert "`migrate` may have run; its result was lost" in again.all_text()
+    await deployment.sender.click(again, "approve", user="UBOB")
     [answer] = await deployment.final_answers(root)
     assert (
         answer.text

@@ -28,7 +28,7 @@ from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
 
 from runtime.examples.languages import respond_spanish
-from runtime.previews import preview
+from runtime.tools import preview
 
 USERS: dict[str, dict[str, str]] = {
     "u-100": {"name": "Ada Lovelace", "email": "ada@example.com", "status": "active"},

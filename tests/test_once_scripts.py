@@ -1,0 +1,116 @@
+"""A script call whose reply is lost takes effect once, on a real Redis paused with SIGSTOP.
+
+redis-py sends a call again when its reply times out; a Redis that was only paused then runs
+every copy it received. Each test pauses its own Redis past the client's socket timeout while
+one call is in flight, continues it, and counts what a person auditing would count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from runtime.audit import AuditTrail
+from runtime.audit_events import AuditEvent
+from runtime.grants import Grant, GrantStore
+from runtime.keys import Keys
+from runtime.local_redis import RedisServer
+from runtime.redis_connection import connect
+from runtime.run_store import RunStore
+
+TIMEOUT = 0.5
+"""The client's socket timeout: the pause outlasts it, so redis-py sends the call again."""
+KEYS = Keys("once:")
+
+
+@pytest.fixture
+async def paused_redis(tmp_path: Path) -> AsyncIterator[tuple[RedisServer, aioredis.Redis]]:
+    """A Redis of the test's own, and a client built as every process builds its own."""
+    server = RedisServer(directory=tmp_path / "redis")
+    server.start()
+    client = connect(server.url, socket_timeout=TIMEOUT, connect_timeout=TIMEOUT, retries=3)
+    try:
+        yield server, client
+    finally:
+        server.signal(signal.SIGCONT)
+        await client.aclose()
+        server.stop()
+
+
+async def through_a_pause(server: RedisServer, call: Awaitable[Any]) -> Any:
+    """`call`, sent to a Redis paused for longer than the client's timeout, then continued
+    while redis-py sends it again."""
+    server.signal(signal.SIGSTOP)
+    task = asyncio.ensure_future(call)
+    try:
+        await asyncio.sleep(TIMEOUT * 1.6)  # timed out once; the retry's connection waits
+    finally:
+        server.signal(signal.SIGCONT)
+    return await task
+
+
+async def audit_events(client: aioredis.Redis, run_id: str) -> list[str]:
+    rows: Any = await client.xrange(KEYS.shard_of(run_id).audit)
+    return [fields[b"event"].decode() for _, fields in rows if fields[b"run_id"] == run_id.encode()]
+
+
+async def settled(client: aioredis.Redis) -> None:
+    """Every copy the paused Redis received has run (the connections it read are served)."""
+    await client.ping()
+    await asyncio.sleep(0.2)
+
+
+async def test_a_grant_use_whose_reply_was_lost_is_counted_once(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    server, client = paused_redis
+    grants = GrantStore(client, KEYS)
+    now = time.time()
+    grant = Grant(
+        id="g0123456789",
+        scope="tool",
+        channel="COPS",
+        agent="ops",
+        tool="delete_user",
+        user_id="UBOB",
+        at=now,
+        ends_at=now + 3600,
+        seconds=3600,
+        run_id="rgrantor",
+        approval_id="a1",
+    )
+    await client.hset(KEYS.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0})
+    await grants.use(grant, "rwarm")  # the script is loaded: the paused call is one EVALSHA
+
+    used = await through_a_pause(server, grants.use(grant, "rpaused"))
+    await settled(client)
+
+    assert used is not None and used.uses == 2
+    assert await client.hget(KEYS.grant(grant.id), "uses") == b"2", "each call counted once"
+    assert await audit_events(client, "rpaused") == ["grant_used"]
+
+
+async def test_a_tool_output_whose_reply_was_lost_is_audited_once(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    server, client = paused_redis
+    store = RunStore(client, KEYS)
+    run_id = "rjournal"
+    await client.hset(KEYS.run(run_id), "status", "resuming")
+    await store.journal_put(run_id, "warm", json.dumps({"tool": "t", "output": "ok"}))
+    executed = AuditTrail.entry(AuditEvent.EXECUTED, run_id, call_id="call_pay", tool="pay")
+    entry = json.dumps({"tool": "pay", "output": "paid"})
+
+    await through_a_pause(server, store.journal_put(run_id, "call_pay", entry, audit=executed))
+    await settled(client)
+
+    assert await audit_events(client, run_id) == ["executed"]
+    assert await client.hget(KEYS.run(run_id), "journal:call_pay") == entry.encode()
