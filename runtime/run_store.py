@@ -250,8 +250,7 @@ class RunStore:
         Calls that already carry a decision (the policy decided them) open nothing; the others
         get a deadline, a gate (who may decide), and a reminder time if `reminders` has one.
         `fields` are more per-call fields to write with them (`runtime.call_reach`); `audit`
-        entries (`AuditTrail.entry`: the calls `requested`) are appended in the same step.
-        """
+        entries (`AuditTrail.entry`: the calls `requested`) are appended in the same step."""
         open_calls = [c for c in envelope.calls if c.decision is None]
         fields = {
             **(fields or {}),
