@@ -6,6 +6,7 @@ schema for edits (function tools only: an MCP tool is rebuilt from each listing)
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from agents import RunResult, ToolApprovalItem
@@ -15,7 +16,7 @@ from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_context import editable_schema, function_tool_of, why_of
 from runtime.call_description import described_arguments, tool_kind
-from runtime.call_digest import call_digest
+from runtime.call_digest import ArgumentsTooLarge, call_digest
 from runtime.contracts import new_approval_id
 from runtime.envelope import Decision, PendingCall, RunEnvelope
 from runtime.grant_check import GrantCheck, GrantNotices
@@ -69,28 +70,26 @@ class CallPlanner:
         tool, agent_name, arguments = item.name or "?", item.agent.name, described_arguments(item)
         server, description = self._origin(item)
         rule = self.policy.rule_for(tool, agent_name, server)
-        digest = call_digest(tool, arguments, server, kind=tool_kind(item))
         approval_id = new_approval_id()
-        decision = None
-        if rule.auto is not None:
-            decision = Decision(
-                outcome="approved" if rule.auto == "approve" else "rejected",
-                user_name="policy",
-                reason=f"auto-{rule.auto} rule",
-                decided_at=now,
-                digest=digest,
-                by_policy=True,
-            )
+        try:
+            digest = call_digest(tool, arguments, server, kind=tool_kind(item))
+        except ArgumentsTooLarge as error:
+            # No digest can bind it, so no person can approve it: the model is told why.
+            digest = hashlib.sha256(arguments.encode()).hexdigest()
+            decision: Decision | None = _by_policy("rejected", str(error), digest, now)
         else:
-            decision = await self._by_grant(
-                envelope,
-                rule,
-                item,
-                server=server,
-                digest=digest,
-                approval_id=approval_id,
-                now=now,
-            )
+            if rule.auto is not None:
+                decision = _by_policy(rule.auto, f"auto-{rule.auto} rule", digest, now)
+            else:
+                decision = await self._by_grant(
+                    envelope,
+                    rule,
+                    item,
+                    server=server,
+                    digest=digest,
+                    approval_id=approval_id,
+                    now=now,
+                )
         schema = editable_schema(item)
         call = PendingCall(
             approval_id=approval_id,
@@ -197,3 +196,15 @@ def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | in
         "digest": call.digest,
         "quorum": call.quorum,
     }
+
+
+def _by_policy(outcome: str, reason: str, digest: str, now: float) -> Decision:
+    """A decision nobody was asked for: an `auto` rule's, or a call no digest can bind."""
+    return Decision(
+        outcome="approved" if outcome == "approve" else "rejected",
+        user_name="policy",
+        reason=reason,
+        decided_at=now,
+        digest=digest,
+        by_policy=True,
+    )

@@ -16,6 +16,7 @@ from runtime.call_digest import (
     ArgumentsTooLarge,
     call_digest,
 )
+from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.test_edits import open_editor, submit
@@ -54,3 +55,25 @@ def test_call_digest_bounds_depth_and_size_with_a_clear_error() -> None:
         "t", '{ "a" : "[[[[[[' + "[" * 100 + '" }'
     )
     assert len(call_digest("t", nested(MAX_ARGUMENT_DEPTH - 1))) == 64
+
+
+async def test_a_model_call_too_deep_to_digest_is_refused_and_the_model_told_why(
+    bot: Harness,
+) -> None:
+    # 200 deep: past the digest's bound, within what the SDK itself parses.
+    def deep_then_answer(request: ModelRequest) -> list[Item]:
+        if not request.tool_outputs:
+            return [{**tool_call("delete_user", {}, "call_deep"), "arguments": nested(200)}]
+        return [message("told: " + request.tool_outputs["call_deep"])]
+
+    bot.model.script = deep_then_answer
+    root = await bot.start_run("delete u-100")
+    answer = await bot.final_answer(root)
+    assert answer.text == (
+        "told: The call to delete_user was not run: the approval policy does not allow it."
+    )
+    trail = await bot.audit_until("finished")
+    [refused] = [e for e in trail if e["event"].startswith("auto_")]
+    assert refused["event"] == "auto_rejected"
+    assert not [e for e in trail if e["event"] == "executed"]
+    assert not bot.slack.cards(), "nobody is asked to approve what no digest binds"
