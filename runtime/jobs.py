@@ -92,6 +92,8 @@ class JobQueue:
         self._forget_idle = redis.register_script(FORGET_IDLE_CONSUMERS_SCRIPT)
         self._in_flight: dict[int, asyncio.Task[list[Delivery]]] = {}
         self._ready: list[Delivery] = []
+        self._known: set[str] = set()
+        """Streams this process has seen exist: one missing later was lost, not new."""
 
     async def enqueue(self, job_id: str, payload: str, *, run_id: str | None = None) -> bool:
         """Add a job unless one with this id was enqueued recently. True if added. It goes to
@@ -104,8 +106,7 @@ class JobQueue:
             keys=[shard.jobs, shard.job_marker(job_id)],
             args=[payload, MARKER_TTL_SECONDS],
         )
-        if made:
-            log.error(STREAM_LOST, shard.jobs)
+        self._made(shard.jobs, bool(made))
         await self._replication.confirm()
         return added is not None
 
@@ -116,8 +117,7 @@ class JobQueue:
             return False
         try:
             for shard in self._keys.shards:
-                if await self._make_group(shard.jobs):
-                    log.error(STREAM_LOST, shard.jobs)
+                self._made(shard.jobs, await self._make_group(shard.jobs))
         except RedisError:
             return False  # away again: the caller's retry tries once more
         return True
@@ -137,6 +137,14 @@ class JobQueue:
     async def ensure_group(self) -> None:
         for shard in self._keys.shards:
             await self._make_group(shard.jobs)
+            self._known.add(shard.jobs)
+
+    def _made(self, stream: str, made: bool) -> None:
+        """A stream made anew is news only if this process saw it before (a first deploy's
+        first `/agent` makes it too)."""
+        if made and stream in self._known:
+            log.error(STREAM_LOST, stream)
+        self._known.add(stream)
 
     async def _make_group(self, stream: str) -> bool:
         """Make the stream's group unless it exists; whether it had to be made."""
