@@ -44,6 +44,20 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
         server.stop()
 
 
+@pytest.fixture
+def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of this test's own that it stops and starts, keeping its data (every write in
+    its append-only file), like a managed Redis failing over."""
+    server = RedisServer(
+        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A real three-primary Redis Cluster, started once for the tests marked `cluster`."""

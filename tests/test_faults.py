@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from runtime.local_redis import RedisServer, free_port
 from tests.conftest import on_cluster_too
@@ -318,24 +317,10 @@ async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
     assert elapsed < 4 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
 
 
-@pytest.fixture
-async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    """A Redis of this test's own, which it stops and starts (keeping its data, like a
-    managed Redis failing over)."""
-    server = RedisServer(
-        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
-    own_redis: RedisServer, tmp_path: Path
+    durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(own_redis.url, "outage:", tmp_path)
+    deployment = Deployment(durable_redis.url, "outage:", tmp_path)
     await deployment.start()
     try:
         deployment.model.script = delete_then_answer
@@ -344,7 +329,7 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         root = await deployment.start_run("delete u-100")
         [card] = await deployment.cards(root, 1)
 
-        own_redis.stop()
+        durable_redis.stop()
         started = time.monotonic()
         status, _ = await deployment.sender.click(card, "approve", user="UBOB")
         assert status == 200 and time.monotonic() - started < 3, "answered within Slack's 3 s"
@@ -353,7 +338,7 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         assert card.action_ids() == ["approve", "approve_always", "reject"], "buttons stay"
         await asyncio.sleep(3)  # the worker keeps trying to reach Redis meanwhile
 
-        own_redis.start()
+        durable_redis.start()
         await deployment.sender.click(card, "approve", user="UBOB")
         [answer] = await deployment.final_answers(root)
         assert answer.text == "done: deleted u-100"

@@ -12,11 +12,8 @@ import asyncio
 import json
 import signal
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
@@ -124,23 +121,10 @@ async def test_a_tool_safe_to_repeat_runs_again_without_asking(deployment: Deplo
     assert "outcome_lost" not in await events(deployment)
 
 
-@pytest.fixture
-async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    """A Redis of this test's own, which it stops and starts, keeping its data."""
-    server = RedisServer(
-        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
-    own_redis: RedisServer, tmp_path: Path
+    durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(own_redis.url, "away:", tmp_path)
+    deployment = Deployment(durable_redis.url, "away:", tmp_path)
     await deployment.start()
     try:
         deployment.model.script = migrate_then_answer
@@ -151,9 +135,9 @@ async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
         await deployment.sender.click(card, "approve", user="UBOB")
         await wait_for_ledger(deployment, 1)
 
-        own_redis.stop()  # the tool returns in 2 s, into an outage longer than 30 s
+        durable_redis.stop()  # the tool returns in 2 s, into an outage longer than 30 s
         await asyncio.sleep(40)
-        own_redis.start()
+        durable_redis.start()
         await deployment.redis.connection_pool.disconnect()  # the test's own, closed by the stop
 
         [answer] = await deployment.final_answers(root)
