@@ -35,8 +35,8 @@ from redis.exceptions import RedisError
 
 from runtime.keys import JOB_GROUP
 from runtime.local_redis import RedisServer
+from tests.chaos_plans import ChaosModel, Plan, PlannedCall, plan_run
 from tests.deployment import Deployment
-from tests.fake_openai import ModelError, ModelRequest, Reply, message, tool_call
 from tests.fake_slack import Message
 from tests.processes import Process
 
@@ -51,7 +51,6 @@ RUNS_DEADLINE = 120.0
 CHAOS_EVERY = (1.5, 4.5)
 """Seconds between two blows (a kill, or a burst of 5xx). Much more often, and on two cores the
 replacement workers' start-up starves the rest: jobs run out of deliveries and runs give up."""
-APPROVERS = ("UBOB", "UCAROL")
 OUTAGE_AFTER = 12.0
 """Redis stops once, this long into the chaos, while a tool runs; the runs due to start
 meanwhile start once it is back (a stopped Redis cannot start one)."""
@@ -64,99 +63,6 @@ WORKER_ENV = {
     "JOB_MAX_DELIVERIES": "10",
     "REMINDER_AT": "0",
 }
-OUTPUTS = {
-    "delete_user": "deleted {}",
-    "restart_service": "restarted {}",
-    "drain_node": "drained {}",
-}
-
-
-# --- what each run asks, and what the test decides ---------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlannedCall:
-    tag: str
-    """Unique to the call, in its arguments: finds its card."""
-    tool: str
-    arguments: dict[str, Any]
-    reason: str | None
-    """The rejection reason; None: approved."""
-    decider: str
-
-    @property
-    def call_id(self) -> str:
-        return f"call_{self.tag}"
-
-    @property
-    def output(self) -> str:
-        return OUTPUTS[self.tool].format(self.tag)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Plan:
-    number: int
-    rounds: tuple[tuple[PlannedCall, ...], ...]
-
-    @property
-    def task(self) -> str:
-        return f"chaos run {self.number}"
-
-    @property
-    def calls(self) -> list[PlannedCall]:
-        return [call for calls in self.rounds for call in calls]
-
-
-def plan_run(number: int, rng: random.Random) -> Plan:
-    """One or two rounds of approvals, of one or two calls each; about a third rejected."""
-    rounds = []
-    for round_ in range(rng.choice((1, 2))):
-        calls = []
-        for index in range(rng.choice((1, 1, 2))):
-            tag = f"x{number:02d}{round_}{index}"
-            tool = rng.choice(("delete_user", "restart_service", "drain_node", "drain_node"))
-            arguments_of: dict[str, dict[str, Any]] = {
-                "delete_user": {"user_id": tag},
-                "restart_service": {"service": tag},
-                "drain_node": {"node": tag, "seconds": round(rng.uniform(0.3, 1.2), 2)},
-            }
-            rejected = rng.random() < 0.35
-            if (number, round_, index) in ((0, 0, 0), (1, 0, 0)):
-                rejected = number == 1  # every seed has both kinds
-            calls.append(
-                PlannedCall(
-                    tag=tag,
-                    tool=tool,
-                    arguments=arguments_of[tool],
-                    reason=f"not during the freeze ({tag})" if rejected else None,
-                    decider=rng.choice(APPROVERS),
-                )
-            )
-        rounds.append(tuple(calls))
-    return Plan(number=number, rounds=tuple(rounds))
-
-
-class ChaosModel:
-    """Asks for each round's calls in turn, then answers with what it was told of each; fails
-    with a 5xx while `failures_left` says so."""
-
-    def __init__(self, plans: list[Plan]) -> None:
-        self.plans = {plan.task: plan for plan in plans}
-        self.failures_left = 0
-        self.errors = 0
-
-    def __call__(self, request: ModelRequest) -> Reply:
-        if self.failures_left > 0:
-            self.failures_left -= 1
-            self.errors += 1
-            return ModelError(503)
-        plan = self.plans[request.task]
-        told = request.tool_outputs
-        for calls in plan.rounds:
-            if any(call.call_id not in told for call in calls):
-                return [tool_call(call.tool, call.arguments, call.call_id) for call in calls]
-        said = " | ".join(f"{call.call_id}={told[call.call_id]}" for call in plan.calls)
-        return [message(f"{plan.task} done: {said}")]
 
 
 # --- the chaos -----------------------------------------------------------------------------------
@@ -332,7 +238,7 @@ def lost_cards(deployment: Deployment, plan: Plan) -> list[tuple[PlannedCall, Me
     for card in deployment.slack.cards():
         text = card.all_text()
         if card.thread_ts in threads and LOST in text and "approve" in card.action_ids():
-            found += [(c, card) for c in plan.calls if re.search(rf"\b{c.tag}\b", text)]
+            found += [(c, card) for c in plan.all_calls if re.search(rf"\b{c.tag}\b", text)]
     return found
 
 
@@ -427,6 +333,8 @@ async def play(deployment: Deployment, plan: Plan, rng: random.Random, people: P
             for call, card in rng.sample(list(zip(calls, cards, strict=True)), len(calls)):
                 await asyncio.sleep(rng.uniform(0, 1.0))  # a person takes a moment
                 await people.decide(call, card)
+            if not await decide_inner_calls(deployment, plan, calls, rng, people):
+                break
         endings = await deployment.slack.wait_for(
             lambda: endings_of(deployment, plan),
             RUNS_DEADLINE + OUTAGE_SECONDS,
@@ -437,6 +345,38 @@ async def play(deployment: Deployment, plan: Plan, rng: random.Random, people: P
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     return Ending(plan, roots_of(deployment, plan), endings)
+
+
+async def decide_inner_calls(
+    deployment: Deployment,
+    plan: Plan,
+    calls: tuple[PlannedCall, ...],
+    rng: random.Random,
+    people: People,
+) -> bool:
+    """Once an agent tool is approved, its inner agent asks for its own call: decide that card
+    too. False if the run ended first."""
+    for call in calls:
+        inner = call.inner
+        if inner is None or call.reason is not None:
+            continue
+
+        def ready(inner: PlannedCall = inner, outer: PlannedCall = call) -> bool:
+            # Its outer call cut off and not run again: the inner agent never asks.
+            return bool(
+                endings_of(deployment, plan)
+                or card_of(deployment, plan, inner)
+                or outer.call_id in people.not_again
+            )
+
+        await deployment.slack.wait_for(ready, RUNS_DEADLINE, f"the inner card of {plan.task}")
+        if endings_of(deployment, plan):
+            return False
+        card = card_of(deployment, plan, inner)
+        if card is not None:
+            await asyncio.sleep(rng.uniform(0, 1.0))
+            await people.decide(inner, card)
+    return True
 
 
 async def decide_lost_cards(
@@ -597,7 +537,7 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
         f"extra_endings={sum(len(e.endings) - 1 for e in endings)} took={took:.0f}s"
     )
     context = f"seed={seed}; logs in {deployment.logs}"
-    calls = {call.call_id: call for plan in plans for call in plan.calls}
+    calls = {call.call_id: call for plan in plans for call in plan.all_calls}
     for entry in entries:
         call = calls.get(entry["call_id"])
         assert call is not None, f"a tool nobody was asked about ran: {entry} ({context})"
@@ -610,29 +550,42 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
 
 def check_ending(ending: Ending, runs_of: Counter[str], people: People, context: str) -> None:
     """The thread's ending quotes what each call did (or that it may have run and was not run
-    again); each approved call ran once, once more only per Run again, or at most that if the
-    run gave up."""
+    again; an agent tool, what its inner agent was told); each approved call ran once, once more
+    only per Run again, or at most that if the run gave up."""
     text = ending.endings[0].text
     if ending.answered:
         assert text.startswith(f"{ending.plan.task} done: "), f"{text} ({context})"
     else:  # the one failure these faults may cause: a job out of deliveries
         assert "Something kept failing" in text, f"{text} ({context})"
+    told: dict[str, str] = {}
+    for segment in text.removeprefix(f"{ending.plan.task} done: ").split(" | "):
+        call_id, _, said = segment.partition("=")
+        told[call_id] = said
     for call in ending.plan.calls:
-        if call.reason is not None:
-            told = f"{call.call_id}=The call to {call.tool} was rejected"
-            assert not ending.answered or (told in text and call.reason in text), (
+        said = told.get(call.call_id, "")
+        assert not ending.answered or expected(call, people) in said, (
+            f"the model was not told what {call.call_id} did: {said!r} ({context})"
+        )
+        asked_inside = call.reason is None and call.call_id not in people.not_again
+        for reason in (call.reason, call.inner.reason if call.inner and asked_inside else None):
+            assert not ending.answered or not reason or reason in said, (
                 f"the model was not told why {call.call_id} was rejected ({context})"
             )
-            continue
-        told = (
-            f"{call.call_id}=The call to {call.tool} may have run earlier"
-            if call.call_id in people.not_again
-            else f"{call.call_id}={call.output}"
-        )
-        assert not ending.answered or told in text, (
-            f"the model was not told what {call.call_id} did ({context})"
-        )
+    for call in ending.plan.all_calls:
+        if call.inner is not None or call.call_id not in people.approved:
+            continue  # an agent tool's own run is its inner call's; the rest never ran
         ran, again = runs_of[call.call_id], people.run_again[call.call_id]
         assert (1 if ending.answered else 0) <= ran <= 1 + again, (
             f"{call.call_id} ran {ran} times, {again} Run again click(s) ({context})"
         )
+
+
+def expected(call: PlannedCall, people: People) -> str:
+    """What the model was told of `call` says (a shell's, inside its output list)."""
+    if call.reason is not None:
+        return f"The call to {call.tool} was rejected"
+    if call.call_id in people.not_again:
+        return f"The call to {call.tool} may have run earlier"
+    if call.inner is not None:
+        return f"inner {expected(call.inner, people)}"
+    return call.output
