@@ -103,6 +103,12 @@ class People:
     """Call id -> how often someone clicked Run again on its "may have run" card."""
     not_again: set[str] = field(default_factory=set)
     """Call ids whose last "may have run" card someone rejected."""
+    decided: set[str] = field(default_factory=set)
+    """Call ids whose card someone decided."""
+    asked_again: Counter[str] = field(default_factory=Counter)
+    """Call id -> how often its card came back after it was decided: an agent tool cut off while
+    its inner run went on runs again, and its inner run starts afresh, asking its call again
+    (the journal then replays the call if it ran)."""
     reject_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One reject at a time: its modal is then the newest one."""
     redis_up: asyncio.Event = field(default_factory=asyncio.Event)
@@ -113,6 +119,12 @@ class People:
         assert call.call_id not in ran, f"{call.call_id} ran before anyone decided it"
         if call.reason is None:
             self.approved.add(call.call_id)
+        await self.click_until_decided(card, call.decider, call.reason)
+        self.decided.add(call.call_id)
+
+    async def decide_again(self, call: PlannedCall, card: Message) -> None:
+        """The same decision, for a call asked about again (`asked_again`)."""
+        self.asked_again[call.call_id] += 1
         await self.click_until_decided(card, call.decider, call.reason)
 
     async def decide_lost(self, call: PlannedCall, card: Message, again: bool) -> None:
@@ -211,11 +223,16 @@ async def decide_lost_cards(
     deployment: Deployment, plan: Plan, rng: random.Random, people: People
 ) -> None:
     """Whenever the run asks whether a call that may have run should run again: Run again, or
-    reject, at random (until cancelled)."""
+    reject, at random; a call asked about again after its decision: the same (until
+    cancelled)."""
     while True:
         for call, card in lost_cards(deployment, plan):
             await asyncio.sleep(rng.uniform(0, 0.5))
             await people.decide_lost(call, card, again=rng.random() < 0.5)
+        for call in plan.all_calls:
+            again = card_of(deployment, plan, call) if call.call_id in people.decided else None
+            if again is not None:
+                await people.decide_again(call, again)
         await asyncio.sleep(0.1)
 
 

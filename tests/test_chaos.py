@@ -151,7 +151,7 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
         f"chaos: seed={seed} kills={chaos.kills} (aimed at a running tool: {chaos.aimed}, "
         f"landed in one: {sum(hits.values())}) bursts={chaos.bursts} model_5xx={model.errors} "
         f"redis_outages={chaos.outages} run_again={dict(people.run_again)} "
-        f"not_again={sorted(people.not_again)} "
+        f"not_again={sorted(people.not_again)} asked_again={dict(people.asked_again)} "
         f"runs={RUNS} calls={sum(len(p.calls) for p in plans)} approved={len(people.approved)} "
         f"ran_twice_or_more={ {c: n for c, n in runs_of.items() if n > 1} } "
         f"gave_up={[e.plan.number for e in endings if not e.answered]} "
