@@ -123,7 +123,6 @@ class JournaledInvoker:
         *,
         mcp_server: str | None = None,
         kind: str | None = None,
-        agent_tool: bool = False,
     ) -> None:
         self._tool_name = tool_name
         self._inner = inner
@@ -131,9 +130,6 @@ class JournaledInvoker:
         self._kind = kind
         """`shell`, `local_shell` or `apply_patch` (`runtime.call_description`): the call's
         `tool_arguments` are then its description, and its digest covers the kind."""
-        self._agent_tool = agent_tool
-        """An agent used as a tool (`Agent.as_tool`): it takes no start mark. What it does is
-        its inner calls', each marked and journaled; cut off, it runs again and they replay."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -199,8 +195,6 @@ class JournaledInvoker:
     async def _mark_started(self, scope: JournalScope, call_id: str) -> None:
         """Before the tool runs: a call that started without an outcome may have run, so it
         runs again only when a person says so (or its tool is safe to repeat)."""
-        if self._agent_tool:
-            return
         run_id, starts = scope.lease.run_id, scope.store.starts
         started = await starts.started_in(run_id, call_id)
         again = call_id in scope.run_again
@@ -315,9 +309,7 @@ def install_journal(registry: AgentRegistry) -> int:
         for tool in agent.tools:
             if isinstance(tool, FunctionTool):
                 if not isinstance(tool.on_invoke_tool, JournaledInvoker):
-                    tool.on_invoke_tool = JournaledInvoker(
-                        tool.name, tool.on_invoke_tool, agent_tool=tool._is_agent_tool
-                    )
+                    tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
                     wrapped += 1
             else:
                 wrapped += journal_tool_kind(agent, tool)
