@@ -16,6 +16,7 @@ from redis.exceptions import RedisError
 from runtime.stop_mark import Stopped
 from runtime.stop_watcher import FALLBACK_SECONDS
 from runtime.tool_journal import JournalScope, journal_scope
+from runtime.tool_signals import PastTheSdk
 
 _E = TypeVar("_E", bound=BaseException)
 
@@ -34,7 +35,10 @@ async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: Journal
             waits = {runner} if wake is None else {runner, wake}
             await asyncio.wait(waits, timeout=FALLBACK_SECONDS, return_when=FIRST_COMPLETED)
             if runner.done():
-                return runner.result()
+                try:
+                    return runner.result()
+                except PastTheSdk as carried:
+                    raise carried.signal from None
             try:
                 mark = await scope.store.stop_mark(scope.lease.run_id)
             except RedisError:
@@ -53,7 +57,7 @@ async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: Journal
         for task in (runner, wake):
             if task is not None and not task.done():
                 task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
+        with contextlib.suppress(asyncio.CancelledError, Exception, PastTheSdk):
             await runner
 
 

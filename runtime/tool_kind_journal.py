@@ -50,6 +50,7 @@ from runtime.call_description import (
 )
 from runtime.call_digest import call_digest
 from runtime.tool_journal import JournaledInvoker
+from runtime.tool_signals import past_the_sdk
 
 PATCH_KEY_CHARS = 24
 """Hex digits of an operation's digest in its journal key: far from any collision."""
@@ -116,7 +117,7 @@ class JournaledShellExecutor:
             request.ctx_wrapper, request.data.call_id, self._tool_name, arguments, self._agent
         )
         journaled = JournaledInvoker(self._tool_name, run, kind=SHELL)
-        return shell_result_of(await journaled(ctx, arguments))
+        return shell_result_of(await past_the_sdk(journaled(ctx, arguments)))
 
 
 class JournaledLocalShellExecutor:
@@ -133,7 +134,7 @@ class JournaledLocalShellExecutor:
         call_id = str(field_of(request.data, "call_id") or "")
         ctx = _tool_context(request.ctx_wrapper, call_id, self._tool_name, arguments, self._agent)
         journaled = JournaledInvoker(self._tool_name, run, kind=LOCAL_SHELL)
-        return str(await journaled(ctx, arguments))
+        return str(await past_the_sdk(journaled(ctx, arguments)))
 
 
 class JournaledEditor:
@@ -164,7 +165,7 @@ class JournaledEditor:
         key = f"patch-{digest[:PATCH_KEY_CHARS]}"
         ctx = _tool_context(operation.ctx_wrapper, key, self._tool_name, arguments, self._agent)
         journaled = JournaledInvoker(self._tool_name, run, kind=APPLY_PATCH)
-        return patch_result_of(await journaled(ctx, arguments))
+        return patch_result_of(await past_the_sdk(journaled(ctx, arguments)))
 
 
 def stored_shell_result(result: str | ShellResult) -> object:

@@ -13,7 +13,16 @@ import os
 from typing import Any
 
 import redis.asyncio as aioredis
-from agents import Agent, function_tool
+from agents import (
+    Agent,
+    ShellCallOutcome,
+    ShellCommandOutput,
+    ShellCommandRequest,
+    ShellResult,
+    ShellTool,
+    function_tool,
+    handoff,
+)
 from agents.tool_context import ToolContext
 
 from runtime.redis_cluster import connect_cluster
@@ -30,6 +39,10 @@ def _ledger_client(url: str) -> aioredis.Redis:
 
 
 async def _record(ctx: ToolContext[Any], tool: str, arguments: dict[str, Any]) -> None:
+    await _record_call(ctx.tool_call_id, tool, arguments)
+
+
+async def _record_call(call_id: str, tool: str, arguments: dict[str, Any]) -> None:
     EXECUTIONS.append((tool, arguments))
     ledger = os.environ.get("COUNTERSIGN_TEST_LEDGER")
     if ledger:
@@ -38,7 +51,7 @@ async def _record(ctx: ToolContext[Any], tool: str, arguments: dict[str, Any]) -
             {
                 "tool": tool,
                 "arguments": arguments,
-                "call_id": ctx.tool_call_id,
+                "call_id": call_id,
                 "dyno": os.environ.get("DYNO", ""),
             }
         )
@@ -153,5 +166,59 @@ REGISTRY_AFTER_DEPLOY = [
 REPEATABLE_REGISTRY = [ops.clone(tools=[*ops.tools, warm_cache]), helper]
 
 
-# `ops` with a slow tool besides, for the chaos test (tests/test_chaos.py); the same names.
-CHAOS_REGISTRY = [ops.clone(tools=[*ops.tools, drain_node]), helper]
+@function_tool(needs_approval=True)
+async def rotate_key(ctx: ToolContext[Any], key: str, seconds: float) -> str:
+    """Rotate a key. Takes `seconds`, like `drain_node`."""
+    await _record(ctx, "rotate_key", {"key": key, "seconds": seconds})
+    await asyncio.sleep(seconds)
+    return f"rotated {key}"
+
+
+@function_tool(needs_approval=True)
+async def cordon_node(ctx: ToolContext[Any], node: str, seconds: float) -> str:
+    """Cordon a node. Takes `seconds`, like `drain_node`."""
+    await _record(ctx, "cordon_node", {"node": node, "seconds": seconds})
+    await asyncio.sleep(seconds)
+    return f"cordoned {node}"
+
+
+async def run_commands(request: ShellCommandRequest) -> ShellResult:
+    """The chaos test's shell: each execution goes to the ledger; each command "prints" itself."""
+    commands = list(request.data.action.commands)
+    await _record_call(request.data.call_id, "shell", {"commands": commands})
+    await asyncio.sleep(0.5)  # long enough for a kill to land inside
+    return ShellResult(
+        output=[
+            ShellCommandOutput(
+                stdout=f"ran {command}",
+                command=command,
+                outcome=ShellCallOutcome(type="exit", exit_code=0),
+            )
+            for command in commands
+        ]
+    )
+
+
+keys = Agent[Any](name="keys", instructions="You rotate keys.", tools=[rotate_key])
+"""Reached only as `ops`' agent tool `roll_keys`, which needs approval too."""
+
+mechanic = Agent[Any](name="mechanic", instructions="You cordon nodes.", tools=[cordon_node])
+"""Reached only through a `handoff(mechanic)` object of `ops`."""
+
+# `ops` with, besides, a slow tool, a shell, an agent tool whose agent asks too, and a handoff
+# object to an agent the registry does not list: the chaos test (tests/test_chaos.py) calls
+# every kind. The same names.
+CHAOS_REGISTRY = [
+    ops.clone(
+        tools=[
+            *ops.tools,
+            drain_node,
+            ShellTool(executor=run_commands, needs_approval=True),
+            keys.as_tool(
+                tool_name="roll_keys", tool_description="Roll keys over", needs_approval=True
+            ),
+        ],
+        handoffs=[*ops.handoffs, handoff(mechanic)],
+    ),
+    helper,
+]

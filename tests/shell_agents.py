@@ -7,6 +7,7 @@ starts; nothing runs on the machine: the shell "runs" a command by echoing it ba
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ async def _record(entry: dict[str, Any]) -> None:
 async def run_commands(request: ShellCommandRequest) -> ShellResult:
     commands = request.data.action.commands
     await _record({"tool": "shell", "commands": commands, "call_id": request.data.call_id})
+    for command in commands:
+        if command.startswith("sleep "):  # long enough for a test's kill to land inside
+            await asyncio.sleep(float(command.removeprefix("sleep ")))
     return ShellResult(
         output=[
             ShellCommandOutput(

@@ -17,7 +17,7 @@ from typing import Any
 
 from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
-from tests.fake_openai import ModelRequest, message, tool_call
+from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.fake_slack import Message
 
 LOST = "`migrate` may have run; its result was lost"
@@ -90,6 +90,33 @@ async def test_a_worker_killed_inside_a_tool_asks_before_running_it_again(
     assert answer.text.startswith("migrated users (attempt 2, key "), answer.text
     assert [e["call_id"] for e in await ledger(deployment)] == ["call_migrate", "call_migrate"]
     assert (await events(deployment)).count("executed") == 1
+
+
+async def test_a_worker_killed_inside_a_shell_call_asks_before_running_it_again(
+    deployment: Deployment,
+) -> None:
+    """The SDK hands whatever a shell executor raises to the model as the call's output: the
+    journal's "may have run" must pass it by and reach the person as a card."""
+
+    def script(request: ModelRequest) -> list[Item]:
+        if "call_sh" not in request.tool_outputs:
+            return [shell_call(["sleep 30"], "call_sh")]
+        return [message("done: " + request.tool_outputs["call_sh"])]
+
+    deployment.model.script = script
+    root, _ = await killed_inside_the_tool(
+        deployment, "wait a while", AGENTS="tests.shell_agents:REGISTRY"
+    )
+    [_, again] = await deployment.cards(root, 2)
+    assert "`shell` may have run; its result was lost" in again.all_text(), again.all_text()
+    assert len(await ledger(deployment)) == 1, "not run again without a person"
+
+    await deployment.sender.reject(again, user="UBOB", reason="it did run, I checked")
+    [answer] = await deployment.final_answers(root)
+    assert "may have run earlier, but its result was lost, and it was not run again" in (
+        answer.text
+    )
+    assert len(await ledger(deployment)) == 1
 
 
 async def test_rejecting_a_may_have_run_card_does_not_run_it_and_tells_the_model(
