@@ -34,13 +34,13 @@ from agents import FunctionTool
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
-from runtime.agent_graph import inner_run_interrupted, reachable_agents, tool_agent
+from runtime.agent_graph import inner_run_interrupted, reachable_agents
 from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
 from runtime.call_choices import ArgumentEdit
 from runtime.call_digest import call_digest
-from runtime.call_starts import SAFE_TO_REPEAT, OutcomeLost, lost, may_repeat
+from runtime.call_starts import OutcomeLost, lost, may_repeat
 from runtime.metrics import count_tool
 from runtime.registry import AgentRegistry
 from runtime.run_store import Fenced, Lease, RunStore
@@ -310,10 +310,6 @@ def install_journal(registry: AgentRegistry) -> int:
             if isinstance(tool, FunctionTool):
                 if not isinstance(tool.on_invoke_tool, JournaledInvoker):
                     tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
-                    if tool_agent(tool) is not None:
-                        # An agent used as a tool has no effect of its own: its agent's calls
-                        # are journaled and marked, so running it again repeats none of them.
-                        setattr(tool.on_invoke_tool, SAFE_TO_REPEAT, True)
                     wrapped += 1
             else:
                 wrapped += journal_tool_kind(agent, tool)

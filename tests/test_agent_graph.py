@@ -120,7 +120,9 @@ async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     deployment: Deployment,
 ) -> None:
     """The worker is killed after the inner tool ran, before the inner agent answered: the
-    worker that takes the job over resumes the inner run and reuses the tool's output."""
+    inner tool's output is journaled and never runs again. The agent tool itself was cut off,
+    so the run stops saying it may have run (resuming a cut-off inner run afresh asked its
+    approved call again and again: see the closing note of issue 18)."""
     waiting = asyncio.Event()
     kill_done = asyncio.Event()
 
@@ -149,11 +151,12 @@ async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     kill_done.set()
 
     answer = await final_answer(deployment, root)
-    assert answer.text == "front: means hello: hola"
+    assert "`translate` may have run; its result was lost, so it was not run again" in (
+        answer.text
+    ), answer.text
     assert [e["tool"] for e in await ledger(deployment)] == ["look_up_word"], deployment.logs_text()
     trail = await events(deployment)
     assert trail.count(("executed", "look_up_word")) == 1
-    assert ("replayed", "look_up_word") in trail
 
 
 def test_the_walk_reaches_what_the_sdk_restores() -> None:
