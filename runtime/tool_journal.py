@@ -256,7 +256,16 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
                 error,
                 delay,
             )
-        await asyncio.sleep(delay)
+        try:
+            await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            log.warning(
+                "run %s: output of %s not recorded: cancelled while Redis was away (the job "
+                "timed out, or the worker stopped); a retry asks a person before running it again",
+                scope.lease.run_id,
+                call_id,
+            )
+            raise
         delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
 
 
