@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -122,8 +121,7 @@ class JobConsumer:
                 if self.live is not None:
                     await self.live.left(self.consumer, handed_back=handed)
         except (RedisError, TimeoutError) as error:
-            # One plain line: the operator needs the reason, not a traceback per stop.
-            log.warning(
+            log.warning(  # one plain line: the reason, not a traceback per stop
                 "stopped: %d job(s) cancelled, none handed back: Redis is away (%s; check %s); "
                 "they are taken over after JOB_IDLE_TIMEOUT_SECONDS once it is back",
                 unfinished,
@@ -177,7 +175,11 @@ class JobConsumer:
     async def _read(self, count: int) -> list[Delivery]:
         longest = min(self.block_ms, self.queue.longest_block_ms, int(self.idle_timeout * 1000 / 3))
         block_ms = max(50, longest)
-        return await self._until_stopped(self.queue.read(self.consumer, count, block_ms))
+        # A read cut short by stop may have been delivered to us; drain() hands it back.
+        return (
+            await self._stopping.unless_stopped(self.queue.read(self.consumer, count, block_ms))
+            or []
+        )
 
     async def _forget_gone_consumers(self) -> None:
         clock = asyncio.get_running_loop()
@@ -367,21 +369,6 @@ class JobConsumer:
             pause = min(2 * pause, REDIS_AWAY_RETRY_MAX_SECONDS)
             if not await self._still_held(delivery):
                 raise _TakenOver
-
-    async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
-        read = asyncio.ensure_future(work)
-        stopped = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        if read.done():
-            return read.result()
-        read.cancel()
-        # A read cancelled in flight may have been delivered to us; drain() hands it back.
-        with contextlib.suppress(asyncio.CancelledError):
-            await read
-        return []
 
 
 _SETTING_TO_CHECK: dict[type[BaseException], str] = {
