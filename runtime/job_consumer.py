@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -69,6 +68,8 @@ class JobConsumer:
     ones pile up in the group: one that holds no job and has not read this long is dropped."""
     forget_interval: float = 1800.0
     """How often to look for such consumers: one script per shard."""
+    redis_setting: str = "REDIS_URL"
+    """The variable(s) naming this Redis, for the operator to check while it does not answer."""
     live: LiveWorkers | None = None
     """With several shards: scan them for a dead worker's jobs only when one is overdue
     (`runtime.live_workers`); with one, a scan is one command, cheaper than asking."""
@@ -119,8 +120,14 @@ class JobConsumer:
                     await self.queue.forget_consumer(self.consumer)
                 if self.live is not None:
                     await self.live.left(self.consumer, handed_back=handed)
-        except (RedisError, TimeoutError):
-            log.exception("could not hand back jobs; they return after the idle timeout")
+        except (RedisError, TimeoutError) as error:
+            log.warning(  # one plain line: the reason, not a traceback per stop
+                "stopped: %d job(s) cancelled, none handed back: Redis is away (%s; check %s); "
+                "they are taken over after JOB_IDLE_TIMEOUT_SECONDS once it is back",
+                unfinished,
+                type(error).__name__,
+                self.redis_setting,
+            )
             return
         log.info("stopped: %d job(s) cancelled, %d handed back", unfinished, handed)
 
@@ -168,7 +175,11 @@ class JobConsumer:
     async def _read(self, count: int) -> list[Delivery]:
         longest = min(self.block_ms, self.queue.longest_block_ms, int(self.idle_timeout * 1000 / 3))
         block_ms = max(50, longest)
-        return await self._until_stopped(self.queue.read(self.consumer, count, block_ms))
+        # A read cut short by stop may have been delivered to us; drain() hands it back.
+        return (
+            await self._stopping.unless_stopped(self.queue.read(self.consumer, count, block_ms))
+            or []
+        )
 
     async def _forget_gone_consumers(self) -> None:
         clock = asyncio.get_running_loop()
@@ -260,6 +271,8 @@ class JobConsumer:
             await self._handle_in_time(delivery)
         except _TakenOver:
             log.info("job %s was taken over by another worker; left to it", delivery.entry_id)
+        except _LeftForTakeover:
+            pass  # said in the log where it was decided
         except Exception:
             # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
             log.exception("job %s failed; it will be retried", delivery.entry_id)
@@ -344,25 +357,18 @@ class JobConsumer:
                     setting,
                     pause,
                 )
-            await asyncio.sleep(pause)
+            if await self._stopping.sleep(pause):
+                # A new try now could start an approved tool that the shutdown then cuts off
+                # (its outcome lost, a person asked): left unacknowledged, for a takeover.
+                log.warning(
+                    "job %s: Redis is still away and the worker is stopping; not tried again "
+                    "here, it is taken over once Redis is back",
+                    delivery.entry_id,
+                )
+                raise _LeftForTakeover
             pause = min(2 * pause, REDIS_AWAY_RETRY_MAX_SECONDS)
             if not await self._still_held(delivery):
                 raise _TakenOver
-
-    async def _until_stopped(self, work: Awaitable[list[Delivery]]) -> list[Delivery]:
-        read = asyncio.ensure_future(work)
-        stopped = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        if read.done():
-            return read.result()
-        read.cancel()
-        # A read cancelled in flight may have been delivered to us; drain() hands it back.
-        with contextlib.suppress(asyncio.CancelledError):
-            await read
-        return []
 
 
 _SETTING_TO_CHECK: dict[type[BaseException], str] = {
@@ -387,3 +393,7 @@ class _RunAgain(Exception):
 
 class _TakenOver(Exception):
     """Another worker took the job over: neither tried again nor acknowledged here."""
+
+
+class _LeftForTakeover(Exception):
+    """Stopping while Redis is away: neither tried again nor acknowledged here."""

@@ -244,20 +244,29 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
     long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
     the start mark without an outcome and asks a person)."""
     delay = 0.2
-    while True:
-        try:
-            await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
-            return
-        except RedisError as error:
-            log.warning(
-                "run %s: output of %s not recorded yet (%s); retrying in %g s",
-                scope.lease.run_id,
-                call_id,
-                error,
-                delay,
-            )
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
+    try:
+        while True:
+            try:
+                await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
+                return
+            except RedisError as error:
+                log.warning(
+                    "run %s: output of %s not recorded yet (%s); retrying in %g s",
+                    scope.lease.run_id,
+                    call_id,
+                    error,
+                    delay,
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
+    except asyncio.CancelledError:
+        log.warning(
+            "run %s: output of %s not recorded: cancelled while Redis was away (the job "
+            "timed out, or the worker stopped); a retry asks a person before running it again",
+            scope.lease.run_id,
+            call_id,
+        )
+        raise
 
 
 def edited_call(ctx: ToolContext[Any], edit: ArgumentEdit) -> ToolContext[Any]:

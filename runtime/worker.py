@@ -264,6 +264,7 @@ def build_worker(
         max_deliveries=settings.job_max_deliveries,
         job_timeout=settings.job_timeout_seconds,
         shutdown=shutdown,
+        redis_setting=settings.redis_url_setting,
         live=LiveWorkers(
             redis=redis, key=keys.live_workers, idle_timeout=settings.job_idle_timeout_seconds
         )
