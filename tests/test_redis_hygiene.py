@@ -110,6 +110,12 @@ async def test_a_full_redis_asks_for_a_retry_and_acknowledges_nothing_it_did_not
         deployment.worker("worker.1")
         root = await deployment.start_run("delete u-100")
         [card] = await deployment.cards(root, 1)
+        # The card is posted before its job is done and acknowledged: wait for that, so that
+        # what is left in the stream afterwards is the refused start's or click's alone.
+        deadline = time.monotonic() + 10
+        while await deployment.redis.xlen(deployment.keys.jobs):
+            assert time.monotonic() < deadline, "the first start's job was never acknowledged"
+            await asyncio.sleep(0.05)
 
         configure(own_redis, maxmemory="1")  # noeviction, as it should be: writes are refused
         status, body = await deployment.sender.command("delete u-200")
