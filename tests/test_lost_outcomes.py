@@ -9,43 +9,22 @@ as a tool returns no longer makes the tool run twice.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
-import time
 from pathlib import Path
-from typing import Any
 
 from runtime.local_redis import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.fake_slack import Message
+from tests.test_faults import ledger, migrate_then_answer, wait_for_ledger
 
 LOST = "`migrate` may have run; its result was lost"
-
-
-def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
-    if not request.tool_outputs:
-        return [tool_call("migrate", {"table": "users"}, "call_migrate")]
-    return [message(request.tool_outputs["call_migrate"])]
 
 
 def warm_then_answer(request: ModelRequest) -> list[dict[str, object]]:
     if not request.tool_outputs:
         return [tool_call("warm_cache", {"region": "eu"}, "call_warm")]
     return [message(request.tool_outputs["call_warm"])]
-
-
-async def ledger(deployment: Deployment) -> list[dict[str, Any]]:
-    entries: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
-    return [json.loads(entry) for entry in entries]
-
-
-async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while len(await ledger(deployment)) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"ledger never reached {count}:\n{deployment.logs_text()}")
-        await asyncio.sleep(0.05)
 
 
 async def events(deployment: Deployment) -> list[str]:
