@@ -22,17 +22,17 @@ from typing import Any
 
 from bench.harness import header
 from bench.storage import interrupted_state
-from runtime.call_digest import call_digest
-from runtime.contracts import Conversation, new_approval_id, new_run_id
-from runtime.decision_recorder import DecisionRecorder
-from runtime.due_set import DuePoller
-from runtime.envelope import PendingCall, RunEnvelope
-from runtime.expiry import Expiry
-from runtime.keys import Keys
-from runtime.local_redis import RedisServer
-from runtime.redis_connection import connect
+from runtime.calls.digest import call_digest
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
+from runtime.decisions.recorder import DecisionRecorder
+from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
+from runtime.jobs.due_set import DuePoller
+from runtime.record.envelope import PendingCall, RunEnvelope
+from runtime.record.store import RunStore
 from runtime.reporter import Activity, Failure, RunView
-from runtime.run_store import RunStore
+from runtime.waiting.expiry import Expiry
 
 FAR = 30 * 86400.0
 

@@ -47,7 +47,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from bench.harness import add_cluster_option, approve_then_answer, header
-from runtime.local_redis import RedisServer
+from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.processes import Process
 from tests.redis_cluster import LocalCluster

@@ -24,21 +24,21 @@ from agents import OpenAIProvider, RunConfig, Runner, RunState
 from openai import AsyncOpenAI
 
 from bench.harness import approve_then_answer, header, report
-from bot.approvers import ApproverDirectory
-from bot.slack_client import slack_client
-from bot.slack_reporter import SlackReporter
-from runtime.audit import AuditTrail
-from runtime.contracts import Conversation, ResumeJob, StartJob, new_run_id
-from runtime.decision_recorder import Choice, DecisionRecorder
-from runtime.keys import Keys
-from runtime.local_redis import RedisServer
+from bot.reporting.reporter import SlackReporter
+from bot.slack.client import slack_client
+from bot.slack.directory import ApproverDirectory
+from runtime.audit.trail import AuditTrail
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
+from runtime.decisions.recorder import Choice, DecisionRecorder
+from runtime.jobs.contracts import Conversation, ResumeJob, StartJob, new_run_id
+from runtime.journal.invoker import install_journal
 from runtime.policy import load_policy
-from runtime.redis_connection import connect
+from runtime.record.store import RunStore
 from runtime.registry import load_registry
-from runtime.run_executor import RunExecutor
-from runtime.run_store import RunStore
+from runtime.runs.executor import RunExecutor
 from runtime.settings import RuntimeSettings
-from runtime.tool_journal import install_journal
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack
 

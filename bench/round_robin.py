@@ -34,8 +34,8 @@ from bench.harness import (
     poll_until,
     waiting_cards,
 )
-from bot import messages
-from runtime.local_redis import free_port
+from bot.words import runs as messages
+from runtime.db.local import free_port
 from tests.deployment import Deployment
 from tests.harness import SIGNING_SECRET
 from tests.processes import Process, procfile, wait_until_healthy

@@ -24,14 +24,14 @@ from agents import RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bench.harness import header
-from runtime.call_digest import call_digest
-from runtime.contracts import Conversation, new_approval_id, new_run_id
-from runtime.envelope import PendingCall, RunEnvelope
-from runtime.keys import Keys
-from runtime.local_redis import RedisServer
-from runtime.redis_connection import connect
+from runtime.calls.digest import call_digest
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
+from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
+from runtime.record.envelope import PendingCall, RunEnvelope
+from runtime.record.store import RunStore
 from runtime.registry import load_registry
-from runtime.run_store import RunStore
 
 
 async def interrupted_state(turns: int) -> tuple[str, str]:

@@ -26,8 +26,8 @@ import redis.asyncio as aioredis
 from bench.click_load import click_at_rate
 from bench.harness import all_answered, approve_then_answer, header, poll_until, report
 from bench.harness import waiting_cards as open_cards
-from runtime.keys import Keys
-from runtime.replication import Replication
+from runtime.db.keys import Keys
+from runtime.db.replication import Replication
 from tests.deployment import Deployment
 from tests.replicated_redis import ReplicatedRedis
 

@@ -1,5 +1,6 @@
 """Process entry points: `python -m bot web` and `python -m bot worker` (see Procfile), and
-`python -m bot demo` (everything in one process, with the local console: see bot/demo.py)."""
+`python -m bot demo` (everything in one process, with the local console: see
+bot/console/demo.py)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,16 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bot.demo import run_demo
+from bot.console.demo import run_demo
+from bot.reporting.worker import slack_worker
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
-from bot.slack_worker import slack_worker
-from bot.web import create_web_app, requests_grace
+from bot.web.app import create_web_app, requests_grace
 from bot.wiring import blocking_reads_redis, web_redis, worker_redis
-from runtime.log_format import configure_logging
-from runtime.model_client import share_openai_client
+from runtime.models.client import share_openai_client
+from runtime.models.scripted import uses_scripted_model
 from runtime.policy import Policy, PolicyError, load_policy
+from runtime.process.logs import configure_logging
 from runtime.registry import AgentRegistry, RegistryError, load_registry
-from runtime.scripted_model import uses_scripted_model
 from runtime.worker import serve_until_signalled
 
 log = logging.getLogger("countersign")

@@ -8,15 +8,15 @@ import aiohttp
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.approvers import ApproverDirectory
+from bot.reporting.copies import SlackReach
+from bot.reporting.reporter import SlackReporter
 from bot.settings import Settings
-from bot.slack_client import slack_client
-from bot.slack_reach import SlackReach
-from bot.slack_reporter import SlackReporter
-from runtime.keys import Keys
-from runtime.redis_client import connect_to
-from runtime.redis_connection import BLOCKING_READS_SOCKET_TIMEOUT, worker_pool_size
-from runtime.replication import Replication
+from bot.slack.client import slack_client
+from bot.slack.directory import ApproverDirectory
+from runtime.db.client import connect_to
+from runtime.db.connection import BLOCKING_READS_SOCKET_TIMEOUT, worker_pool_size
+from runtime.db.keys import Keys
+from runtime.db.replication import Replication
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

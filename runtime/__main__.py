@@ -18,10 +18,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runtime.audit import AuditTrail, retention_note
-from runtime.keys import Keys
-from runtime.local_redis import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
-from runtime.redis_client import connect_to
+from runtime.audit.trail import AuditTrail, retention_note
+from runtime.db.client import connect_to
+from runtime.db.keys import Keys
+from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
 
 

@@ -5,11 +5,11 @@ Two kinds of numbers, and which process has them:
 - **Counted in the process** that saw it happen (below): a web process counts the decisions
   people make and its Slack calls; a worker counts expiries, runs, tool executions, model errors
   and its Slack calls. Prometheus sums them across processes (`sum(rate(...))`).
-- **Read from Redis at scrape time** (`runtime.state_gauges`): open approvals, the job stream,
+- **Read from Redis at scrape time** (`runtime.record.gauges`): open approvals, the job stream,
   dead letters. Any one web process tells the whole truth, so dashboards take `max` across
   instances rather than `sum`. Workers do not export these.
 
-The web process serves both at `GET /metrics` (`bot.operations`); a worker serves its own
+The web process serves both at `GET /metrics` (`bot.web.operations`); a worker serves its own
 counters on `METRICS_PORT` when that is set (`MetricsEndpoint`).
 """
 
@@ -35,7 +35,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from runtime.envelope import Decision
+from runtime.record.envelope import Decision
 from runtime.reporter import Failure
 
 log = logging.getLogger(__name__)

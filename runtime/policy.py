@@ -28,9 +28,9 @@ anyone decide must be said (`anyone = true`): an empty `approvers = []` is refus
 quorum larger than the user ids a rule lists (without groups, nobody else could ever approve).
 A rule with `mcp_server` matches only tools from a matching MCP server, and makes their calls
 need a person (or decides them, with `auto`) whatever the server's own `require_approval` says
-(see `runtime.mcp_tools`). The runtime stores the resolved rule with each pending call, so a
+(see `runtime.mcp.tools`). The runtime stores the resolved rule with each pending call, so a
 policy change never changes what an open card promised. Grants are checked again at each call
-they would cover, against the rule that call falls under (`runtime.grant_check`).
+they would cover, against the rule that call falls under (`runtime.grants.check`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class Rule(BaseModel):
     grant_max_seconds: int | None = Field(None, ge=0, le=604800)
     allow_edit: bool = True
     preview: bool = True
-    """Call the tool's preview (`runtime.previews`) for the card."""
+    """Call the tool's preview (`runtime.calls.previews`) for the card."""
     notify: tuple[str, ...] = ()
     escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
     escalate_to: tuple[str, ...] = ()

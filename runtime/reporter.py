@@ -1,7 +1,11 @@
 """How the runtime tells people what is happening, without knowing where they are.
 
-`bot.slack_reporter.SlackReporter` implements this with the Slack Web API; the worker's entry
+`bot.reporting.reporter.SlackReporter` implements this with the Slack Web API; the worker's entry
 point wires the two together.
+
+`Reach` is how it reaches people outside a run's thread: copies of a card in direct messages
+and other channels, and the word that a call was escalated. `bot.reporting.copies.SlackReach`
+implements it; a worker without one sends no copies.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from runtime.contracts import Conversation
-from runtime.envelope import PendingCall, RunEnvelope
+from runtime.jobs.contracts import Conversation
+from runtime.record.envelope import CardCopy, PendingCall, RunEnvelope
 
 
 class Failure(StrEnum):
@@ -122,4 +126,23 @@ class Reporter(Protocol):
     ) -> None:
         """`detail` is safe to show: never raw exception text from a model or tool. `ran`
         names the tools that had already run, so people know what did happen."""
+        ...
+
+
+class Reach(Protocol):
+    async def copy_card(
+        self, run: RunView, call: PendingCall, targets: tuple[str, ...]
+    ) -> tuple[CardCopy, ...]:
+        """Post a copy of `call`'s card to each target: a person (a direct message), each member
+        of a user group, or a channel. Returns the copies posted; a target that cannot be
+        reached is skipped (and logged)."""
+        ...
+
+    async def redraw_copies(self, run: RunView, call: PendingCall) -> None:
+        """Show `call` as it stands (decided, or the approvals so far) on each of its copies."""
+        ...
+
+    async def escalated(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
+        """Say in the run's thread that `call` was escalated to `targets`, mentioning them, and
+        redraw its card and copies so they name everyone who may decide it now."""
         ...

@@ -21,8 +21,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from runtime.keys import DEFAULT_CLUSTER_SHARDS
-from runtime.log_format import LogFormat
+from runtime.db.keys import DEFAULT_CLUSTER_SHARDS
+from runtime.process.logs import LogFormat
 
 # What to tell the operator when a variable is missing or wrong, by variable name.
 FIXES: dict[str, str] = {
@@ -117,7 +117,7 @@ class RuntimeSettings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         25.0, validation_alias="SHUTDOWN_GRACE_SECONDS", ge=0, le=3600
     )
-    """After SIGTERM, a process's whole stop fits in this (`runtime.shutdown_budget`): the
+    """After SIGTERM, a process's whole stop fits in this (`runtime.process.shutdown_budget`): the
     worker's running jobs finishing, then cancelling and handing back the rest; the web's
     requests in flight, then the Slack updates they started."""
     worker_niceness: int = Field(10, validation_alias="WORKER_NICENESS", ge=0, le=19)
@@ -152,11 +152,11 @@ class RuntimeSettings(BaseSettings):
     """`json`: one JSON object per line, with the run id where known."""
     redis_cluster: bool = Field(False, validation_alias="REDIS_CLUSTER")
     """`REDIS_URL` names a node of a Redis Cluster: connect with the cluster client and shard
-    the keys (`runtime.keys`) so that each script touches one slot."""
+    the keys (`runtime.db.keys`) so that each script touches one slot."""
     redis_shards: int | None = Field(None, validation_alias="REDIS_SHARDS", ge=1, le=1024)
     """How many shards the keys are split into with `REDIS_CLUSTER=true` (default 16)."""
 
-    # --- replicated Redis (runtime/replication.py, runtime/redis_sentinel.py) ---
+    # --- replicated Redis (runtime/db/replication.py, runtime/db/sentinel.py) ---
     redis_min_replicas: int = Field(0, validation_alias="REDIS_MIN_REPLICAS", ge=0, le=5)
     """After each decision and enqueue, `WAIT` for this many replicas before acknowledging it,
     so that a failover loses nothing acknowledged; 0 waits for none."""
@@ -192,7 +192,7 @@ class RuntimeSettings(BaseSettings):
             raise PydanticCustomError("missing", "needed with REDIS_SENTINELS")  # "is not set"
         return value
 
-    # --- MCP servers (see runtime/mcp_connections.py) ---
+    # --- MCP servers (see runtime/mcp/connections.py) ---
     mcp_probe_seconds: float = Field(5.0, validation_alias="MCP_PROBE_SECONDS", ge=0.1, le=3600)
     """How often the worker checks that each MCP server still answers."""
     mcp_wait_seconds: float = Field(30.0, validation_alias="MCP_WAIT_SECONDS", ge=0, le=600)
@@ -201,7 +201,7 @@ class RuntimeSettings(BaseSettings):
     # --- first run (issue 4) ------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
     """Read by the `openai` client itself; here only to know whether it is set: without it,
-    the bundled example agents run on a scripted model (`runtime.scripted_model`)."""
+    the bundled example agents run on a scripted model (`runtime.models.scripted`)."""
 
     @field_validator("reminder_at", mode="before")
     @classmethod
@@ -224,7 +224,7 @@ class RuntimeSettings(BaseSettings):
 
     @property
     def shard_count(self) -> int:
-        """1 without a cluster: the key names of every earlier version (`runtime.keys`)."""
+        """1 without a cluster: the key names of every earlier version (`runtime.db.keys`)."""
         if not self.redis_cluster:
             return 1
         return self.redis_shards or DEFAULT_CLUSTER_SHARDS

@@ -18,40 +18,39 @@ from agents import RunConfig
 from aiohttp import web
 from pydantic import ValidationError
 
-from runtime.audit import AuditTrail, AuditTrimmer
-from runtime.card_copies import CardCopies
-from runtime.contracts import JOB, ResumeJob, StartJob
-from runtime.decision_recorder import DecisionRecorder
-from runtime.due_set import DuePoller, longest_sleep
-from runtime.escalation import Escalation
-from runtime.eviction_policy import EvictionPolicyLog
-from runtime.expiry import Expiry
-from runtime.grant_check import GrantCheck, GrantNotices, Membership
-from runtime.grants import GrantStore
-from runtime.job_consumer import JobConsumer
-from runtime.jobs import Delivery, JobQueue
-from runtime.keys import Keys
-from runtime.live_workers import LiveWorkers
-from runtime.log_format import bind_log_context
-from runtime.mcp_connections import McpConnections
-from runtime.mcp_listing import McpListings
-from runtime.mcp_tools import McpTools
+from runtime.audit.trail import AuditTrail, AuditTrimmer
+from runtime.db.connection import wait_until_reachable
+from runtime.db.eviction import EvictionPolicyLog
+from runtime.db.keys import Keys
+from runtime.db.replication import Replication
+from runtime.decisions.recorder import DecisionRecorder
+from runtime.grants.check import GrantCheck, GrantNotices, Membership
+from runtime.grants.store import GrantStore
+from runtime.jobs.consumer import JobConsumer
+from runtime.jobs.contracts import JOB, ResumeJob, StartJob
+from runtime.jobs.due_set import DuePoller, longest_sleep
+from runtime.jobs.live_workers import LiveWorkers
+from runtime.jobs.queue import Delivery, JobQueue
+from runtime.journal.invoker import install_journal
+from runtime.mcp.connections import McpConnections
+from runtime.mcp.listing import McpListings
+from runtime.mcp.tools import McpTools
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
-from runtime.reach import Reach
-from runtime.readiness import readyz_response
-from runtime.redis_connection import wait_until_reachable
+from runtime.process.logs import bind_log_context
+from runtime.process.readiness import readyz_response
+from runtime.process.shutdown import Stopping
+from runtime.process.shutdown_budget import ShutdownBudget
+from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry
-from runtime.reminders import Reminders
-from runtime.replication import Replication
-from runtime.reporter import Reporter
-from runtime.run_executor import RunExecutor
-from runtime.run_store import RunStore
+from runtime.reporter import Reach, Reporter
+from runtime.runs.executor import RunExecutor
 from runtime.settings import RuntimeSettings
-from runtime.shutdown_budget import ShutdownBudget
-from runtime.stop_watcher import StopWatcher
-from runtime.stopping import Stopping
-from runtime.tool_journal import install_journal
+from runtime.stops.listener import StopWatcher
+from runtime.waiting.copies import CardCopies
+from runtime.waiting.escalation import Escalation
+from runtime.waiting.expiry import Expiry
+from runtime.waiting.reminders import Reminders
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +276,7 @@ def build_worker(
         store=store, reporter=reporter, redis=redis, keys=keys, escalation=escalation
     )
     # One poller per shard (one without a cluster), one script per tick for both its due sets
-    # (`runtime.due_set`): a cluster's due sets are one pair per shard (`runtime.keys`).
+    # (`runtime.jobs.due_set`): a cluster's due sets are one pair per shard (`runtime.db.keys`).
     pollers: list[Poller] = [
         DuePoller(
             redis=redis,

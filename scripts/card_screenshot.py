@@ -26,7 +26,7 @@ import aiohttp
 import redis
 from playwright.async_api import async_playwright, expect
 
-from runtime.local_redis import LOCALHOST_URL, answers, free_port
+from runtime.db.local import LOCALHOST_URL, answers, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_CARD = ROOT / "docs" / "card.png"

@@ -25,7 +25,7 @@ from agents import (
 )
 from agents.tool_context import ToolContext
 
-from runtime.redis_cluster import connect_cluster
+from runtime.db.cluster import connect_cluster
 from runtime.tools import idempotency_key, safe_to_repeat
 
 EXECUTIONS: list[tuple[str, dict[str, Any]]] = []

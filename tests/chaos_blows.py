@@ -15,7 +15,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from runtime.local_redis import RedisServer
+from runtime.db.local import RedisServer
 from tests.chaos_plans import ChaosModel
 from tests.deployment import Deployment
 from tests.processes import Process

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.keys import JOB_GROUP
+from runtime.db.keys import JOB_GROUP
 from tests.chaos_blows import OUTAGE_SECONDS, ledger
 from tests.chaos_plans import Plan, PlannedCall
 from tests.deployment import Deployment

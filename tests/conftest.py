@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from runtime.db.local import RedisServer, answers
 from runtime.examples.ops import REFUNDS, SERVICES, USERS
-from runtime.local_redis import RedisServer, answers
 from tests import agents
 from tests.deployment import Deployment
 from tests.harness import Harness

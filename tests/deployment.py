@@ -12,9 +12,9 @@ from typing import Any
 import aiohttp
 import redis.asyncio as aioredis
 
-from runtime.keys import JOB_GROUP, Keys
-from runtime.local_redis import free_port
-from runtime.redis_cluster import connect_cluster
+from runtime.db.cluster import connect_cluster
+from runtime.db.keys import JOB_GROUP, Keys
+from runtime.db.local import free_port
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
 from tests.harness import SIGNING_SECRET, audit_entries, bot_environ, cluster_keys

@@ -10,7 +10,7 @@ from typing import Any
 
 from agents import Agent, function_tool
 
-from runtime.previews import preview
+from runtime.calls.previews import preview
 from tests.agents import EXECUTIONS
 
 

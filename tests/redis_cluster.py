@@ -16,7 +16,7 @@ from pathlib import Path
 
 import redis
 
-from runtime.local_redis import LocalRedisError, RedisServer
+from runtime.db.local import LocalRedisError, RedisServer
 
 NODES = 3
 READY_TIMEOUT_SECONDS = 30.0

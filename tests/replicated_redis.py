@@ -22,8 +22,8 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from runtime.local_redis import answers, find_redis_server, free_port
-from runtime.redis_client import connect_to
+from runtime.db.client import connect_to
+from runtime.db.local import answers, find_redis_server, free_port
 from runtime.settings import RuntimeSettings
 
 MASTER_NAME = "countersign"

@@ -16,7 +16,7 @@ from agents import Agent
 from agents._run_state_agent_identity import _iter_agent_graph
 
 from runtime import examples
-from runtime.agent_graph import callers, reachable_agents
+from runtime.runs.agent_graph import callers, reachable_agents
 from tests import agents, graph_agents
 from tests.conftest import with_env
 from tests.deployment import Deployment

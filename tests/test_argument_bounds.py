@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runtime.call_digest import (
+from runtime.calls.digest import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     ArgumentsTooLarge,

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from runtime.local_redis import free_port
+from runtime.db.local import free_port
 from tests.conftest import on_cluster_too
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer

@@ -9,10 +9,10 @@ import logging
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.audit import AuditTrail
-from runtime.audit_events import AuditEvent
-from runtime.keys import Keys
-from runtime.local_redis import free_port
+from runtime.audit.events import AuditEvent
+from runtime.audit.trail import AuditTrail
+from runtime.db.keys import Keys
+from runtime.db.local import free_port
 from tests.deployment import Deployment
 from tests.test_mcp import audit_events, start
 
@@ -33,7 +33,7 @@ async def test_an_audit_entry_redis_refuses_is_logged_by_its_ids_never_its_outpu
     nowhere = aioredis.Redis(port=free_port(), socket_connect_timeout=0.2)
     audit = AuditTrail(nowhere, Keys("csaudit:"))
     try:
-        with caplog.at_level(logging.WARNING, logger="runtime.audit"):
+        with caplog.at_level(logging.WARNING, logger="runtime.audit.trail"):
             await audit.record(
                 AuditEvent.REPLAYED,
                 "r0000000000000001",
@@ -43,7 +43,7 @@ async def test_an_audit_entry_redis_refuses_is_logged_by_its_ids_never_its_outpu
             )
     finally:
         await nowhere.aclose()
-    [line] = [r.getMessage() for r in caplog.records if r.name == "runtime.audit"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "runtime.audit.trail"]
     assert line == (
         "run r0000000000000001: audit entry replayed (call_id call_del) not stored "
         "(ConnectionError: Redis unreachable)"

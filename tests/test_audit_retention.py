@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.audit import AuditTrail
-from runtime.keys import Keys
-from runtime.redis_connection import connect
+from runtime.audit.trail import AuditTrail
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
 from tests.processes import ROOT
 
 DAY_MS = 86_400_000

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from bot.approval_blocks import (
+from bot.blocks.cards import (
     SECTION_TEXT_LIMIT,
     approval_decided_blocks,
     approval_request_blocks,
     arguments_modal,
     code_block,
 )
-from runtime.contracts import Conversation
-from runtime.envelope import Approval, Decision, PendingCall
+from runtime.jobs.contracts import Conversation
+from runtime.record.envelope import Approval, Decision, PendingCall
 from runtime.reporter import RunView
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from runtime.local_redis import RedisServer
+from runtime.db.local import RedisServer
 from tests.chaos_blows import OUTAGE_SECONDS, Chaos, executed, ledger
 from tests.chaos_people import (
     RUNS_DEADLINE,

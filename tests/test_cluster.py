@@ -16,16 +16,16 @@ import redis.asyncio as aioredis
 from pydantic import ValidationError
 from redis.crc import key_slot
 
-from runtime.audit import AuditTrail
-from runtime.job_consumer import JobConsumer
-from runtime.jobs import START, Delivery, JobQueue
-from runtime.keys import Keys
-from runtime.redis_cluster import connect_cluster
+from runtime.audit.trail import AuditTrail
+from runtime.db.cluster import connect_cluster
+from runtime.db.keys import Keys
+from runtime.jobs.consumer import JobConsumer
+from runtime.jobs.queue import START, Delivery, JobQueue
 from runtime.settings import RuntimeSettings
 from tests.redis_cluster import LocalCluster
 
 RUN_IDS = ["r" + hashlib.sha256(str(n).encode()).hexdigest()[:16] for n in range(200)]
-"""Run ids as `runtime.run_record.new_run_id` makes them: 16 hex digits of a hash."""
+"""Run ids as `runtime.record.layout.new_run_id` makes them: 16 hex digits of a hash."""
 
 
 def slot(key: str) -> int:

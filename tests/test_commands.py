@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.commands import parse_command_text
-from runtime.local_redis import free_port
+from bot.listeners.commands import parse_command_text
+from runtime.db.local import free_port
 from tests.fake_openai import ModelRequest, message
 from tests.fake_slack import Message
 from tests.harness import Harness

@@ -19,13 +19,13 @@ from bot.console.routes import LOCAL_SLACK
 from bot.console.slack_limits import Refusal
 from bot.console.slack_payloads import element_action
 from bot.console.workspace import demo_defaults
+from bot.reporting.worker import slack_worker
 from bot.settings import Settings, load_settings, with_console_defaults
-from bot.slack_worker import slack_worker
-from bot.web import create_web_app
+from bot.web.app import create_web_app
+from runtime.db.connection import connect
+from runtime.db.local import free_port
 from runtime.examples.ops import SERVICES
-from runtime.local_redis import free_port
 from runtime.policy import load_policy
-from runtime.redis_connection import connect
 from runtime.registry import load_registry
 from runtime.worker import Worker
 from tests.harness import Harness
@@ -329,7 +329,7 @@ async def test_the_console_is_off_unless_enabled(bot: Harness) -> None:
 
 
 def test_every_emoji_the_bot_writes_is_drawn_by_the_console() -> None:
-    sources = [*BOT.glob("*.py"), *BOT.glob("console/*.py")]
+    sources = list(BOT.rglob("*.py"))
     written = {code for path in sources for code in SHORTCODE.findall(path.read_text())}
     script = (BOT / "console" / "static" / "blocks.js").read_text()
     table = script[

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 
-from runtime.local_redis import free_port
+from runtime.db.local import free_port
 from tests.processes import Process, wait_until_healthy
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from bot import messages
-from bot.approvers import ApproverDirectory
-from bot.slack_client import CLICK_LOOKUP_SECONDS, directory_client
-from runtime.keys import Keys
-from runtime.redis_connection import connect
+from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
+from bot.slack.directory import ApproverDirectory
+from bot.words import runs as messages
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
 from tests.conftest import with_env
 from tests.fake_slack import FakeSlack, Message
 from tests.harness import Harness

@@ -12,9 +12,9 @@ import pytest
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
-from runtime.due_set import MAX_TRIES, DuePoller
-from runtime.keys import Keys
-from runtime.redis_connection import connect
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.jobs.due_set import MAX_TRIES, DuePoller
 
 
 class NewerRecord(BaseModel):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runtime.call_digest import call_digest
+from runtime.calls.digest import call_digest
 from tests import agents
 from tests.fake_slack import Message
 from tests.harness import Harness

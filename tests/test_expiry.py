@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from runtime.call_digest import call_digest
-from runtime.contracts import Conversation, new_approval_id, new_run_id
-from runtime.decision_recorder import Choice, DecisionRecorder
-from runtime.envelope import PendingCall, RunEnvelope
-from runtime.keys import Keys
-from runtime.run_store import RunStore
+from runtime.calls.digest import call_digest
+from runtime.db.keys import Keys
+from runtime.decisions.recorder import Choice, DecisionRecorder
+from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
+from runtime.record.envelope import PendingCall, RunEnvelope
+from runtime.record.store import RunStore
 from tests import agents
 from tests.conftest import on_cluster_too
 from tests.fake_openai import ModelRequest, message, tool_call
@@ -91,7 +91,7 @@ async def test_several_workers_expire_each_approval_exactly_once(bot: Harness) -
 async def test_a_decision_and_an_expiry_racing_resolve_to_exactly_one_outcome(
     redis_url: str, prefix: str
 ) -> None:
-    from runtime.redis_connection import connect
+    from runtime.db.connection import connect
 
     redis = connect(redis_url)
     keys = Keys(prefix)

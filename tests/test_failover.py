@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from bot import messages
+from bot.words import runs as messages
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, Reply, message, tool_call
 from tests.fake_slack import Message

@@ -23,12 +23,12 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from bot import messages
-from runtime.job_consumer import JobConsumer
-from runtime.jobs import Delivery, JobQueue
-from runtime.keys import Keys
-from runtime.redis_client import connect_to
-from runtime.replication import Replication
+from bot.words import runs as messages
+from runtime.db.client import connect_to
+from runtime.db.keys import Keys
+from runtime.db.replication import Replication
+from runtime.jobs.consumer import JobConsumer
+from runtime.jobs.queue import Delivery, JobQueue
 from runtime.settings import RuntimeSettings
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, Reply, message, tool_call

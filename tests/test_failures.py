@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from runtime.keys import JOB_GROUP
+from runtime.db.keys import JOB_GROUP
 from tests import agents
 from tests.fake_openai import ModelError, ModelRequest, message, tool_call
 from tests.harness import Harness

@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from runtime.local_redis import RedisServer, free_port
+from runtime.db.local import RedisServer, free_port
 from tests.conftest import on_cluster_too
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call

@@ -11,13 +11,13 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from runtime.job_consumer import JobConsumer
-from runtime.jobs import Delivery, JobQueue, Overtaken
-from runtime.keys import JOB_GROUP, Keys
-from runtime.local_redis import RedisServer
-from runtime.redis_connection import connect
-from runtime.replication import NotReplicated
-from runtime.shutdown_budget import ShutdownBudget
+from runtime.db.connection import connect
+from runtime.db.keys import JOB_GROUP, Keys
+from runtime.db.local import RedisServer
+from runtime.db.replication import NotReplicated
+from runtime.jobs.consumer import JobConsumer
+from runtime.jobs.queue import Delivery, JobQueue, Overtaken
+from runtime.process.shutdown_budget import ShutdownBudget
 
 
 @pytest.fixture

@@ -42,9 +42,33 @@ def test_modules_stay_small() -> None:
 
 def test_no_module_is_named_for_nothing_in_particular() -> None:
     vague = {"utils.py", "helpers.py", "manager.py", "misc.py", "common.py"}
-    assert [p for p in ROOT.glob("*/*.py") if p.name in vague] == []
+    assert [
+        p
+        for package in ("bot", "runtime")
+        for p in (ROOT / package).rglob("*.py")
+        if p.name in vague
+    ] == []
 
 
 def test_procfile_runs_web_and_worker_through_the_entry_point() -> None:
     lines = (ROOT / "Procfile").read_text().splitlines()
     assert lines == ["web: python -m bot web", "worker: python -m bot worker"]
+
+
+def test_each_package_keeps_a_short_top_level() -> None:
+    """Past a dozen modules a flat folder hides the architecture: concepts live in subpackages."""
+    tops = {
+        package: sorted(p.name for p in (ROOT / package).glob("*.py") if p.name != "__init__.py")
+        for package in ("bot", "runtime")
+    }
+    assert {package: names for package, names in tops.items() if len(names) > 12} == {}
+
+
+def test_every_subpackage_says_what_it_owns() -> None:
+    silent = [
+        str(init.relative_to(ROOT))
+        for package in ("bot", "runtime")
+        for init in (ROOT / package).rglob("__init__.py")
+        if init.parent != ROOT / package and not ast.get_docstring(ast.parse(init.read_text()))
+    ]
+    assert silent == []

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.job_consumer import JobConsumer
-from runtime.jobs import Delivery, JobQueue
-from runtime.keys import Keys
-from runtime.live_workers import MARGIN_SECONDS, LiveWorkers
-from runtime.local_redis import RedisServer
-from runtime.redis_connection import connect
-from runtime.shutdown_budget import ShutdownBudget
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
+from runtime.jobs.consumer import JobConsumer
+from runtime.jobs.live_workers import MARGIN_SECONDS, LiveWorkers
+from runtime.jobs.queue import Delivery, JobQueue
+from runtime.process.shutdown_budget import ShutdownBudget
 
 SHARDS = 4
 IDLE_TIMEOUT = 0.6

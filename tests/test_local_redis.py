@@ -6,7 +6,7 @@ from pathlib import Path
 
 import redis
 
-from runtime.local_redis import answers, free_port, redis_for_demo
+from runtime.db.local import answers, free_port, redis_for_demo
 
 
 def test_a_configured_url_is_used_as_it_is(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import signal
 from pathlib import Path
 
-from runtime.local_redis import RedisServer
+from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.fake_slack import Message

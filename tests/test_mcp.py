@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from runtime.call_digest import call_digest
+from runtime.calls.digest import call_digest
 from tests.deployment import Deployment
 from tests.fake_openai import ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message

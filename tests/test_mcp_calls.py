@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from runtime.call_digest import call_digest
-from runtime.contracts import Conversation
-from runtime.envelope import PendingCall, RunEnvelope, dump_envelope, parse_envelope
-from runtime.grants import Grant
+from runtime.calls.digest import call_digest
+from runtime.grants.store import Grant
+from runtime.jobs.contracts import Conversation
 from runtime.policy import Policy, Rule
+from runtime.record.envelope import PendingCall, RunEnvelope, dump_envelope, parse_envelope
 
 # The digest of a function tool's call before MCP servers existed: stored approvals still match.
 DELETE_U100 = "9056a44f845f97c35a9635fe94239f6ea1785bc9d53a852b68607e1d5a5f456a"

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.audit import AuditTrail
-from runtime.audit_events import AuditEvent
-from runtime.grants import Grant, GrantStore
-from runtime.keys import Keys
-from runtime.local_redis import RedisServer
-from runtime.redis_connection import connect
-from runtime.run_store import RunStore
+from runtime.audit.events import AuditEvent
+from runtime.audit.trail import AuditTrail
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
+from runtime.grants.store import Grant, GrantStore
+from runtime.record.store import RunStore
 
 TIMEOUT = 0.5
 """The client's socket timeout: the pause outlasts it, so redis-py sends the call again."""

@@ -20,10 +20,10 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.settings import SettingsError, load_settings
-from runtime.local_redis import RedisServer, free_port
-from runtime.log_format import JsonFormatter, log_context
-from runtime.run_record import SCRIPTS
-from runtime.state_gauges import UNSAMPLED, read_state
+from runtime.db.local import RedisServer, free_port
+from runtime.process.logs import JsonFormatter, log_context
+from runtime.record.gauges import UNSAMPLED, read_state
+from runtime.record.layout import SCRIPTS
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bot.member_messages import OUTSIDE_WORKSPACE, STANDING_UNKNOWN
+from bot.words.members import OUTSIDE_WORKSPACE, STANDING_UNKNOWN
 from tests.conftest import with_env
 from tests.deployment import Deployment
 from tests.fake_slack import Message

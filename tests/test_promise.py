@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from runtime import run_record as rr
-from runtime.contracts import Conversation, StartJob
-from runtime.envelope import UnreadableEnvelope
-from runtime.keys import Keys
-from runtime.redis_connection import connect
-from runtime.run_store import Fenced, RunStore
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.jobs.contracts import Conversation, StartJob
+from runtime.record import layout as rr
+from runtime.record.envelope import UnreadableEnvelope
+from runtime.record.store import Fenced, RunStore
 from tests import agents
 from tests.conftest import with_env
 from tests.deployment import Deployment

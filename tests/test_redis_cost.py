@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from runtime import run_record as rr
-from runtime.keys import JOB_GROUP
-from runtime.local_redis import RedisServer
+from runtime.db.keys import JOB_GROUP
+from runtime.db.local import RedisServer
+from runtime.record import layout as rr
 from tests.deployment import Deployment
 from tests.model_scripts import delete_then_answer
 from tests.processes import wait_for_log
@@ -153,7 +153,7 @@ async def test_a_run_waiting_on_its_model_sends_no_command_meanwhile(
     own_redis: RedisServer, tmp_path: Path
 ) -> None:
     """A working run learns of a stop from the worker's one blocking read of the stops stream
-    (`runtime.stop_watcher`), not by asking Redis twice a second while its model thinks."""
+    (`runtime.stops.listener`), not by asking Redis twice a second while its model thinks."""
     deployment = Deployment(own_redis.url, "busy:", tmp_path)
     await deployment.start()
     try:

@@ -14,8 +14,8 @@ import aiohttp
 import pytest
 import redis
 
-from runtime.keys import JOB_GROUP
-from runtime.local_redis import RedisServer, free_port
+from runtime.db.keys import JOB_GROUP
+from runtime.db.local import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.model_scripts import delete_then_answer
 from tests.processes import Process, wait_for_log

@@ -14,9 +14,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot.settings import Settings, SettingsError, load_settings
-from runtime.local_redis import RedisServer, free_port
-from runtime.redis_connection import connect, wait_until_reachable
-from runtime.stopping import Stopping
+from runtime.db.connection import connect, wait_until_reachable
+from runtime.db.local import RedisServer, free_port
+from runtime.process.shutdown import Stopping
 
 OPENSSL = shutil.which("openssl")
 

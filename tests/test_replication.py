@@ -13,14 +13,14 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from bot import messages
 from bot.settings import SettingsError, load_settings
-from runtime.keys import Keys
-from runtime.local_redis import free_port
-from runtime.redis_client import connect_to
-from runtime.redis_connection import wait_until_reachable
-from runtime.replication import Replication
-from runtime.stopping import Stopping
+from bot.words import runs as messages
+from runtime.db.client import connect_to
+from runtime.db.connection import wait_until_reachable
+from runtime.db.keys import Keys
+from runtime.db.local import free_port
+from runtime.db.replication import Replication
+from runtime.process.shutdown import Stopping
 from tests import agents
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -211,7 +211,7 @@ async def test_sentinels_that_name_no_primary_say_which_settings_to_check(
     client = connect_to(settings, socket_timeout=0.5, connect_timeout=0.3, retries=0)
     stopping = Stopping()
     try:
-        with caplog.at_level(logging.WARNING, logger="runtime.redis_connection"):
+        with caplog.at_level(logging.WARNING, logger="runtime.db.connection"):
             waiting = asyncio.ensure_future(
                 wait_until_reachable(client, setting=settings.redis_url_setting, stopping=stopping)
             )

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runtime.keys import Keys
+from runtime.db.keys import Keys
 from tests import agents
 from tests.conftest import on_cluster_too
 from tests.harness import Harness

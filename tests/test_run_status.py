@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.commands import parse_command_text
+from bot.listeners.commands import parse_command_text
 from tests.fake_openai import Item, ModelRequest
 from tests.fake_slack import Message
 from tests.harness import Harness

@@ -8,7 +8,7 @@ import pytest
 
 from bot.settings import load_settings
 from runtime.examples.ops import SERVICES, USERS
-from runtime.scripted_model import intents_of, model_run_config, uses_scripted_model
+from runtime.models.scripted import intents_of, model_run_config, uses_scripted_model
 from tests.harness import Harness
 
 EXAMPLE_AGENTS = {"AGENTS": "runtime.examples:AGENTS"}

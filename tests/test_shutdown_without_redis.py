@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from runtime.keys import JOB_GROUP
-from runtime.local_redis import RedisServer
+from runtime.db.keys import JOB_GROUP
+from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.processes import Process, wait_for_log

@@ -10,15 +10,15 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.approval_blocks import (
+from bot.blocks.cards import (
     approval_decided_blocks,
     approval_request_blocks,
     arguments_modal,
     reject_modal,
 )
+from bot.blocks.status import status_blocks
 from bot.console.slack_limits import refusal
-from bot.status_blocks import status_blocks
-from runtime.envelope import Decision
+from runtime.record.envelope import Decision
 from tests.fake_slack import FakeSlack
 from tests.test_cards import RUN, call
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from runtime import run_record as rr
-from runtime.call_digest import call_digest
+from runtime.calls.digest import call_digest
+from runtime.record import layout as rr
 from tests import agents
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, tool_call

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.status_blocks import status_text
+from bot.blocks.status import status_text
 from runtime.reporter import Activity
 from tests import agents
 from tests.fake_openai import ModelRequest, message, tool_call

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from runtime.stop_watcher import FALLBACK_SECONDS
+from runtime.stops.listener import FALLBACK_SECONDS
 from tests import agents
 from tests.conftest import with_env
 from tests.fake_openai import ModelRequest, message, tool_call

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from runtime.stopping import Stopping
+from runtime.process.shutdown import Stopping
 
 
 async def test_a_sleep_wakes_on_stop() -> None:

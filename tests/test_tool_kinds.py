@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime.call_digest import call_digest
+from runtime.calls.digest import call_digest
 from tests.deployment import Deployment
 from tests.fake_openai import (
     Item,

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from runtime.audit import AuditTrail, AuditTrimmer
-from runtime.job_consumer import JobConsumer
-from runtime.jobs import Delivery, JobQueue
-from runtime.keys import Keys
-from runtime.redis_connection import connect
-from runtime.stopping import Stopping
+from runtime.audit.trail import AuditTrail, AuditTrimmer
+from runtime.db.connection import connect
+from runtime.db.keys import Keys
+from runtime.jobs.consumer import JobConsumer
+from runtime.jobs.queue import Delivery, JobQueue
+from runtime.process.shutdown import Stopping
 from runtime.worker import Worker
 
 

@@ -35,7 +35,7 @@ from bot.console.slack_payloads import (
     slash_command_form,
     view_submission,
 )
-from bot.payloads import MESSAGE_TS, SLACK_ID
+from bot.slack.payloads import MESSAGE_TS, SLACK_ID
 
 COMMAND_TEXT_LIMIT = 4000
 """What the console's composer sends after a slash command, at most: longer is not sent, and

@@ -3,7 +3,7 @@
 The default registry (`AGENTS=runtime.examples:AGENTS`). Each worker process keeps its own
 pretend directory of users and services; nothing outside the process changes.
 
-`delete_user`, `restart_service` and `refund_order` declare previews (`runtime.previews`): the
+`delete_user`, `restart_service` and `refund_order` declare previews (`runtime.calls.previews`): the
 card says whose account would go, which instances would restart, or how much of an order goes
 back, before anyone decides.
 

@@ -4,7 +4,7 @@ After the SDK's own example (`examples/tools/shell.py`). Commands run with `/bin
 directory of the worker's own (made at its first command, under the system's temporary
 directory), each for at most `COMMAND_SECONDS` unless the call says otherwise. The card shows
 the commands and their timeout; an approval, or an "exact arguments" grant, binds exactly them
-(`runtime.call_description`). In the console: `/agent shell: echo hello >> notes.txt`.
+(`runtime.calls.description`). In the console: `/agent shell: echo hello >> notes.txt`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Block Kit for cards, modals, grants and the run's status message."""

@@ -1,0 +1,30 @@
+"""Block Kit for what a card shows beyond the arguments: the task (shortened), why the model
+asked (its words just before the call), and the tool's preview of the call's effect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.words import choices as choice_messages
+from runtime.record.envelope import PendingCall
+from runtime.reporter import RunView
+
+Block = dict[str, Any]
+
+TASK_CHARS = 200
+
+
+def context_blocks(run: RunView, call: PendingCall) -> list[Block]:
+    task = run.task if len(run.task) <= TASK_CHARS else run.task[: TASK_CHARS - 1] + "…"
+    lines = [choice_messages.task_line(task)]
+    if call.why:
+        lines.append(choice_messages.why_line(call.why))
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}}]
+
+
+def preview_blocks(call: PendingCall) -> list[Block]:
+    """The preview, or "no preview" when the tool has one that failed; nothing without one."""
+    if call.preview is None:
+        return []
+    text = choice_messages.preview_section(call.preview)[:3000]
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]

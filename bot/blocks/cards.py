@@ -1,0 +1,236 @@
+"""Block Kit for approval cards and their modals, within Slack's size limits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    ButtonElement,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.blocks import Block as SlackBlock
+
+from bot.blocks.call_context import context_blocks, preview_blocks
+from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
+from bot.blocks.grants import grant_menu_blocks, granted_blocks
+from bot.blocks.parts import button, context_block
+from bot.words import runs as messages
+from bot.words.nested_calls import asked_inside
+from runtime.record.envelope import PendingCall
+from runtime.reporter import RunView
+
+Block = dict[str, Any]
+
+SECTION_TEXT_LIMIT = 3000
+MODAL_BLOCK_LIMIT = 100
+CODE_FENCE = "```"
+ZERO_WIDTH_SPACE = "\u200b"
+
+ACTION_APPROVE = "approve"
+ACTION_APPROVE_ALWAYS = "approve_always"
+ACTION_REJECT = "reject"
+ACTION_VIEW_ARGUMENTS = "view_arguments"
+REJECT_CALLBACK = "reject_reason"
+REASON_BLOCK = "reason"
+REASON_ACTION = "reason_input"
+DECISION_BLOCK = "decision"
+"""The decided card's first block: its outcome."""
+
+
+def button_value(run_id: str, approval_id: str, digest: str) -> str:
+    """Only opaque ids travel in buttons, and the digest of the call as the button shows it:
+    everything else is looked up on the server, which refuses a click on a call that changed
+    since (`bot.slack.payloads.ApprovalRef`)."""
+    return f"{run_id}:{approval_id}:{digest}" if digest else f"{run_id}:{approval_id}"
+
+
+def pretty_arguments(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
+    """Escaped text in a code block that fits `limit`; also how many source characters fit."""
+    budget = limit - 2 * len(CODE_FENCE) - 2
+    pieces: list[str] = []
+    used = 0
+    shown = 0
+    previous = ""
+    for char in text:
+        piece = messages.escape(char) if char in "&<>" else char
+        if char == "`" and previous == "`":
+            # A fence inside the text would end the block early. With a zero-width space
+            # between any two backticks, no run of them (three, five, nine) can form one.
+            piece = ZERO_WIDTH_SPACE + char
+        previous = char
+        if used + len(piece) > budget:
+            break
+        pieces.append(piece)
+        used += len(piece)
+        shown += 1
+    return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
+
+
+def _call_blocks(
+    run: RunView, call: PendingCall, approver_names: list[str]
+) -> tuple[list[Block], bool]:
+    arguments = pretty_arguments(call.shown_arguments)
+    code, shown = code_block(arguments)
+    fields = [
+        _field(f"*Requested by*\n{messages.user(run.conversation.requester)}"),
+        _field(f"*Expires*\n{messages.slack_date(call.expires_at)}"),
+    ]
+    if approver_names:
+        fields.append(_field(messages.approvers_field(approver_names)))
+    headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
+    if call.lost:
+        headline = messages.outcome_lost_headline(call.tool)
+    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
+    if call.inside:
+        blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
+    if call.description:
+        blocks.append(context_block(messages.tool_description(call.description)))
+    blocks += [
+        {"type": "section", "fields": fields},
+        *context_blocks(run, call),
+        {"type": "section", "block_id": ARGUMENTS_BLOCK, "text": {"type": "mrkdwn", "text": code}},
+        *change_blocks(call),
+        *preview_blocks(call),
+    ]
+    truncated = shown < len(arguments)
+    notes = [messages.arguments_shortened(shown, len(arguments))] if truncated else []
+    if call.shown_digest:
+        notes.append(messages.digest_line(call.shown_digest))
+    if notes:
+        blocks.append(context_block(" · ".join(notes)))
+    return blocks, truncated
+
+
+def _field(text: str) -> Block:
+    return {"type": "mrkdwn", "text": text}
+
+
+def approval_request_blocks(
+    run: RunView,
+    call: PendingCall,
+    approver_names: list[str] | None = None,
+    channel_name: str | None = None,
+) -> list[Block]:
+    """The card asking for a decision (also redrawn as approvals towards a quorum come in)."""
+    blocks, truncated = _call_blocks(run, call, approver_names or [])
+    value = button_value(run.run_id, call.approval_id, call.shown_digest)
+    add_edit_button(blocks, value, call)
+    if call.quorum > 1:
+        approved_by = [a.user_id for a in call.approvals]
+        blocks.append(
+            context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
+        )
+    approve = messages.RUN_AGAIN if call.lost else messages.APPROVE
+    buttons = [button(ACTION_APPROVE, approve, value, "primary")]
+    if call.allow_always:
+        buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
+    buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))
+    if truncated:
+        buttons.append(button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
+    blocks.append({"type": "actions", "block_id": "approval", "elements": buttons})
+    blocks.extend(grant_menu_blocks(run, call, channel_name))
+    if call.allow_always:
+        blocks.append(context_block(messages.APPROVE_ALWAYS_HINT))
+    return blocks
+
+
+def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
+    """The card once decided, expired or stopped: the outcome first, then what was asked (the
+    edited arguments, and what the edit changed, if a person edited them). No decision buttons
+    and no expiry; only **View full arguments** when they were shortened; the grant the approval
+    made, if any."""
+    if call.decision is None:
+        raise ValueError(f"approval {call.approval_id} is not decided")
+    arguments = pretty_arguments(call.shown_arguments)
+    code, shown = code_block(arguments)
+    context = messages.decision_context(
+        call.agent, run.conversation.requester, call.decision, call.mcp_server
+    )
+    blocks: list[SlackBlock] = [
+        SectionBlock(
+            block_id=DECISION_BLOCK,
+            text=MarkdownTextObject(text=messages.decision_headline(call.decision, call.tool)),
+        ),
+        ContextBlock(elements=[MarkdownTextObject(text=context)]),
+        SectionBlock(text=MarkdownTextObject(text=code)),
+    ]
+    notes = [messages.arguments_shortened(shown, len(arguments))] if shown < len(arguments) else []
+    if call.shown_digest:
+        notes.append(messages.digest_line(call.shown_digest))
+    if notes:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=" · ".join(notes))]))
+    if shown < len(arguments):
+        view = ButtonElement(
+            text=messages.VIEW_ARGUMENTS,
+            action_id=ACTION_VIEW_ARGUMENTS,
+            value=button_value(run.run_id, call.approval_id, call.shown_digest),
+        )
+        blocks.append(ActionsBlock(block_id="arguments", elements=[view]))
+    drawn = [block.to_dict() for block in blocks]
+    return [*drawn[:3], *change_blocks(call), *drawn[3:], *granted_blocks(run, call)]
+
+
+def _plain(text: str, limit: int) -> Block:
+    return {"type": "plain_text", "text": text[:limit]}
+
+
+def reject_modal(call: PendingCall, private_metadata: str) -> Block:
+    return {
+        "type": "modal",
+        "callback_id": REJECT_CALLBACK,
+        "private_metadata": private_metadata,
+        "title": _plain(messages.REJECT_TITLE, 24),
+        "submit": _plain(messages.REJECT_SUBMIT, 24),
+        "close": _plain(messages.REJECT_CANCEL, 24),
+        "blocks": [
+            context_block(messages.reject_context(call.agent, call.tool)),
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "label": _plain(messages.REJECT_LABEL, 2000),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_ACTION,
+                    "multiline": True,
+                    "min_length": 1,
+                    "max_length": 2000,
+                    "placeholder": _plain(messages.REJECT_PLACEHOLDER, 150),
+                },
+            },
+        ],
+    }
+
+
+def arguments_modal(call: PendingCall) -> Block:
+    """All of a call's arguments, in as many code blocks as a modal holds."""
+    remaining = pretty_arguments(call.shown_arguments)
+    blocks: list[Block] = []
+    while remaining and len(blocks) < MODAL_BLOCK_LIMIT - 1:
+        code, shown = code_block(remaining)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": code}})
+        remaining = remaining[shown:]
+    notes = []
+    if remaining:
+        total = len(pretty_arguments(call.shown_arguments))
+        notes.append(messages.arguments_shortened(total - len(remaining), total))
+    if call.shown_digest:
+        notes.append(messages.digest_line(call.shown_digest))
+    if notes:
+        blocks.append(context_block(" · ".join(notes)))
+    return {
+        "type": "modal",
+        "title": _plain(messages.ARGUMENTS_TITLE, 24),
+        "close": _plain(messages.ARGUMENTS_CLOSE, 24),
+        "blocks": blocks,
+    }

@@ -1,0 +1,86 @@
+"""Block Kit for "Edit, then approve": the card's **Edit** button (beside the arguments), the
+modal with the arguments as pretty JSON, and the change an edit made, shown on the card."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.words import choices as choice_messages
+from runtime.decisions.edits import argument_changes, pretty_arguments
+from runtime.record.envelope import PendingCall
+
+Block = dict[str, Any]
+
+ACTION_EDIT = "edit_arguments"
+EDIT_CALLBACK = "edit_arguments"
+EDIT_BLOCK = "arguments"
+EDIT_ACTION = "arguments_input"
+ARGUMENTS_BLOCK = "call_arguments"
+"""The card's section that shows the arguments; the Edit button is its accessory."""
+INPUT_LIMIT = 3000
+"""Slack's longest plain-text input: longer arguments cannot be edited in Slack."""
+
+
+def editable(call: PendingCall) -> bool:
+    return call.allow_edit and len(pretty_arguments(call.shown_arguments)) <= INPUT_LIMIT
+
+
+def add_edit_button(blocks: list[Block], value: str, call: PendingCall) -> None:
+    """Put **Edit** beside the arguments of an open card, where the policy allows it."""
+    if not editable(call):
+        return
+    for block in blocks:
+        if block.get("block_id") == ARGUMENTS_BLOCK:
+            block["accessory"] = {
+                "type": "button",
+                "action_id": ACTION_EDIT,
+                "text": {"type": "plain_text", "text": choice_messages.EDIT},
+                "value": value,
+            }
+
+
+def change_blocks(call: PendingCall) -> list[Block]:
+    """What an edit changed (old → new) and who edited; nothing for an unedited call."""
+    decided = call.decision is not None and call.decision.edit is not None
+    edit = call.decision.edit if call.decision and call.decision.edit else call.edit
+    if edit is None:
+        return []
+    changes = argument_changes(call.arguments, edit.arguments)
+    lines = [choice_messages.edited_line(edit.user_id, decided)]
+    lines += [choice_messages.argument_change(c.where, c.old, c.new) for c in changes[:10]]
+    return [{"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}]
+
+
+def edit_modal(call: PendingCall, private_metadata: str) -> Block:
+    return {
+        "type": "modal",
+        "callback_id": EDIT_CALLBACK,
+        "private_metadata": private_metadata,
+        "title": _plain(choice_messages.EDIT_TITLE),
+        "submit": _plain(choice_messages.EDIT_SUBMIT),
+        "close": _plain(choice_messages.EDIT_CANCEL),
+        "blocks": [
+            {
+                "type": "context",
+                "elements": [
+                    {"type": "mrkdwn", "text": choice_messages.edit_context(call.agent, call.tool)}
+                ],
+            },
+            {
+                "type": "input",
+                "block_id": EDIT_BLOCK,
+                "label": _plain(choice_messages.EDIT_LABEL),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": EDIT_ACTION,
+                    "multiline": True,
+                    "max_length": INPUT_LIMIT,
+                    "initial_value": pretty_arguments(call.shown_arguments),
+                },
+            },
+        ],
+    }
+
+
+def _plain(text: str) -> Block:
+    return {"type": "plain_text", "text": text[:24]}

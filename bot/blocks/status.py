@@ -1,0 +1,79 @@
+"""The run's status message: its words (what the run waits for, and at the end whether anything
+ran), and a **Stop** button while the run is alive."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
+
+from bot.words import runs as messages
+from runtime.reporter import Activity
+
+ACTION_STOP = "stop_run"
+ALIVE_STATES = frozenset({"working", "waiting"})
+
+STATUS_HEADLINES = {
+    "working": ":hourglass_flowing_sand: Working…",
+    "waiting": ":raised_hand: Waiting for approval",
+    "done": ":white_check_mark: Done",
+    "failed": ":x: Failed",
+    "stopped": ":no_entry: Stopped",
+}
+NOT_RUN_WORDS = {
+    "rejected": "was rejected",
+    "expired": "expired: nobody decided in time",
+    "policy": "is not allowed by the policy",
+}
+
+
+def status_step(step: str) -> str:
+    kind, _, name = step.partition(":")
+    if kind == "tool":
+        return f"called `{messages.escape(name)}`"
+    if kind == "handoff":
+        return f"handed off to *{messages.escape(name)}*"
+    return messages.escape(step)
+
+
+def _not_run(note: str) -> str:
+    kind, _, tool = note.partition(":")
+    return f"`{messages.escape(tool)}` {NOT_RUN_WORDS.get(kind, 'did not run')}"
+
+
+def _tools(tools: Sequence[str]) -> str:
+    return ", ".join(f"`{messages.escape(tool)}`" for tool in dict.fromkeys(tools))
+
+
+def status_headline(activity: Activity) -> str:
+    """The status message's first line: what the run is doing, or how it ended."""
+    if activity.state == "waiting" and activity.waiting_for:
+        open_, asked = len(activity.waiting_for), max(activity.approvals_asked, 1)
+        tools = _tools(activity.waiting_for)
+        if open_ < asked:
+            return f":raised_hand: Waiting for {open_} of {asked} approvals ({tools})"
+        if open_ == 1:
+            return f":raised_hand: Waiting for approval ({tools})"
+        return f":raised_hand: Waiting for {open_} approvals ({tools})"
+    if activity.state == "done" and not activity.ran:
+        why = "; ".join(_not_run(note) for note in activity.not_run)
+        return f":no_entry_sign: Nothing ran: {why or 'the agent answered without calling a tool'}"
+    return STATUS_HEADLINES.get(activity.state, messages.escape(activity.state))
+
+
+def status_text(activity: Activity) -> str:
+    lines = [f"• {status_step(step)}" for step in activity.steps]
+    if activity.state == "done" and activity.ran:
+        lines += [f"• {_not_run(note)}" for note in activity.not_run]
+    return "\n".join([status_headline(activity), *lines])
+
+
+def status_blocks(run_id: str, text: str, state: str) -> list[dict[str, Any]]:
+    blocks: list[Any] = [SectionBlock(text=text)]
+    if state in ALIVE_STATES:
+        stop = ButtonElement(
+            text=messages.STOP, action_id=ACTION_STOP, value=run_id, style="danger"
+        )
+        blocks.append(ActionsBlock(elements=[stop]))
+    return [block.to_dict() for block in blocks]

@@ -1,0 +1,100 @@
+"""Block Kit for the app's Home tab: what waits for the person, and their live runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.blocks.cards import button_value
+from bot.blocks.parts import button, context_block
+from bot.words import overviews as words
+from bot.words import runs as messages
+from runtime.record.envelope import PendingCall
+from runtime.reporter import RunView
+from runtime.runs.live import LiveRun
+
+Block = dict[str, Any]
+
+ACTION_HOME_APPROVE = "home_approve"
+ACTION_HOME_APPROVE_ALWAYS = "home_approve_always"
+ACTION_HOME_REJECT = "home_reject"
+ACTION_HOME_STOP = "home_stop"
+ACTION_HOME_VIEW_ARGUMENTS = "home_view_arguments"
+WAITING_SHOWN = 20
+"""Approvals on the tab (3 blocks each: a Home tab holds 100 blocks)."""
+RUNS_SHOWN = 15
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WaitingCall:
+    run: RunView
+    call: PendingCall
+    link: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OwnRun:
+    run: LiveRun
+    link: str | None
+
+
+def home_view(waiting: list[WaitingCall], runs: list[OwnRun], *, more_waiting: int = 0) -> Block:
+    blocks: list[Block] = [_header(words.HOME_WAITING)]
+    if not waiting:
+        blocks.append(context_block(words.HOME_NOTHING_WAITING))
+    for item in waiting[:WAITING_SHOWN]:
+        blocks += _waiting(item)
+    if more_waiting:
+        blocks.append(context_block(words.home_more(more_waiting)))
+    blocks += [{"type": "divider"}, _header(words.HOME_YOUR_RUNS)]
+    if not runs:
+        blocks.append(context_block(words.HOME_NO_RUNS))
+    for own in runs[:RUNS_SHOWN]:
+        blocks.append(_own_run(own))
+    if len(runs) > RUNS_SHOWN:
+        blocks.append(context_block(words.home_more(len(runs) - RUNS_SHOWN)))
+    return {"type": "home", "blocks": blocks}
+
+
+def _waiting(item: WaitingCall) -> list[Block]:
+    run, call = item.run, item.call
+    progress = None
+    if call.quorum > 1:
+        approved = [a.user_id for a in call.approvals]
+        progress = messages.quorum_progress(len(approved), call.quorum, approved)
+    value = button_value(run.run_id, call.approval_id, call.shown_digest)
+    buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
+    if call.allow_always:
+        buttons.append(button(ACTION_HOME_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
+    buttons.append(button(ACTION_HOME_REJECT, messages.REJECT, value, "danger"))
+    if not words.home_shows_all(call.shown_arguments):
+        buttons.append(button(ACTION_HOME_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
+    context = words.home_call_context(
+        run.conversation.requester,
+        run.conversation.channel,
+        item.link,
+        call.expires_at,
+        progress,
+    )
+    if call.shown_digest:
+        context = f"{context} · {messages.digest_line(call.shown_digest)}"
+    return [
+        _section(words.home_call(call.agent, call.tool, call.shown_arguments)),
+        context_block(context),
+        {"type": "actions", "block_id": f"home:{call.approval_id}", "elements": buttons},
+    ]
+
+
+def _own_run(own: OwnRun) -> Block:
+    block = _section(words.home_run(own.run, own.link))
+    if own.run.state != "stopping":
+        block["accessory"] = button(ACTION_HOME_STOP, messages.STOP, own.run.run_id, "danger")
+    return block
+
+
+def _header(text: str) -> Block:
+    return {"type": "header", "text": {"type": "plain_text", "text": text[:150]}}
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}

@@ -1,0 +1,89 @@
+"""The Home tab wired into Bolt: its event, its buttons, and the watcher that republishes it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import redis.asyncio as aioredis
+from aiohttp import web
+from slack_bolt.app.async_app import AsyncApp
+
+from bot.home.actions import HomeActions
+from bot.home.blocks import (
+    ACTION_HOME_APPROVE,
+    ACTION_HOME_APPROVE_ALWAYS,
+    ACTION_HOME_REJECT,
+    ACTION_HOME_STOP,
+    ACTION_HOME_VIEW_ARGUMENTS,
+)
+from bot.home.tab import HomeTab
+from bot.home.watch import HomeWatch
+from bot.listeners.gate import ApprovalGate
+from bot.listeners.stops import StopActions
+from bot.slack.links import ThreadLinks
+from bot.slack.members import WorkspaceMembers
+from bot.wiring import SlackParts
+from runtime.db.keys import Keys
+from runtime.decisions.recorder import DecisionRecorder
+from runtime.process.tasks import TaskSet
+from runtime.runs.live import LiveRuns
+from runtime.waiting.open_approvals import OpenApprovals
+
+WATCH: web.AppKey[asyncio.Task[None]] = web.AppKey("home_watch", asyncio.Task)
+
+
+def add_home_tab(
+    bolt: AsyncApp,
+    *,
+    redis: aioredis.Redis,
+    keys: Keys,
+    parts: SlackParts,
+    recorder: DecisionRecorder,
+    stops: StopActions,
+    tasks: TaskSet,
+    members: WorkspaceMembers,
+) -> HomeWatch:
+    """Register the Home tab's listeners (before any catch-all); returns its watcher, for
+    `run_home_watch`."""
+    home = HomeTab(
+        redis=redis,
+        keys=keys,
+        client=parts.client,
+        directory=parts.directory,
+        recorder=recorder,
+        approvals=OpenApprovals(redis, keys),
+        live=LiveRuns(redis, keys),
+        links=ThreadLinks(parts.client),
+        tasks=tasks,
+    )
+    actions = HomeActions(
+        home=home,
+        gate=ApprovalGate(directory=parts.directory, recorder=recorder, members=members),
+        reporter=parts.reporter,
+        stops=stops,
+        client=parts.client,
+        tasks=tasks,
+    )
+    bolt.event("app_home_opened")(actions.on_home_opened)
+    bolt.action(ACTION_HOME_APPROVE)(actions.on_approve)
+    bolt.action(ACTION_HOME_APPROVE_ALWAYS)(actions.on_approve)
+    bolt.action(ACTION_HOME_REJECT)(actions.on_reject)
+    bolt.action(ACTION_HOME_STOP)(actions.on_stop)
+    bolt.action(ACTION_HOME_VIEW_ARGUMENTS)(actions.on_view_arguments)
+    return HomeWatch(redis=redis, keys=keys, home=home, directory=parts.directory, tasks=tasks)
+
+
+def run_home_watch(app: web.Application, watch: HomeWatch) -> None:
+    """Follow the audit trail while the web app runs."""
+
+    async def start(app: web.Application) -> None:
+        app[WATCH] = asyncio.get_running_loop().create_task(watch.run(), name="home-watch")
+
+    async def stop(app: web.Application) -> None:
+        watch.stop()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(app[WATCH], timeout=5)
+
+    app.on_startup.append(start)
+    app.on_cleanup.insert(0, stop)

@@ -1,0 +1,184 @@
+"""The app's Home tab, per person: the approvals they may decide, in any channel, and their runs.
+
+Published (`views.publish`) when the person opens the tab, and again when something changes for
+them (`bot.home.watch`), at most once per `DEBOUNCE_SECONDS` per person across web processes: a
+short-lived Redis key says a tab was just published, and a change meanwhile publishes once more
+when it lapses.
+
+"May decide" is the decision script's rule read from each open call's gate: listed by id or in
+a listed user group, and not the requester (unless self-approval is allowed). Calls that anyone
+in their channel may decide stay in their channel: who is in a channel is not known here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from aiohttp import ClientError
+from redis.exceptions import RedisError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.home.blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
+from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
+from bot.slack.links import ThreadLinks
+from runtime.db.keys import Keys
+from runtime.decisions.recorder import DecisionRecorder
+from runtime.process.tasks import TaskSet
+from runtime.record.layout import CallGate
+from runtime.reporter import RunView
+from runtime.runs.live import LiveRuns
+from runtime.waiting.open_approvals import OpenApprovals
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 2.0
+SETTLE_SECONDS = 0.2
+"""A change waits this long before its publish, so that a burst (a decision, then the resume)
+is one publish."""
+VIEWER_DAYS = 30
+"""People who opened the tab within this many days get it republished on changes."""
+VIEWERS_RELOAD_SECONDS = 600.0
+"""How often a web process reads again who the viewers are. Each process knows at once who
+opened the tab through it, and every process follows every change: the one a person opened
+their tab through republishes it, the others learn of them within this long."""
+
+
+@dataclass(kw_only=True)
+class HomeTab:
+    redis: aioredis.Redis
+    keys: Keys
+    client: AsyncWebClient
+    directory: ApproverDirectory
+    recorder: DecisionRecorder
+    approvals: OpenApprovals
+    live: LiveRuns
+    links: ThreadLinks
+    tasks: TaskSet
+    debounce_seconds: float = DEBOUNCE_SECONDS
+    _dirty: dict[str, bool] = field(default_factory=dict)
+    """Per person with a publish under way: whether something changed since it read."""
+    _viewers: dict[str, float] = field(default_factory=dict)
+    """Viewer -> when they last opened the tab (epoch s), as this process knows it."""
+    _viewers_read_at: float | None = None
+    _opened: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when someone opens their tab through this process."""
+
+    async def opened(self, user_id: str) -> None:
+        """The person opened the tab: remember them as a viewer and show it fresh."""
+        now = time.time()
+        self._viewers[user_id] = now
+        self._opened.set()
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zadd(self.keys.home_viewers, {user_id: now})
+                pipe.zremrangebyscore(self.keys.home_viewers, 0, now - VIEWER_DAYS * 86400)
+                await pipe.execute()
+        except RedisError:
+            log.warning("home tab of %s: viewer not recorded", user_id)
+        self.refresh(user_id)
+
+    async def viewers(self, people: set[str]) -> set[str]:
+        """Those of `people` who opened the tab recently."""
+        since = time.time() - VIEWER_DAYS * 86400
+        return {p for p in people if self._viewers.get(p, 0.0) >= since}
+
+    async def any_viewers(self) -> bool:
+        """Whether anyone opened the tab recently: if not, no change needs looking into.
+        Read from Redis at most every `VIEWERS_RELOAD_SECONDS`; one ZRANGEBYSCORE."""
+        clock = time.monotonic()
+        if self._viewers_read_at is None or clock - self._viewers_read_at > VIEWERS_RELOAD_SECONDS:
+            since = time.time() - VIEWER_DAYS * 86400
+            rows: Any = await self.redis.zrangebyscore(
+                self.keys.home_viewers, since, "+inf", withscores=True
+            )
+            self._viewers_read_at = clock
+            for member, score in rows:
+                person = member.decode() if isinstance(member, bytes) else str(member)
+                self._viewers[person] = max(self._viewers.get(person, 0.0), float(score))
+        since = time.time() - VIEWER_DAYS * 86400
+        return any(at >= since for at in self._viewers.values())
+
+    def forget_openings(self) -> None:
+        """Start looking out for the next opening (`opening`)."""
+        self._opened.clear()
+
+    async def opening(self) -> None:
+        """Until someone opens their tab through this process (since `forget_openings`), or
+        `VIEWERS_RELOAD_SECONDS` passed (someone may have opened it through another one)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(VIEWERS_RELOAD_SECONDS):
+                await self._opened.wait()
+
+    def refresh(self, user_id: str) -> None:
+        """Publish the person's tab soon (debounced)."""
+        if user_id in self._dirty:
+            self._dirty[user_id] = True
+            return
+        self._dirty[user_id] = True
+        self.tasks.spawn(self._publisher(user_id), name=f"home:{user_id}")
+
+    async def _publisher(self, user_id: str) -> None:
+        try:
+            await asyncio.sleep(SETTLE_SECONDS)
+            while self._dirty.get(user_id):
+                wait = await self._turn(user_id)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue
+                self._dirty[user_id] = False
+                await self.publish(user_id)
+        except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
+            log.warning("home tab of %s not published", user_id, exc_info=True)
+        finally:
+            self._dirty.pop(user_id, None)
+
+    async def _turn(self, user_id: str) -> float:
+        """0 when this process may publish now, else how long until it may."""
+        key = self.keys.home_published(user_id)
+        if await self.redis.set(key, "1", nx=True, px=int(self.debounce_seconds * 1000)):
+            return 0.0
+        remaining = await self.redis.pttl(key)
+        return max(remaining, 50) / 1000
+
+    async def publish(self, user_id: str) -> None:
+        waiting, more = await self.waiting_for(user_id)
+        runs = [
+            OwnRun(run=run, link=await self.links.thread(run.channel, run.thread))
+            for run in await self.live.of_requester(user_id)
+        ]
+        view = home_view(waiting, runs, more_waiting=more)
+        await self.client.views_publish(user_id=user_id, view=view)
+
+    async def waiting_for(self, user_id: str) -> tuple[list[WaitingCall], int]:
+        """The open approvals `user_id` may decide, newest first (as many as the tab shows),
+        and how many more there are."""
+        mine = [a for a in await self.approvals.all() if await self.may_decide(user_id, a.gate)]
+        found: list[WaitingCall] = []
+        for approval in mine[:WAITING_SHOWN]:
+            view = await self.recorder.view(approval.run_id, approval.approval_id)
+            if view.envelope is None or view.call is None:
+                continue
+            run = RunView.of(view.envelope)
+            link = await self.links.thread(run.conversation.channel, run.conversation.thread)
+            found.append(WaitingCall(run=run, call=view.call, link=link))
+        return found, max(0, len(mine) - WAITING_SHOWN)
+
+    async def may_decide(self, user_id: str, gate: CallGate) -> bool:
+        if gate.anyone or (user_id == gate.requester and not gate.self_ok):
+            return False
+        if user_id in gate.users:
+            return True
+        for group in gate.groups:
+            try:
+                if user_id in await self.directory.members(group):
+                    return True
+            except DirectoryUnavailable:
+                continue
+        return False

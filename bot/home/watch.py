@@ -1,0 +1,175 @@
+"""Republishing Home tabs when something changes for their viewers.
+
+Every change worth showing already lands in the audit trail (a run started, a call asked for,
+decided, expired or escalated, a run resumed, stopped, finished or failed), from whichever
+process made it. The web process follows the trail and refreshes the tabs of the people each
+event concerns who opened theirs lately: the run's requester ("Your runs"), whoever decided, and
+everyone who may decide the run's open calls ("Waiting for you"). `HomeTab.refresh` debounces.
+
+What it costs: nothing while nobody has opened a Home tab lately (the viewers are read again
+every `VIEWERS_RELOAD_SECONDS`; one opening through this process starts the watch at once).
+Otherwise one blocking read of the trail per batch of events (and one per
+`BLOCKING_READ_SECONDS` while nothing happens), on a client of its own whose socket timeout
+allows the long wait; and per event the run's gates for the events that change who may decide
+what, or only its requester for those that change nothing but their own list of runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
+from bot.home.tab import HomeTab
+from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
+from runtime.audit.events import AuditEvent
+from runtime.db.connection import longest_block
+from runtime.db.keys import Keys
+from runtime.db.stream_tail import stream_tail
+from runtime.process.shutdown import Stopping
+from runtime.process.tasks import TaskSet
+from runtime.record import layout as rr
+from runtime.record.layout import CallGate
+
+log = logging.getLogger(__name__)
+
+UNCHANGED = frozenset({AuditEvent.DENIED, AuditEvent.EXECUTED, AuditEvent.REPLAYED})
+OWN_RUNS_ONLY = frozenset({AuditEvent.STARTED, AuditEvent.RESUMED, AuditEvent.FINISHED})
+"""Events that change no one's "Waiting for you": a run starts with no open call, resumes after
+the decisions that closed them, and finishes with every call decided."""
+GATE_WAIT_SECONDS = 3.0
+"""`requested` is written just before the call's gate: how long to look for the gate."""
+
+
+@dataclass(kw_only=True)
+class HomeWatch:
+    redis: aioredis.Redis
+    keys: Keys
+    home: HomeTab
+    directory: ApproverDirectory
+    tasks: TaskSet
+    reads: aioredis.Redis | None = None
+    """The client for the blocking read of the trail (`bot.wiring.blocking_reads_redis`), so that it
+    may wait long; `redis` if None, the wait then kept under its socket timeout."""
+    _stopping: Stopping = field(default_factory=Stopping)
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        # One follower per shard's audit stream (one without a cluster). Where each starts is
+        # asked one at a time: redis-py's cluster client, asked many things at once before its
+        # first answer, loses some of the connections it opens meanwhile.
+        streams = [shard.audit for shard in self.keys.shards]
+        starts = [
+            await stream_tail(self.redis, stream, self._stopping, follower="home tabs")
+            for stream in streams
+        ]
+        await asyncio.gather(
+            *(self._follow(s, last) for s, last in zip(streams, starts, strict=True))
+        )
+
+    async def _follow(self, stream: str, last: str) -> None:
+        reads = self.reads or self.redis
+        block_ms = int(longest_block(reads) * 1000)
+        while not self._stopping.is_set():
+            try:
+                self.home.forget_openings()
+                if not await self.home.any_viewers():
+                    # No change would show anywhere: follow nothing until someone opens a tab,
+                    # then from the newest event (the tab they open is drawn fresh).
+                    await self._stopping.unless_stopped(self.home.opening())
+                    last = await stream_tail(
+                        self.redis, stream, self._stopping, follower="home tabs"
+                    )
+                    continue
+                reply: Any = await self._stopping.unless_stopped(
+                    reads.xread({stream: last}, count=200, block=block_ms)
+                )
+                for _stream, entries in reply or []:
+                    viewers = await self.home.any_viewers()
+                    for entry_id, fields in entries:
+                        last = entry_id
+                        if viewers:
+                            await self._changed(fields)
+            except RedisError:
+                log.warning("home tabs: the audit trail cannot be read; retrying")
+                await self._stopping.sleep(1.0)
+
+    async def _tail(self, stream: str) -> str:
+        return await stream_tail(self.redis, stream, self._stopping, follower="home tabs")
+
+    async def _changed(self, fields: dict[bytes, bytes]) -> None:
+        event = _text(fields.get(b"event", b""))
+        if event in UNCHANGED:
+            return
+        run_id = _text(fields.get(b"run_id", b""))
+        try:
+            details = json.loads(fields.get(b"details", b"{}"))
+        except ValueError:
+            details = {}
+        if not isinstance(details, dict):
+            return
+        if event == AuditEvent.REQUESTED:
+            approval_id = str(details.get("approval_id", ""))
+            self.tasks.spawn(self._after_request(run_id, approval_id), name=f"home-watch:{run_id}")
+            return
+        await self._refresh(run_id, details, gates=event not in OWN_RUNS_ONLY)
+
+    async def _after_request(self, run_id: str, approval_id: str) -> None:
+        """Once the call's gate is written, the people who may decide it are known."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + GATE_WAIT_SECONDS
+        try:
+            while loop.time() < deadline:
+                if await self.redis.hexists(self.keys.run(run_id), rr.GATE + approval_id):
+                    await self._refresh(run_id, {}, gates=True)
+                    return
+                await self._stopping.sleep(0.1)
+        except RedisError:
+            log.warning("home tabs: run %s not followed", run_id)
+
+    async def _refresh(self, run_id: str, details: dict[str, Any], *, gates: bool) -> None:
+        try:
+            people = await self._concerned(run_id, details, gates=gates)
+            for person in await self.home.viewers(people):
+                self.home.refresh(person)
+        except RedisError:
+            log.warning("home tabs: run %s not followed", run_id)
+
+    async def _concerned(self, run_id: str, details: dict[str, Any], *, gates: bool) -> set[str]:
+        people = {str(details[k]) for k in ("requester", "user_id") if details.get(k)}
+        key = self.keys.run(run_id)
+        if not gates:
+            if not details.get("requester"):
+                requester: Any = await self.redis.hget(key, rr.REQUESTER)
+                if requester:
+                    people.add(_text(requester))
+            return people
+        names: Any = await self.redis.hkeys(key)
+        gate_fields = [_text(n) for n in names if _text(n).startswith(rr.GATE)]
+        values: Any = await self.redis.hmget(key, [rr.REQUESTER, *gate_fields])
+        if values and values[0]:
+            people.add(_text(values[0]))
+        for raw in values[1:]:
+            try:
+                gate = CallGate.model_validate_json(raw)
+            except (ValidationError, TypeError):
+                continue
+            people.update(gate.users)
+            for group in gate.groups:
+                try:
+                    people.update(await self.directory.members(group))
+                except DirectoryUnavailable:
+                    continue
+        return people
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

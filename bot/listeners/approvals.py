@@ -1,0 +1,245 @@
+"""Clicks on approval cards and the reject modal.
+
+Bolt runs these with `process_before_response`, so the HTTP acknowledgement leaves only after the
+listener returns: by then the decision is in Redis. What Slack shows afterwards (the updated
+card, an ephemeral note, a modal) is sent from owned background tasks that shutdown drains.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.blocks.cards import (
+    ACTION_APPROVE_ALWAYS,
+    REASON_ACTION,
+    REASON_BLOCK,
+    arguments_modal,
+    reject_modal,
+)
+from bot.listeners.gate import ApprovalGate, GateAnswer
+from bot.reporting.reporter import SlackReporter
+from bot.slack.client import logged
+from bot.slack.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
+from bot.words import runs as messages
+from runtime.decisions.recorder import CallView, Choice, DecisionRecorder
+from runtime.process.logs import bind_log_context
+from runtime.process.tasks import TaskSet
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class ApprovalActions:
+    recorder: DecisionRecorder
+    client: AsyncWebClient
+    reporter: SlackReporter
+    gate: ApprovalGate
+    tasks: TaskSet
+
+    # --- listeners ------------------------------------------------------------------------
+
+    async def on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = self._parse_click(body)
+        if click is None:
+            return
+        ref = ApprovalRef.parse(click.action.value)
+        always = click.action.action_id == ACTION_APPROVE_ALWAYS
+        choice = Choice(
+            outcome="approved_always" if always else "approved",
+            user_id=click.user.id,
+            user_name=click.user.display,
+        )
+        await self._decide(ref, choice, click.user, click.channel.id, click.container.message_ts)
+
+    async def on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Open the reason modal, after the same checks as a decision (recording nothing)."""
+        await ack()
+        click = self._parse_click(body)
+        if click is None:
+            return
+        view = await self.may_decide(click)
+        if view is None or view.call is None:
+            return
+        metadata = RejectMetadata(
+            run_id=view.run_id,
+            approval_id=view.approval_id,
+            channel=click.channel.id,
+            message_ts=click.container.message_ts,
+            digest=ApprovalRef.parse(click.action.value).digest,
+        )
+        modal = reject_modal(view.call, metadata.model_dump_json())
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
+
+    async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = self._parse_click(body)
+        if click is None:
+            return
+        ref = ApprovalRef.parse(click.action.value)
+        try:
+            view = await self.recorder.view(ref.run_id, ref.approval_id)
+        except RedisError:
+            self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
+            return
+        if view.call is None:
+            text = (
+                messages.OTHER_VERSION if view.exists and view.gate else messages.APPROVAL_UNKNOWN
+            )
+            self._ephemeral(click.channel.id, click.user.id, None, text)
+            return
+        modal = arguments_modal(view.call)
+        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "args-modal")
+
+    async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        parsed = ViewSubmission.with_metadata(body, RejectMetadata)
+        if parsed is None:
+            log.warning("reject submission with an invalid payload refused")
+            await ack()
+            return
+        submission, meta = parsed
+        reason = submission.text_input(REASON_BLOCK, REASON_ACTION).strip()
+        if not reason:
+            await ack(
+                response_action="errors", errors={REASON_BLOCK: messages.REJECT_REASON_REQUIRED}
+            )
+            return
+        await ack()
+        choice = Choice(
+            outcome="rejected",
+            user_id=submission.user.id,
+            user_name=submission.user.display,
+            reason=reason[:2000],
+        )
+        ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id, digest=meta.digest)
+        await self._decide(ref, choice, submission.user, meta.channel, meta.message_ts)
+
+    # --- for the grant and edit actions (bot/listeners/grants.py, bot/listeners/edits.py)
+
+    async def record(
+        self, ref: ApprovalRef, choice: Choice, actor: SlackUser, channel: str, ts: str | None
+    ) -> None:
+        """Record a choice made some other way than the card's buttons, exactly like a click."""
+        await self._decide(ref, choice, actor, channel, ts)
+
+    async def may_decide(self, click: ButtonClick) -> CallView | None:
+        """The call a click is about, if the clicker may decide it now (recording nothing);
+        otherwise None, and the clicker has been told why."""
+        ref = ApprovalRef.parse(click.action.value)
+        answer = await self.gate.check(
+            ref, click.user.id, click.channel.id, claimed_team=click.user.team_id
+        )
+        if not answer.may_decide or answer.view is None:
+            self._explain(answer, click.user, click.channel.id)
+            return None
+        return answer.view
+
+    def parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
+        return self._parse_click(body)
+
+    def tell(self, channel: str, user: str, thread: str | None, text: str) -> None:
+        """A private note to one person, sent after the acknowledgement."""
+        self._ephemeral(channel, user, thread, text)
+
+    def later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        self._later(work, name)
+
+    # --- the decision ------------------------------------------------------------------------
+
+    async def _decide(
+        self,
+        ref: ApprovalRef,
+        choice: Choice,
+        actor: SlackUser,
+        channel: str,
+        message_ts: str | None,
+    ) -> None:
+        bind_log_context(run_id=ref.run_id, approval_id=ref.approval_id, event=choice.outcome)
+        answer = await self.gate.decide(
+            ref, choice, channel, message_ts=message_ts, claimed_team=actor.team_id
+        )
+        if answer.took_effect:
+            log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
+            self._redraw(answer, message_ts)
+            self._later(self.gate.redraw_status(self.reporter, answer), "status")
+            return
+        self._explain(answer, actor, channel, message_ts)
+        if answer.unconfirmed is not None:
+            self._later(self._redraw_once_confirmed(answer, message_ts), "confirm")
+
+    async def _redraw_once_confirmed(self, answer: GateAnswer, message_ts: str | None) -> None:
+        """A choice the replicas confirm late counts (the worker acts on it): the card must
+        then say so, whether or not the person clicks again."""
+        confirmed = await self.gate.once_confirmed(answer)
+        if confirmed is not None:
+            self._redraw(confirmed, message_ts)
+
+    def _explain(
+        self, answer: GateAnswer, actor: SlackUser, channel: str, message_ts: str | None = None
+    ) -> None:
+        """Tell the clicker why nothing was recorded; redraw a card that still shows buttons."""
+        result, view = answer.result, answer.view
+        log.info("click by %s not recorded: %s", actor.id, result.status if result else "failed")
+        if result is not None and view is not None and result.status in ("decided", "stale"):
+            # A stale click's card is drawn anew: the call as it stands, with its digest.
+            self._redraw(answer, message_ts)
+        # Naming the approvers may ask Slack: after the acknowledgement, not before.
+        self._later(self._tell_why(answer, actor, channel), "refusal")
+
+    async def _tell_why(self, answer: GateAnswer, actor: SlackUser, channel: str) -> None:
+        text = await self.gate.explanation(answer)
+        await self.client.chat_postEphemeral(
+            channel=channel, user=actor.id, text=text, thread_ts=_thread(answer.view)
+        )
+
+    def _redraw(self, answer: GateAnswer, message_ts: str | None) -> None:
+        """Show the decision on the card, or the approvals so far while a quorum is not met."""
+        found = self.gate.card_after(answer, message_ts)
+        if found is not None:
+            run, call = found
+            self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
+        try:
+            click = ButtonClick.model_validate(body)
+            ApprovalRef.parse(click.action.value)
+        except (ValidationError, ValueError):
+            log.warning("button click with an invalid payload refused")
+            self._ephemeral_raw(body, messages.BUTTON_INVALID)
+            return None
+        return click
+
+    def _ephemeral_raw(self, body: dict[str, Any], text: str) -> None:
+        """Answer a payload too broken to parse, if it names a channel and a user at all."""
+        channel, user = _dig(body, "channel", "id"), _dig(body, "user", "id")
+        if channel and user:
+            self._ephemeral(channel, user, None, text)
+
+    def _ephemeral(self, channel: str, user: str, thread: str | None, text: str) -> None:
+        work = self.client.chat_postEphemeral(
+            channel=channel, user=user, text=text, thread_ts=thread
+        )
+        self._later(work, "ephemeral")
+
+    def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        self.tasks.spawn(logged(work, name), name=name)
+
+
+def _thread(view: CallView | None) -> str | None:
+    return view.envelope.conversation.thread if view and view.envelope else None
+
+
+def _dig(body: object, *path: str) -> str | None:
+    for key in path:
+        body = body.get(key) if isinstance(body, dict) else None
+    return body if isinstance(body, str) and len(body) < 64 else None

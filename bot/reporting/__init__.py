@@ -1,0 +1,1 @@
+"""The worker's side of Slack: the runtime's Reporter and card copies through the Slack Web API."""

@@ -1,0 +1,147 @@
+"""Cards beyond the thread, through the Slack Web API: copies in direct messages and other
+channels, and the word in the thread that a call was escalated (the runtime's `Reach`).
+
+A copy is the card itself (the same buttons, the same approval) with a line saying where the
+request lives; a person gets it in a direct message with the app (`conversations.open`), a user
+group's members each get one, a channel gets it as a message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
+from bot.slack.directory import ApproverDirectory, DirectoryUnavailable, is_group
+from bot.slack.links import ThreadLinks
+from bot.words import overviews as words
+from bot.words import runs as messages
+from runtime.record.envelope import CardCopy, PendingCall
+from runtime.reporter import RunView
+
+log = logging.getLogger(__name__)
+
+MAX_GROUP_COPIES = 50
+"""Members of one user group who get a direct message each; a bigger group, notify a channel."""
+SLACK_ERRORS = (SlackApiError, ClientError, TimeoutError)
+
+
+class SlackReach:
+    def __init__(self, client: AsyncWebClient, directory: ApproverDirectory) -> None:
+        self._client = client
+        self._directory = directory
+        self._links = ThreadLinks(client)
+
+    async def copy_card(
+        self, run: RunView, call: PendingCall, targets: tuple[str, ...]
+    ) -> tuple[CardCopy, ...]:
+        blocks = await self._blocks(run, call)
+        copies = []
+        for channel in await self._channels(run, targets):
+            try:
+                response = await self._client.chat_postMessage(
+                    channel=channel,
+                    text=messages.approval_fallback(call.agent, call.tool),
+                    blocks=blocks,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+            except SLACK_ERRORS as error:
+                log.warning("run %s: no copy in %s: %s", run.run_id, channel, _why(error))
+                continue
+            copies.append(CardCopy(channel=str(response["channel"]), ts=str(response["ts"])))
+        return tuple(copies)
+
+    async def redraw_copies(self, run: RunView, call: PendingCall) -> None:
+        if not call.copies:
+            return
+        blocks = await self._blocks(run, call)
+        for copy in call.copies:
+            try:
+                await self._client.chat_update(
+                    channel=copy.channel,
+                    ts=copy.ts,
+                    text=messages.approval_fallback(call.agent, call.tool)
+                    if call.decision is None
+                    else messages.decision_headline(call.decision, call.tool),
+                    blocks=blocks,
+                )
+            except SLACK_ERRORS as error:
+                log.warning(
+                    "run %s: copy in %s not redrawn: %s", run.run_id, copy.channel, _why(error)
+                )
+
+    async def escalated(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=words.escalated(targets, call.tool, call.expires_at),
+        )
+        if call.message_ts is not None:
+            names = await self._directory.names(call.approvers)
+            channel_name = await self._directory.channel_name(run.conversation.channel)
+            blocks = approval_request_blocks(
+                run, call, [names[p] for p in call.approvers], channel_name
+            )
+            try:
+                await self._client.chat_update(
+                    channel=run.conversation.channel,
+                    ts=call.message_ts,
+                    text=messages.approval_fallback(call.agent, call.tool),
+                    blocks=blocks,
+                )
+            except SLACK_ERRORS as error:
+                log.warning("run %s: card not redrawn: %s", run.run_id, _why(error))
+        await self.redraw_copies(run, call)
+
+    async def _blocks(self, run: RunView, call: PendingCall) -> list[dict[str, Any]]:
+        names = await self._directory.names(call.approvers)
+        approver_names = [names[p] for p in call.approvers]
+        channel_name = await self._directory.channel_name(run.conversation.channel)
+        blocks = (
+            approval_request_blocks(run, call, approver_names, channel_name)
+            if call.decision is None
+            else approval_decided_blocks(run, call)
+        )
+        channel = run.conversation.channel
+        link = await self._links.thread(channel, run.conversation.thread)
+        note = words.copy_note(channel, link)
+        return [*blocks, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
+
+    async def _channels(self, run: RunView, targets: tuple[str, ...]) -> list[str]:
+        """Where the copies go: each channel named, and a direct message per person (the
+        members of each group named), never the run's own channel or its requester."""
+        people: list[str] = []
+        channels: list[str] = []
+        for target in targets:
+            if target.startswith(("C", "G")):
+                channels.append(target)
+            elif is_group(target):
+                try:
+                    people += sorted(await self._directory.members(target))[:MAX_GROUP_COPIES]
+                except DirectoryUnavailable:
+                    log.warning("run %s: members of %s unknown; no copies", run.run_id, target)
+            else:
+                people.append(target)
+        for person in dict.fromkeys(people):
+            if person == run.conversation.requester:
+                continue
+            try:
+                response = await self._client.conversations_open(users=person)
+            except SLACK_ERRORS as error:
+                log.warning(
+                    "run %s: no direct message with %s: %s", run.run_id, person, _why(error)
+                )
+                continue
+            channels.append(str(response["channel"]["id"]))
+        return [c for c in dict.fromkeys(channels) if c != run.conversation.channel]
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error"))
+    return type(error).__name__

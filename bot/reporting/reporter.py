@@ -1,0 +1,236 @@
+"""The runtime's `Reporter`, spoken through the Slack Web API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from aiohttp import ClientError
+from redis.exceptions import RedisError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
+from bot.blocks.status import status_blocks, status_text
+from bot.reporting.copies import SlackReach
+from bot.slack.directory import ApproverDirectory, is_group
+from bot.words import overviews as reach_messages
+from bot.words import runs as messages
+from runtime.record.envelope import PendingCall
+from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
+
+log = logging.getLogger(__name__)
+
+# Errors that mean the bot cannot talk in the channel at all: retrying will not help.
+UNREACHABLE_CHANNEL_ERRORS = frozenset(
+    {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
+)
+WARM_SECONDS = 5.0
+"""How long a card may wait for its approver groups to be looked up ahead of the clicks."""
+
+
+class SlackReporter:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        directory: ApproverDirectory,
+        reach: SlackReach | None = None,
+    ) -> None:
+        self._client = client
+        self._directory = directory
+        self._reach = reach or SlackReach(client, directory)
+
+    async def _approver_names(self, call: PendingCall) -> list[str]:
+        names = await self._directory.names(call.approvers)
+        return [names[p] for p in call.approvers]
+
+    async def run_started(self, run: RunView) -> str:
+        conversation = run.conversation
+        try:
+            response = await self._client.chat_postMessage(
+                channel=conversation.channel,
+                text=messages.root_message(conversation.requester, run.agent, run.task),
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except SlackApiError as error:
+            if error.response.get("error") not in UNREACHABLE_CHANNEL_ERRORS:
+                raise
+            await self._tell_requester(run, messages.cannot_post(conversation.channel))
+            raise ConversationUnavailable(str(error.response.get("error"))) from error
+        return str(response["ts"])
+
+    async def _tell_requester(self, run: RunView, text: str) -> None:
+        url = run.conversation.reply_url
+        if not url:
+            return
+        try:
+            await AsyncWebhookClient(url, timeout=10).send(
+                text=text, response_type="ephemeral", replace_original=False
+            )
+        except (ClientError, TimeoutError):
+            log.warning("run %s: could not reach the requester either", run.run_id)
+
+    async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        text = status_text(activity)
+        blocks = status_blocks(run.run_id, text, activity.state)
+        try:
+            if message_id:
+                try:
+                    await self._client.chat_update(
+                        channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
+                    )
+                    return message_id
+                except SlackApiError as error:
+                    if error.response.get("error") != "message_not_found":
+                        raise
+                    log.warning(
+                        "run %s: its status message is gone from Slack (message_not_found); "
+                        "posting it again in the thread",
+                        run.run_id,
+                    )
+            response = await self._client.chat_postMessage(
+                channel=run.conversation.channel,
+                thread_ts=run.conversation.thread,
+                text=text,
+                blocks=blocks,
+            )
+            return str(response["ts"])
+        except (SlackApiError, ClientError, TimeoutError):
+            # The status message is a courtesy; the run goes on without it.
+            log.warning("run %s: status message not updated", run.run_id, exc_info=True)
+            return message_id or ""
+
+    async def approval_requested(self, run: RunView, call: PendingCall) -> str:
+        await self._warm(run, call)
+        response = await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.approval_fallback(call.agent, call.tool),
+            blocks=approval_request_blocks(
+                run,
+                call,
+                await self._approver_names(call),
+                await self._directory.channel_name(run.conversation.channel),
+            ),
+        )
+        return str(response["ts"])
+
+    async def retract(self, run: RunView, message_id: str) -> None:
+        try:
+            await self._client.chat_delete(channel=run.conversation.channel, ts=message_id)
+            return
+        except SlackApiError as error:
+            reason = str(error.response.get("error"))
+            if reason == "message_not_found":
+                return
+        except (ClientError, TimeoutError) as error:
+            reason = type(error).__name__
+        log.warning(
+            "run %s: a message posted twice could not be taken back (%s)", run.run_id, reason
+        )
+
+    async def _warm(self, run: RunView, call: PendingCall) -> None:
+        """Look the approver groups' members up before anyone can click, so that clicks (which
+        Slack gives 3 s) find them cached. A courtesy: failing here only costs the clicks a
+        lookup of their own."""
+        try:
+            async with asyncio.timeout(WARM_SECONDS):
+                await self._directory.warm(call.approvers)
+        except (RedisError, TimeoutError):
+            log.warning("run %s: approver groups not looked up ahead", run.run_id, exc_info=True)
+
+    async def approval_expired(self, run: RunView, call: PendingCall) -> str | None:
+        if call.message_ts is None:
+            return None  # the card was never posted; nothing to update
+        return await self.redraw(run, call)
+
+    async def redraw(self, run: RunView, call: PendingCall) -> str | None:
+        """Redraw a card: once decided, who decided, when and why, and no buttons; while open,
+        the approvals counted so far.
+
+        When Slack no longer has the card's message (`message_not_found`: deleted, or a console
+        restarted without it), the card is posted again in the thread; returns the new
+        message's ts then, so it can be stored, else None.
+        """
+        assert call.message_ts is not None
+        if call.decision is None:
+            names = await self._approver_names(call)
+            channel_name = await self._directory.channel_name(run.conversation.channel)
+            blocks = approval_request_blocks(run, call, names, channel_name)
+            text = messages.approval_fallback(call.agent, call.tool)
+        else:
+            blocks = approval_decided_blocks(run, call)
+            text = messages.decision_headline(call.decision, call.tool)
+        try:
+            await self._client.chat_update(
+                channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+            )
+        except SlackApiError as error:
+            if error.response.get("error") != "message_not_found":
+                raise
+        else:
+            await self._reach.redraw_copies(run, call)
+            return None
+        log.warning(
+            "run %s: the card of %s (approval %s) is gone from Slack (message_not_found); "
+            "posting it again in the thread",
+            run.run_id,
+            call.tool,
+            call.approval_id,
+        )
+        response = await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=text,
+            blocks=blocks,
+        )
+        await self._reach.redraw_copies(run, call)
+        return str(response["ts"])
+
+    async def approval_reminder(self, run: RunView, call: PendingCall) -> None:
+        # Mentions notify: the approvers (a group mention reaches all its members); nobody when
+        # anyone in the channel may decide (the requester may not approve their own run).
+        mentions = [f"<!subteam^{p}>" if is_group(p) else messages.user(p) for p in call.approvers]
+        text = (
+            messages.reminder(mentions, call.agent, call.tool, call.expires_at)
+            if mentions
+            else reach_messages.reminder_anyone(call.agent, call.tool, call.expires_at)
+        )
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
+        )
+
+    async def call_refused(self, run: RunView, call: PendingCall) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.call_refused(call.tool, call.digest),
+        )
+
+    async def run_finished(self, run: RunView, output: str) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.final_answer(output),
+        )
+
+    async def run_stopped(self, run: RunView, user_id: str) -> None:
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel,
+            thread_ts=run.conversation.thread,
+            text=messages.run_stopped(user_id),
+        )
+
+    async def run_failed(
+        self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()
+    ) -> None:
+        text = messages.run_failed(run.run_id, failure, detail, ran)
+        if run.conversation.thread is None:
+            await self._tell_requester(run, text)
+            return
+        await self._client.chat_postMessage(
+            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
+        )

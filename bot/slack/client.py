@@ -1,0 +1,67 @@
+"""The Slack Web API clients Countersign processes use: one for everything, one for clicks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.call_counter import SlackCallCounter
+
+log = logging.getLogger(__name__)
+
+CLICK_LOOKUP_SECONDS = 1.5
+"""What a click may spend asking Slack who is in a group: Slack wants the acknowledgement within
+3 s, and recording the decision in Redis comes after."""
+
+
+def slack_client(
+    *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
+    """429s wait for Retry-After and 5xx/connection errors retry, in slack_sdk, not by hand."""
+    return AsyncWebClient(
+        token=token,
+        base_url=base_url,
+        session=session,
+        timeout=15,
+        retry_handlers=[
+            SlackCallCounter(),  # counts every answer for /metrics; never retries itself
+            AsyncRateLimitErrorRetryHandler(max_retry_count=5),
+            AsyncServerErrorRetryHandler(max_retry_count=3),
+            AsyncConnectionErrorRetryHandler(max_retry_count=3),
+        ],
+    )
+
+
+def directory_client(
+    *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
+    """For the web process's approver directory, asked while a click waits: one try only.
+
+    Waiting out a 429's Retry-After, or retrying a 5xx, would outlast Slack's 3 s; a click that
+    cannot be checked is refused politely and the person clicks again. slack_sdk counts its
+    timeout in whole seconds, so the directory bounds each lookup at CLICK_LOOKUP_SECONDS too.
+    """
+    return AsyncWebClient(
+        token=token, base_url=base_url, session=session, timeout=2, retry_handlers=[]
+    )
+
+
+async def logged(work: Coroutine[Any, Any, Any], name: str) -> None:
+    """Run a Slack call sent after the acknowledgement: a refusal or an outage is one log line
+    (the person's decision is already stored), never an unhandled task error."""
+    try:
+        await work
+    except SlackApiError as error:
+        log.warning("%s: Slack refused: %s", name, error.response.get("error"))
+    except (aiohttp.ClientError, TimeoutError) as error:
+        log.warning("%s: Slack unreachable: %s", name, type(error).__name__)

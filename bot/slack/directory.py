@@ -1,0 +1,200 @@
+"""Who may decide: Slack users and user groups, with group members and names cached in Redis.
+
+Group membership comes from `usergroups.users.list`, cached briefly and dropped when Slack sends
+`subteam_members_changed`; names (for messages that tell people who may decide) from
+`users.info` and `usergroups.list`, cached longer.
+
+A click waits on these lookups while Slack waits for its acknowledgement (3 s), so the web
+process builds its directory with `lookup_seconds` and a client that never waits out a 429
+(`bot.slack.client.directory_client`); a directory that cannot answer in time raises
+`DirectoryUnavailable` and the click is refused politely. To keep clicks off Slack altogether,
+the worker looks a card's groups up as it posts it (`warm`), concurrent lookups of one group in a
+process share one request, and a lookup that began before a `forget_group` never caches what it
+found (a generation counter per group, compared in Redis as the answer is stored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from runtime.db.keys import Keys
+
+log = logging.getLogger(__name__)
+
+MEMBERS_TTL_SECONDS = 300
+NAMES_TTL_SECONDS = 3600
+
+# KEYS: generation, members; ARGV: the generation read before asking Slack, members JSON, TTL.
+_STORE_IF_UNCHANGED = """
+if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+return 1
+"""
+
+
+class DirectoryUnavailable(Exception):
+    """Slack could not tell us who is in a group; deciding must wait."""
+
+
+def is_group(principal: str) -> bool:
+    return principal.startswith("S")
+
+
+class ApproverDirectory:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        keys: Keys,
+        client: AsyncWebClient,
+        *,
+        lookup_seconds: float | None = None,
+    ) -> None:
+        """`lookup_seconds` bounds each question to Slack (None: the client's own timeout)."""
+        self._redis = redis
+        self._keys = keys
+        self._client = client
+        self._lookup_seconds = lookup_seconds
+        self._store_members = redis.register_script(_STORE_IF_UNCHANGED)
+        self._lookups: dict[str, asyncio.Future[frozenset[str]]] = {}
+        """Lookups of group members in flight in this process, by group."""
+
+    async def may_decide(self, user_id: str, approvers: Sequence[str]) -> bool:
+        """Empty `approvers` means anyone; otherwise the user or one of their groups is listed."""
+        if not approvers or user_id in approvers:
+            return True
+        for group in (p for p in approvers if is_group(p)):
+            if user_id in await self.members(group):
+                return True
+        return False
+
+    async def members(self, group_id: str) -> set[str]:
+        cached, generation = await self._redis.mget(
+            self._keys.group_members(group_id), self._keys.group_generation(group_id)
+        )
+        if cached is not None:
+            return set(json.loads(cached))
+        return set(await self._lookup(group_id, generation))
+
+    async def warm(self, approvers: Sequence[str]) -> None:
+        """Ask Slack now who is in each group among `approvers`, so that clicks find it cached.
+
+        A group Slack will not answer for is only logged: the clicks will ask again.
+        """
+        for group_id in (p for p in approvers if is_group(p)):
+            generation = await self._redis.get(self._keys.group_generation(group_id))
+            try:
+                await self._lookup(group_id, generation)
+            except DirectoryUnavailable:
+                log.info("members of %s not cached ahead of the clicks", group_id)
+
+    async def forget_group(self, group_id: str) -> None:
+        """Slack says the group changed: ask again next time, and cache nothing asked before."""
+        # A lookup already in flight here may have its answer from before the change.
+        self._lookups.pop(group_id, None)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.incr(self._keys.group_generation(group_id))
+            pipe.delete(self._keys.group_members(group_id))
+            await pipe.execute()
+
+    async def _lookup(self, group_id: str, generation: bytes | str | None) -> frozenset[str]:
+        """Slack's answer, cached unless the group changed since `generation` was read.
+
+        Concurrent lookups of one group share the first one's request: a burst of clicks on a
+        card whose cache just expired must not become a burst of calls, nor of 429s.
+        """
+        pending = self._lookups.get(group_id)
+        if pending is not None:
+            # Shielded: a click that gives up must not cancel the others' lookup.
+            return await asyncio.shield(pending)
+        pending = asyncio.get_running_loop().create_future()
+        self._lookups[group_id] = pending
+        try:
+            users = await self._ask_slack(group_id)
+            await self._store_members(
+                keys=[self._keys.group_generation(group_id), self._keys.group_members(group_id)],
+                args=[generation or b"0", json.dumps(sorted(users)), MEMBERS_TTL_SECONDS],
+            )
+            pending.set_result(users)
+            return users
+        except BaseException as error:
+            # Those waiting get the same answer (cancelled: the directory could not answer).
+            shared = error if isinstance(error, Exception) else DirectoryUnavailable(group_id)
+            pending.set_exception(shared)
+            pending.exception()  # retrieved: with nobody else waiting, nothing to report
+            raise
+        finally:
+            if self._lookups.get(group_id) is pending:
+                del self._lookups[group_id]
+
+    async def _ask_slack(self, group_id: str) -> frozenset[str]:
+        try:
+            async with asyncio.timeout(self._lookup_seconds):
+                response = await self._client.usergroups_users_list(usergroup=group_id)
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            log.warning("members of %s unavailable: %s", group_id, type(error).__name__)
+            raise DirectoryUnavailable(group_id) from error
+        return frozenset(u for u in response.get("users") or [] if isinstance(u, str))
+
+    async def names(self, principals: Sequence[str]) -> dict[str, str]:
+        """A readable name per principal (`@handle` for groups); the id if Slack won't say."""
+        names = await asyncio.gather(*(self._name(principal) for principal in principals))
+        return dict(zip(principals, names, strict=True))
+
+    async def _name(self, principal: str) -> str:
+        key = self._keys.display_name(principal)
+        cached: Any = await self._redis.get(key)
+        if cached is not None:
+            return str(cached.decode())
+        try:
+            async with asyncio.timeout(self._lookup_seconds):
+                name = await (
+                    self._group_handle(principal)
+                    if is_group(principal)
+                    else self._user_name(principal)
+                )
+        except (SlackApiError, ClientError, TimeoutError):
+            return principal
+        await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)
+        return name
+
+    async def _user_name(self, user_id: str) -> str:
+        response = await self._client.users_info(user=user_id)
+        user = response.get("user") or {}
+        profile = user.get("profile") or {}
+        return str(
+            profile.get("display_name") or profile.get("real_name") or user.get("name") or user_id
+        )
+
+    async def _group_handle(self, group_id: str) -> str:
+        response = await self._client.usergroups_list()
+        for group in response.get("usergroups") or []:
+            if group.get("id") == group_id:
+                return f"@{group.get('handle') or group.get('name') or group_id}"
+        return group_id
+
+    async def channel_name(self, channel_id: str) -> str | None:
+        """A channel's name without the `#` (cached like names); None if Slack won't say."""
+        key = self._keys.display_name(channel_id)
+        cached: Any = await self._redis.get(key)
+        if cached is not None:
+            return str(cached.decode())
+        try:
+            response = await self._client.conversations_info(channel=channel_id)
+        except (SlackApiError, ClientError, TimeoutError):
+            return None
+        name = (response.get("channel") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)
+        return name

@@ -1,0 +1,58 @@
+"""The operator's endpoints on the web process: `GET /metrics` and `GET /readyz`.
+
+`/healthz` (`bot.web.app`) stays the liveness check: the process answers and Redis pings. `/readyz`
+also wants the run record's scripts in Redis's cache and a Redis that never evicts keys
+(`runtime.process.readiness`). `/metrics` is this
+process's counters (`runtime.metrics`) plus what Redis holds right now (`runtime.record.gauges`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import redis.asyncio as aioredis
+from aiohttp import web
+from redis.exceptions import RedisError
+
+from runtime.db.eviction import EvictionPolicyLog
+from runtime.db.keys import Keys
+from runtime.metrics import Scrape, metrics_response
+from runtime.process.readiness import readyz_response
+from runtime.record.gauges import StateGauges, StateSnapshot, read_state
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Operations:
+    redis: aioredis.Redis
+    keys: Keys
+    eviction_log: EvictionPolicyLog = field(default_factory=EvictionPolicyLog)
+    """The process's: also told at start (`bot.web.app`), so a probe repeats no line."""
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        snapshot: StateSnapshot | None
+        try:
+            snapshot = await read_state(self.redis, self.keys)
+        except RedisError:
+            log.warning("metrics: Redis unreachable; its gauges are left out of this scrape")
+            snapshot = None
+        return metrics_response(Scrape((StateGauges(snapshot),)))
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        return await readyz_response(self.redis, self.eviction_log)
+
+
+def add_operations(
+    app: web.Application,
+    *,
+    redis: aioredis.Redis,
+    keys: Keys,
+    eviction_log: EvictionPolicyLog | None = None,
+) -> None:
+    operations = Operations(
+        redis=redis, keys=keys, eviction_log=eviction_log or EvictionPolicyLog()
+    )
+    app.router.add_get("/metrics", operations.metrics)
+    app.router.add_get("/readyz", operations.readyz)

@@ -1,0 +1,1 @@
+"""Every word a person reads in Slack, in one place."""

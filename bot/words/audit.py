@@ -1,0 +1,59 @@
+"""The words of `/agent audit`: who decided what, in this channel or for one run. Part of
+`bot.words.runs` (whose helpers it uses), kept apart only for size."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from bot.words import runs as messages
+from runtime.audit.trail import AuditEntry
+
+AUDIT_EVENT_WORDS = {
+    "approved_always": "approved always",
+    "auto_approved": "approved by policy",
+    "auto_rejected": "rejected by policy",
+    "denied": "click refused",
+    "refused": "not run: changed after approval",
+    "grant_used": "approved by a grant",
+    "granted": "granted",
+    "revoked": "grant revoked",
+    "edited": "edited",
+}
+
+
+def audit_line(entry: AuditEntry) -> str:
+    details = entry.details
+    parts = [
+        f"`{dt.datetime.fromtimestamp(entry.at, dt.UTC):%Y-%m-%d %H:%M:%S}`",
+        f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
+    ]
+    if details.get("tool"):
+        parts.append(f"`{messages.escape(str(details['tool']))}`")
+    if details.get("user_id"):
+        parts.append(f"by {messages.user(str(details['user_id']))}")
+    if details.get("reason") and entry.event in ("rejected", "denied"):
+        parts.append(f"({messages.escape(str(details['reason']))})")
+    parts.append(f"run `{entry.run_id}`")
+    if details.get("digest"):
+        parts.append(f"digest `{str(details['digest'])[:12]}`")
+    return " ".join(parts)
+
+
+def audit_listing(entries: Sequence[AuditEntry], title: str) -> str:
+    if not entries:
+        return "No audit events here yet."
+    return f"*Audit: {title}*\n" + "\n".join(audit_line(entry) for entry in entries)
+
+
+def audit_usage(command: str, what: str, agent: str, most: int) -> str:
+    shown = messages.escape(what[:40])
+    return (
+        f"`{command} audit` takes how many events to show (1 to {most}) or a run id, "
+        f"not `{shown}`: e.g. `{command} audit 20`. To give an agent a task that starts with "
+        f'"audit", name the agent: `{command} {agent}: audit {shown}`.'
+    )
+
+
+def audit_no_run(run_id: str) -> str:
+    return f"No audit events of run `{messages.escape(run_id)}` in this channel."

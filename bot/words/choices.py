@@ -1,0 +1,132 @@
+"""The words of what a card offers beyond yes and no (issue 11): grants, edits, the task and
+the model's reason, and previews. Part of `bot.words.runs`, kept apart only for size."""
+
+from __future__ import annotations
+
+from bot.words.runs import escape, slack_date, user
+
+GRANT_MENU_PLACEHOLDER = "Approve and allow…"
+GRANT_MENU_LABEL = (
+    "*Fewer cards:* approve this call and let later ones like it run without asking, for a while."
+)
+OPTION_LIMIT = 75
+
+
+def duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    if rest == 0 and hours:
+        return f"{hours} hour" if hours == 1 else f"{hours} hours"
+    minutes = max(1, seconds // 60)
+    return f"{minutes} minute" if minutes == 1 else f"{minutes} minutes"
+
+
+def grant_option(scope: str, seconds: int, tool: str, channel_name: str | None) -> str:
+    """A grant on the card's menu, plain text: `delete_user` in #ops for 1 hour."""
+    if scope == "arguments":
+        text = f"these exact arguments for {duration(seconds)}"
+    else:
+        where = f"#{channel_name}" if channel_name else "this channel"
+        text = f"`{tool}` in {where} for {duration(seconds)}"
+    return text if len(text) <= OPTION_LIMIT else text[: OPTION_LIMIT - 1] + "…"
+
+
+def grant_what(tool: str, scope: str, channel: str) -> str:
+    if scope == "arguments":
+        return f"`{escape(tool)}` with these exact arguments in <#{channel}>"
+    return f"`{escape(tool)}` in <#{channel}>"
+
+
+def granted_line(tool: str, scope: str, channel: str, ends_at: float, user_id: str | None) -> str:
+    """On a decided card: the grant its approval made."""
+    who = f" by {user(user_id)}" if user_id else ""
+    return (
+        f":key: Also allowed{who}: {grant_what(tool, scope, channel)} runs without asking "
+        f"until {slack_date(ends_at)}."
+    )
+
+
+def grant_used_line(tool: str, user_id: str, ends_at: float) -> str:
+    """The quiet line in a thread: a grant approved a call without a card."""
+    return (
+        f"`{escape(tool)}` approved by {user(user_id)}'s grant "
+        f"(until {slack_date(ends_at, '{time}')})"
+    )
+
+
+REVOKE = "Revoke"
+
+
+def grant_revoked(tool: str, scope: str, channel: str) -> str:
+    return f"Revoked. {grant_what(tool, scope, channel)} asks a person again from the next call."
+
+
+def grant_revoked_line(tool: str, granted_by: str, revoked_by: str) -> str:
+    return (
+        f"`{escape(tool)}` approved by {user(granted_by)}'s grant (revoked by {user(revoked_by)})"
+    )
+
+
+GRANT_GONE = "That grant has already ended or was revoked, so nothing changed."
+GRANT_NOT_OFFERED = (
+    "That grant is not offered for this call (never under a quorum, and only as long as the "
+    "policy allows), so nothing was recorded. Use Approve."
+)
+NO_GRANTS = "No grants are active in this channel. A card's *Approve and allow…* menu makes one."
+
+
+def grants_heading(count: int) -> str:
+    return f"*Grants active in this channel ({count})*"
+
+
+def grant_listing(
+    tool: str, agent: str, scope: str, granted_by: str, ends_at: float, uses: int
+) -> str:
+    what = f"`{escape(tool)}` of *{escape(agent)}*"
+    if scope == "arguments":
+        what += " with one set of arguments"
+    times = "once" if uses == 1 else f"{uses} times"
+    return f"{what}, granted by {user(granted_by)}, until {slack_date(ends_at)}; used {times}"
+
+
+# Edit, then approve.
+EDIT = "Edit"
+EDIT_TITLE = "Edit, then approve"
+EDIT_SUBMIT = "Approve edited"
+EDIT_CANCEL = "Cancel"
+EDIT_LABEL = "Arguments (JSON)"
+EDIT_NOT_OFFERED = "Editing is not allowed for this call, so nothing was recorded."
+EDIT_STALE = (
+    "Someone changed these arguments after you opened the editor, so nothing was recorded. "
+    "Look at the card again."
+)
+
+
+def edit_context(agent: str, tool: str) -> str:
+    return (
+        f"Change what `{escape(tool)}` runs with, then submit: that approves the edited call. "
+        f"*{escape(agent)}* is told what you changed."
+    )
+
+
+def edited_line(user_id: str, decided: bool) -> str:
+    if decided:
+        return f":pencil2: Edited and approved by {user(user_id)}"
+    return f":pencil2: Edited by {user(user_id)}; approvals count from this edit"
+
+
+def argument_change(where: str, old: str, new: str) -> str:
+    return f"`{escape(where)}`: `{escape(old)}` → `{escape(new)}`"
+
+
+# Context and preview.
+def task_line(task: str) -> str:
+    return f"*Task:* {escape(task)}"
+
+
+def why_line(why: str) -> str:
+    quoted = "\n".join(f">{escape(line)}" for line in why.splitlines() if line.strip())
+    return f"*Why:*\n{quoted}"
+
+
+def preview_section(text: str) -> str:
+    return f"*Preview*\n{escape(text)}" if text else "*Preview*\n_no preview_"

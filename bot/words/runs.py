@@ -1,0 +1,394 @@
+"""Every word Countersign says to people in Slack, in one place."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+
+from runtime.record.envelope import Decision
+from runtime.reporter import Failure
+
+PRODUCT = "Countersign"
+
+
+def escape(text: str) -> str:
+    """Escape text for Slack mrkdwn, so user or model text cannot ping or link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_date(epoch: float, style: str = "{date_short_pretty} at {time}") -> str:
+    """A timestamp every reader sees in their own time zone."""
+    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(epoch)}^{style}|{fallback}>"
+
+
+def user(user_id: str) -> str:
+    return f"<@{user_id}>"
+
+
+# --- /agent ----------------------------------------------------------------------------------
+
+
+def command_help(
+    command: str,
+    agents: Sequence[str],
+    mcp_tools: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> str:
+    """`mcp_tools`: agent -> (tool, server) as a worker last listed them; None when unknown."""
+    listed = ", ".join(f"`{name}`" for name in agents)
+    text = (
+        f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
+        "to approve it here.\n"
+        f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
+        f"• `{command} <agent>: <task>`: pick an agent\n"
+        f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
+        f"• `{command} status [run id]`: this channel's live runs and what they wait for\n"
+        f"• `{command} grants`: grants active in this channel, to revoke them\n"
+        f"• `{command} help`: this message\n"
+        f"Agents: {listed}"
+    )
+    for agent in agents:
+        tools = (mcp_tools or {}).get(agent)
+        if tools:
+            text += f"\n• `{escape(agent)}` tools from MCP servers: " + mcp_tool_list(tools)
+    return text
+
+
+def mcp_tool_list(tools: Sequence[tuple[str, str]]) -> str:
+    """`list_tables`, `drop_table` on `db`; `search` on `wiki`."""
+    by_server: dict[str, list[str]] = {}
+    for tool, server in tools:
+        by_server.setdefault(server, []).append(f"`{escape(tool)}`")
+    return "; ".join(f"{', '.join(names)} on `{escape(s)}`" for s, names in by_server.items())
+
+
+def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
+    listed = ", ".join(f"`{a}`" for a in agents)
+    return (
+        f"There is no agent called `{escape(name)}`. Agents: {listed}.\n"
+        f"To give the default agent a task that starts with a word and a colon, name it: "
+        f"`{command} {agents[0]}: {escape(name)}: ...`"
+    )
+
+
+def command_starting(agent: str) -> str:
+    return f"Starting *{escape(agent)}* on your task… I'll post in a thread in this channel."
+
+
+RUN_NOT_CONFIRMED = (
+    f"Your run is queued, but {PRODUCT}'s database did not confirm it in time (its replicas "
+    "are behind). It will most likely start in a moment; if nothing appears within a minute, "
+    "please run the command again."
+)
+QUEUE_UNAVAILABLE = (
+    f"{PRODUCT} can't reach its job queue right now, so nothing was started. "
+    "Please try again in a minute."
+)
+
+
+TASK_SHOWN = 300
+"""Characters of the task in the thread's first message; a long paste would bury the thread."""
+
+
+def shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def root_message(requester: str, agent: str, task: str) -> str:
+    return f"{user(requester)} asked *{escape(agent)}*: {escape(shortened(task, TASK_SHOWN))}"
+
+
+def cannot_post(channel: str) -> str:
+    return (
+        f"{PRODUCT} can't post in <#{channel}>, so your task was not started. "
+        "Invite the app to the channel (`/invite @Countersign`) and try again."
+    )
+
+
+# --- stopping a run ---------------------------------------------------------------------------
+
+STOP = "Stop"
+
+
+def run_stopped(user_id: str) -> str:
+    return (
+        f":no_entry: Stopped by {user(user_id)}. Nothing more runs, "
+        "and the agent is not asked again."
+    )
+
+
+STOPPING = (
+    "Stopping: a tool already running finishes, then nothing more runs. "
+    "The thread says when it has stopped."
+)
+STOP_REQUESTED = "Stopped. The thread says so, and nothing more runs."
+STOP_CLOSED = "This run has already ended, so there is nothing to stop."
+STOP_UNKNOWN_RUN = (
+    "There is no run with that id in this workspace. `/agent status` lists live runs."
+)
+
+
+def stop_already(user_id: str) -> str:
+    return f"{user(user_id)} already stopped this run."
+
+
+def stop_not_allowed(names: Sequence[str], channels: Sequence[str] = ()) -> str:
+    """`channels`: where a call waits that anyone there may decide (so may stop the run)."""
+    who = escape(names_list(names))
+    if channels:
+        anyone = "anyone in " + names_list([f"<#{c}>" for c in channels])
+        who = f"{who}, or {anyone}," if who else anyone
+    return (
+        f"Only {who} may stop this run, so nothing changed. "
+        "(The person who asked, anyone who may decide its calls, and the admins.)"
+    )
+
+
+def stop_usage(command: str) -> str:
+    return f"Say which run: `{command} stop <run id>`. The run id is on its status message."
+
+
+# --- approval cards ---------------------------------------------------------------------------
+
+APPROVE = "Approve"
+APPROVE_ALWAYS = "Approve always"
+REJECT = "Reject"
+VIEW_ARGUMENTS = "View full arguments"
+
+
+def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> str:
+    headline = f":raised_hand: *{escape(agent)}* wants to run `{escape(tool)}`"
+    if mcp_server is not None:
+        headline += f" on MCP server `{escape(mcp_server)}`"
+    return headline
+
+
+DESCRIPTION_CHARS = 500
+
+
+def tool_description(description: str) -> str:
+    """What the tool says it does (from the MCP server's listing: not our words, so quoted)."""
+    text = " ".join(description.split())
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS] + "…"
+    return f"_Tool description:_ {escape(text)}"
+
+
+RUN_AGAIN = "Run again"
+
+
+def outcome_lost_headline(tool: str) -> str:
+    """A call that may have run (its worker died inside it): run it again or not."""
+    return (
+        f":warning: `{escape(tool)}` may have run; its result was lost. It runs again only "
+        "if you say so: check whether it took effect first."
+    )
+
+
+def approval_fallback(agent: str, tool: str) -> str:
+    return f"Approval needed: {agent} wants to run {tool}"
+
+
+def arguments_shortened(shown: int, total: int) -> str:
+    return f"Arguments shortened: {shown:,} of {total:,} characters shown."
+
+
+APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
+
+
+def decision_headline(decision: Decision, tool: str) -> str:
+    """The first line of a decided card: what happened to the call."""
+    name = f"`{escape(tool)}`"
+    if decision.outcome in ("approved", "approved_always"):
+        ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
+        mentions = [user(i) for i in ids if i]
+        who = ", ".join(mentions[:-1]) + " and " + mentions[-1] if len(mentions) > 1 else ""
+        who = "The policy" if decision.by_policy else who or _who(decision)
+        always = " for the rest of this run" if decision.outcome == "approved_always" else ""
+        return f":white_check_mark: {who} approved {name}{always}"
+    if decision.outcome == "rejected":
+        who = "The policy" if decision.by_policy else _who(decision)
+        reason = escape((decision.reason or "").strip())
+        return f":x: {who} rejected {name}" + (f": {reason}" if reason else "")
+    if decision.outcome == "stopped":
+        return f":no_entry: Stopped by {_who(decision)}"
+    return ":hourglass: Expired, did not run"
+
+
+def _who(decision: Decision) -> str:
+    return user(decision.user_id) if decision.user_id else "Someone"
+
+
+def decision_context(
+    agent: str, requester: str, decision: Decision, mcp_server: str | None = None
+) -> str:
+    """Under the headline: who asked, which agent (and MCP server), and when it was settled."""
+    when = slack_date(decision.decided_at)
+    if decision.outcome == "expired":
+        settled = f"expired {when}: no decision came in time"
+    elif decision.outcome == "stopped":
+        settled = f"stopped {when}, so it did not run"
+    else:
+        settled = f"decided {when}"
+    server = f" on MCP server `{escape(mcp_server)}`" if mcp_server else ""
+    return f"Requested by {user(requester)} for *{escape(agent)}*{server} · {settled}"
+
+
+OUTCOME_WORDS = {
+    "approved": "approved",
+    "approved_always": "approved (always)",
+    "rejected": "rejected",
+    "expired": "expired",
+    "stopped": "stopped",
+}
+
+
+def already_decided(decision: Decision) -> str:
+    if decision.outcome == "expired":
+        return APPROVAL_EXPIRED
+    who = user(decision.user_id) if decision.user_id else "someone"
+    return f"This was already {OUTCOME_WORDS[decision.outcome]} by {who}; nothing changed."
+
+
+def already_approved(count: int, quorum: int) -> str:
+    return (
+        f"You already approved this. It needs {quorum} different approvers; "
+        f"{count} so far. Nothing changed."
+    )
+
+
+def names_list(names: Sequence[str]) -> str:
+    """`a`, `a or b`, `a, b or c`."""
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def not_an_approver(names: Sequence[str], tool: str) -> str:
+    return f"Only {escape(names_list(names))} may decide `{escape(tool)}`, so nothing was recorded."
+
+
+SELF_APPROVAL_REFUSED = (
+    "You asked for this run, so someone else has to decide its tool calls. Nothing was recorded."
+)
+APPROVE_ALWAYS_NOT_OFFERED = (
+    "_Approve always_ is not offered for this call, so nothing was recorded. Use Approve."
+)
+OTHER_VERSION = (
+    f"This request was made by a newer version of {PRODUCT}, which this one cannot read yet "
+    "(a deploy is probably under way), so nothing was recorded. Please try again in a minute."
+)
+DIRECTORY_UNAVAILABLE = (
+    "Slack did not tell Countersign who is in the approver group just now, so nothing was "
+    "recorded. Please try again in a few seconds."
+)
+
+
+def quorum_progress(count: int, quorum: int, approvers: Sequence[str]) -> str:
+    so_far = ", ".join(user(a) for a in approvers)
+    line = f":busts_in_silhouette: {count} of {quorum} approvals"
+    return f"{line}: {so_far}" if so_far else line
+
+
+def approvers_field(names: Sequence[str]) -> str:
+    return f"*Who may decide*\n{escape(', '.join(names))}"
+
+
+def digest_line(digest: str) -> str:
+    return f"Call digest `sha256:{digest[:16]}`"
+
+
+def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) -> str:
+    who = " ".join(mentions)
+    return (
+        f":alarm_clock: {who} Reminder: *{escape(agent)}* still waits for a decision on "
+        f"`{escape(tool)}` (above). It expires {slack_date(expires_at)}."
+    )
+
+
+def call_refused(tool: str, digest: str) -> str:
+    return (
+        f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "
+        f"so it did not run (approved digest `sha256:{digest[:16]}`)."
+    )
+
+
+APPROVAL_EXPIRED = "This approval expired: no decision came in time, so the tool did not run."
+APPROVAL_CLOSED = "This run is no longer waiting for decisions; nothing was recorded."
+CALL_CHANGED = (
+    "This call changed since your screen showed it (someone edited its arguments), so nothing "
+    "was recorded. Look again at the card: it shows the call as it stands now, with its digest."
+)
+APPROVAL_UNKNOWN = (
+    "This approval is not open: its run has finished or is unknown here. Nothing was recorded."
+)
+BUTTON_INVALID = "That button's data isn't valid, so nothing was recorded."
+TRY_AGAIN = (
+    f"{PRODUCT} can't reach its database for a moment, so your decision was not recorded. "
+    "The buttons still work: please try again in a few seconds."
+)
+NOT_CONFIRMED = (
+    f"{PRODUCT}'s database did not confirm your decision in time (its replicas are behind), so "
+    "it does not count yet. If the card does not show your decision within a few seconds, "
+    "please click again: the buttons still work."
+)
+STOP_NOT_CONFIRMED = (
+    f"{PRODUCT}'s database did not confirm the stop in time (its replicas are behind). "
+    "Please stop the run again in a few seconds."
+)
+
+# --- reject modal ------------------------------------------------------------------------------
+
+REJECT_TITLE = "Reject tool call"
+REJECT_SUBMIT = "Reject"
+REJECT_CANCEL = "Cancel"
+REJECT_LABEL = "Why? The agent reads this."
+REJECT_PLACEHOLDER = "e.g. Not during business hours; ask #ops first."
+REJECT_REASON_REQUIRED = "Please say why, so the agent can explain it."
+
+
+def reject_context(agent: str, tool: str) -> str:
+    return f"Rejecting `{escape(tool)}` requested by *{escape(agent)}*."
+
+
+ARGUMENTS_TITLE = "Tool call arguments"
+ARGUMENTS_CLOSE = "Close"
+
+# --- endings -------------------------------------------------------------------------------------
+
+FAILURES = {
+    Failure.MODEL_ERROR: "The model could not be used ({detail}).",
+    Failure.MAX_TURNS: "The agent took too many steps without finishing.",
+    Failure.AGENT_ERROR: "The agent stopped with an error ({detail}).",
+    Failure.UNKNOWN_AGENT: "This run's agent is not available any more ({detail}).",
+    Failure.TOOL_REMOVED: "This run waits on a tool its agent no longer offers ({detail}); "
+    "nothing was run.",
+    Failure.UNREADABLE_STATE: "This run's saved state can't be resumed by this version ({detail}).",
+    Failure.UNSUPPORTED_ENVELOPE: "This run was saved by a different version of "
+    f"{PRODUCT} and can't be resumed ({{detail}}).",
+    Failure.GAVE_UP: "Something kept failing while running this task, so it was stopped.",
+    Failure.MCP_UNAVAILABLE: "The MCP server `{detail}` could not be reached (the worker kept "
+    "retrying), so the run stopped and nothing more was run. Check that the server is up, then "
+    "ask again.",
+    Failure.OUTCOME_LOST: "`{detail}` may have run; its result was lost, so it was not run "
+    "again and the run stopped. Check whether it took effect before asking again.",
+}
+
+
+def run_failed(run_id: str, failure: Failure, detail: str, ran: Sequence[str] = ()) -> str:
+    text = FAILURES[failure].format(detail=escape(detail) or "no details")
+    if ran:
+        # "It failed" must not read as "nothing happened": say what did run.
+        tools = ", ".join(f"`{escape(tool)}`" for tool in ran)
+        text = f"{tools} ran; then the run failed: {text}"
+    return f":x: {text} Run `{run_id}`: an admin can find it in the logs."
+
+
+FINAL_LIMIT = 39_000
+
+
+def final_answer(output: str) -> str:
+    text = escape(output.strip()) or "(the agent finished without a message)"
+    if len(text) > FINAL_LIMIT:
+        text = text[:FINAL_LIMIT] + "\n…(shortened)"
+    return text

@@ -1,0 +1,1 @@
+"""The audit trail: a Redis stream of everything that happened, and its event names."""

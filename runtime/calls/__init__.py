@@ -1,0 +1,1 @@
+"""What a pending call is and shows: its description, digest, context and effect preview."""

@@ -1,0 +1,1 @@
+"""Redis: one server, Sentinel or Cluster; keys, clock, replication waits, a local server."""

@@ -1,0 +1,284 @@
+"""Every Redis key Countersign uses, in one place.
+
+All keys share one prefix (`REDIS_KEY_PREFIX`), so a deployment, or a test, owns exactly the
+keys under it.
+
+With `REDIS_CLUSTER=true` the keys are split into `REDIS_SHARDS` shards so that every script
+touches keys of one hash slot: a run belongs to shard `zlib.crc32(run id) mod S`, and its record,
+its tombstone, its job marker and its shard's jobs, dead letters, deadlines, reminders, live set
+and audit stream share the hash tag `{<prefix>s<k>}`. A grant lives in the shard of the run whose
+decision created it (its id is drawn to hash there, `Keys.new_grant_id`), beside that shard's
+index of the channel's grants, so the decision script can create it in the same step. Readers of
+the shared structures walk `Keys.shards`. Without a cluster there is one shard and no tag: the
+key names are those of every earlier version, so an upgrade finds the runs it stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runtime.settings import RuntimeSettings
+
+JOB_GROUP = "workers"
+DEFAULT_CLUSTER_SHARDS = 16
+
+
+def shard_index(name: str, shards: int) -> int:
+    """The shard of a run (or grant) id: stable across processes and versions (not `hash()`)."""
+    return zlib.crc32(name.encode()) % shards if shards > 1 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """The keys of one shard; with one shard (no cluster), the plain prefix."""
+
+    prefix: str
+    index: int = 0
+
+    @property
+    def jobs(self) -> str:
+        """Stream of pending jobs, read by the `workers` consumer group."""
+        return f"{self.prefix}jobs"
+
+    @property
+    def dead_jobs(self) -> str:
+        """Stream of jobs that failed too often (the dead-letter stream)."""
+        return f"{self.prefix}jobs:dead"
+
+    def job_marker(self, job_id: str) -> str:
+        """Exists while a job id was enqueued recently: makes enqueue idempotent."""
+        return f"{self.prefix}job:{job_id}"
+
+    @property
+    def replication_probe(self) -> str:
+        """A Pub/Sub channel nobody listens to: publishing on it moves the replication offset
+        that `WAIT` counts from (`runtime.db.replication`). Not a key; nothing is stored."""
+        return f"{self.prefix}replication"
+
+    def run(self, run_id: str) -> str:
+        """Hash holding one run's record: envelope, compressed SDK state, decisions."""
+        return f"{self.prefix}run:{run_id}"
+
+    def tombstone(self, run_id: str) -> str:
+        """Left behind when a run ends, so that no redelivered job can replay it."""
+        return f"{self.prefix}done:{run_id}"
+
+    @property
+    def deadlines(self) -> str:
+        """Sorted set of approval deadlines: member `run_id:approval_id`, score epoch seconds."""
+        return f"{self.prefix}deadlines"
+
+    @property
+    def due_wake(self) -> str:
+        """Stream of wake-ups for the due-set pollers (`runtime.jobs.due_set`): appended to when a
+        deadline or reminder is set sooner than a poller's longest sleep, read blocking by every
+        poller, so that it fires on time whichever process set it."""
+        return f"{self.prefix}due:wake"
+
+    @property
+    def stops(self) -> str:
+        """Stream of stops of working runs (`runtime.stops.listener`): the stop script appends
+        the run id, and each worker's one blocking read tells the run at once, so that no
+        working run has to poll for its stop."""
+        return f"{self.prefix}stops"
+
+    @property
+    def live_runs(self) -> str:
+        """Sorted set of runs that have not ended: member run id, score when it started (epoch
+        s). The create script adds a run; closing or stopping it removes it; a run whose record
+        expired meanwhile is dropped by whoever reads it (`runtime.runs.live`)."""
+        return f"{self.prefix}live"
+
+    @property
+    def reminders(self) -> str:
+        """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
+        return f"{self.prefix}reminders"
+
+    @property
+    def audit(self) -> str:
+        """Stream of what happened to runs, trimmed by age (`AUDIT_RETENTION_DAYS`)."""
+        return f"{self.prefix}audit"
+
+    def grant(self, grant_id: str) -> str:
+        """Hash of one grant (`runtime.grants.store`): `grant` (JSON) and `uses`; expires at its
+        end."""
+        return f"{self.prefix}grant:{grant_id}"
+
+    def channel_grants(self, channel: str) -> str:
+        """Sorted set of a channel's grants (of this shard): member grant id, score when it
+        ends."""
+        return f"{self.prefix}grants:{channel}"
+
+    def grant_shards(self, channel: str) -> str:
+        """(Cluster only, in the channel's own shard) Set of the shards that may hold grants of
+        a channel: where `GrantStore.active` looks, instead of asking every shard."""
+        return f"{self.prefix}grants:{channel}:shards"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str
+    shard_count: int = 1
+    """`REDIS_SHARDS` with `REDIS_CLUSTER=true`; 1 otherwise."""
+    cluster: bool = False
+    """Tag each shard's keys (`{<prefix>s<k>}`) so Redis Cluster puts them in one slot."""
+
+    def __post_init__(self) -> None:
+        if self.shard_count < 1 or (self.shard_count > 1 and not self.cluster):
+            raise ValueError("more than one shard needs cluster (tagged) keys")
+
+    @classmethod
+    def of(cls, settings: RuntimeSettings) -> Keys:
+        return cls(settings.redis_key_prefix, settings.shard_count, settings.redis_cluster)
+
+    @property
+    def shards(self) -> tuple[Shard, ...]:
+        """Every shard, for whoever reads a shared structure (jobs, deadlines, audit...)."""
+        return tuple(self.shard(k) for k in range(self.shard_count))
+
+    def shard(self, index: int) -> Shard:
+        if not self.cluster:
+            return Shard(self.prefix)
+        return Shard(f"{{{self.prefix}s{index}}}:", index)
+
+    def shard_of(self, name: str) -> Shard:
+        """The shard of a run id, a grant id, or a channel id (`grant_shards`)."""
+        return self.shard(shard_index(name, self.shard_count))
+
+    @property
+    def only(self) -> Shard:
+        """The one shard, where code has no run to pick one by; an error with several, so that
+        nothing reads one shard of a cluster believing it has seen everything."""
+        if self.shard_count != 1:
+            raise ValueError("this key is per shard with REDIS_SHARDS > 1: walk Keys.shards")
+        return self.shard(0)
+
+    def once(self, key: str, token: str) -> str:
+        """The reply of one script call on `key` (`runtime.record.once`), in `key`'s slot."""
+        if not self.cluster:
+            return f"{self.prefix}once:{token}"
+        return f"{key[: key.index('}') + 1]}:once:{token}"
+
+    def new_grant_id(self, run_id: str) -> str:
+        """A fresh grant id in `run_id`'s shard, so the decision script creates the grant in
+        the run's slot (about `shard_count` draws)."""
+        wanted = shard_index(run_id, self.shard_count)
+        while True:
+            grant_id = "g" + secrets.token_hex(5)
+            if shard_index(grant_id, self.shard_count) == wanted:
+                return grant_id
+
+    def run(self, run_id: str) -> str:
+        return self.shard_of(run_id).run(run_id)
+
+    def tombstone(self, run_id: str) -> str:
+        return self.shard_of(run_id).tombstone(run_id)
+
+    def grant(self, grant_id: str) -> str:
+        return self.shard_of(grant_id).grant(grant_id)
+
+    def grant_shards(self, channel: str) -> str:
+        return self.shard_of(channel).grant_shards(channel)
+
+    # Shared structures of the one shard (see `only`).
+    @property
+    def jobs(self) -> str:
+        return self.only.jobs
+
+    @property
+    def dead_jobs(self) -> str:
+        return self.only.dead_jobs
+
+    def job_marker(self, job_id: str) -> str:
+        return self.only.job_marker(job_id)
+
+    @property
+    def deadlines(self) -> str:
+        return self.only.deadlines
+
+    @property
+    def live_runs(self) -> str:
+        return self.only.live_runs
+
+    @property
+    def reminders(self) -> str:
+        return self.only.reminders
+
+    @property
+    def audit(self) -> str:
+        return self.only.audit
+
+    @property
+    def due_wake(self) -> str:
+        return self.only.due_wake
+
+    @property
+    def replication_probe(self) -> str:
+        return self.only.replication_probe
+
+    def channel_grants(self, channel: str) -> str:
+        return self.only.channel_grants(channel)
+
+    @staticmethod
+    def parked(due_set: str) -> str:
+        """Sorted set of a due set's members whose handler kept raising, set aside for a person:
+        score = when parked. `ZADD` one back into its due set to try it again."""
+        return f"{due_set}:parked"
+
+    @staticmethod
+    def due_tries(due_set: str) -> str:
+        """Hash: member of a due set -> how often its handler raised (until handled or parked)."""
+        return f"{due_set}:tries"
+
+    def group_members(self, group_id: str) -> str:
+        """Cached members of a Slack user group (short TTL; refreshed on membership events)."""
+        return f"{self._group_prefix(group_id)}group:{group_id}"
+
+    def group_generation(self, group_id: str) -> str:
+        """Counts the times a user group changed: a lookup that began before the latest change
+        must not cache what it found (no TTL; one small counter per group that ever changed)."""
+        return f"{self._group_prefix(group_id)}group-generation:{group_id}"
+
+    def _group_prefix(self, group_id: str) -> str:
+        """A group's two keys change together (one script, one transaction): one slot."""
+        return f"{{{self.prefix}{group_id}}}:" if self.cluster else self.prefix
+
+    def display_name(self, principal: str) -> str:
+        """Cached display name of a Slack user or handle of a user group."""
+        return f"{self.prefix}name:{principal}"
+
+    def person(self, user_id: str) -> str:
+        """Cached standing of a Slack user: their team, enterprise, guest or not (users.info)."""
+        return f"{self.prefix}person:{user_id}"
+
+    @property
+    def console(self) -> str:
+        """The local console's channel (its stand-in Slack's messages), JSON; only with
+        `CONSOLE=true`, so a restarted demo still shows the cards of runs that wait."""
+        return f"{self.prefix}console"
+
+    @property
+    def live_workers(self) -> str:
+        """Sorted set of workers: member consumer name, score when it last said it was alive
+        (epoch s, its own clock). Read to know when to look for a dead one's jobs
+        (`runtime.jobs.live_workers`)."""
+        return f"{self.prefix}workers:live"
+
+    @property
+    def home_viewers(self) -> str:
+        """Sorted set of people who opened the app's Home tab: member user id, score when last
+        (epoch s). Their tab is republished when something changes for them."""
+        return f"{self.prefix}home:viewers"
+
+    def home_published(self, user_id: str) -> str:
+        """Exists for a short while after a person's Home tab was published (the debounce)."""
+        return f"{self.prefix}home:published:{user_id}"
+
+    @property
+    def mcp_tools(self) -> str:
+        """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""
+        return f"{self.prefix}mcp:tools"

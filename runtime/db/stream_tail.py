@@ -1,0 +1,33 @@
+"""Where a follower of a Redis stream starts: after the newest entry there is now."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from runtime.process.shutdown import Stopping
+
+log = logging.getLogger(__name__)
+
+
+async def stream_tail(
+    redis: aioredis.Redis, stream: str, stopping: Stopping, *, follower: str
+) -> str:
+    """The id of `stream`'s newest entry ("0-0" if it has none): a follower that reads on from
+    it misses nothing appended later. Asked again every second while Redis does not answer,
+    until `stopping` ("0-0" then)."""
+    while not stopping.is_set():
+        try:
+            newest: Any = await redis.xrevrange(stream, count=1)
+        except RedisError:
+            log.warning("%s: %s cannot be read; retrying", follower, stream)
+            await stopping.sleep(1.0)
+            continue
+        if not newest:
+            return "0-0"
+        entry_id = newest[0][0]
+        return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+    return "0-0"

@@ -1,0 +1,128 @@
+"""Edit, then approve: checking a person's edited arguments, describing the change, and telling
+the model.
+
+The web process checks an edit against the tool's schema (written with each call by the worker,
+`PendingCall.params_schema`) before anything is recorded; the decision script stores it with its
+digest (`runtime.record.choice_scripts`); the worker runs the tool with exactly the edited text,
+bound by that digest (`runtime.runs.state_decisions`, `runtime.journal.invoker`), and puts
+`edit_note`
+before the tool's output, so the model's next turn knows what ran.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from runtime.calls.digest import ArgumentsTooLarge, check_arguments
+from runtime.decisions.choices import ArgumentEdit
+
+VALUE_CHARS = 120
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Change:
+    """One argument that differs: `where` is its key (`arguments` for the whole)."""
+
+    where: str
+    old: str
+    new: str
+    """JSON of the value, shortened; `(none)` when absent on that side."""
+
+
+class InvalidEdit(Exception):
+    """An edit that cannot be approved; the message says what to fix, for the person editing."""
+
+
+def parse_edit(text: str, schema: dict[str, Any] | None) -> Any:
+    """The edited arguments, parsed; raises InvalidEdit naming the first problem."""
+    try:
+        check_arguments(text)  # before parsing: the parser recurses
+    except ArgumentsTooLarge as error:
+        raise InvalidEdit(str(error)) from error
+    try:
+        parsed = json.loads(text)
+    except ValueError as error:
+        line = getattr(error, "lineno", None)
+        where = f" (line {line})" if line else ""
+        raise InvalidEdit(f"This is not valid JSON{where}: {_reason(error)}.") from error
+    if not isinstance(parsed, dict):
+        raise InvalidEdit("The arguments must be a JSON object: { … }.")
+    if schema is None:
+        return parsed
+    try:
+        validator = Draft202012Validator(schema)
+        errors = sorted(validator.iter_errors(parsed), key=lambda e: list(e.absolute_path))
+    except SchemaError as error:
+        raise InvalidEdit("This tool's schema cannot be checked, so edits are refused.") from error
+    if errors:
+        first = errors[0]
+        path = ".".join(str(part) for part in first.absolute_path)
+        where = f"`{path}`: " if path else ""
+        raise InvalidEdit(f"{where}{first.message}")
+    return parsed
+
+
+def pretty_arguments(arguments: str) -> str:
+    """Pretty JSON, as a person reads and edits it (unchanged if not JSON)."""
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def argument_changes(old: str, new: str) -> list[Change]:
+    """What differs between two argument texts, key by key when both are JSON objects."""
+    before, after = _loads(old), _loads(new)
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        if before == after:
+            return []
+        return [Change(where="arguments", old=_show(before), new=_show(after))]
+    missing = object()
+    changes = []
+    for key in [*before, *(k for k in after if k not in before)]:
+        was, now = before.get(key, missing), after.get(key, missing)
+        if was != now:
+            changes.append(
+                Change(
+                    where=str(key),
+                    old="(none)" if was is missing else _show(was),
+                    new="(none)" if now is missing else _show(now),
+                )
+            )
+    return changes
+
+
+def edit_note(tool: str, original: str, edit: ArgumentEdit) -> str:
+    """What the model reads before the tool's output: a person changed its call, and how."""
+    who = edit.user_name or edit.user_id
+    if edit.user_name:
+        who = f"{edit.user_name} ({edit.user_id})"
+    changed = argument_changes(original, edit.arguments)
+    changes = "; ".join(f"{c.where}: {c.old} -> {c.new}" for c in changed)
+    return (
+        f"Note: before approving, {who} edited the arguments of this {tool} call "
+        f"({changes or 'no visible change'}). The tool ran with {edit.arguments.strip()}, not "
+        "with the arguments you sent. Its output follows.\n"
+    )
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return text
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def _reason(error: ValueError) -> str:
+    message = getattr(error, "msg", None)
+    return str(message) if message else "it cannot be read"

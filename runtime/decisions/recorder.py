@@ -1,0 +1,313 @@
+"""Recording people's decisions (and expiries) through the one decision script.
+
+Who may decide is enforced inside the script, from the call's gate (`runtime.record.layout`); the
+caller only says who clicked and which of the gate's groups that person is in. A decision is
+read-only for the caller otherwise: what is approved is the gate's digest, not anything sent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, cast
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from runtime.audit.events import AuditEvent
+from runtime.db.keys import Keys
+from runtime.db.replication import NO_REPLICAS, NotReplicated, Replication
+from runtime.decisions.choices import ArgumentEdit, GrantScope
+from runtime.grants.store import note_grant_shard
+from runtime.jobs.contracts import ResumeJob
+from runtime.record import layout as rr
+from runtime.record.envelope import (
+    Approval,
+    Decision,
+    Outcome,
+    PendingCall,
+    RunEnvelope,
+    UnreadableEnvelope,
+    parse_envelope,
+)
+from runtime.record.layout import CallGate
+from runtime.waiting.copies import parse_copies
+from runtime.waiting.status import WaitingStatus, waiting_status
+
+Status = Literal[
+    "recorded",  # this decision was stored
+    "counted",  # an approval towards a quorum that is not met yet
+    "already_approved",  # this person's approval already counts towards the quorum
+    "decided",  # someone decided first; `decision` says who and how
+    "expired",  # the deadline passed before this click
+    "closed",  # the run is no longer waiting for decisions (resuming or finishing)
+    "unknown",  # no such approval in this run and channel
+    "gone",  # no such run (finished, or never existed)
+    "early",  # an expiry was attempted before the deadline
+    "open",  # (check only) a decision would be recorded now
+    "unreadable",  # the call's gate was written by another version: nobody may decide now
+    "not_allowed",  # this person may not decide this call
+    "outside",  # this person is no member of the installing workspace, and the call wants one
+    "self",  # the requester may not approve their own run's call
+    "not_offered",  # "Approve always" is not offered for this call
+    "grant_not_offered",  # no grant this long is offered for this call (or under a quorum)
+    "edit_not_offered",  # the policy does not allow editing this call
+    "edit_stale",  # the arguments changed since the editor opened them
+    "stale",  # the call changed since the person's screen showed it (its digest differs)
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GrantChoice:
+    """Approve, and let later calls like this one run without a card (`runtime.grants.store`)."""
+
+    id: str
+    scope: GrantScope
+    seconds: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EditChoice:
+    """Approve these arguments instead (`previous_digest`: the ones the editor saw)."""
+
+    arguments: str
+    digest: str
+    previous_digest: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Choice:
+    """What a person chose, before the script stamps the time."""
+
+    outcome: Outcome
+    user_id: str | None = None
+    user_name: str | None = None
+    reason: str | None = None
+    grant: GrantChoice | None = None
+    edit: EditChoice | None = None
+    team: str | None = None
+    """The person's Slack team (for the audit trail), where known."""
+    outside: bool = False
+    """The person is no full member of the installing workspace (`bot.slack.members`):
+    refused unless the call's gate says `external`."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordResult:
+    status: Status
+    decision: Decision | None = None
+    """The recorded decision, or for `decided` the one that won."""
+    approvals: tuple[Approval, ...] = ()
+    """For `counted`, `already_approved`, `open` and `stale`: the approvals so far."""
+    resume_enqueued: bool = False
+    edit: ArgumentEdit | None = None
+    """For `counted`: the edit this choice made (the count restarted on it)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallView:
+    """What a decision needs to know about one approval, read in one round trip without the
+    run's state. `envelope` and `call` are None when this version cannot read them."""
+
+    run_id: str
+    approval_id: str
+    exists: bool
+    round: str
+    gate: CallGate | None
+    envelope: RunEnvelope | None
+    call: PendingCall | None
+
+
+class UnconfirmedDecision(NotReplicated):
+    """The script stored the choice (`result`), but the replicas did not confirm it in time:
+    it must not be acknowledged yet, and it takes effect if they catch up."""
+
+    def __init__(self, cause: NotReplicated, result: RecordResult) -> None:
+        super().__init__(cause.confirmed, cause.wanted, cause.wait_ms)
+        self.result = result
+
+
+CONFIRMED: frozenset[Status] = frozenset({"recorded", "counted", "already_approved", "decided"})
+"""Replies that tell of a stored decision or approval: not given before the replicas have it."""
+
+CHOSEN = frozenset({"grant", "edit", "team"})
+"""Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
+
+
+class DecisionRecorder:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._replication = replication
+        self._decide = rr.script(redis, keys, "decide")
+
+    async def view(self, run_id: str, approval_id: str) -> CallView:
+        reply: list[Any] = await self._redis.hmget(
+            self._keys.run(run_id),
+            [
+                rr.ENVELOPE,
+                rr.ROUND,
+                rr.GATE + approval_id,
+                rr.TS + approval_id,
+                rr.COPIES + approval_id,
+                rr.EDIT + approval_id,
+            ],
+        )
+        raw_envelope, round_, raw_gate, message_ts, copies, raw_edit = reply
+        envelope = call = gate = None
+        if raw_envelope is not None:
+            try:
+                envelope = parse_envelope(run_id, raw_envelope)
+            except UnreadableEnvelope:
+                envelope = None
+        if envelope is not None and (found := envelope.call(approval_id)) is not None:
+            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+            call = found.model_copy(
+                update={
+                    "message_ts": _text(message_ts),
+                    "copies": parse_copies(copies),
+                    "edit": edit,
+                }
+            )
+        if raw_gate is not None:
+            try:
+                gate = CallGate.model_validate_json(raw_gate)
+            except ValidationError:
+                gate = None
+        return CallView(
+            run_id=run_id,
+            approval_id=approval_id,
+            exists=raw_envelope is not None,
+            round=_text(round_) or "",
+            gate=gate,
+            envelope=envelope,
+            call=call,
+        )
+
+    async def decide(
+        self,
+        view: CallView,
+        choice: Choice,
+        *,
+        channel: str,
+        member_of: tuple[str, ...],
+        seen: str | None,
+    ) -> RecordResult:
+        """Record a person's decision, made in `channel` (the card's, a copy's, or
+        `run_record.HOME_TAB`); `member_of` are the groups of the call's gate that the person
+        belongs to; `seen` the digest of the call as they were shown it (`stale` unless it is
+        the call's current one)."""
+        return await self._run(view, choice, channel, member_of, seen, mode="decide")
+
+    async def check(
+        self,
+        view: CallView,
+        user_id: str,
+        *,
+        channel: str,
+        member_of: tuple[str, ...],
+        seen: str | None,
+        team: str | None = None,
+        outside: bool = False,
+    ) -> RecordResult:
+        """What a rejection by `user_id` would do now, recording nothing but a refusal."""
+        choice = Choice(outcome="rejected", user_id=user_id, team=team, outside=outside)
+        return await self._run(view, choice, channel, member_of, seen, mode="check")
+
+    async def waiting_status(self, run_id: str) -> WaitingStatus | None:
+        return await waiting_status(self._redis, self._keys, run_id)
+
+    async def expire(self, view: CallView) -> RecordResult:
+        """Record that nobody decided in time; refused unless the deadline has passed."""
+        return await self._run(view, Choice(outcome="expired"), "", (), None, mode="expire")
+
+    async def _run(
+        self,
+        view: CallView,
+        choice: Choice,
+        channel: str,
+        member_of: tuple[str, ...],
+        seen: str | None,
+        *,
+        mode: Literal["decide", "check", "expire"],
+    ) -> RecordResult:
+        run_id = view.run_id
+        # Round 0 (nothing asked yet) is what a promoted replica may hold of a run whose card
+        # was posted before its approvals reached the replica: no resume to offer then.
+        round_ = int(view.round) if view.round.isdigit() else 0
+        job = ResumeJob(run_id=run_id, round=round_) if round_ >= 1 else None
+        sent = {k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN}
+        # A grant covers the run's channel, wherever the decision came from (a copy, Home).
+        run_channel = view.gate.channel if view.gate is not None else channel
+        shard = self._keys.shard_of(run_id)
+        if choice.grant and mode == "decide":
+            await note_grant_shard(self._redis, self._keys, run_channel, choice.grant.id)
+        # The grant's id was drawn in the run's shard (`Keys.new_grant_id`): one slot.
+        grant_keys = (
+            [shard.grant(choice.grant.id), shard.channel_grants(run_channel)]
+            if choice.grant
+            else []
+        )
+        reply = await self._decide(
+            keys=[
+                shard.run(run_id),
+                shard.deadlines,
+                shard.jobs,
+                shard.audit,
+                shard.reminders,
+                *grant_keys,
+            ],
+            args=[
+                view.approval_id,
+                json.dumps(sent),
+                channel,
+                mode,
+                f"{run_id}:{view.approval_id}",
+                run_id,
+                json.dumps(list(member_of)),
+                job.model_dump_json() if job else "",
+                view.round,
+                AuditEvent.DENIED,
+                seen or "",
+            ],
+        )
+        parts = [_text(p) or "" for p in reply]
+        result = _result(parts)
+        if mode != "check" and result.status in CONFIRMED:
+            # Also for a retry that finds its own decision, which an earlier attempt stored but
+            # could not confirm: the retry succeeds once the replicas have it. Raises otherwise;
+            # the decision (and its one resume job) stays stored.
+            try:
+                await self._replication.confirm()
+            except NotReplicated as error:
+                raise UnconfirmedDecision(error, result) from error
+        return result
+
+    async def confirm(self) -> None:
+        """Once the replicas hold every write so far (`NotReplicated` or a `RedisError` if not
+        within `REDIS_WAIT_MS`)."""
+        await self._replication.confirm()
+
+
+def _result(parts: list[str]) -> RecordResult:
+    status = cast(Status, parts[0])
+    if status in ("counted", "already_approved", "open", "stale"):
+        approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
+        raw_edit = parts[2] if len(parts) > 2 else ""
+        edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+        return RecordResult(status=status, approvals=approvals, edit=edit)
+    decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+    return RecordResult(
+        status=status,
+        decision=decision,
+        approvals=decision.approvals if decision else (),
+        resume_enqueued=len(parts) > 2 and parts[2] == "1",
+    )
+
+
+def _text(value: bytes | str | int | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)

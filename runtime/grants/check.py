@@ -1,0 +1,116 @@
+"""Whether a grant covers a call, checked when the call is made against the rule it falls under.
+
+A grant made an hour ago promises nothing the policy no longer allows. It covers a call only if
+- the call's rule is not `auto` (`auto = "reject"` always wins; `auto = "approve"` needs none),
+  needs one approval (never under a quorum) and allows grants at least that long;
+- the person who granted may still decide the call: listed in the rule's approvers (or in one
+  of its groups, asked through `Membership`; when that cannot be answered the call asks a
+  person), not its requester unless self-approval is allowed, and, for a person outside the
+  installing workspace, only where the call's rule lets such people decide (`external`);
+- the grant still exists and has not ended when it is used (`GrantStore.use`, atomic with a
+  revocation).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.grants.store import Grant, GrantStore
+from runtime.policy import CallRule
+from runtime.record.envelope import PendingCall, RunEnvelope
+from runtime.reporter import RunView
+
+log = logging.getLogger(__name__)
+
+
+class MembershipUnavailable(Exception):
+    """Who is in a user group cannot be told just now."""
+
+
+class Membership(Protocol):
+    async def members(self, group_id: str) -> set[str]:
+        """The group's members; raises MembershipUnavailable when that cannot be told."""
+        ...
+
+
+class GrantNotices(Protocol):
+    async def grant_used(self, run: RunView, call: PendingCall) -> None:
+        """Say quietly in the run's conversation that a grant approved `call` (its decision's
+        `by_grant`), with a way to revoke the grant."""
+        ...
+
+
+@dataclass(kw_only=True)
+class GrantCheck:
+    store: GrantStore
+    membership: Membership | None = None
+    """Without it, grants by members of approver groups cover nothing (users listed by id
+    still do)."""
+    allow_self_approval: bool = False
+
+    async def covering(
+        self,
+        envelope: RunEnvelope,
+        rule: CallRule,
+        *,
+        tool: str,
+        agent: str,
+        mcp_server: str | None = None,
+        digest: str,
+        call_id: str,
+        approval_id: str,
+    ) -> Grant | None:
+        """The grant that approves this call (its use counted and audited), or None: ask."""
+        if rule.auto is not None or rule.quorum > 1 or rule.grant_max_seconds <= 0:
+            return None
+        conversation = envelope.conversation
+        grants = await self.store.active(conversation.channel)
+        for grant in sorted(grants, key=lambda g: g.scope != "arguments"):
+            if not grant.covers(
+                channel=conversation.channel,
+                agent=agent,
+                tool=tool,
+                mcp_server=mcp_server,
+                digest=digest,
+            ):
+                continue
+            if grant.seconds > rule.grant_max_seconds:
+                continue
+            if (grant.outside and not rule.external) or not await self._may_approve(
+                grant.user_id, rule.approvers, conversation.requester
+            ):
+                log.info("run %s: grant %s no longer covers %s", envelope.run_id, grant.id, tool)
+                continue
+            used = await self.store.use(
+                grant,
+                envelope.run_id,
+                approval_id=approval_id,
+                call_id=call_id,
+                tool=tool,
+                agent=agent,
+                requester=conversation.requester,
+                channel=conversation.channel,
+                digest=digest,
+                **({"mcp_server": mcp_server} if mcp_server is not None else {}),
+            )
+            if used is not None:
+                return used
+        return None
+
+    async def _may_approve(self, user: str, approvers: Sequence[str], requester: str) -> bool:
+        if user == requester and not self.allow_self_approval:
+            return False
+        if not approvers or user in approvers:
+            return True
+        for group in (p for p in approvers if p.startswith("S")):
+            if self.membership is None:
+                return False
+            try:
+                if user in await self.membership.members(group):
+                    return True
+            except MembershipUnavailable:
+                return False
+        return False

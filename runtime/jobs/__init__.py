@@ -1,0 +1,1 @@
+"""The job queue between web and workers: contracts, consumer, due sets, live workers."""

@@ -1,0 +1,326 @@
+"""Exactly once: every tool call's outcome is recorded the moment the tool returns.
+
+A job can fail after a tool ran (the model answers 5xx, the worker is killed) and is then retried
+from the state saved before the approval, which asks for the same calls again. Each function tool
+of every agent the registry reaches (`runtime.runs.agent_graph`: hand-offs, agents used as tools) is
+wrapped once (shell, local shell, apply_patch and custom tools too, in
+`runtime.journal.tool_kinds`): a call that already has a recorded outcome gets that outcome
+back instead of running again, and a delivery that lost its run (see fencing in
+`runtime.record.layout`) runs no further tool. Tools from MCP servers, which the SDK builds
+afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp.tools`).
+An agent used as a tool is recorded only once it has really returned: while its inner run waits
+for approvals, the SDK keeps that run's state and resumes it, so nothing is recorded for it yet.
+What remains is a crash *inside* a tool, before it returns: each call is marked started before
+its tool runs (`runtime.journal.starts`), and a retry that finds the mark without an outcome does
+not run it but asks a person (`runtime.journal.lost_outcomes`), unless the tool declared itself
+safe to
+repeat (`runtime.tools.safe_to_repeat`). Run again, it has the same `idempotency_key(ctx)`.
+
+The run a call belongs to travels in a context variable that the executor sets around each step,
+so tools need no arguments of ours and calls outside a Countersign run pass straight through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import FunctionTool
+from agents.tool_context import ToolContext
+from redis.exceptions import RedisError
+
+from runtime.audit.events import AuditEvent
+from runtime.audit.trail import AuditTrail
+from runtime.calls.digest import call_digest
+from runtime.decisions.choices import ArgumentEdit
+from runtime.decisions.edits import edit_note
+from runtime.journal.starts import OutcomeLost, lost, may_repeat
+from runtime.metrics import count_tool
+from runtime.record.store import Fenced, Lease, RunStore
+from runtime.registry import AgentRegistry
+from runtime.runs.agent_graph import inner_run_interrupted, reachable_agents
+from runtime.stops.mark import StopMark, Stopped
+
+log = logging.getLogger(__name__)
+
+OUTCOME_CHARS = 300
+RECORD_RETRY_MAX_DELAY = 2.0
+"""The longest pause between two tries to record a tool's output through a Redis outage."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolsInFlight:
+    """Whether a tool of the step is executing: a stop waits for it to finish, then cancels."""
+
+    count: int = 0
+    stopping: StopMark | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JournalScope:
+    """The run whose step is executing, and where its calls are recorded."""
+
+    store: RunStore
+    audit: AuditTrail
+    lease: Lease
+    requester: str
+    channel: str
+    in_flight: ToolsInFlight
+    edits: Mapping[str, ArgumentEdit] = field(default_factory=dict)
+    """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
+    heard: asyncio.Event | None = None
+    """Set when the worker's `StopWatcher` hears that this run was stopped."""
+    round: int = 0
+    """The run's round being worked on: a start mark records it (`runtime.journal.starts`)."""
+    run_again: frozenset[str] = frozenset()
+    """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
+
+
+_SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
+    "countersign_journal_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def journal_scope(scope: JournalScope) -> Iterator[None]:
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def idempotency_key(ctx: ToolContext[Any]) -> str:
+    """`run_id:call_id`: the same on every attempt of one call, different between calls and
+    runs. Hand it to the system the tool changes (a payment provider's Idempotency-Key...)."""
+    scope = _SCOPE.get()
+    run_id = scope.lease.run_id if scope else _context_run_id(ctx)
+    return f"{run_id}:{ctx.tool_call_id}"
+
+
+def _context_run_id(ctx: ToolContext[Any]) -> str:
+    context = ctx.context
+    run_id = context.get("run_id") if isinstance(context, dict) else None
+    return str(run_id) if run_id else "-"
+
+
+Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+
+class JournaledInvoker:
+    """Wraps a FunctionTool's invoker (or a custom tool's, or an executor's call:
+    `runtime.journal.tool_kinds`); attributes the SDK looks for pass through to it."""
+
+    def __init__(
+        self,
+        tool_name: str,
+        inner: Invoker,
+        *,
+        mcp_server: str | None = None,
+        kind: str | None = None,
+    ) -> None:
+        self._tool_name = tool_name
+        self._inner = inner
+        self._mcp_server = mcp_server
+        self._kind = kind
+        """`shell`, `local_shell` or `apply_patch` (`runtime.calls.description`): the call's
+        `tool_arguments` are then its description, and its digest covers the kind."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
+        scope = _SCOPE.get()
+        if scope is None:
+            return await self._inner(ctx, arguments)
+        call_id = ctx.tool_call_id
+        original = ctx.tool_arguments or ""
+        edit = scope.edits.get(call_id)
+        if edit is not None:
+            ctx, arguments = edited_call(ctx, edit), edit.arguments
+        recorded = await scope.store.journal_entry(scope.lease, call_id)
+        if recorded is not None:
+            entry = json.loads(recorded)
+            log.info(
+                "run %s: %s already ran; its recorded output is reused",
+                scope.lease.run_id,
+                self._tool_name,
+            )
+            await self._audit(scope, ctx, AuditEvent.REPLAYED, entry["output"])
+            count_tool(self._tool_name, "replayed")
+            return entry["output"]
+        if scope.in_flight.stopping is not None:
+            raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
+        await self._mark_started(scope, call_id)
+        try:
+            # The decision, this delivery's claim and the start mark must survive a failover
+            # before the tool runs; else a promoted replica would hand the call to another
+            # delivery (NotReplicated: the job is retried, nothing ran).
+            await scope.store.replicated()
+        except Exception:
+            await _not_running(scope, call_id)
+            raise
+        scope.in_flight.count += 1
+        try:
+            try:
+                output = await self._inner(ctx, arguments)
+            except Exception:
+                count_tool(self._tool_name, "error")
+                await _not_running(scope, call_id)
+                raise
+            if inner_run_interrupted(ctx):
+                # An agent tool waiting for approvals inside: not over, and nothing lost either;
+                # the SDK resumes its inner run, whose own calls are journaled.
+                await _not_running(scope, call_id)
+                return output
+            count_tool(self._tool_name, "ok")
+            if edit is not None:
+                output = edit_note(self._tool_name, original, edit) + str(output)
+            # Recorded before anything else can fail: from here on, a retry reuses it.
+            entry = {"tool": self._tool_name, "output": _storable(output)}
+            if self._mcp_server is not None:
+                entry["mcp_server"] = self._mcp_server
+            # The `executed` audit entry goes in the same step: the trail cannot miss it.
+            executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, output)
+            await _record(scope, call_id, json.dumps(entry), executed)
+        finally:
+            scope.in_flight.count -= 1
+        return output
+
+    async def _mark_started(self, scope: JournalScope, call_id: str) -> None:
+        """Before the tool runs: a call that started without an outcome may have run, so it
+        runs again only when a person says so (or its tool is safe to repeat)."""
+        run_id, starts = scope.lease.run_id, scope.store.starts
+        started = await starts.started_in(run_id, call_id)
+        again = call_id in scope.run_again
+        if lost(started, round_=scope.round, run_again=again) and not may_repeat(self):
+            count_tool(self._tool_name, "lost")
+            raise OutcomeLost(run_id, call_id, self._tool_name)
+        if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round):
+            raise Fenced(run_id)
+
+    async def _audit(
+        self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
+    ) -> None:
+        await scope.audit.record(event, scope.lease.run_id, **self._details(scope, ctx, output))
+
+    def _audit_entry(
+        self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
+    ) -> str:
+        return scope.audit.entry(event, scope.lease.run_id, **self._details(scope, ctx, output))
+
+    def _details(
+        self, scope: JournalScope, ctx: ToolContext[Any], output: object
+    ) -> dict[str, str | None]:
+        return {
+            "call_id": ctx.tool_call_id,
+            "tool": self._tool_name,
+            "agent": getattr(ctx.agent, "name", None),
+            "requester": scope.requester,
+            "channel": scope.channel,
+            # the edited arguments, if a person edited them
+            "digest": call_digest(
+                self._tool_name, ctx.tool_arguments or "", self._mcp_server, kind=self._kind
+            ),
+            "outcome": _outcome(output),
+            **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
+        }
+
+
+async def _not_running(scope: JournalScope, call_id: str) -> None:
+    """The tool did not start, or raised (it returned): the retry that follows runs it again,
+    as it always did. Unsaid (Redis away), the retry asks a person instead."""
+    with contextlib.suppress(RedisError):
+        await scope.store.starts.not_running(scope.lease.run_id, scope.lease.fence, call_id)
+
+
+async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> None:
+    """The tool has run: its output is held only here, so a Redis outage is waited out for as
+    long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
+    the start mark without an outcome and asks a person)."""
+    delay = 0.2
+    try:
+        while True:
+            try:
+                await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
+                return
+            except RedisError as error:
+                log.warning(
+                    "run %s: output of %s not recorded yet (%s); retrying in %g s",
+                    scope.lease.run_id,
+                    call_id,
+                    error,
+                    delay,
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
+    except asyncio.CancelledError:
+        log.warning(
+            "run %s: output of %s not recorded: cancelled while Redis was away (the job "
+            "timed out, or the worker stopped); a retry asks a person before running it again",
+            scope.lease.run_id,
+            call_id,
+        )
+        raise
+
+
+def edited_call(ctx: ToolContext[Any], edit: ArgumentEdit) -> ToolContext[Any]:
+    """The tool's context for running with a person's edited arguments: `tool_arguments` is
+    the edited text, and nothing the SDK prepared from the model's arguments carries over."""
+    return ToolContext.from_agent_context(
+        ctx,
+        ctx.tool_call_id,
+        tool_call=ctx.tool_call,
+        agent=ctx.agent,
+        tool_name=ctx.tool_name,
+        tool_arguments=edit.arguments,
+        tool_namespace=ctx.tool_namespace,
+        run_config=ctx.run_config,
+    )
+
+
+def _storable(output: object) -> object:
+    """JSON as is, anything else as the text the model would be shown."""
+    try:
+        json.dumps(output)
+    except (TypeError, ValueError):
+        return str(output)
+    return output
+
+
+def _outcome(output: object) -> str:
+    """The output as the audit trail shows it, shortened: text as it is, anything else as JSON
+    (an MCP tool returns content parts, whose `str()` would be a Python repr)."""
+    stored = _storable(output)
+    text = stored if isinstance(stored, str) else json.dumps(stored, ensure_ascii=False)
+    return text[:OUTCOME_CHARS]
+
+
+def ran_tools(entries: list[bytes]) -> list[str]:
+    """The names of the tools recorded in a run's journal."""
+    return sorted({str(json.loads(entry).get("tool", "?")) for entry in entries})
+
+
+def install_journal(registry: AgentRegistry) -> int:
+    """Wrap every tool that runs in the worker, of every agent the registry's agents reach
+    (once): function tools here, shell, local shell, apply_patch and custom tools in
+    `runtime.journal.tool_kinds`; return how many."""
+    # Imported here: that module builds on `JournaledInvoker`, defined above.
+    from runtime.journal.tool_kinds import journal_tool_kind
+
+    wrapped = 0
+    for agent in reachable_agents(agent for _name, agent in registry):
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool):
+                if not isinstance(tool.on_invoke_tool, JournaledInvoker):
+                    tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+                    wrapped += 1
+            else:
+                wrapped += journal_tool_kind(agent, tool)
+    return wrapped

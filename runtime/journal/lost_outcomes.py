@@ -1,0 +1,144 @@
+"""A call that may have run but whose result was lost: a person decides whether it runs again.
+
+A retried step that reaches an approved call with a start mark and no recorded outcome
+(`runtime.journal.starts`) does not run the tool: the journal raises `OutcomeLost`, and the run
+stops for one more round in which that call asks again, on a card that says "`pay` may have
+run; its result was lost" with **Run again** and **Reject**. The card is an approval like any
+other: the same gate (who may decide the call under the policy, its quorum), digest binding,
+decision script and audit trail; it offers no "always", grant or edit. The round's other calls
+keep their decisions. **Run again** runs the call once more, with the same `idempotency_key`;
+**Reject** tells the model that it may have run, that its result was lost and that it was not
+run again.
+
+A call outside the round's approvals (one the policy let run without a person), or one that ran
+with arguments a person edited, is not asked about again: the run ends, and the thread says the
+call may have run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+from runtime.audit.events import AuditEvent
+from runtime.audit.trail import AuditTrail
+from runtime.failures import RunFailed
+from runtime.jobs.contracts import new_approval_id
+from runtime.journal.starts import OutcomeLost
+from runtime.policy import Policy
+from runtime.record.envelope import PendingCall, RunEnvelope
+from runtime.reporter import Failure
+
+if TYPE_CHECKING:
+    from runtime.record.store import Lease, RunStore
+    from runtime.runs.endings import RunEndings
+    from runtime.runs.observer import RunObserver
+
+log = logging.getLogger(__name__)
+
+
+class Steps(Protocol):
+    """What of the run's executor (`runtime.runs.executor`) asking again needs."""
+
+    store: RunStore
+    policy: Policy
+    audit: AuditTrail
+    endings: RunEndings
+
+    async def _stop_for_approvals(
+        self,
+        envelope: RunEnvelope,
+        state_json: str,
+        calls: tuple[PendingCall, ...],
+        observer: RunObserver,
+        lease: Lease,
+        now: float,
+        *audit: str,
+    ) -> None: ...
+
+
+async def ask_again(
+    steps: Steps,
+    lost: OutcomeLost,
+    envelope: RunEnvelope,
+    state: str | None,
+    observer: RunObserver,
+    lease: Lease,
+) -> None:
+    """Stop the run for the lost call's card, from `state` (saved before the round's approvals);
+    end it, saying the call may have run, when the call cannot be asked about."""
+    log.warning("%s; it is not run again without a person", lost)
+    now = await steps.store.server_time()
+    calls = asked_again(envelope, lost, steps.policy, now=now)
+    if calls is None or state is None:
+        await observer.flush("failed")
+        failure = RunFailed(Failure.OUTCOME_LOST, lost.tool)
+        await steps.endings.fail(envelope, failure, lease, keep=False)
+        return
+    entry = lost_entry(steps.audit, envelope, lost)
+    await steps._stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
+
+
+def asked_again(
+    envelope: RunEnvelope, lost: OutcomeLost, policy: Policy, *, now: float
+) -> tuple[PendingCall, ...] | None:
+    """The calls of the run's next round: the lost call asks again (at `now`, Redis's clock)
+    and the round's other calls keep their decisions; None when the call is not one of the
+    round's approved calls, or ran with arguments a person edited (the card would show, and
+    bind, the model's)."""
+    call = next((c for c in envelope.calls if c.call_id == lost.call_id), None)
+    if call is None or call.decision is None or call.decision.outcome not in _APPROVED:
+        return None
+    if call.decision.edit is not None:
+        return None
+    rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
+    again = call.model_copy(
+        update={
+            "approval_id": new_approval_id(),
+            "expires_at": now + rule.ttl_seconds,
+            "allow_always": False,
+            "allow_edit": False,
+            "grant_max_seconds": 0,
+            "lost": True,
+            "message_ts": None,
+            "decision": None,
+            "approvals": (),
+            "edit": None,
+            "copies": (),
+        }
+    )
+    return tuple(again if c is call else c for c in envelope.calls)
+
+
+_APPROVED = ("approved", "approved_always")
+
+
+def run_again(envelope: RunEnvelope) -> frozenset[str]:
+    """Call ids of the round that a person said to run again after their result was lost."""
+    return frozenset(
+        call.call_id
+        for call in envelope.calls
+        if call.lost and call.decision is not None and call.decision.outcome in _APPROVED
+    )
+
+
+def lost_entry(audit: AuditTrail, envelope: RunEnvelope, lost: OutcomeLost) -> str:
+    """The `outcome_lost` audit entry, written with the round that asks again."""
+    return audit.entry(
+        AuditEvent.OUTCOME_LOST,
+        envelope.run_id,
+        call_id=lost.call_id,
+        tool=lost.tool,
+        channel=envelope.conversation.channel,
+        requester=envelope.conversation.requester,
+    )
+
+
+def not_run_again_message(tool: str, rejection: str) -> str:
+    """What the model reads when a lost call is not run again (`rejection`: why, as
+    `state_decisions.rejection_message` says it)."""
+    return (
+        f"The call to {tool} may have run earlier, but its result was lost, and it was not run "
+        f"again: {rejection.removeprefix(f'The call to {tool} ').rstrip('.')}. Tell the user "
+        "it may or may not have been done."
+    )

@@ -1,0 +1,78 @@
+"""Start marks: a tool call is marked as started, with its round, before the tool runs.
+
+A call with a recorded outcome never runs again (`runtime.journal.invoker`). A call with a start
+mark and no outcome was cut off inside its tool (a worker killed, a job timed out, Redis away
+for longer than the job), so it may have had its effect: it does not run again on a retry
+unless a person says so on a "may have run" card (`runtime.journal.lost_outcomes`), or its tool
+declared itself safe to repeat (`runtime.tools.safe_to_repeat`).
+
+The mark holds the round of the run in which the call started. A person's "Run again" opens a
+later round: a mark of an earlier round is theirs to override, a mark of the current round is
+a start of the call they allowed, and is asked about again.
+
+Field `started:<call id>` of the run's hash (`runtime.record.layout.STARTED`), written fenced:
+a delivery that lost its run cannot mark, so runs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from runtime.db.keys import Keys
+from runtime.record import layout as rr
+
+
+class OutcomeLost(Exception):
+    """A call started in an earlier attempt and has no recorded outcome: it may have run."""
+
+    def __init__(self, run_id: str, call_id: str, tool: str) -> None:
+        super().__init__(f"run {run_id}: {tool} ({call_id}) may have run; its result was lost")
+        self.run_id = run_id
+        self.call_id = call_id
+        self.tool = tool
+
+
+class CallStarts:
+    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._set = rr.script(redis, keys, "fenced_set")
+
+    async def mark(self, run_id: str, fence: int, call_id: str, round_: int) -> bool:
+        """Mark the call started in `round_`; False if this delivery lost the run (or the run
+        is gone): then the tool must not run."""
+        written = await self._set(
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
+            args=[str(fence), "", rr.STARTED + call_id, str(round_)],
+        )
+        return int(written) == 1
+
+    async def not_running(self, run_id: str, fence: int, call_id: str) -> None:
+        """Take the mark back: the tool did not start after all, or it raised (it returned):
+        only a call cut off inside its tool has lost its outcome."""
+        await self._set(
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
+            args=[str(fence), "", rr.STARTED + call_id, ""],
+        )
+
+    async def started_in(self, run_id: str, call_id: str) -> int | None:
+        """The round in which the call last started without returning, if it did."""
+        raw: Any = await self._redis.hget(self._keys.run(run_id), rr.STARTED + call_id)
+        return int(raw) if raw else None
+
+
+SAFE_TO_REPEAT = "countersign_safe_to_repeat"
+"""Set (true) on a tool's invoker by `runtime.tools.safe_to_repeat`: a call cut off inside it
+runs again on a retry without asking."""
+
+
+def may_repeat(invoker: object) -> bool:
+    return getattr(invoker, SAFE_TO_REPEAT, False) is True
+
+
+def lost(started: int | None, *, round_: int, run_again: bool) -> bool:
+    """Whether a call with no recorded outcome and this start mark may have run already and
+    must not run without a person: it started, and not before a "Run again" of this round."""
+    return started is not None and not (run_again and started < round_)

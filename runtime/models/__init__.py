@@ -1,0 +1,1 @@
+"""The models runs talk to: the shared OpenAI client and the offline scripted model."""

@@ -1,0 +1,1 @@
+"""A process's life: shutdown signal and budget, owned tasks, logs, readiness."""

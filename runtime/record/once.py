@@ -1,0 +1,72 @@
+"""Lua scripts that take effect once per call, however often the call reaches Redis.
+
+redis-py retries a command whose reply timed out (`retry_on_error` in
+`runtime.db.connection`), and callers retry too (`runtime.journal.invoker` records a tool's
+output through an outage). A Redis that was only slow (paused, swapping, a long command) then
+runs every copy it received: two `executed` entries for one run of a tool, a grant's use counted
+twice, a claim that fences off the delivery that sent it. So every script that appends to the
+audit trail or counts is registered here: each call carries a token of its own, and the script,
+in the same step as its effect, stores its reply under the token; a copy that finds the reply
+returns it instead of running again.
+
+The token's key is `once:<token>` in the shard of the script's first key (`Keys.once`): the
+same hash tag, so the same cluster slot. It expires after `ONCE_SECONDS`, longer than any copy
+can lag the first: redis-py's retries are over within a minute, a caller's within
+`JOB_TIMEOUT_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from runtime.db.keys import Keys
+
+ONCE_SECONDS = 900
+"""How long a call's reply is kept for its late copies (the default `JOB_TIMEOUT_SECONDS`)."""
+
+_HEAD = """
+local once_key = table.remove(KEYS)
+local once_ttl = table.remove(ARGV)
+local seen = redis.call('GET', once_key)
+if seen then return cmsgpack.unpack(seen) end
+local reply = (function()
+"""
+_TAIL = """
+end)()
+redis.call('SET', once_key, cmsgpack.pack(reply), 'EX', once_ttl)
+return reply
+"""
+
+
+def once_body(body: str) -> str:
+    """`body` run at most once per token (the last key and argument, which it does not see)."""
+    return _HEAD + body + _TAIL
+
+
+def new_token() -> str:
+    """A token for one logical call: pass the same one to each attempt of that call."""
+    return secrets.token_hex(12)
+
+
+class OnceScript:
+    """A registered script whose every call takes effect once (see the module docstring);
+    `source` is `once_body(...)`'s, as `/readyz` checks it loaded (`runtime.process.readiness`)."""
+
+    def __init__(self, redis: aioredis.Redis, keys: Keys, source: str) -> None:
+        self._script = redis.register_script(source)
+        self._keys = keys
+
+    async def __call__(
+        self,
+        *,
+        keys: Sequence[str],
+        args: Sequence[str | int | float | bytes],
+        token: str | None = None,
+    ) -> Any:
+        """Run the script; a caller that retries the call itself passes the same `token`."""
+        marker = self._keys.once(keys[0], token or new_token())
+        return await self._script(keys=[*keys, marker], args=[*args, ONCE_SECONDS])

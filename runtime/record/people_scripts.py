@@ -1,0 +1,278 @@
+"""The run record's scripts by which people act on a run: deciding a call and stopping the run.
+
+Part of `runtime.record.layout` (which owns the layout, prepends the field names as the Lua table
+`F` and registers these scripts); kept apart only for size.
+"""
+
+from __future__ import annotations
+
+# Recording decisions: the first decision wins and exactly one resume follows.
+#
+# Checks that the approval is open and that this person may decide it, from the call's own
+# gate (never from what the web process believes), counts approvals towards the quorum, records
+# the decision once the quorum is met (or at the first rejection), writes the audit entry, and
+# when that was the run's last open approval flips the run to `ready` and enqueues its resume
+# job, all atomically. An expiry goes through the same script, so a click and an expiry racing
+# for one approval resolve to exactly one outcome.
+#
+# KEYS: run, deadlines, jobs, audit, reminders (and with a grant: the grant, the channel's grants)
+# ARGV: 1 approval id, 2 choice JSON, 3 where: a channel of the card or a copy, `HOME_TAB`, or
+#       '' (any, for an expiry), 4 mode (decide, check, expire),
+#       5 due-set member, 6 run id, 7 groups the person is in (JSON list), 8 resume job JSON,
+#       9 round the caller read, 10 the `denied` event name, 11 the digest of the call as the
+#       person was shown it (a stale one, or none, is refused: `stale`)
+DECIDE = """
+local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
+local run = KEYS[1]
+local aid = ARGV[1]
+local mode = ARGV[4]
+-- Everything this script reads of the run, in one read.
+local seen = redis.call('HMGET', run, F.deadline .. aid, F.gate .. aid, F.edit .. aid,
+  F.copies .. aid, F.decision .. aid, F.status, F.round, F.approvals .. aid, F.denied .. aid,
+  F.pending)
+local deadline = seen[1]
+if not deadline then
+  if redis.call('EXISTS', run) == 0 then return {'gone'} end
+  return {'unknown'}
+end
+local raw_edit = seen[3]
+local gate = nil
+local raw_gate = seen[2]
+if raw_gate then
+  local ok, decoded = pcall(cjson.decode, raw_gate)
+  if ok and type(decoded) == 'table' and decoded['v'] == GATE_VERSION then gate = decoded end
+end
+gate = with_edit(raw_edit, gate)  -- an edited call binds its edited digest
+-- Fail closed: nobody decides a call whose gate this code cannot read.
+if mode ~= 'expire' and gate == nil then return {'unreadable'} end
+-- A decision comes from the card in the run's channel, from any copy of it, or from the Home
+-- tab (only for a call that names who may decide: "anyone in the channel" cannot be checked
+-- there). A wrong run and approval pair found no deadline above.
+if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then
+  local copy = false
+  if ARGV[3] == HOME_TAB then
+    copy = gate['anyone'] ~= true
+  else
+    for _, c in ipairs(cjson.decode(seen[4] or '[]')) do
+      if c['channel'] == ARGV[3] then copy = true end
+    end
+  end
+  if not copy then return {'unknown'} end
+end
+local existing = seen[5]
+if existing then return {'decided', existing} end
+if seen[6] ~= 'waiting' then return {'closed'} end
+if seen[7] ~= ARGV[9] then return {'closed'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+if mode ~= 'expire' and now >= tonumber(deadline) then return {'expired'} end
+if mode == 'expire' and now < tonumber(deadline) then return {'early'} end
+
+local choice = cjson.decode(ARGV[2])
+local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
+local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
+  reason = choice['reason'], at = now, team = choice['team']}
+if gate then
+  for _, name in ipairs({'call_id', 'tool', 'agent', 'requester', 'channel', 'digest'}) do
+    entry[name] = gate[name]
+  end
+  if type(gate['mcp_server']) == 'string' then entry['mcp_server'] = gate['mcp_server'] end
+end
+local function audit(event)
+  local details = cjson.encode(entry)
+  redis.call('XADD', KEYS[4], '*', 'event', event, 'run_id', ARGV[6], 'details', details)
+end
+
+if mode ~= 'expire' then
+  local user = choice['user_id']
+  local allowed = gate['anyone'] == true
+  for _, u in ipairs(gate['users']) do if u == user then allowed = true end end
+  for _, g in ipairs(cjson.decode(ARGV[7])) do
+    for _, allowed_group in ipairs(gate['groups']) do
+      if g == allowed_group then allowed = true end
+    end
+  end
+  local refusal = nil
+  -- `outside`: the web process found the person is no member of the installing workspace.
+  if choice['outside'] == true and gate['external'] ~= true then
+    refusal = 'outside'
+  elseif not allowed then
+    refusal = 'not_allowed'
+  elseif approving and user == gate['requester'] and gate['self_ok'] ~= true then
+    refusal = 'self'
+  elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
+    refusal = 'not_offered'
+  else
+    refusal = choice_refusal(gate, choice)  -- grants and edits (run_record_choices)
+  end
+  if refusal then
+    local reasons = {not_allowed = 'not_an_approver', self = 'self_approval',
+      outside = 'outside_workspace'}
+    if reasons[refusal] then
+      -- One entry per person and call: clicking again cannot flood the trail.
+      local denied = cjson.decode(seen[9] or '[]')
+      local seen = false
+      for _, u in ipairs(denied) do if u == user then seen = true end end
+      if not seen then
+        table.insert(denied, user)
+        redis.call('HSET', run, F.denied .. aid, cjson.encode(denied))
+        entry['reason'] = reasons[refusal]
+        audit(ARGV[10])
+      end
+    end
+    return {refusal}
+  end
+  if type(gate['digest']) ~= 'string' or gate['digest'] == '' then return {'unreadable'} end
+  if ARGV[11] ~= gate['digest'] then
+    -- The call changed (an edit) since the person's screen drew it: nobody decides, or counts
+    -- towards a quorum, a call they did not see. The card is drawn anew from this reply.
+    return {'stale', seen[8] or '[]', raw_edit or ''}
+  end
+end
+
+local approvals = cjson.decode(seen[8] or '[]')
+local edited = ''
+if mode == 'decide' and present(choice['edit']) then
+  edited = apply_edit(run, aid, gate, choice, entry, now, audit)
+  raw_edit = edited
+  approvals = {}
+end
+if approving then
+  for _, a in ipairs(approvals) do
+    if a['user_id'] == choice['user_id'] then return {'already_approved', list(approvals)} end
+  end
+end
+if mode == 'check' then return {'open', list(approvals)} end
+
+local quorum = 1
+if gate then quorum = tonumber(gate['quorum']) end
+if approving then
+  table.insert(approvals, {user_id = choice['user_id'], user_name = choice['user_name'],
+    outcome = choice['outcome'], at = now})
+  entry['approvals'] = #approvals
+  entry['quorum'] = quorum
+  if #approvals < quorum then
+    local counted = list(approvals)
+    redis.call('HSET', run, F.approvals .. aid, counted)
+    audit(choice['outcome'])
+    return {'counted', counted, edited}
+  end
+end
+
+local outcome = choice['outcome']
+if approving then
+  -- "Always" only if every approver chose it: one person cannot waive the others' say.
+  for _, a in ipairs(approvals) do
+    if a['outcome'] ~= 'approved_always' then outcome = 'approved' end
+  end
+end
+local decision = {outcome = outcome, user_id = choice['user_id'], user_name = choice['user_name'],
+  reason = choice['reason'], decided_at = now, digest = entry['digest']}
+if #approvals > 0 then decision['approvals'] = approvals end
+attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], KEYS[7]}, audit)
+local encoded = cjson.encode(decision)
+-- Nothing above wrote `pending`: the count read at the top is current.
+local pending = (tonumber(seen[10]) or 1) - 1
+if pending > 0 then
+  redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending)
+else
+  redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending, F.status, 'ready')
+end
+audit(choice['outcome'])
+-- The expiry poller removes its own entry once the card shows the expiry.
+if mode ~= 'expire' then redis.call('ZREM', KEYS[2], ARGV[5]) end
+redis.call('ZREM', KEYS[5], ARGV[5])
+if pending > 0 then return {'recorded', encoded, '0'} end
+redis.call('XADD', KEYS[3], '*', 'job', ARGV[8])
+return {'recorded', encoded, '1'}
+"""
+
+# Stopping a run, racing decisions in the same way decisions race each other: a stop and a
+# decision on one run resolve in one order, each seeing the other's outcome.
+# Who may stop: the requester, anyone who may decide one of its open calls, and `ADMINS`. As for
+# a decision, "anyone" means anyone in the call's channel (the card's or a copy's): a stop from
+# elsewhere (another channel, the Home tab) does not count as one.
+# A run nobody is working on (waiting for people, or decided and not yet resumed) stops here
+# and now: its open approvals are decided `stopped`, their due entries go, the run turns
+# `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
+# stops at the next safe point.
+# KEYS: run, deadlines, reminders, audit, tombstone, live runs, stops stream
+# ARGV: 1 stopper JSON {user_id, user_name, team?}, 2 groups the person is in (JSON), 3 admins JSON
+#       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds,
+#       8 stops kept in the stream, 9 where: the channel the stop came from, or `HOME_TAB`
+STOP = """
+local run = KEYS[1]
+if redis.call('EXISTS', run) == 0 then return {'gone'} end
+local status = redis.call('HGET', run, F.status)
+local already = redis.call('HGET', run, F.stopped)
+if already then return {'already', already} end
+local live = {running = true, waiting = true, ready = true, resuming = true}
+if not live[status] then return {'closed'} end
+local who = cjson.decode(ARGV[1])
+local user = who['user_id']
+local member_of = cjson.decode(ARGV[2])
+local function listed(users, groups)
+  for _, u in ipairs(users) do if u == user then return true end end
+  for _, g in ipairs(groups) do
+    for _, mine in ipairs(member_of) do if g == mine then return true end end
+  end
+  return false
+end
+local admins = cjson.decode(ARGV[3])
+local allowed = user == redis.call('HGET', run, F.requester)
+  or listed(admins['users'], admins['groups'])
+local fields = redis.call('HKEYS', run)
+local open = {}
+for _, field in ipairs(fields) do
+  if string.sub(field, 1, #F.gate) == F.gate then
+    local aid = string.sub(field, #F.gate + 1)
+    if redis.call('HEXISTS', run, F.decision .. aid) == 0 then
+      table.insert(open, aid)
+      local ok, gate = pcall(cjson.decode, redis.call('HGET', run, field))
+      if ok and type(gate) == 'table' then
+        -- With no `where` (ARGV[9]), "anyone" counts nowhere: fail closed.
+        local here = false
+        if gate['anyone'] == true and ARGV[9] then
+          here = ARGV[9] == gate['channel']
+          local raw = redis.call('HGET', run, F.copies .. aid) or '[]'
+          local read, copies = pcall(cjson.decode, raw)
+          if read and type(copies) == 'table' then
+            for _, c in ipairs(copies) do
+              if type(c) == 'table' and c['channel'] == ARGV[9] then here = true end
+            end
+          end
+        end
+        if here or listed(gate['users'], gate['groups']) then allowed = true end
+      end
+    end
+  end
+end
+if not allowed then return {'not_allowed'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+who['at'] = now
+local encoded = cjson.encode(who)
+redis.call('HSET', run, F.stopped, encoded)
+local details = cjson.encode({user_id = user, user_name = who['user_name'], at = now,
+  channel = redis.call('HGET', run, F.channel), status = status, team = who['team']})
+redis.call('XADD', KEYS[4], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
+if status == 'running' or status == 'resuming' then
+  -- Its worker hears it on the stream (an old script's stop is found by the slower poll).
+  if KEYS[7] then
+    redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'run_id', ARGV[4])
+  end
+  return {'stopping', encoded}
+end
+local decision = cjson.encode({outcome = 'stopped', user_id = user, user_name = who['user_name'],
+  decided_at = now})
+for _, aid in ipairs(open) do
+  redis.call('HSET', run, F.decision .. aid, decision)
+  redis.call('ZREM', KEYS[2], ARGV[4] .. ':' .. aid)
+  redis.call('ZREM', KEYS[3], ARGV[4] .. ':' .. aid)
+end
+redis.call('HSET', run, F.status, 'stopped', F.pending, 0)
+redis.call('ZREM', KEYS[6], ARGV[4])
+redis.call('EXPIRE', run, ARGV[7])
+redis.call('SET', KEYS[5], 'stopped', 'EX', ARGV[6])
+return {'stopped', encoded, cjson.encode(open)}
+"""

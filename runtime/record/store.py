@@ -1,0 +1,400 @@
+"""The worker's view of runs: create, claim, stop for approvals, finish."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from runtime.audit.events import AuditEvent
+from runtime.db.clock import RedisClock
+from runtime.db.keys import Keys
+from runtime.db.replication import NO_REPLICAS, Replication
+from runtime.decisions.choices import ArgumentEdit
+from runtime.jobs.contracts import Conversation
+from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
+from runtime.journal.starts import CallStarts
+from runtime.record import layout as rr
+from runtime.record.envelope import (
+    Approval,
+    Decision,
+    PendingCall,
+    RunEnvelope,
+    UnreadableEnvelope,
+    dump_envelope,
+    parse_envelope,
+)
+from runtime.record.layout import CallGate, Status
+from runtime.stops.mark import StopMark, Stopped
+from runtime.waiting.copies import parse_copies
+
+
+class Fenced(Exception):
+    """A later delivery of this run's job claimed the run: this one must stop writing."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id}: another delivery of its job took over")
+        self.run_id = run_id
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lease:
+    """One delivery's hold on a run: its writes carry the fence."""
+
+    run_id: str
+    fence: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    envelope: RunEnvelope
+    """With each current call's message id and decision filled in."""
+    status: Status
+    state: str | None
+    status_message: str | None
+    status_steps: tuple[str, ...]
+    """The steps the status message shows, kept across the run's stops for approval."""
+    final_output: str | None
+
+
+ClaimStatus = Literal[
+    "claimed",
+    "taken_over",
+    "stale",
+    "gone",
+    "running",
+    "waiting",
+    "finishing",
+    "failed",
+    "ready",
+    "stopped",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Claim:
+    status: ClaimStatus
+    lease: Lease | None = None
+
+
+class RunStore:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._replication = replication
+        self._clock = RedisClock()
+        self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
+        self.starts = CallStarts(redis, keys)
+
+    async def _set(
+        self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""
+    ) -> None:
+        """`audit`: an entry (`AuditTrail.entry`) appended with the write, if it is made."""
+        args = [
+            str(lease.fence) if lease else "",
+            audit,
+            *[p for pair in fields.items() for p in pair],
+        ]
+        written = await self._scripts["fenced_set"](
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit], args=args
+        )
+        if int(written) == -1:
+            raise Fenced(run_id)
+
+    async def create(self, envelope: RunEnvelope) -> RunRecord | None:
+        """Record a new run, or return the one already recorded under this id; None when a run
+        of this id already ended (a redelivered start job)."""
+        conversation = envelope.conversation
+        fields = {
+            rr.ENVELOPE: dump_envelope(envelope),
+            rr.STATUS: "running",
+            rr.ROUND: "0",
+            rr.FENCE: "0",
+            # Plain copies outside the versioned envelope: enough to reach the thread even
+            # when a later deploy cannot read the envelope any more.
+            rr.CHANNEL: conversation.channel,
+            rr.REQUESTER: conversation.requester,
+            rr.REPLY_URL: conversation.reply_url or "",
+        }
+        args: list[str | int] = [
+            rr.RUNNING_TTL_SECONDS,
+            envelope.run_id,
+            *[p for pair in fields.items() for p in pair],
+        ]
+        keys = [
+            self._keys.run(envelope.run_id),
+            self._keys.tombstone(envelope.run_id),
+            self._keys.shard_of(envelope.run_id).live_runs,
+        ]
+        reply: Any = await self._scripts["create"](keys=keys, args=args)
+        if isinstance(reply, list):
+            self._clock.saw(reply[1], reply[2])
+        elif _text(reply) == "finished":
+            return None
+        return await self.load(envelope.run_id)
+
+    async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
+        """Take the run for this delivery of its job (see `runtime.record.layout`)."""
+        step = rr.fence_step()
+        reply = await self._scripts["claim"](
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
+            args=[kind, round_, rr.RUNNING_TTL_SECONDS, run_id, AuditEvent.RESUMED, step],
+        )
+        status = cast(ClaimStatus, _text(reply[0]))
+        if len(reply) > 3:
+            self._clock.saw(reply[2], reply[3])
+        if len(reply) > 1:
+            return Claim(status=status, lease=Lease(run_id=run_id, fence=int(reply[1])))
+        return Claim(status=status)
+
+    async def load(self, run_id: str, *, with_state: bool = True) -> RunRecord | None:
+        """The run as stored; without its (large) state unless asked."""
+        # One round trip for everything: the compressed state is a few kilobytes, cheaper to
+        # carry than a second request; it is only decompressed when asked for.
+        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
+        fields = {name.decode(): value for name, value in raw.items()}
+        if rr.ENVELOPE not in fields or rr.STATUS not in fields:
+            return None
+        envelope = parse_envelope(run_id, fields[rr.ENVELOPE])
+        try:
+            calls = tuple(
+                call.model_copy(
+                    update={
+                        "message_ts": _text(fields.get(rr.TS + call.approval_id)),
+                        "decision": _decision(fields.get(rr.DECISION + call.approval_id)),
+                        "approvals": _approvals(fields.get(rr.APPROVALS + call.approval_id)),
+                        "edit": _edit(fields.get(rr.EDIT + call.approval_id)),
+                        "copies": parse_copies(fields.get(rr.COPIES + call.approval_id)),
+                    }
+                )
+                for call in envelope.calls
+            )
+        except (ValidationError, ValueError) as error:
+            # A decision written by another version: as unreadable as its envelope would be.
+            raise UnreadableEnvelope(run_id, "a stored decision cannot be read") from error
+        state = fields.get(rr.STATE)
+        return RunRecord(
+            envelope=envelope.model_copy(update={"calls": calls}),
+            status=cast(Status, fields[rr.STATUS].decode()),
+            state=zlib.decompress(state).decode() if (state and with_state) else None,
+            status_message=_text(fields.get(rr.STATUS_MESSAGE)),
+            status_steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
+            final_output=_text(fields.get(rr.FINAL)),
+        )
+
+    async def find_call(
+        self, run_id: str, approval_id: str
+    ) -> tuple[RunRecord | None, PendingCall | None]:
+        """A run (without its state) and one of its current calls; (None, None) when the run
+        is gone or a newer deploy wrote it, as the due-time pollers need it."""
+        try:
+            record = await self.load(run_id, with_state=False)
+        except UnreadableEnvelope:
+            return None, None
+        return record, record.envelope.call(approval_id) if record else None
+
+    async def update_envelope(self, envelope: RunEnvelope, lease: Lease, audit: str = "") -> None:
+        fields = {rr.ENVELOPE: dump_envelope(envelope)}
+        if envelope.conversation.thread is not None:
+            fields[rr.THREAD] = envelope.conversation.thread
+        await self._set(envelope.run_id, fields, lease, audit)
+
+    async def locate(self, run_id: str) -> Conversation | None:
+        """Where the run talks, read without the envelope (which may be unreadable)."""
+        reply: list[bytes | None] = await self._redis.hmget(  # type: ignore[assignment]
+            self._keys.run(run_id), [rr.CHANNEL, rr.REQUESTER, rr.THREAD, rr.REPLY_URL]
+        )
+        channel, requester, thread, reply_url = reply
+        if channel is None or requester is None:
+            return None
+        return Conversation(
+            channel=channel.decode(),
+            requester=requester.decode(),
+            thread=_text(thread),
+            reply_url=_text(reply_url) or None,
+        )
+
+    async def set_status(self, lease: Lease, message_id: str, steps: list[str]) -> None:
+        fields = {rr.STATUS_MESSAGE: message_id, rr.STATUS_STEPS: json.dumps(steps)}
+        await self._set(lease.run_id, fields, lease)
+
+    async def set_message_ts(self, lease: Lease, approval_id: str, message_ts: str) -> None:
+        await self._set(lease.run_id, {rr.TS + approval_id: message_ts}, lease)
+
+    async def set_card_ts(self, run_id: str, approval_id: str, message_ts: str) -> None:
+        """A card posted again after its message was gone: later redraws go to the new one.
+        Not fenced: it changes nothing a step of the run reads."""
+        await self._set(run_id, {rr.TS + approval_id: message_ts}, None)
+
+    async def wait_for_approvals(
+        self,
+        envelope: RunEnvelope,
+        state_json: str,
+        *,
+        lease: Lease,
+        previous: RunEnvelope,
+        reminders: dict[str, float],
+        self_ok: bool,
+        fields: Mapping[str, str] | None = None,
+        audit: tuple[str, ...] = (),
+    ) -> None:
+        """Store the interrupted run and open its approvals, all in one script.
+
+        Calls that already carry a decision (the policy decided them) open nothing; the others
+        get a deadline, a gate (who may decide), and a reminder time if `reminders` has one.
+        `fields` are more per-call fields to write with them (`runtime.waiting.plan`); `audit`
+        entries (`AuditTrail.entry`: the calls `requested`) are appended in the same step."""
+        open_calls = [c for c in envelope.calls if c.decision is None]
+        fields = {
+            **(fields or {}),
+            rr.ENVELOPE: dump_envelope(envelope),
+            rr.STATUS: "waiting",
+            rr.ROUND: str(envelope.round),
+            rr.PENDING: str(len(open_calls)),
+        }
+        for call in envelope.calls:
+            if call.decision is not None:
+                fields[rr.DECISION + call.approval_id] = call.decision.model_dump_json()
+        for call in open_calls:
+            fields[rr.DEADLINE + call.approval_id] = repr(call.expires_at)
+            gate = CallGate.of(envelope, call, self_ok=self_ok)
+            fields[rr.GATE + call.approval_id] = gate.model_dump_json()
+        member = f"{envelope.run_id}:{{}}".format
+        plan = {
+            "delete": [f + c.approval_id for c in previous.calls for f in rr.PER_CALL] + [rr.FINAL],
+            "set": fields,
+            "deadlines": {member(c.approval_id): repr(c.expires_at) for c in open_calls},
+            "reminders": {member(aid): repr(at) for aid, at in reminders.items()},
+            "audit": [json.loads(entry) for entry in audit],
+        }
+        # Evaluated only without calls: `max(..., default=await ...)` would ask Redis every time.
+        last = max((c.expires_at for c in envelope.calls), default=None)
+        if last is None:
+            last = await self.server_time()
+        written = await self._scripts["wait"](
+            keys=[
+                self._keys.run(envelope.run_id),
+                self._keys.shard_of(envelope.run_id).deadlines,
+                self._keys.shard_of(envelope.run_id).reminders,
+                self._keys.shard_of(envelope.run_id).due_wake,
+                self._keys.shard_of(envelope.run_id).audit,
+            ],
+            args=[
+                lease.fence,
+                int(last + rr.STATE_GRACE_SECONDS),
+                json.dumps(plan),
+                zlib.compress(state_json.encode(), 6),
+                longest_sleep(self._keys.shard_count),
+                WAKE_STREAM_LENGTH,
+            ],
+        )
+        if int(written) == -1:
+            raise Fenced(envelope.run_id)
+        if int(written) == -2:
+            mark = await self.stop_mark(envelope.run_id)
+            raise Stopped(envelope.run_id, mark or StopMark(user_id="?"))
+
+    async def mark_finishing(self, lease: Lease, final_output: str) -> None:
+        """Remember the answer before posting it, so a retried job posts it and runs nothing."""
+        await self._set(lease.run_id, {rr.STATUS: "finishing", rr.FINAL: final_output}, lease)
+
+    async def close(
+        self,
+        run_id: str,
+        *,
+        lease: Lease | None,
+        outcome: str,
+        approval_ids: tuple[str, ...] = (),
+        keep: bool = False,
+        audit: str = "",
+    ) -> None:
+        """End the run: delete it (or, `keep`, mark it failed until its TTL, for recovery by
+        hand) and leave its tombstone; `audit` (`AuditTrail.entry`) is appended with it."""
+        written = await self._scripts["close"](
+            keys=[
+                self._keys.run(run_id),
+                self._keys.shard_of(run_id).deadlines,
+                self._keys.shard_of(run_id).reminders,
+                self._keys.tombstone(run_id),
+                self._keys.shard_of(run_id).live_runs,
+                self._keys.shard_of(run_id).audit,
+            ],
+            args=[
+                str(lease.fence) if lease else "",
+                rr.TOMBSTONE_SECONDS,
+                outcome,
+                "1" if keep else "0",
+                run_id,
+                audit,
+                *[f"{run_id}:{aid}" for aid in approval_ids],
+            ],
+        )
+        if int(written) == -1:
+            raise Fenced(run_id)
+
+    # --- the tool journal (see runtime/journal/invoker.py) ---------------------------------------
+
+    async def journal_entry(self, lease: Lease, call_id: str) -> bytes | None:
+        """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run,
+        Stopped if someone stopped it (a call that did not run yet must not start)."""
+        reply: list[Any] = await self._redis.hmget(
+            self._keys.run(lease.run_id), [rr.JOURNAL + call_id, rr.FENCE, rr.STOPPED]
+        )
+        recorded, fence, stopped = reply
+        if recorded is None and (fence is None or int(fence) != lease.fence):
+            raise Fenced(lease.run_id)
+        if recorded is None and stopped is not None:
+            raise Stopped(lease.run_id, StopMark.model_validate_json(stopped))
+        return cast(bytes | None, recorded)
+
+    async def stop_mark(self, run_id: str) -> StopMark | None:
+        raw: Any = await self._redis.hget(self._keys.run(run_id), rr.STOPPED)
+        return StopMark.model_validate_json(raw) if raw is not None else None
+
+    async def replicated(self) -> None:
+        """Return once the replicas have every write so far (`REDIS_MIN_REPLICAS`)."""
+        await self._replication.confirm()
+
+    async def journal_put(self, run_id: str, call_id: str, entry: str, audit: str = "") -> None:
+        """Record a tool call's outcome and `audit` (its `AuditTrail.entry`), and return once
+        the replicas have it (`REDIS_MIN_REPLICAS`): a failover then cannot make it run again."""
+        await self._scripts["journal_put"](
+            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
+            args=[rr.JOURNAL + call_id, entry, audit],
+            token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
+        )
+        await self._replication.confirm()
+
+    async def journal(self, run_id: str) -> list[bytes]:
+        """Every recorded tool outcome of the run, in no particular order."""
+        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
+        return [value for name, value in raw.items() if name.startswith(rr.JOURNAL.encode())]
+
+    async def server_time(self) -> float:
+        """Redis's clock, on which alone deadlines are set and checked (see `RedisClock`)."""
+        return await self._clock.read(self._redis)
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _decision(raw: bytes | None) -> Decision | None:
+    return Decision.model_validate_json(raw) if raw else None
+
+
+def _approvals(raw: bytes | None) -> tuple[Approval, ...]:
+    return tuple(Approval.model_validate(item) for item in json.loads(raw)) if raw else ()
+
+
+def _edit(raw: bytes | None) -> ArgumentEdit | None:
+    return ArgumentEdit.model_validate_json(raw) if raw else None

@@ -1,0 +1,392 @@
+"""Runs the steps of a run: start it, stop it for approvals, resume it, finish it.
+
+Every job may be delivered more than once (a worker can die at any line), so each step first
+claims the run (`RunStore.claim`: a fence per delivery) and does only what is still missing.
+Tools run inside a journal scope (`runtime.journal.invoker`), so a retried step reuses what already
+ran instead of running it again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agents import Agent, RunConfig, Runner, RunState
+from agents.exceptions import AgentsException
+
+from runtime.audit.events import AuditEvent
+from runtime.audit.trail import AuditTrail
+from runtime.failures import RunFailed, describe_run_error
+from runtime.grants.check import GrantCheck, GrantNotices
+from runtime.jobs.contracts import ResumeJob, StartJob
+from runtime.jobs.queue import Overtaken
+from runtime.journal.invoker import JournalScope, ToolsInFlight, ran_tools
+from runtime.journal.lost_outcomes import ask_again, run_again
+from runtime.journal.starts import OutcomeLost
+from runtime.mcp.connections import McpServerUnavailable
+from runtime.mcp.origin import mcp_server_of
+from runtime.mcp.tools import McpTools
+from runtime.metrics import count_model_error, count_run
+from runtime.policy import Policy
+from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
+from runtime.record.posted_messages import post_cards, record_or_retract
+from runtime.record.store import Fenced, Lease, RunRecord, RunStore
+from runtime.registry import AgentRegistry, UnknownAgent
+from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
+from runtime.runs.endings import RunEndings
+from runtime.runs.observer import RunObserver, not_run_notes
+from runtime.runs.planner import CallPlanner, requested
+from runtime.runs.state_decisions import Applied, apply_decisions, approved_edits, missing_tools
+from runtime.stops.listener import StopWatcher
+from runtime.stops.mark import Stopped
+from runtime.stops.step_watch import caused_by, run_until_stopped
+from runtime.waiting.copies import CardCopies
+from runtime.waiting.plan import plan_reach
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class RunExecutor:
+    registry: AgentRegistry
+    store: RunStore
+    reporter: Reporter
+    audit: AuditTrail
+    policy: Policy
+    max_turns: int
+    reminder_at: tuple[float, ...] = ()
+    """Fractions of an approval's lifetime after which its approvers are reminded."""
+    allow_self_approval: bool = False
+    """Written into each call's gate: may the requester approve their own run's calls?"""
+    run_config: RunConfig | None = None
+    grants: GrantCheck | None = None
+    """Grants that approve calls without a card (`runtime.grants.check`); None: none do."""
+    grant_notices: GrantNotices | None = None
+    copies: CardCopies | None = None
+    """Sends the copies of cards that policy rules `notify`; None: the thread only."""
+    mcp: McpTools | None = None
+    """The registry's MCP tools and their servers' connections; None when no agent has any."""
+    stops: StopWatcher | None = None
+    """Tells a working run at once that it was stopped; None: each run polls for it."""
+
+    def __post_init__(self) -> None:
+        self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
+        self.planner = CallPlanner(
+            policy=self.policy,
+            store=self.store,
+            audit=self.audit,
+            mcp=self.mcp,
+            grants=self.grants,
+            notices=self.grant_notices,
+        )
+
+    async def start(self, job: StartJob) -> None:
+        record = await self.store.create(
+            RunEnvelope(
+                run_id=job.run_id,
+                root_agent=job.agent,
+                task=job.task,
+                conversation=job.conversation,
+                created_at=job.requested_at,
+            )
+        )
+        if record is None:
+            log.info("run %s: already ended; its start job is not run again", job.run_id)
+            return
+        claim = await self.store.claim(job.run_id, kind="start", round_=0)
+        if claim.lease is None:
+            log.info("run %s: start not needed (%s)", job.run_id, claim.status)
+            return
+        try:
+            if claim.status != "claimed":
+                await self._continue(claim.lease)
+                return
+            await self._start(job, record, claim.lease)
+        except Fenced as error:
+            log.warning("%s; this delivery stops", error)
+            raise Overtaken(str(error)) from error
+
+    async def _start(self, job: StartJob, record: RunRecord, lease: Lease) -> None:
+        envelope = record.envelope
+        if envelope.conversation.thread is None:
+            try:
+                thread = await self.reporter.run_started(RunView.of(envelope))
+            except ConversationUnavailable as error:
+                log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
+                await self.store.close(job.run_id, lease=lease, outcome="failed")
+                count_run("conversation_unavailable")
+                await self.audit.record(
+                    AuditEvent.FAILED, job.run_id, failure="conversation_unavailable"
+                )
+                return
+            conversation = envelope.conversation.model_copy(update={"thread": thread})
+            envelope = envelope.model_copy(update={"conversation": conversation})
+            started = self.audit.entry(
+                AuditEvent.STARTED,
+                job.run_id,
+                agent=job.agent,
+                task=job.task,
+                requester=conversation.requester,
+                channel=conversation.channel,
+            )
+            recorded = self.store.update_envelope(envelope, lease, audit=started)
+            await record_or_retract(self.reporter, RunView.of(envelope), thread, recorded)
+        # As loaded before the claim, which changed only the fence; with the envelope as written.
+        record = replace(record, envelope=envelope, state=None)
+        try:
+            agent = self._agent(envelope.root_agent)
+        except RunFailed as failure:
+            await self.endings.fail(envelope, failure, lease, keep=False)
+            return
+        if not await self._servers_ready(envelope, agent, lease, keep=False):
+            return
+        context = {"run_id": job.run_id, "requester": job.conversation.requester}
+        await self._advance(envelope, record, agent, job.task, lease, context=context)
+
+    async def resume(self, job: ResumeJob) -> None:
+        claim = await self.store.claim(job.run_id, kind="resume", round_=job.round)
+        if claim.lease is None:
+            log.info(
+                "run %s: resume of round %d not needed (%s)", job.run_id, job.round, claim.status
+            )
+            return
+        lease = claim.lease
+        try:
+            if claim.status not in ("claimed", "taken_over"):
+                await self._continue(lease)
+                return
+            await self._resume(job, lease)
+        except Fenced as error:
+            log.warning("%s; this delivery stops", error)
+            raise Overtaken(str(error)) from error
+
+    async def _resume(self, job: ResumeJob, lease: Lease) -> None:
+        try:
+            record = await self.store.load(job.run_id)
+        except UnreadableEnvelope as error:
+            await self.endings.unreadable(job.run_id, str(error), lease)
+            return
+        if record is None:
+            return
+        envelope = record.envelope
+        try:
+            agent = self._agent(envelope.root_agent)
+        except RunFailed as failure:
+            await self.endings.fail(envelope, failure, lease, keep=True)
+            return
+        if not await self._servers_ready(envelope, agent, lease, keep=True):
+            return
+        try:
+            state = await self._restore(agent, record)
+            applied = self._apply(state, envelope)
+        except RunFailed as failure:
+            await self.endings.fail(envelope, failure, lease, keep=True)
+            return
+        log.info(
+            "run %s: resuming round %d, %d approved", job.run_id, job.round, len(applied.approved)
+        )
+        await self.endings.refused(envelope, applied.refused)
+        await self._advance(envelope, record, agent, state, lease)
+
+    async def on_dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
+        await self.endings.dead_job(job, reason)
+
+    def _agent(self, name: str) -> Agent[Any]:
+        try:
+            return self.registry.get(name)
+        except UnknownAgent as error:
+            raise RunFailed(Failure.UNKNOWN_AGENT, str(error)) from error
+
+    async def _servers_ready(
+        self, envelope: RunEnvelope, agent: Agent[Any], lease: Lease, *, keep: bool
+    ) -> bool:
+        """The run's MCP servers answer; if one stays down (the worker retries meanwhile), the
+        thread is told which, and the run ends without running anything more."""
+        if self.mcp is None:
+            return True
+        try:
+            await self.mcp.ensure_ready(agent)
+        except McpServerUnavailable as error:
+            log.warning("run %s: %s", envelope.run_id, error)
+            failure = RunFailed(Failure.MCP_UNAVAILABLE, error.server)
+            await self.endings.fail(envelope, failure, lease, keep=keep)
+            return False
+        return True
+
+    def _apply(self, state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
+        mcp, root = self.mcp, self.registry.get(envelope.root_agent)
+        missing = missing_tools(state, root, mcp.offered if mcp else None)
+        if missing:
+            detail = ", ".join(f"`{tool}` of agent {agent}" for agent, tool in missing)
+            raise RunFailed(Failure.TOOL_REMOVED, detail)
+        try:
+            return apply_decisions(state, envelope.calls, mcp.server_now if mcp else mcp_server_of)
+        except AgentsException as error:
+            # The SDK fingerprints each tool call; a state edited behind its back fails here.
+            log.error("run %s: stored state is inconsistent: %s", envelope.run_id, error)
+            detail = "the stored run state is inconsistent; it may have been edited"
+            raise RunFailed(Failure.UNREADABLE_STATE, detail) from error
+
+    async def _restore(self, agent: Agent[Any], record: RunRecord) -> RunState[Any, Any]:
+        if record.state is None:
+            raise RunFailed(Failure.UNREADABLE_STATE, "the run has no stored state")
+        try:
+            return await RunState.from_string(agent, record.state)
+        except Exception as error:
+            if self.mcp is not None and await self.mcp.unreachable(agent):
+                raise  # a server went away since `_servers_ready`: the job is retried
+            # The SDK redacts its restore errors; its message is safe and names the cause.
+            log.exception("run %s: stored state cannot be restored", record.envelope.run_id)
+            raise RunFailed(Failure.UNREADABLE_STATE, str(error)) from error
+
+    async def _advance(
+        self,
+        envelope: RunEnvelope,
+        record: RunRecord,
+        agent: Agent[Any],
+        run_input: str | RunState[Any, Any],
+        lease: Lease,
+        *,
+        context: dict[str, Any] | None = None,
+    ) -> None:
+        """Run until the answer, or until a call needs a person (the policy may decide some)."""
+        observer = RunObserver(
+            run=RunView.of(envelope),
+            reporter=self.reporter,
+            store=self.store,
+            lease=lease,
+            message_id=record.status_message,
+            steps=record.status_steps,
+        )
+        conversation = envelope.conversation
+        listening = self.stops.listening(envelope.run_id) if self.stops else nullcontext(None)
+        try:
+            with listening as heard:
+                scope = JournalScope(
+                    store=self.store,
+                    audit=self.audit,
+                    lease=lease,
+                    requester=conversation.requester,
+                    channel=conversation.channel,
+                    in_flight=ToolsInFlight(),
+                    edits=approved_edits(envelope),
+                    heard=heard,
+                    round=envelope.round,
+                    run_again=run_again(envelope),
+                )
+                try:
+                    await self._steps(envelope, agent, run_input, observer, scope, context)
+                except OutcomeLost as lost:
+                    await ask_again(self, lost, envelope, record.state, observer, lease)
+        except Stopped as stop:
+            log.info("run %s: stopped by %s", envelope.run_id, stop.mark.user_id)
+            await observer.flush("stopped")
+            await self.endings.stopped(envelope, lease, stop.mark)
+
+    async def _steps(
+        self,
+        envelope: RunEnvelope,
+        agent: Agent[Any],
+        run_input: str | RunState[Any, Any],
+        observer: RunObserver,
+        scope: JournalScope,
+        context: dict[str, Any] | None,
+    ) -> None:
+        lease = scope.lease
+        decided = list(envelope.calls)  # on a resume, the calls just decided
+        while True:
+            try:
+                result = await run_until_stopped(
+                    Runner.run(
+                        agent,
+                        run_input,
+                        context=context,
+                        # Frozen into the state at the first run; passing it again is ignored.
+                        max_turns=self.max_turns,
+                        hooks=observer,
+                        run_config=self.run_config,
+                    ),
+                    scope,
+                )
+            except (Stopped, Fenced, OutcomeLost):
+                raise
+            except Exception as error:
+                for ours in (Fenced, Stopped, OutcomeLost):
+                    if (cause := caused_by(error, ours)) is not None:
+                        raise cause from error
+                down = await self.mcp.unreachable(agent) if self.mcp else None
+                if down is not None:
+                    # Not the run's fault: retried from the saved state once it is back.
+                    log.warning("run %s: MCP server %r went away; retried", envelope.run_id, down)
+                    raise
+                count_model_error(error)
+                failure = describe_run_error(error)
+                if failure is None:
+                    raise
+                log.warning(
+                    "run %s: ended by %s: %s", envelope.run_id, type(error).__name__, failure
+                )
+                await observer.flush("failed")
+                await self.endings.fail(envelope, failure, lease, keep=False)
+                return
+            if not result.interruptions:
+                output = str(result.final_output)
+                await self.store.mark_finishing(lease, output)
+                ran = ran_tools(await self.store.journal(envelope.run_id))
+                await observer.flush("done", ran=tuple(ran), not_run=not_run_notes(decided))
+                await self.endings.finish(envelope, output, lease)
+                return
+            # Redis's clock, read once: the calls' deadlines and their reminders count from it.
+            now = await self.store.server_time()
+            calls = await self.planner.plan(envelope, result, now=now)
+            if any(call.decision is None for call in calls):
+                state = json.dumps(result.to_state().to_json(), separators=(",", ":"))
+                await self._stop_for_approvals(envelope, state, calls, observer, lease, now=now)
+                return
+            # The policy decided every call: go on without asking anyone.
+            decided += calls
+            run_input = result.to_state()
+            apply_decisions(run_input, calls)
+
+    async def _stop_for_approvals(
+        self,
+        envelope: RunEnvelope,
+        state_json: str,
+        calls: tuple[PendingCall, ...],
+        observer: RunObserver,
+        lease: Lease,
+        now: float,
+        *audit: str,
+    ) -> None:
+        waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
+        reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at)
+        await self.store.wait_for_approvals(
+            waiting,
+            state_json,
+            lease=lease,
+            previous=envelope,
+            reminders=reach.first_due,
+            self_ok=self.allow_self_approval,
+            fields=reach.fields,
+            audit=(*audit, *requested(self.audit, waiting, calls)),
+        )
+        open_tools = tuple(c.tool for c in calls if c.decision is None)
+        await observer.flush("waiting", waiting_for=open_tools, approvals_asked=len(calls))
+        await post_cards(self.store, self.reporter, self.copies, waiting, lease)
+
+    async def _continue(self, lease: Lease) -> None:
+        """Finish whatever step a previous delivery of this run's job left half done."""
+        try:
+            record = await self.store.load(lease.run_id, with_state=False)
+        except UnreadableEnvelope as error:
+            log.warning("%s; left for its resume to report", error)
+            return
+        if record is None:
+            return
+        if record.status == "waiting":
+            await post_cards(self.store, self.reporter, self.copies, record.envelope, lease)
+        elif record.status == "finishing" and record.final_output is not None:
+            await self.endings.finish(record.envelope, record.final_output, lease)

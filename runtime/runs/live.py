@@ -1,0 +1,136 @@
+"""The runs that have not ended, for `/agent status` and the Home tab.
+
+`Keys.live_runs` lists them; the run record's scripts keep it (create adds a run, close and stop
+remove it). Reading is bounded: the newest `SCAN_LIMIT` runs, in two pipelined round trips (the
+small plain fields of all, then the envelopes of those asked for). A run whose record expired
+without closing (abandoned, or kept past its TTL) is dropped from the set on the way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import redis.asyncio as aioredis
+
+from runtime.db.keys import Keys
+from runtime.record import layout as rr
+from runtime.record.envelope import UnreadableEnvelope, parse_envelope
+
+SCAN_LIMIT: Final = 1000
+"""Live runs looked at per question (the newest first)."""
+
+RunState = Literal["working", "waiting", "resuming", "finishing", "stopping"]
+
+_STATES: dict[str, RunState] = {
+    "running": "working",
+    "waiting": "waiting",
+    "ready": "resuming",
+    "resuming": "resuming",
+    "finishing": "finishing",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveRun:
+    run_id: str
+    agent: str
+    """`?` when this version cannot read the run's envelope."""
+    task: str
+    channel: str
+    requester: str
+    thread: str | None
+    state: RunState
+    pending: int
+    """Open approvals, while `waiting`."""
+    age_seconds: float
+
+
+class LiveRuns:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, *, scan_limit: int = SCAN_LIMIT) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._scan_limit = scan_limit
+
+    async def in_channel(self, channel: str) -> list[LiveRun]:
+        """This channel's live runs, newest first."""
+        return await self._select(lambda run_channel, _requester: run_channel == channel)
+
+    async def of_requester(self, user_id: str) -> list[LiveRun]:
+        """The runs `user_id` started that are still live, newest first."""
+        return await self._select(lambda _channel, requester: requester == user_id)
+
+    async def one(self, run_id: str) -> LiveRun | None:
+        """One run, if it is live."""
+        score = await self._redis.zscore(self._keys.shard_of(run_id).live_runs, run_id)
+        if score is None:
+            return None
+        runs = await self._read([(run_id, float(score))])
+        return runs[0] if runs else None
+
+    async def _select(self, keep: Callable[[str, str], bool]) -> list[LiveRun]:
+        ids: list[tuple[str, float]] = []
+        for shard in self._keys.shards:  # one on a single Redis; newest of all, merged
+            listed: Any = await self._redis.zrevrange(
+                shard.live_runs, 0, self._scan_limit - 1, withscores=True
+            )
+            ids.extend((_text(member), score) for member, score in listed)
+        ids = sorted(ids, key=lambda entry: entry[1], reverse=True)[: self._scan_limit]
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for run_id, _ in ids:
+                pipe.hmget(self._keys.run(run_id), [rr.CHANNEL, rr.REQUESTER])
+            replies: list[Any] = await pipe.execute()
+        pairs = list(zip(ids, replies, strict=True))
+        gone = [run_id for (run_id, _), (channel, _) in pairs if not channel]
+        for run_id in gone:
+            await self._redis.zrem(self._keys.shard_of(run_id).live_runs, run_id)
+        chosen = [
+            entry
+            for entry, (channel, requester) in pairs
+            if channel and requester and keep(_text(channel), _text(requester))
+        ]
+        return await self._read(chosen)
+
+    async def _read(self, ids: list[tuple[str, float]]) -> list[LiveRun]:
+        if not ids:
+            return []
+        fields = [rr.ENVELOPE, rr.STATUS, rr.PENDING, rr.CHANNEL, rr.REQUESTER, rr.THREAD]
+        # TIME on its own: a cluster pipeline refuses a command without a key.
+        seconds, micros = await self._redis.time()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for run_id, _ in ids:
+                pipe.hmget(self._keys.run(run_id), [*fields, rr.STOPPED])
+            replies: list[Any] = await pipe.execute()
+        now = seconds + micros / 1_000_000
+        runs = []
+        for (run_id, started), reply in zip(ids, replies, strict=True):
+            raw_envelope, status, pending, channel, requester, thread, stopped = reply
+            state = _STATES.get(_text(status or b""))
+            if state is None or channel is None or requester is None:
+                continue  # ended, failed or stopped meanwhile
+            agent, task = "?", ""
+            if raw_envelope is not None:
+                try:
+                    envelope = parse_envelope(run_id, raw_envelope)
+                    agent, task = envelope.root_agent, envelope.task
+                except UnreadableEnvelope:
+                    pass
+            runs.append(
+                LiveRun(
+                    run_id=run_id,
+                    agent=agent,
+                    task=task,
+                    channel=_text(channel),
+                    requester=_text(requester),
+                    thread=_text(thread) if thread else None,
+                    state="stopping" if stopped is not None else state,
+                    pending=int(pending or 0),
+                    age_seconds=max(0.0, now - started),
+                )
+            )
+        return runs
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

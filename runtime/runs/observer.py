@@ -1,0 +1,108 @@
+"""Watching a run through the SDK's lifecycle hooks: one status message for people, updated
+at a rate Slack is happy with. (What tools did is recorded by `runtime.journal.invoker`.)"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from agents import Agent, RunContextWrapper, RunHooks, Tool
+
+from runtime.record.envelope import PendingCall
+from runtime.record.posted_messages import record_or_retract
+from runtime.record.store import Lease, RunStore
+from runtime.reporter import Activity, Reporter, RunView
+
+log = logging.getLogger(__name__)
+
+# chat.update is a Tier 3 method (~50 per minute per workspace); one run stays well below.
+MIN_UPDATE_INTERVAL_SECONDS = 1.5
+MAX_STEPS_SHOWN = 12
+
+
+class RunObserver(RunHooks[Any]):
+    def __init__(
+        self,
+        *,
+        run: RunView,
+        reporter: Reporter,
+        store: RunStore,
+        lease: Lease,
+        message_id: str | None,
+        steps: tuple[str, ...] = (),
+        clock: Any = time.monotonic,
+    ) -> None:
+        self._run = run
+        self._reporter = reporter
+        self._store = store
+        self._lease = lease
+        self._clock = clock
+        self.message_id = message_id
+        self._steps = list(steps)
+        # Counting from now, a step that ends within the interval sends only its final status:
+        # most resumes take milliseconds, and Slack need not see "working" just before "done".
+        self._last_sent = clock()
+        self._dirty = False
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        await self._note(f"tool:{tool.name}")
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        await self._note(f"handoff:{to_agent.name}")
+
+    async def _note(self, step: str) -> None:
+        self._steps.append(step)
+        self._dirty = True
+        if self._clock() - self._last_sent >= MIN_UPDATE_INTERVAL_SECONDS:
+            await self.flush("working")
+
+    async def flush(
+        self,
+        state: str,
+        *,
+        waiting_for: tuple[str, ...] = (),
+        approvals_asked: int = 0,
+        ran: tuple[str, ...] = (),
+        not_run: tuple[str, ...] = (),
+    ) -> None:
+        """Send the status now (always at the end of a step, whatever the rate)."""
+        if not self._dirty and state == "working":
+            return
+        self._dirty = False
+        self._last_sent = self._clock()
+        activity = Activity(
+            steps=tuple(self._steps[-MAX_STEPS_SHOWN:]),
+            state=state,
+            waiting_for=waiting_for,
+            approvals_asked=approvals_asked,
+            ran=ran,
+            not_run=not_run,
+        )
+        shown = self.message_id
+        self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
+        posted = self.message_id if self.message_id != shown else ""
+        # Kept with the run, so the next step (after an approval) goes on with the same list.
+        kept = self._steps[-MAX_STEPS_SHOWN:]
+        await record_or_retract(
+            self._reporter,
+            self._run,
+            posted,
+            self._store.set_status(self._lease, self.message_id, kept),
+        )
+
+
+def not_run_notes(calls: list[PendingCall]) -> tuple[str, ...]:
+    """Why each decided call did not run, for the status message (`rejected:<tool>`, ...)."""
+    notes = []
+    for call in calls:
+        decision = call.decision
+        if decision is None or decision.outcome not in ("rejected", "expired"):
+            continue
+        kind = "policy" if decision.by_policy else decision.outcome
+        notes.append(f"{kind}:{call.tool}")
+    return tuple(dict.fromkeys(notes))

@@ -1,0 +1,162 @@
+"""Applying recorded decisions to a restored SDK RunState: what the model is told.
+
+What is approved is what runs: an approval carries the digest of the call that was shown, and a
+call whose restored tool name and arguments (and, for an MCP tool, server) no longer match it is
+refused, not run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import Agent, RunState, ToolApprovalItem
+
+from runtime.calls.context import editable_schema
+from runtime.calls.description import described_arguments, tool_kind
+from runtime.calls.digest import call_digest
+from runtime.decisions.choices import ArgumentEdit
+from runtime.journal.lost_outcomes import not_run_again_message
+from runtime.mcp.origin import mcp_server_of
+from runtime.record.envelope import Decision, PendingCall, RunEnvelope
+from runtime.runs.agent_graph import reachable_agents
+
+log = logging.getLogger(__name__)
+
+
+TELL_THE_USER = "Tell the user it was not done."
+"""Said to the model, not to people: a tool result reporting a call that did not run ends so."""
+
+
+def not_run_reason(tool: str, output: str) -> str | None:
+    """For a tool result made here (the call did not run): why, in words fit for people, e.g.
+    "was rejected by carol (UCAROL). Reason: ..."; None for a real tool output."""
+    prefix = f"The call to {tool} "
+    if not output.startswith(prefix):
+        return None
+    return output.removeprefix(prefix).replace(TELL_THE_USER, "").strip()
+
+
+def rejection_message(decision: Decision | None, tool: str) -> str:
+    """The tool result the model sees instead of the tool's output."""
+    if decision is None:
+        return f"The call to {tool} was not run: no decision was recorded for it."
+    if decision.outcome == "expired":
+        return (
+            f"The call to {tool} was not run: no one approved or rejected it in time, "
+            f"so the request expired. {TELL_THE_USER}"
+        )
+    if decision.by_policy:
+        return f"The call to {tool} was not run: the approval policy does not allow it."
+    who = decision.user_name or decision.user_id or "an approver"
+    if decision.user_name and decision.user_id:
+        who = f"{decision.user_name} ({decision.user_id})"
+    reason = (decision.reason or "").strip() or "no reason given"
+    return f"The call to {tool} was rejected by {who}. Reason: {reason}"
+
+
+def refusal_message(tool: str) -> str:
+    return (
+        f"The call to {tool} was not run: its arguments changed after it was approved, so the "
+        "approval does not cover it. Ask for approval again if it is still needed."
+    )
+
+
+@dataclass
+class Applied:
+    approved: list[PendingCall] = field(default_factory=list)
+    refused: list[PendingCall] = field(default_factory=list)
+    """Approved, but the call in the state is not the call that was approved."""
+
+
+def binds(
+    decision: Decision, call: PendingCall, item: ToolApprovalItem, server: str | None
+) -> bool:
+    """Whether the approval covers the call in the state (`server`: the MCP server it would
+    run on, None for a function tool). An edited approval covers the model's call it was made
+    on (its original digest), run with the edited arguments, whose digest the approval binds;
+    and only where the tool can run with them (`editable_schema`: never an MCP tool)."""
+    tool = item.name or "?"
+    model_digest = call_digest(tool, described_arguments(item), server, kind=tool_kind(item))
+    if decision.edit is None:
+        return not decision.digest or decision.digest == model_digest
+    edited_digest = call_digest(tool, decision.edit.arguments, server)
+    return (
+        model_digest == call.digest
+        and decision.digest == decision.edit.digest == edited_digest
+        and editable_schema(item) is not None
+    )
+
+
+def missing_tools(
+    state: RunState[Any, Any],
+    root: Agent[Any],
+    mcp_tools: Callable[[Agent[Any]], Collection[str]] | None = None,
+) -> list[tuple[str, str]]:
+    """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy),
+    or is no longer reachable from the run's agent `root` (`runtime.runs.agent_graph`: a hand-off or
+    an agent tool, at any depth).
+
+    `mcp_tools` names the tools an agent's MCP servers offer (as listed when the state was
+    restored), so a waiting MCP call is not taken for a removed tool.
+    """
+    reachable = reachable_agents([root])
+    missing = []
+    for item in state.get_interruptions():
+        raw = item.raw_item
+        kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
+        agent = next((a for a in reachable if a is item.agent), None) or next(
+            (a for a in reachable if a.name == item.agent.name), None
+        )
+        offered = {getattr(tool, "name", None) for tool in agent.tools} if agent else set()
+        if mcp_tools is not None and agent is not None:
+            offered.update(mcp_tools(agent))
+        if kind == "function_call" and item.name and item.name not in offered:
+            missing.append((item.agent.name, item.name))
+    return missing
+
+
+def apply_decisions(
+    state: RunState[Any, Any],
+    calls: tuple[PendingCall, ...],
+    server_of: Callable[[ToolApprovalItem], str | None] = mcp_server_of,
+) -> Applied:
+    """Approve or reject every pending interruption.
+
+    Items must come from the restored state's own `get_interruptions()`: the SDK matches them
+    by identity. `server_of` says which MCP server a call would run on (None: a function tool).
+    """
+    by_call_id = {call.call_id: call for call in calls}
+    applied = Applied()
+    for item in state.get_interruptions():
+        tool = item.name or "?"
+        call = by_call_id.get(item.call_id or "")
+        decision = call.decision if call else None
+        if call is None or decision is None or decision.outcome in ("rejected", "expired"):
+            if call is None:
+                log.warning("interruption %s has no stored approval; rejecting it", item.call_id)
+            message = rejection_message(decision, tool)
+            if call is not None and call.lost:  # not "it was not done": it may have been
+                message = not_run_again_message(tool, message.replace(TELL_THE_USER, "").strip())
+            state.reject(item, rejection_message=message)
+            continue
+        if not binds(decision, call, item, server_of(item)):
+            state.reject(item, rejection_message=refusal_message(tool))
+            applied.refused.append(call)
+            continue
+        state.approve(item, always_approve=decision.outcome == "approved_always")
+        applied.approved.append(call)
+    return applied
+
+
+def approved_edits(envelope: RunEnvelope) -> dict[str, ArgumentEdit]:
+    """Call id -> the edited arguments its approval binds: what the tool runs with."""
+    return {
+        call.call_id: call.decision.edit
+        for call in envelope.calls
+        if call.decision is not None
+        and call.decision.edit is not None
+        and call.decision.outcome in ("approved", "approved_always")
+    }

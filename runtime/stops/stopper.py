@@ -1,0 +1,203 @@
+"""Stopping a run through the stop script (`runtime.record.layout.STOP`).
+
+Who may stop is enforced inside the script: the requester, anyone who may decide one of the
+run's open calls (from their gates, and for "anyone" from the call's channel), and the `ADMINS`;
+the caller says who asked, from where, and which of the groups involved that person is in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from runtime.audit.events import AuditEvent
+from runtime.db.keys import Keys
+from runtime.db.replication import NO_REPLICAS, Replication
+from runtime.record import layout as rr
+from runtime.record.envelope import (
+    CardCopy,
+    PendingCall,
+    RunEnvelope,
+    UnreadableEnvelope,
+    parse_envelope,
+)
+from runtime.record.layout import CallGate
+from runtime.stops.listener import STOPS_KEPT
+from runtime.stops.mark import StopMark
+from runtime.waiting.copies import parse_copies
+
+StopStatus = Literal[
+    "stopped",  # a waiting run: stopped now, its open calls decided `stopped`
+    "stopping",  # a working run: it stops at its next safe point
+    "already",  # someone stopped it before
+    "closed",  # it has ended
+    "gone",  # no such run
+    "not_allowed",  # this person may not stop it
+]
+
+# A stopped run's record stays this long, so late clicks on its cards can say who stopped it.
+STOPPED_KEPT_SECONDS = 86400
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Principals:
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, principals: tuple[str, ...]) -> Principals:
+        return cls(
+            users=tuple(p for p in principals if not p.startswith("S")),
+            groups=tuple(p for p in principals if p.startswith("S")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StopView:
+    """A run as a stop needs it; `envelope` is None when this version cannot read it."""
+
+    run_id: str
+    exists: bool
+    requester: str | None
+    envelope: RunEnvelope | None
+    gates: dict[str, CallGate]
+    """The open and decided calls of the current round, by approval id."""
+    message_ts: dict[str, str]
+    copies: dict[str, tuple[CardCopy, ...]]
+    status_message: str | None
+    status_steps: tuple[str, ...]
+
+    def in_channel(self, approval_id: str, where: str) -> bool:
+        """`where` is the call's channel, or the channel of one of its card's copies."""
+        gate = self.gates.get(approval_id)
+        copies = self.copies.get(approval_id, ())
+        if gate is None:
+            return False
+        return gate.channel == where or any(c.channel == where for c in copies)
+
+    def open_calls(self, approval_ids: tuple[str, ...]) -> list[PendingCall]:
+        """The calls named, with their card ids, as far as the envelope can be read."""
+        if self.envelope is None:
+            return []
+        calls = []
+        for approval_id in approval_ids:
+            call = self.envelope.call(approval_id)
+            if call is not None:
+                calls.append(
+                    call.model_copy(
+                        update={
+                            "message_ts": self.message_ts.get(approval_id),
+                            "copies": self.copies.get(approval_id, ()),
+                        }
+                    )
+                )
+        return calls
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StopResult:
+    status: StopStatus
+    mark: StopMark | None = None
+    stopped_calls: tuple[str, ...] = ()
+    """Approval ids decided `stopped` by this stop (their cards need redrawing)."""
+
+
+class RunStopper:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+    ) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._replication = replication
+        self._stop = rr.script(redis, keys, "stop")
+
+    async def view(self, run_id: str) -> StopView:
+        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
+        fields = {name.decode(): value for name, value in raw.items()}
+        envelope = None
+        if rr.ENVELOPE in fields:
+            try:
+                envelope = parse_envelope(run_id, fields[rr.ENVELOPE])
+            except UnreadableEnvelope:
+                envelope = None
+        gates: dict[str, CallGate] = {}
+        message_ts: dict[str, str] = {}
+        copies: dict[str, tuple[CardCopy, ...]] = {}
+        for name, value in fields.items():
+            if name.startswith(rr.GATE):
+                try:
+                    gates[name.removeprefix(rr.GATE)] = CallGate.model_validate_json(value)
+                except ValidationError:
+                    continue
+            elif name.startswith(rr.TS):
+                message_ts[name.removeprefix(rr.TS)] = value.decode()
+            elif name.startswith(rr.COPIES):
+                copies[name.removeprefix(rr.COPIES)] = parse_copies(value)
+        requester = fields.get(rr.REQUESTER)
+        status_message = fields.get(rr.STATUS_MESSAGE)
+        return StopView(
+            run_id=run_id,
+            exists=rr.STATUS in fields,
+            requester=requester.decode() if requester else None,
+            envelope=envelope,
+            gates=gates,
+            message_ts=message_ts,
+            copies=copies,
+            status_message=status_message.decode() if status_message else None,
+            status_steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
+        )
+
+    async def stop(
+        self,
+        view: StopView,
+        *,
+        user_id: str,
+        user_name: str | None,
+        member_of: tuple[str, ...],
+        admins: Principals,
+        where: str,
+        team: str | None = None,
+    ) -> StopResult:
+        """Stop the run for `user_id`, asking from `where` (a channel id, or
+        `run_record.HOME_TAB`): "anyone" may decide a call only in its channel. `team`: the
+        person's Slack team, for the audit trail."""
+        run_id = view.run_id
+        who = {"user_id": user_id, "user_name": user_name, **({"team": team} if team else {})}
+        reply = await self._stop(
+            keys=[
+                self._keys.run(run_id),
+                self._keys.shard_of(run_id).deadlines,
+                self._keys.shard_of(run_id).reminders,
+                self._keys.shard_of(run_id).audit,
+                self._keys.tombstone(run_id),
+                self._keys.shard_of(run_id).live_runs,
+                self._keys.shard_of(run_id).stops,
+            ],
+            args=[
+                json.dumps(who),
+                json.dumps(list(member_of)),
+                json.dumps({"users": list(admins.users), "groups": list(admins.groups)}),
+                run_id,
+                AuditEvent.STOPPED,
+                rr.TOMBSTONE_SECONDS,
+                STOPPED_KEPT_SECONDS,
+                STOPS_KEPT,
+                where,
+            ],
+        )
+        parts = [p.decode() if isinstance(p, bytes) else str(p) for p in reply]
+        status = cast(StopStatus, parts[0])
+        if status in ("stopping", "stopped", "already"):
+            await self._replication.confirm()  # NotReplicated: the person tries again
+        mark = StopMark.model_validate_json(parts[1]) if len(parts) > 1 else None
+        stopped: Any = json.loads(parts[2]) if len(parts) > 2 else []
+        # Lua's cjson encodes an empty list as an empty object.
+        return StopResult(
+            status=status,
+            mark=mark,
+            stopped_calls=tuple(stopped) if isinstance(stopped, list) else (),
+        )

@@ -1,0 +1,1 @@
+"""Calls waiting for people: copies, reminders, escalation, expiry, what waits."""

@@ -1,0 +1,81 @@
+"""Copies of a call's card outside its thread: all copies are one approval.
+
+A policy rule's `notify` (and an escalation) sends copies to people's direct messages and to
+other channels. Each copy is recorded with the call (field `copies:<id>`, see
+`runtime.record.layout`), so that a decision on any copy is accepted by the decision script and
+redraws all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import redis.asyncio as aioredis
+from pydantic import TypeAdapter, ValidationError
+
+from runtime.db.keys import Keys
+from runtime.record import layout as rr
+from runtime.record.envelope import CardCopy, Decision, PendingCall
+from runtime.reporter import Reach, RunView
+from runtime.waiting.plan import CallReach
+
+log = logging.getLogger(__name__)
+
+_COPIES = TypeAdapter(tuple[CardCopy, ...])
+
+
+def parse_copies(raw: bytes | str | None) -> tuple[CardCopy, ...]:
+    """The copies recorded for a call; none if absent or unreadable."""
+    if not raw:
+        return ()
+    try:
+        return _COPIES.validate_json(raw)
+    except ValidationError:
+        return ()
+
+
+class CardCopies:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, reach: Reach) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._reach = reach
+        self._add = rr.script(redis, keys, "add_copies")
+
+    async def notify(self, run: RunView, call: PendingCall) -> None:
+        """Send the copies the call's rule asks for (`notify`), unless they were sent."""
+        raw: Any = await self._redis.hmget(
+            self._keys.run(run.run_id), [rr.REACH + call.approval_id, rr.COPIES + call.approval_id]
+        )
+        raw_reach, copies = raw
+        if raw_reach is None or copies is not None:
+            return
+        try:
+            reach = CallReach.model_validate_json(raw_reach)
+        except ValidationError:
+            return  # written by another version: its copies are its own business
+        if reach.notify:
+            await self.send(run, call, reach.notify)
+
+    async def send(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
+        """Post copies to `targets` and record them; a copy that lands after the decision is
+        redrawn as decided at once."""
+        copies = await self._reach.copy_card(run, call, targets)
+        if not copies:
+            return
+        reply = await self._add(
+            keys=[self._keys.run(run.run_id)],
+            args=[call.approval_id, json.dumps([copy.model_dump() for copy in copies])],
+        )
+        status = _text(reply[0])
+        if status == "decided":
+            decision = Decision.model_validate_json(_text(reply[1]))
+            late = call.model_copy(update={"decision": decision, "copies": copies})
+            await self._reach.redraw_copies(run, late)
+        elif status == "gone":
+            log.info("run %s: copies of %s posted after it ended", run.run_id, call.approval_id)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,91 @@
+"""Every approval still waiting for a person, in any channel, with who may decide it.
+
+The `deadlines` due set lists every open approval; each has its gate in its run's record. Reading
+is bounded: the `SCAN_LIMIT` latest deadlines (the newest approvals, as lifetimes go), one
+pipelined `HMGET` each. Who among them a person may decide is the caller's to say (it needs
+the user groups' members, which the runtime does not know).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from runtime.db.keys import Keys
+from runtime.record import layout as rr
+from runtime.record.layout import CallGate
+from runtime.waiting.plan import CallReach
+
+SCAN_LIMIT: Final = 2000
+"""Open approvals looked at per question."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpenApproval:
+    run_id: str
+    approval_id: str
+    gate: CallGate
+    deadline: float
+    asked_at: float
+    """When the run stopped for it (its deadline when an older version did not say)."""
+
+
+class OpenApprovals:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, *, scan_limit: int = SCAN_LIMIT) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._scan_limit = scan_limit
+
+    async def all(self) -> list[OpenApproval]:
+        """Open approvals with a gate this version reads, newest first."""
+        members: list[tuple[str, float]] = []
+        for shard in self._keys.shards:  # one on a single Redis; latest of all, merged
+            listed: Any = await self._redis.zrevrange(
+                shard.deadlines, 0, self._scan_limit - 1, withscores=True
+            )
+            members.extend((_text(member), float(score)) for member, score in listed)
+        members = sorted(members, key=lambda entry: entry[1], reverse=True)[: self._scan_limit]
+        # TIME on its own: a cluster pipeline refuses a command without a key.
+        seconds, micros = await self._redis.time()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for member, _ in members:
+                run_id, _, approval_id = member.partition(":")
+                pipe.hmget(
+                    self._keys.run(run_id),
+                    [
+                        rr.STATUS,
+                        rr.GATE + approval_id,
+                        rr.DECISION + approval_id,
+                        rr.REACH + approval_id,
+                    ],
+                )
+            replies: list[Any] = await pipe.execute()
+        now = seconds + micros / 1_000_000
+        found = []
+        for (member, deadline), reply in zip(members, replies, strict=True):
+            status, raw_gate, decision, raw_reach = reply
+            if status != b"waiting" or raw_gate is None or decision is not None or deadline <= now:
+                continue
+            try:
+                gate = CallGate.model_validate_json(raw_gate)
+                reach = CallReach.model_validate_json(raw_reach) if raw_reach else None
+            except ValidationError:
+                continue  # another version's: it shows its own
+            run_id, _, approval_id = member.partition(":")
+            found.append(
+                OpenApproval(
+                    run_id=run_id,
+                    approval_id=approval_id,
+                    gate=gate,
+                    deadline=deadline,
+                    asked_at=reach.asked_at if reach else deadline,
+                )
+            )
+        return sorted(found, key=lambda approval: approval.asked_at, reverse=True)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,91 @@
+"""Who hears of a call besides its thread, and when: copies to the rule's `notify`, a reminder at
+each `REMINDER_AT` fraction of its lifetime, and an escalation to `escalate_to` once
+`escalate_after_seconds` pass without a decision.
+
+Written with the call when the run stops for it (field `reach:<id>` of the run record, plain
+JSON beside the gate), so editing the policy never changes what an open call was promised. The
+reminders due set holds one entry per call, due at its next nudge (`runtime.waiting.reminders`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from runtime.policy import Policy
+from runtime.record import layout as rr
+from runtime.record.envelope import PendingCall
+
+REACH_VERSION: Final = 1
+
+NudgeKind = Literal["remind", "escalate"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Nudge:
+    at: float
+    kind: NudgeKind
+
+
+class CallReach(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: Literal[1] = REACH_VERSION
+    asked_at: float
+    """When the run stopped for the call (Redis's clock)."""
+    notify: tuple[str, ...] = ()
+    """Users, user groups and channels that get a copy of the card."""
+    remind_at: tuple[float, ...] = ()
+    escalate_at: float | None = None
+    escalate_to: tuple[str, ...] = ()
+
+    def nudges(self) -> list[Nudge]:
+        found = [Nudge(at, "remind") for at in self.remind_at]
+        if self.escalate_at is not None and self.escalate_to:
+            found.append(Nudge(self.escalate_at, "escalate"))
+        return sorted(found)
+
+    def due(self, done_until: float, now: float) -> list[Nudge]:
+        """The nudges due by `now` that were not done yet."""
+        return [nudge for nudge in self.nudges() if done_until < nudge.at <= now]
+
+    def next_after(self, moment: float) -> float | None:
+        return next((nudge.at for nudge in self.nudges() if nudge.at > moment), None)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReachPlan:
+    fields: dict[str, str]
+    """`reach:<id>` per open call, for the run record."""
+    first_due: dict[str, float]
+    """Approval id -> its first nudge, for the reminders due set."""
+
+
+def plan_reach(
+    calls: Iterable[PendingCall], policy: Policy, *, now: float, reminder_at: tuple[float, ...]
+) -> ReachPlan:
+    """The reach of each open call: its rule's `notify` and escalation, and the reminders."""
+    fields: dict[str, str] = {}
+    first_due: dict[str, float] = {}
+    for call in calls:
+        if call.decision is not None:
+            continue
+        rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
+        lifetime = call.expires_at - now
+        escalate_at = None
+        if rule.escalate_after_seconds is not None and rule.escalate_to:
+            escalate_at = now + rule.escalate_after_seconds
+        reach = CallReach(
+            asked_at=now,
+            notify=rule.notify,
+            remind_at=tuple(now + lifetime * fraction for fraction in reminder_at if fraction > 0),
+            escalate_at=escalate_at if escalate_at and escalate_at < call.expires_at else None,
+            escalate_to=rule.escalate_to,
+        )
+        fields[rr.REACH + call.approval_id] = reach.model_dump_json()
+        if nudges := reach.nudges():
+            first_due[call.approval_id] = nudges[0].at
+    return ReachPlan(fields=fields, first_due=first_due)

@@ -1,0 +1,112 @@
+"""Nudges for an open approval: a reminder at each `REMINDER_AT` fraction of its lifetime, and
+its escalation (`runtime.waiting.escalation`), as its `CallReach` planned them.
+
+Polled from the `reminders` due set, which holds one entry per open call, due at its next
+nudge; a decision or expiry removes the entry first, so a nudge only goes out for a call still
+waiting. Once the nudges due are done (and marked done in `nudged:<id>`, so a retry after a crash
+does not repeat them), the entry moves to the next nudge, or goes after the last.
+
+A reminder mentions who may decide now (the gate, widened by an escalation), never the requester
+who may not approve their own run; when anyone in the channel may decide, it mentions nobody.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+
+from runtime.db.keys import Keys
+from runtime.record import layout as rr
+from runtime.record.envelope import PendingCall
+from runtime.record.layout import CallGate
+from runtime.record.store import RunStore
+from runtime.reporter import Reporter, RunView
+from runtime.waiting.escalation import Escalation
+from runtime.waiting.plan import CallReach
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class Reminders:
+    store: RunStore
+    reporter: Reporter
+    redis: aioredis.Redis
+    keys: Keys
+    escalation: Escalation | None = None
+    """Without one (a worker that cannot reach people elsewhere), escalations are skipped."""
+    _set: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._set = rr.script(self.redis, self.keys, "fenced_set")
+
+    async def handle(self, member: str) -> bool:
+        """Do the nudges due; True removes the entry, False keeps it (moved to the next nudge,
+        or left for a retry after the lease)."""
+        run_id, _, approval_id = member.partition(":")
+        record, call = await self.store.find_call(run_id, approval_id)
+        if record is None or call is None or call.decision is not None:
+            return True
+        if record.status != "waiting":
+            return True
+        if call.message_ts is None:
+            return False  # its card is not posted yet
+        run = RunView.of(record.envelope)
+        reach, gate, done_until = await self._read(run_id, approval_id)
+        if reach is None:  # asked by an older version: its one reminder
+            return await self._remind(run, call, gate)
+        now = await self.store.server_time()
+        for nudge in reach.due(done_until, now):
+            if nudge.kind == "escalate" and self.escalation is not None:
+                try:
+                    gate = await self.escalation.escalate(run, call, reach.escalate_to) or gate
+                except Exception:
+                    log.warning(
+                        "run %s: escalation of %s failed", run_id, approval_id, exc_info=True
+                    )
+                    return False
+            elif nudge.kind == "remind" and not await self._remind(run, call, gate):
+                return False
+            await self._set(
+                keys=[self.keys.run(run_id), self.keys.shard_of(run_id).audit],
+                args=["", "", rr.NUDGED + approval_id, repr(nudge.at)],
+            )
+        following = reach.next_after(now)
+        if following is None:
+            return True
+        await self.redis.zadd(self.keys.shard_of(run_id).reminders, {member: following}, xx=True)
+        return False
+
+    async def _read(
+        self, run_id: str, approval_id: str
+    ) -> tuple[CallReach | None, CallGate | None, float]:
+        raw: Any = await self.redis.hmget(
+            self.keys.run(run_id),
+            [rr.REACH + approval_id, rr.GATE + approval_id, rr.NUDGED + approval_id],
+        )
+        raw_reach, raw_gate, nudged = raw
+        reach = gate = None
+        try:
+            reach = CallReach.model_validate_json(raw_reach) if raw_reach else None
+            gate = CallGate.model_validate_json(raw_gate) if raw_gate else None
+        except ValidationError:
+            pass  # another version's: remind as that version would
+        return reach, gate, float(nudged) if nudged else 0.0
+
+    async def _remind(self, run: RunView, call: PendingCall, gate: CallGate | None) -> bool:
+        if gate is not None:
+            users = [u for u in gate.users if u != gate.requester or gate.self_ok]
+            approvers = () if gate.anyone else (*users, *gate.groups)
+            call = call.model_copy(update={"approvers": approvers})
+        try:
+            await self.reporter.approval_reminder(run, call)
+        except Exception:
+            log.warning(
+                "run %s: reminder for %s not sent yet", run.run_id, call.approval_id, exc_info=True
+            )
+            return False
+        return True
