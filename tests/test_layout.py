@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import itertools
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,3 +74,41 @@ def test_every_subpackage_says_what_it_owns() -> None:
         if init.parent != ROOT / package and not ast.get_docstring(ast.parse(init.read_text()))
     ]
     assert silent == []
+
+
+def test_no_python_string_holds_lua() -> None:
+    """Every script is a `.lua` file of the package that runs it (`runtime.db.lua`)."""
+    holding = [
+        str(path.relative_to(ROOT))
+        for package in ("bot", "runtime")
+        for path in (ROOT / package).rglob("*.py")
+        if "redis.call" in path.read_text()
+    ]
+    assert holding == []
+
+
+def lua_files() -> list[Path]:
+    return sorted(p for package in ("bot", "runtime") for p in (ROOT / package).rglob("*.lua"))
+
+
+def test_each_lua_file_opens_with_its_keys_and_arguments() -> None:
+    assert lua_files()
+    silent = []
+    for path in lua_files():
+        lines = path.read_text().splitlines()
+        opening = "\n".join(itertools.takewhile(lambda line: line.startswith("--"), lines))
+        if "KEYS" not in opening or "ARGV" not in opening:
+            silent.append(str(path.relative_to(ROOT)))
+    assert silent == []
+
+
+def test_every_lua_file_ships_with_its_package() -> None:
+    """A wheel (Heroku installs one) holds only the package data named in `pyproject.toml`."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped = data["package-data"]
+    left_out = [
+        str(path.relative_to(ROOT))
+        for path in lua_files()
+        if "lua/*.lua" not in shipped.get(".".join(path.parent.parent.relative_to(ROOT).parts), [])
+    ]
+    assert left_out == []

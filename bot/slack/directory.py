@@ -27,20 +27,15 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from runtime.db.keys import Keys
+from runtime.db.lua import lua_script
 
 log = logging.getLogger(__name__)
 
 MEMBERS_TTL_SECONDS = 300
 NAMES_TTL_SECONDS = 3600
 
-# KEYS: generation, members; ARGV: the generation read before asking Slack, members JSON, TTL.
-_STORE_IF_UNCHANGED = """
-if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then
-  return 0
-end
-redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
-return 1
-"""
+# Caches a group's members unless the group changed while Slack was asked.
+_STORE_IF_UNCHANGED = lua_script("bot.slack", "store_members")
 
 
 class DirectoryUnavailable(Exception):

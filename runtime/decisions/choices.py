@@ -3,7 +3,7 @@ call, or arguments a person edited before approving.
 
 Stored inside decisions (`runtime.record.envelope.Decision`) and per call, and written by the
 decision
-script (`runtime.record.choice_scripts`), so every field here is plain JSON that Lua reads too.
+script (`runtime/record/lua/choices.lua`), so every field here is plain JSON that Lua reads too.
 """
 
 from __future__ import annotations

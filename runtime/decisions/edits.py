@@ -3,7 +3,7 @@ the model.
 
 The web process checks an edit against the tool's schema (written with each call by the worker,
 `PendingCall.params_schema`) before anything is recorded; the decision script stores it with its
-digest (`runtime.record.choice_scripts`); the worker runs the tool with exactly the edited text,
+digest (`runtime/record/lua/choices.lua`); the worker runs the tool with exactly the edited text,
 bound by that digest (`runtime.runs.state_decisions`, `runtime.journal.invoker`), and puts
 `edit_note`
 before the tool's output, so the model's next turn knows what ran.

@@ -2,10 +2,10 @@
 
 A person picks a grant on a card ("`delete_user` in #ops for 1 hour", or "these exact arguments
 for 24 hours"); the decision script approves the call and creates the grant in the same step
-(`runtime.record.choice_scripts`). A grant covers later calls in the same channel by the same agent
-of the same tool (an `arguments` grant: only with the same call digest). Whether it may cover
-one is checked at that call (`runtime.grants.check`); using it, revoking it and letting it end are
-here.
+(`runtime/record/lua/choices.lua`). A grant covers later calls in the same channel by the same
+agent of the same tool (an `arguments` grant: only with the same call digest). Whether it may
+cover one is checked at that call (`runtime.grants.check`); using it, revoking it and letting it
+end are here (`runtime/grants/lua/`).
 
 Keys (`runtime.db.keys`): `grant:<id>`, a hash of `grant` (JSON, `Grant`) and `uses`, expiring at
 its end; `grants:<channel>`, a sorted set of the channel's grant ids by end time (one per shard
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys, Shard
+from runtime.db.lua import lua_script
 from runtime.db.replication import NO_REPLICAS, Replication
 from runtime.decisions.choices import GRANT_ID_PATTERN, GrantRef, GrantScope
 from runtime.record.once import OnceScript, once_body
@@ -90,48 +91,9 @@ class Grant(BaseModel):
         )
 
 
-# A grant covers one more call: atomically checks it still exists and has not ended (Redis's
-# clock), counts the use and writes `grant_used`. A revoked grant is gone: the next call asks.
-# KEYS: grant, audit. ARGV: run id, details JSON, event name.
-USE = """
-local raw = redis.call('HGET', KEYS[1], 'grant')
-if not raw then return false end
-local grant = cjson.decode(raw)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-if now >= tonumber(grant['ends_at']) then return false end
-local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
-local details = cjson.decode(ARGV[2])
-details['grant_id'] = grant['id']
-details['user_id'] = grant['user_id']
-details['user_name'] = grant['user_name']
-details['ends_at'] = grant['ends_at']
-details['uses'] = uses
-details['at'] = now
-local encoded = cjson.encode(details)
-redis.call('XADD', KEYS[2], '*', 'event', ARGV[3], 'run_id', ARGV[1], 'details', encoded)
-return {raw, uses}
-"""
-
-# A person ends a grant early, in its own channel; the next call it would have covered asks.
-# KEYS: grant, channel's grants, audit.
-# ARGV: grant id, channel, user id, user name, event name, the person's team ('' unknown).
-REVOKE = """
-local raw = redis.call('HGET', KEYS[1], 'grant')
-if not raw then return false end
-local grant = cjson.decode(raw)
-if grant['channel'] ~= ARGV[2] then return false end
-local uses = redis.call('HGET', KEYS[1], 'uses') or '0'
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-local t = redis.call('TIME')
-local details = cjson.encode({grant_id = ARGV[1], user_id = ARGV[3], user_name = ARGV[4],
-  channel = grant['channel'], agent = grant['agent'], tool = grant['tool'],
-  granted_by = grant['user_id'], digest = grant['digest'], uses = tonumber(uses),
-  at = tonumber(t[1]) + tonumber(t[2]) / 1000000, team = ARGV[6] ~= '' and ARGV[6] or nil})
-redis.call('XADD', KEYS[3], '*', 'event', ARGV[5], 'run_id', grant['run_id'], 'details', details)
-return {raw, uses}
-"""
+# Using a grant (`runtime/grants/lua/use.lua`) and revoking one (`revoke.lua`).
+USE = lua_script("runtime.grants", "use")
+REVOKE = lua_script("runtime.grants", "revoke")
 
 
 async def note_grant_shard(redis: aioredis.Redis, keys: Keys, channel: str, grant_id: str) -> None:

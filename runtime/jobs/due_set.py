@@ -36,6 +36,7 @@ from redis.exceptions import RedisError
 
 from runtime.db.connection import longest_block
 from runtime.db.keys import Keys
+from runtime.db.lua import lua_script
 from runtime.db.stream_tail import stream_tail
 from runtime.process.shutdown import Stopping
 
@@ -62,69 +63,10 @@ def longest_sleep(shard_count: int) -> float:
 WAKE_STREAM_LENGTH = 100
 """Wake-ups kept in the stream (approximately): a poller only needs the newest one."""
 
-# Cost per tick is O(log N + due): it grows with what is due, not with what is pending. While
-# nothing is due it is TIME and one ZRANGE per set. A claim asks for the next tick at once
-# (0): the handlers may move or remove what they claimed; and it announces the lease's end on
-# the wake-up stream, if there is one, for the case that the claimer dies.
-# KEYS: the due sets, then the wake-up stream (optional). ARGV: lease seconds, batch, number of
-# due sets, wake-ups kept.
-# Returns {seconds until the nearest member is due ('' if none), due members of each set...,
-# the id of the announcement ('' if none)}.
-_TICK = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local nearest = nil
-local reply = {''}
-local claimed = false
-for i = 1, tonumber(ARGV[3]) do
-  local key = KEYS[i]
-  local due = {}
-  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if head[1] then
-    local score = tonumber(head[2])
-    if score <= now then
-      due = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-      local leased = {}
-      for _, member in ipairs(due) do
-        leased[#leased + 1] = now + tonumber(ARGV[1])
-        leased[#leased + 1] = member
-      end
-      if #leased > 0 then
-        redis.call('ZADD', key, unpack(leased))
-        claimed = true
-      end
-      score = now
-    end
-    if nearest == nil or score < nearest then nearest = score end
-  end
-  reply[i + 1] = due
-end
-if nearest ~= nil then reply[1] = tostring(math.max(0, nearest - now)) end
-local announced = ''
-if claimed and #KEYS > tonumber(ARGV[3]) then
-  local ends = tostring(now + tonumber(ARGV[1]))
-  announced = redis.call('XADD', KEYS[#KEYS], 'MAXLEN', '~', ARGV[4], '*', 'due', ends)
-end
-reply[#reply + 1] = announced
-return reply
-"""
-
-# Count one more failed try of a member; on the last, move it from the due set to the parked one.
-# Returns the tries so far and what became of it: retry, parked, or gone (removed meanwhile,
-# say by a click).
-_FAILED = """
-local tries = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
-redis.call('EXPIRE', KEYS[2], ARGV[3])
-if tries < tonumber(ARGV[2]) then
-  return {tries, 'retry'}
-end
-redis.call('HDEL', KEYS[2], ARGV[1])
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
-  return {tries, 'gone'}
-end
-redis.call('ZADD', KEYS[3], redis.call('TIME')[1], ARGV[1])
-return {tries, 'parked'}
-"""
+# One script per tick claims what is due in every set; another counts a member's failed tries
+# and parks it after the last (`runtime/jobs/lua/due_tick.lua`, `due_failed.lua`).
+_TICK = lua_script("runtime.jobs", "due_tick")
+_FAILED = lua_script("runtime.jobs", "due_failed")
 
 MAX_TRIES = 5
 """Failed tries of one member before it is parked."""

@@ -24,27 +24,21 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
+from runtime.db.lua import lua_file
 
 ONCE_SECONDS = 900
 """How long a call's reply is kept for its late copies (the default `JOB_TIMEOUT_SECONDS`)."""
 
-_HEAD = """
-local once_key = table.remove(KEYS)
-local once_ttl = table.remove(ARGV)
-local seen = redis.call('GET', once_key)
-if seen then return cmsgpack.unpack(seen) end
-local reply = (function()
-"""
-_TAIL = """
-end)()
-redis.call('SET', once_key, cmsgpack.pack(reply), 'EX', once_ttl)
-return reply
-"""
+# The frame's two halves, either side of its `-- BODY` line.
+_HEAD, _BODY, _TAIL = lua_file("runtime.record", "once").partition("\n-- BODY\n")
+if not _BODY:
+    raise RuntimeError("runtime/record/lua/once.lua has lost its `-- BODY` line")
 
 
 def once_body(body: str) -> str:
-    """`body` run at most once per token (the last key and argument, which it does not see)."""
-    return _HEAD + body + _TAIL
+    """`body` run at most once per token (the last key and argument, which it does not see):
+    `runtime/record/lua/once.lua` around it."""
+    return f"{_HEAD}\n{body}\n{_TAIL}"
 
 
 def new_token() -> str:

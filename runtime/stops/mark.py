@@ -1,4 +1,4 @@
-"""Who stopped a run (written by the stop script, `runtime.record.people_scripts`), and the
+"""Who stopped a run (written by the stop script, `runtime/record/lua/stop.lua`), and the
 exception a working run raises at its next safe point once it sees the mark."""
 
 from __future__ import annotations

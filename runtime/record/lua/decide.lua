@@ -1,27 +1,40 @@
-"""The run record's scripts by which people act on a run: deciding a call and stopping the run.
-
-Part of `runtime.record.layout` (which owns the layout, prepends the field names as the Lua table
-`F` and registers these scripts); kept apart only for size.
-"""
-
-from __future__ import annotations
-
-# Recording decisions: the first decision wins and exactly one resume follows.
-#
-# Checks that the approval is open and that this person may decide it, from the call's own
-# gate (never from what the web process believes), counts approvals towards the quorum, records
-# the decision once the quorum is met (or at the first rejection), writes the audit entry, and
-# when that was the run's last open approval flips the run to `ready` and enqueues its resume
-# job, all atomically. An expiry goes through the same script, so a click and an expiry racing
-# for one approval resolve to exactly one outcome.
-#
-# KEYS: run, deadlines, jobs, audit, reminders (and with a grant: the grant, the channel's grants)
-# ARGV: 1 approval id, 2 choice JSON, 3 where: a channel of the card or a copy, `HOME_TAB`, or
-#       '' (any, for an expiry), 4 mode (decide, check, expire),
-#       5 due-set member, 6 run id, 7 groups the person is in (JSON list), 8 resume job JSON,
-#       9 round the caller read, 10 the `denied` event name, 11 the digest of the call as the
-#       person was shown it (a stale one, or none, is refused: `stale`)
-DECIDE = """
+-- Recording decisions: the first decision wins and exactly one resume follows.
+--
+-- Checks that the approval is open and that this person may decide it, from the call's own
+-- gate (never from what the web process believes), counts approvals towards the quorum, records
+-- the decision once the quorum is met (or at the first rejection), writes the audit entry, and
+-- when that was the run's last open approval flips the run to `ready` and enqueues its resume
+-- job, all atomically. An expiry goes through the same script, so a click and an expiry racing
+-- for one approval resolve to exactly one outcome. Grants and edits: `choices.lua`, loaded
+-- before this file.
+--
+-- KEYS
+--   1 the run's hash
+--   2 the deadlines (a due set) of the run's shard
+--   3 the job stream of the run's shard (the resume job goes there)
+--   4 the audit stream
+--   5 the reminders (a due set)
+--   6 only with a grant: the grant's hash (`grant:<id>`, in the run's shard)
+--   7 only with a grant: the channel's grants (a sorted set)
+-- ARGV
+--   1 the approval id
+--   2 the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside)
+--   3 where it was made: a channel of the card or of a copy, `HOME_TAB`, or '' (anywhere: an
+--     expiry)
+--   4 the mode: 'decide', 'check' (what a rejection would do, recording only a refusal) or
+--     'expire'
+--   5 the call's due-set member (`<run id>:<approval id>`)
+--   6 the run id
+--   7 the groups of the gate the person is in (JSON list)
+--   8 the resume job (JSON), enqueued when this was the last open approval
+--   9 the round the caller read
+--   10 the `denied` audit event's name
+--   11 the digest of the call as the person was shown it (a stale one, or none, is refused:
+--      `stale`)
+-- Returns {'gone'}, {'unknown'}, {'unreadable'}, {'decided', decision}, {'closed'},
+-- {'expired'}, {'early'}, {refusal}, {'stale', approvals, edit}, {'already_approved',
+-- approvals}, {'open', approvals} (a check), {'counted', approvals, edit} (towards a quorum), or
+-- {'recorded', decision, '1' when the resume job was enqueued else '0'}.
 local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
 local run = KEYS[1]
 local aid = ARGV[1]
@@ -103,7 +116,7 @@ if mode ~= 'expire' then
   elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
     refusal = 'not_offered'
   else
-    refusal = choice_refusal(gate, choice)  -- grants and edits (run_record_choices)
+    refusal = choice_refusal(gate, choice)  -- grants and edits (choices.lua)
   end
   if refusal then
     local reasons = {not_allowed = 'not_an_approver', self = 'self_approval',
@@ -185,94 +198,3 @@ redis.call('ZREM', KEYS[5], ARGV[5])
 if pending > 0 then return {'recorded', encoded, '0'} end
 redis.call('XADD', KEYS[3], '*', 'job', ARGV[8])
 return {'recorded', encoded, '1'}
-"""
-
-# Stopping a run, racing decisions in the same way decisions race each other: a stop and a
-# decision on one run resolve in one order, each seeing the other's outcome.
-# Who may stop: the requester, anyone who may decide one of its open calls, and `ADMINS`. As for
-# a decision, "anyone" means anyone in the call's channel (the card's or a copy's): a stop from
-# elsewhere (another channel, the Home tab) does not count as one.
-# A run nobody is working on (waiting for people, or decided and not yet resumed) stops here
-# and now: its open approvals are decided `stopped`, their due entries go, the run turns
-# `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
-# stops at the next safe point.
-# KEYS: run, deadlines, reminders, audit, tombstone, live runs, stops stream
-# ARGV: 1 stopper JSON {user_id, user_name, team?}, 2 groups the person is in (JSON), 3 admins JSON
-#       {users, groups}, 4 run id, 5 `stopped` event name, 6 tombstone ttl, 7 kept-for seconds,
-#       8 stops kept in the stream, 9 where: the channel the stop came from, or `HOME_TAB`
-STOP = """
-local run = KEYS[1]
-if redis.call('EXISTS', run) == 0 then return {'gone'} end
-local status = redis.call('HGET', run, F.status)
-local already = redis.call('HGET', run, F.stopped)
-if already then return {'already', already} end
-local live = {running = true, waiting = true, ready = true, resuming = true}
-if not live[status] then return {'closed'} end
-local who = cjson.decode(ARGV[1])
-local user = who['user_id']
-local member_of = cjson.decode(ARGV[2])
-local function listed(users, groups)
-  for _, u in ipairs(users) do if u == user then return true end end
-  for _, g in ipairs(groups) do
-    for _, mine in ipairs(member_of) do if g == mine then return true end end
-  end
-  return false
-end
-local admins = cjson.decode(ARGV[3])
-local allowed = user == redis.call('HGET', run, F.requester)
-  or listed(admins['users'], admins['groups'])
-local fields = redis.call('HKEYS', run)
-local open = {}
-for _, field in ipairs(fields) do
-  if string.sub(field, 1, #F.gate) == F.gate then
-    local aid = string.sub(field, #F.gate + 1)
-    if redis.call('HEXISTS', run, F.decision .. aid) == 0 then
-      table.insert(open, aid)
-      local ok, gate = pcall(cjson.decode, redis.call('HGET', run, field))
-      if ok and type(gate) == 'table' then
-        -- With no `where` (ARGV[9]), "anyone" counts nowhere: fail closed.
-        local here = false
-        if gate['anyone'] == true and ARGV[9] then
-          here = ARGV[9] == gate['channel']
-          local raw = redis.call('HGET', run, F.copies .. aid) or '[]'
-          local read, copies = pcall(cjson.decode, raw)
-          if read and type(copies) == 'table' then
-            for _, c in ipairs(copies) do
-              if type(c) == 'table' and c['channel'] == ARGV[9] then here = true end
-            end
-          end
-        end
-        if here or listed(gate['users'], gate['groups']) then allowed = true end
-      end
-    end
-  end
-end
-if not allowed then return {'not_allowed'} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-who['at'] = now
-local encoded = cjson.encode(who)
-redis.call('HSET', run, F.stopped, encoded)
-local details = cjson.encode({user_id = user, user_name = who['user_name'], at = now,
-  channel = redis.call('HGET', run, F.channel), status = status, team = who['team']})
-redis.call('XADD', KEYS[4], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
-if status == 'running' or status == 'resuming' then
-  -- Its worker hears it on the stream (an old script's stop is found by the slower poll).
-  if KEYS[7] then
-    redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'run_id', ARGV[4])
-  end
-  return {'stopping', encoded}
-end
-local decision = cjson.encode({outcome = 'stopped', user_id = user, user_name = who['user_name'],
-  decided_at = now})
-for _, aid in ipairs(open) do
-  redis.call('HSET', run, F.decision .. aid, decision)
-  redis.call('ZREM', KEYS[2], ARGV[4] .. ':' .. aid)
-  redis.call('ZREM', KEYS[3], ARGV[4] .. ':' .. aid)
-end
-redis.call('HSET', run, F.status, 'stopped', F.pending, 0)
-redis.call('ZREM', KEYS[6], ARGV[4])
-redis.call('EXPIRE', run, ARGV[7])
-redis.call('SET', KEYS[5], 'stopped', 'EX', ARGV[6])
-return {'stopped', encoded, cjson.encode(open)}
-"""

@@ -1,26 +1,20 @@
-"""Grants and edits inside the decision script: Lua functions that `DECIDE` calls.
-
-Part of `runtime.record.layout` (which prepends the field names as `F` and these functions to the
-decision script); kept apart so the decision script itself only names the hooks:
-
-- `with_edit(raw_edit, gate)`: once a call was edited, its gate binds the edited digest, so
-  every later approval (towards a quorum) counts for the edited arguments;
-- `choice_refusal(gate, choice)`: a grant is refused unless the call's gate offers one that
-  long (never under a quorum); an edit unless the gate allows edits and the editor saw the
-  arguments as they stand (`previous_digest`);
-- `apply_edit(...)`: store the edit (`edit:<aid>`), write the `edited` audit entry with both
-  digests and restart the quorum's count on the new arguments;
-- `attach_choices(...)`: put the edit into an approving decision and, for a grant, create the
-  grant (`runtime.grants.store` reads it) and write `granted`, in the same script as the decision.
-"""
-
-from __future__ import annotations
-
-from runtime.audit.events import AuditEvent
-
-CHOICES_LUA = f"""
-local EVENT_EDITED = '{AuditEvent.EDITED}'
-local EVENT_GRANTED = '{AuditEvent.GRANTED}'
+-- Grants and edits inside the decision script: functions that `decide.lua` calls, loaded just
+-- before it (`runtime.record.layout`), so that the decision script itself only names the hooks:
+--
+-- - `with_edit(raw_edit, gate)`: once a call was edited, its gate binds the edited digest, so
+--   every later approval (towards a quorum) counts for the edited arguments;
+-- - `choice_refusal(gate, choice)`: a grant is refused unless the call's gate offers one that
+--   long (never under a quorum); an edit unless the gate allows edits and the editor saw the
+--   arguments as they stand (`previous_digest`);
+-- - `apply_edit(...)`: store the edit (`edit:<aid>`), write the `edited` audit entry with both
+--   digests and restart the quorum's count on the new arguments;
+-- - `attach_choices(...)`: put the edit into an approving decision and, for a grant, create the
+--   grant (`runtime.grants.store` reads it) and write `granted`, in the same script as the
+--   decision.
+--
+-- KEYS and ARGV: none of their own. They are the decision script's (`decide.lua`), which hands
+-- `attach_choices` its KEYS 6 and 7 (the grant's hash, the channel's grants) when a grant is
+-- chosen. EVENT_EDITED and EVENT_GRANTED come with the script's constants.
 local function present(v) return v ~= nil and v ~= cjson.null end
 
 local function with_edit(raw, gate)
@@ -48,9 +42,9 @@ end
 
 local function apply_edit(run, aid, gate, choice, entry, now, audit)
   local edit = choice['edit']
-  local stored = cjson.encode({{arguments = edit['arguments'], digest = edit['digest'],
+  local stored = cjson.encode({arguments = edit['arguments'], digest = edit['digest'],
     previous_digest = gate['digest'], user_id = choice['user_id'],
-    user_name = choice['user_name'], at = now}})
+    user_name = choice['user_name'], at = now})
   redis.call('HSET', run, F.edit .. aid, stored)
   redis.call('HDEL', run, F.approvals .. aid)
   entry['previous_digest'] = gate['digest']
@@ -70,10 +64,10 @@ local function attach_choices(raw, aid, run_id, decision, choice, entry, now, gr
   if not present(grant) then return end
   local seconds = tonumber(grant['seconds'])
   local ends_at = now + seconds
-  local record = {{id = grant['id'], scope = grant['scope'], channel = entry['channel'],
+  local record = {id = grant['id'], scope = grant['scope'], channel = entry['channel'],
     agent = entry['agent'], tool = entry['tool'], user_id = choice['user_id'],
     user_name = choice['user_name'], at = now, ends_at = ends_at, seconds = seconds,
-    run_id = run_id, approval_id = aid}}
+    run_id = run_id, approval_id = aid}
   if grant['scope'] == 'arguments' then record['digest'] = entry['digest'] end
   if entry['mcp_server'] then record['mcp_server'] = entry['mcp_server'] end
   if choice['outside'] == true then record['outside'] = true end  -- see runtime.grants.check
@@ -85,11 +79,10 @@ local function attach_choices(raw, aid, run_id, decision, choice, entry, now, gr
   if redis.call('TTL', grant_keys[2]) < seconds then
     redis.call('EXPIRE', grant_keys[2], seconds + 1)
   end
-  decision['granted'] = {{id = grant['id'], scope = grant['scope'], ends_at = ends_at,
-    user_id = choice['user_id'], user_name = choice['user_name']}}
+  decision['granted'] = {id = grant['id'], scope = grant['scope'], ends_at = ends_at,
+    user_id = choice['user_id'], user_name = choice['user_name']}
   entry['grant_id'] = grant['id']
   entry['grant_scope'] = grant['scope']
   entry['ends_at'] = ends_at
   audit(EVENT_GRANTED)
 end
-"""

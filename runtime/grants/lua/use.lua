@@ -1,0 +1,28 @@
+-- A grant covers one more call: atomically checks it still exists and has not ended (Redis's
+-- clock), counts the use and writes `grant_used`. A revoked grant is gone: the next call asks.
+--
+-- KEYS
+--   1 the grant's hash (`grant:<id>`)
+--   2 the audit stream of its shard
+-- ARGV
+--   1 the run id of the call it covers
+--   2 the audit entry's details (JSON object; the grant's own are added here)
+--   3 the audit event's name (`grant_used`)
+-- Returns false (gone or ended), or {the grant JSON, uses so far}.
+local raw = redis.call('HGET', KEYS[1], 'grant')
+if not raw then return false end
+local grant = cjson.decode(raw)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+if now >= tonumber(grant['ends_at']) then return false end
+local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
+local details = cjson.decode(ARGV[2])
+details['grant_id'] = grant['id']
+details['user_id'] = grant['user_id']
+details['user_name'] = grant['user_name']
+details['ends_at'] = grant['ends_at']
+details['uses'] = uses
+details['at'] = now
+local encoded = cjson.encode(details)
+redis.call('XADD', KEYS[2], '*', 'event', ARGV[3], 'run_id', ARGV[1], 'details', encoded)
+return {raw, uses}

@@ -1,0 +1,24 @@
+-- A job joins the stream unless one with its id was enqueued recently (its marker is set). A
+-- missing stream (an emptied Redis) is made again with its group, from id 0 so that this job is
+-- read: an XADD alone would make a stream no worker can read (NOGROUP). JOB_GROUP comes with
+-- the script's constants.
+--
+-- KEYS
+--   1 the job stream of the shard
+--   2 the job id's marker (`Shard.job_marker`)
+-- ARGV
+--   1 the job (JSON)
+--   2 the marker's TTL in seconds
+-- Returns {the entry id, or false for a duplicate; 1 if the stream had to be made, else 0}.
+local function enqueue(stream, marker, job, marker_ttl)
+  local made = 0
+  if redis.call('EXISTS', stream) == 0 then
+    redis.call('XGROUP', 'CREATE', stream, JOB_GROUP, '0', 'MKSTREAM')
+    made = 1
+  end
+  if redis.call('SET', marker, '1', 'NX', 'EX', marker_ttl) then
+    return {redis.call('XADD', stream, '*', 'job', job), made}
+  end
+  return {false, made}
+end
+return enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2])

@@ -1,0 +1,36 @@
+-- The run ends: its hash goes (or, kept for recovery by hand, turns `failed`), its due entries
+-- go, it leaves the live runs, and the tombstone stays.
+--
+-- KEYS
+--   1 the run's hash
+--   2 the deadlines (a due set) of the run's shard
+--   3 the reminders (a due set)
+--   4 the run's tombstone
+--   5 the live runs
+--   6 the audit stream
+-- ARGV
+--   1 the writer's fence ('' for writes that any holder may make)
+--   2 the tombstone's TTL in seconds (`TOMBSTONE_SECONDS`)
+--   3 the outcome, the tombstone's value
+--   4 '1' keeps the hash, as `failed`; '0' deletes it
+--   5 the run id
+--   6 the audit entry (JSON list of its fields), or ''
+--   7... the run's due-set members (`<run id>:<approval id>`) to remove
+-- Returns 1 done, -1 fenced off.
+local fence = false
+if ARGV[1] ~= '' then fence = redis.call('HGET', KEYS[1], F.fence) end
+local live = fence ~= false or redis.call('EXISTS', KEYS[1]) == 1
+if live and ARGV[1] ~= '' and fence ~= ARGV[1] then return -1 end
+if live and ARGV[4] == '1' then
+  redis.call('HSET', KEYS[1], F.status, 'failed')
+else
+  redis.call('DEL', KEYS[1])
+end
+redis.call('ZREM', KEYS[5], ARGV[5])
+if #ARGV >= 7 then
+  redis.call('ZREM', KEYS[2], unpack(ARGV, 7))
+  redis.call('ZREM', KEYS[3], unpack(ARGV, 7))
+end
+redis.call('SET', KEYS[4], ARGV[3], 'EX', ARGV[2])
+if ARGV[6] ~= '' then redis.call('XADD', KEYS[6], '*', unpack(cjson.decode(ARGV[6]))) end
+return 1

