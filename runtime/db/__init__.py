@@ -1,1 +1,2 @@
-"""Redis: one server, Sentinel or Cluster; keys, clock, replication waits, a local server."""
+"""Redis: one server, Sentinel or Cluster; keys, clock, replication waits, Lua files, a local
+server."""
