@@ -117,11 +117,11 @@ async def test_agent_audit_shows_this_channels_events_and_one_runs_history(
     assert "No audit events of run" in hidden["text"]
 
 
-async def test_the_readmes_export_works_after_the_demo(
+async def test_the_documented_export_works_after_the_demo(
     redis_url: str, prefix: str, tmp_path: Path
 ) -> None:
-    readme = (ROOT / "README.md").read_text()
-    [command] = [line for line in readme.splitlines() if "-m runtime audit --demo" in line]
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    [command] = [line for line in operations.splitlines() if "-m runtime audit --demo" in line]
     env = {
         "PORT": str(free_port()),
         "REDIS_URL": redis_url,

@@ -146,9 +146,9 @@ def test_a_quorum_with_groups_or_the_environments_users_is_checked_as_far_as_kno
         policy_from(tmp_path, '[[rule]]\ntool = "a"\nquorum = 2\n', APPROVERS="U0AMY")
 
 
-def test_the_readme_example_is_a_valid_policy(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_example_is_a_valid_policy(tmp_path: Path) -> None:
+    policy_md = (Path(__file__).resolve().parent.parent / "docs" / "policy.md").read_text()
+    example = policy_md.split("```toml\n", 1)[1].split("```", 1)[0]
     policy = policy_from(tmp_path, example)
     assert policy.rule_for("lookup_order", "ops").approvers == ()
     assert policy.rule_for("delete_user", "ops").quorum == 2
