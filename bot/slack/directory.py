@@ -27,6 +27,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from runtime.db.keys import Keys
+from runtime.record.deciders import is_group
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,6 @@ return 1
 
 class DirectoryUnavailable(Exception):
     """Slack could not tell us who is in a group; deciding must wait."""
-
-
-def is_group(principal: str) -> bool:
-    return principal.startswith("S")
 
 
 class ApproverDirectory:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 # The scripts by which people act on a run (decide, stop, grants and edits) and by which a call
 # reaches beyond its thread (copies, escalation) live beside this module.
 from runtime.record.choice_scripts import CHOICES_LUA
+from runtime.record.deciders import is_group
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.once import OnceScript, once_body
 from runtime.record.people_scripts import DECIDE, STOP
@@ -132,7 +133,7 @@ class CallGate(BaseModel):
         """This gate with more users and groups who may decide (an escalation); channels in
         `principals` are not people and are left out."""
         users = (*self.users, *(p for p in principals if p[0] in "UW" and p not in self.users))
-        groups = (*self.groups, *(p for p in principals if p[0] == "S" and p not in self.groups))
+        groups = (*self.groups, *(p for p in principals if is_group(p) and p not in self.groups))
         return self.model_copy(update={"users": users, "groups": groups})
 
     def applied_to(self, call: PendingCall) -> PendingCall:
@@ -151,8 +152,8 @@ class CallGate(BaseModel):
             agent=call.agent,
             requester=envelope.conversation.requester,
             channel=envelope.conversation.channel,
-            users=tuple(p for p in call.approvers if not p.startswith("S")),
-            groups=tuple(p for p in call.approvers if p.startswith("S")),
+            users=tuple(p for p in call.approvers if not is_group(p)),
+            groups=tuple(p for p in call.approvers if is_group(p)),
             anyone=not call.approvers,
             quorum=call.quorum,
             allow_always=call.allow_always,

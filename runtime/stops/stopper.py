@@ -18,6 +18,7 @@ from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, Replication
 from runtime.record import layout as rr
+from runtime.record.deciders import is_group
 from runtime.record.envelope import (
     CardCopy,
     PendingCall,
@@ -51,8 +52,8 @@ class Principals:
     @classmethod
     def parse(cls, principals: tuple[str, ...]) -> Principals:
         return cls(
-            users=tuple(p for p in principals if not p.startswith("S")),
-            groups=tuple(p for p in principals if p.startswith("S")),
+            users=tuple(p for p in principals if not is_group(p)),
+            groups=tuple(p for p in principals if is_group(p)),
         )
 
 
