@@ -142,22 +142,22 @@ class DecisionRecorder:
         self._decide = rr.script(redis, keys, "decide")
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
-        read_ = await read(self._redis, self._keys, CallRead, run_id, approval_id)
-        envelope, call = read_.envelope, None
+        stored = await read(self._redis, self._keys, CallRead, run_id, approval_id)
+        envelope, call = stored.envelope, None
         if envelope is not None and (found := envelope.call(approval_id)) is not None:
             call = found.model_copy(
                 update={
-                    "message_ts": read_.message_ts,
-                    "copies": read_.copies or (),
-                    "edit": read_.edit,
+                    "message_ts": stored.message_ts,
+                    "copies": stored.copies or (),
+                    "edit": stored.edit,
                 }
             )
         return CallView(
             run_id=run_id,
             approval_id=approval_id,
-            exists=read_.exists,
-            round=read_.round or "",
-            gate=read_.gate,
+            exists=stored.exists,
+            round=stored.round or "",
+            gate=stored.gate,
             envelope=envelope,
             call=call,
         )
