@@ -44,6 +44,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from runtime.record.deciders import is_group
 from runtime.settings import RuntimeSettings
 
 PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
@@ -242,7 +243,7 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
     approvers = default_approvers if rule.approvers is None else rule.approvers
     users = set(approvers)
     # With a group among them the count is only known at click time; with users only, now.
-    if users and not any(p.startswith("S") for p in users) and rule.quorum > len(users):
+    if users and not any(is_group(p) for p in users) and rule.quorum > len(users):
         people = "1 person" if len(users) == 1 else f"{len(users)} people"
         where = "" if rule.approvers is not None else " (APPROVERS)"
         return "quorum", (

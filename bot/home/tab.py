@@ -31,6 +31,8 @@ from bot.slack.links import ThreadLinks
 from runtime.db.keys import Keys
 from runtime.decisions.recorder import DecisionRecorder
 from runtime.process.tasks import TaskSet
+from runtime.record import deciders
+from runtime.record.deciders import needs_groups
 from runtime.record.layout import CallGate
 from runtime.reporter import RunView
 from runtime.runs.live import LiveRuns
@@ -171,14 +173,18 @@ class HomeTab:
         return found, max(0, len(mine) - WAITING_SHOWN)
 
     async def may_decide(self, user_id: str, gate: CallGate) -> bool:
-        if gate.anyone or (user_id == gate.requester and not gate.self_ok):
+        """Whether `user_id` may approve the call here: a call "anyone" may decide is decided
+        only in its channel (the decision script refuses it from the Home tab)."""
+        if gate.anyone:
             return False
-        if user_id in gate.users:
-            return True
-        for group in gate.groups:
-            try:
-                if user_id in await self.directory.members(group):
-                    return True
-            except DirectoryUnavailable:
-                continue
-        return False
+        member_of: list[str] = []
+        # No lookup when being in every group would not do either (the requester).
+        if needs_groups(gate, user_id) and deciders.may_decide(gate, user_id, gate.groups):
+            for group in gate.groups:
+                try:
+                    if user_id in await self.directory.members(group):
+                        member_of.append(group)
+                        break
+                except DirectoryUnavailable:
+                    continue
+        return deciders.may_decide(gate, user_id, member_of)

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from bot.home.tab import HomeTab
@@ -35,7 +34,8 @@ from runtime.db.stream_tail import stream_tail
 from runtime.process.shutdown import Stopping
 from runtime.process.tasks import TaskSet
 from runtime.record import layout as rr
-from runtime.record.layout import CallGate
+from runtime.record.reads import Requester, parse_gate
+from runtime.record.view import read
 
 log = logging.getLogger(__name__)
 
@@ -148,9 +148,9 @@ class HomeWatch:
         key = self.keys.run(run_id)
         if not gates:
             if not details.get("requester"):
-                requester: Any = await self.redis.hget(key, rr.REQUESTER)
-                if requester:
-                    people.add(_text(requester))
+                found = await read(self.redis, self.keys, Requester, run_id)
+                if found.requester:
+                    people.add(found.requester)
             return people
         names: Any = await self.redis.hkeys(key)
         gate_fields = [_text(n) for n in names if _text(n).startswith(rr.GATE)]
@@ -158,9 +158,8 @@ class HomeWatch:
         if values and values[0]:
             people.add(_text(values[0]))
         for raw in values[1:]:
-            try:
-                gate = CallGate.model_validate_json(raw)
-            except (ValidationError, TypeError):
+            # None: the gate went since its name was read.
+            if raw is None or (gate := parse_gate(raw)) is None:
                 continue
             people.update(gate.users)
             for group in gate.groups:

@@ -35,6 +35,7 @@ from runtime.decisions.recorder import (
     UnconfirmedDecision,
 )
 from runtime.metrics import count_decision, count_denied
+from runtime.record.deciders import needs_groups
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
 from runtime.reporter import RunView
@@ -225,7 +226,7 @@ class ApprovalGate:
     async def groups_of(self, user_id: str, gate: CallGate | None) -> tuple[str, ...]:
         """The gate's groups `user_id` belongs to (one is enough); raises DirectoryUnavailable
         when Slack cannot say in time, so the click is refused rather than guessed."""
-        if gate is None or gate.anyone or user_id in gate.users:
+        if gate is None or not needs_groups(gate, user_id):
             return ()
         for group in gate.groups:
             if user_id in await self.directory.members(group):

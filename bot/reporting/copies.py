@@ -16,10 +16,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
-from bot.slack.directory import ApproverDirectory, DirectoryUnavailable, is_group
+from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from bot.words import overviews as words
 from bot.words import runs as messages
+from runtime.record.deciders import is_group
 from runtime.record.envelope import CardCopy, PendingCall
 from runtime.reporter import RunView
 

@@ -15,9 +15,10 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.status import status_blocks, status_text
 from bot.reporting.copies import SlackReach
-from bot.slack.directory import ApproverDirectory, is_group
+from bot.slack.directory import ApproverDirectory
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
+from runtime.record.deciders import is_group
 from runtime.record.envelope import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 

@@ -28,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
+from runtime.record.deciders import is_group
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,6 @@ _STORE_IF_UNCHANGED = lua_script("bot.slack", "store_members")
 
 class DirectoryUnavailable(Exception):
     """Slack could not tell us who is in a group; deciding must wait."""
-
-
-def is_group(principal: str) -> bool:
-    return principal.startswith("S")
 
 
 class ApproverDirectory:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.words.runs import PRODUCT, escape, slack_date, user
+from runtime.record.deciders import is_group
 from runtime.runs.live import LiveRun
 
 # --- /agent status ------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ def reminder_anyone(agent: str, tool: str, expires_at: float) -> str:
 
 def mention(principal: str) -> str:
     """A person, a user group or a channel, as Slack shows (and notifies) it."""
-    if principal.startswith("S"):
+    if is_group(principal):
         return f"<!subteam^{principal}>"
     if principal.startswith(("C", "G")):
         return f"<#{principal}>"

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
@@ -27,11 +26,10 @@ from runtime.record.envelope import (
     Outcome,
     PendingCall,
     RunEnvelope,
-    UnreadableEnvelope,
-    parse_envelope,
 )
 from runtime.record.layout import CallGate
-from runtime.waiting.copies import parse_copies
+from runtime.record.reads import CallRead
+from runtime.record.view import read
 from runtime.waiting.status import WaitingStatus, waiting_status
 
 Status = Literal[
@@ -144,44 +142,22 @@ class DecisionRecorder:
         self._decide = rr.script(redis, keys, "decide")
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
-        reply: list[Any] = await self._redis.hmget(
-            self._keys.run(run_id),
-            [
-                rr.ENVELOPE,
-                rr.ROUND,
-                rr.GATE + approval_id,
-                rr.TS + approval_id,
-                rr.COPIES + approval_id,
-                rr.EDIT + approval_id,
-            ],
-        )
-        raw_envelope, round_, raw_gate, message_ts, copies, raw_edit = reply
-        envelope = call = gate = None
-        if raw_envelope is not None:
-            try:
-                envelope = parse_envelope(run_id, raw_envelope)
-            except UnreadableEnvelope:
-                envelope = None
+        stored = await read(self._redis, self._keys, CallRead, run_id, approval_id)
+        envelope, call = stored.envelope, None
         if envelope is not None and (found := envelope.call(approval_id)) is not None:
-            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
             call = found.model_copy(
                 update={
-                    "message_ts": _text(message_ts),
-                    "copies": parse_copies(copies),
-                    "edit": edit,
+                    "message_ts": stored.message_ts,
+                    "copies": stored.copies or (),
+                    "edit": stored.edit,
                 }
             )
-        if raw_gate is not None:
-            try:
-                gate = CallGate.model_validate_json(raw_gate)
-            except ValidationError:
-                gate = None
         return CallView(
             run_id=run_id,
             approval_id=approval_id,
-            exists=raw_envelope is not None,
-            round=_text(round_) or "",
-            gate=gate,
+            exists=stored.exists,
+            round=stored.round or "",
+            gate=stored.gate,
             envelope=envelope,
             call=call,
         )

@@ -14,12 +14,12 @@ A grant made an hour ago promises nothing the policy no longer allows. It covers
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.grants.store import Grant, GrantStore
 from runtime.policy import CallRule
+from runtime.record.deciders import Approvers, may_decide, needs_groups
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.reporter import RunView
 
@@ -79,9 +79,13 @@ class GrantCheck:
                 continue
             if grant.seconds > rule.grant_max_seconds:
                 continue
-            if (grant.outside and not rule.external) or not await self._may_approve(
-                grant.user_id, rule.approvers, conversation.requester
-            ):
+            who = Approvers.of(
+                rule.approvers,
+                requester=conversation.requester,
+                self_ok=self.allow_self_approval,
+                external=rule.external,
+            )
+            if not await self._may_approve(who, grant.user_id, outside=grant.outside):
                 log.info("run %s: grant %s no longer covers %s", envelope.run_id, grant.id, tool)
                 continue
             used = await self.store.use(
@@ -100,17 +104,19 @@ class GrantCheck:
                 return used
         return None
 
-    async def _may_approve(self, user: str, approvers: Sequence[str], requester: str) -> bool:
-        if user == requester and not self.allow_self_approval:
-            return False
-        if not approvers or user in approvers:
-            return True
-        for group in (p for p in approvers if p.startswith("S")):
-            if self.membership is None:
-                return False
-            try:
-                if user in await self.membership.members(group):
-                    return True
-            except MembershipUnavailable:
-                return False
-        return False
+    async def _may_approve(self, who: Approvers, user: str, *, outside: bool) -> bool:
+        """As the decision script would answer the person who granted, asked now; a group's
+        members that cannot be told (or no `membership`) count as not a member."""
+        member_of: tuple[str, ...] = ()
+        # No lookup when being in every group would not do either (an outsider, the requester).
+        if needs_groups(who, user) and may_decide(who, user, who.groups, outside=outside):
+            for group in who.groups:
+                if self.membership is None:
+                    break
+                try:
+                    if user in await self.membership.members(group):
+                        member_of = (group,)
+                        break
+                except MembershipUnavailable:
+                    break
+        return may_decide(who, user, member_of, outside=outside)

@@ -16,12 +16,12 @@ a delivery that lost its run cannot mark, so runs nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
 from runtime.record import layout as rr
+from runtime.record.reads import StartRead
+from runtime.record.view import read
 
 
 class OutcomeLost(Exception):
@@ -59,8 +59,7 @@ class CallStarts:
 
     async def started_in(self, run_id: str, call_id: str) -> int | None:
         """The round in which the call last started without returning, if it did."""
-        raw: Any = await self._redis.hget(self._keys.run(run_id), rr.STARTED + call_id)
-        return int(raw) if raw else None
+        return (await read(self._redis, self._keys, StartRead, run_id, call_id)).started
 
 
 SAFE_TO_REPEAT = "countersign_safe_to_repeat"

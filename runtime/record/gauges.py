@@ -8,7 +8,6 @@ Redis commands: two pipelines, the second with one `HMGET` per sampled approval.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,7 +17,8 @@ import redis.asyncio as aioredis
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from runtime.db.keys import Keys
-from runtime.record import layout as rr
+from runtime.record.reads import PendingRead
+from runtime.record.view import of_queued, queue
 
 SAMPLE: Final = 500
 """Open approvals looked at per scrape (the soonest deadlines first)."""
@@ -122,19 +122,13 @@ async def _pending_by_tool(redis: aioredis.Redis, keys: Keys, members: list[str]
     async with redis.pipeline(transaction=False) as pipe:
         for member in members:
             run_id, _, approval_id = member.partition(":")
-            pipe.hmget(keys.run(run_id), [rr.GATE + approval_id, rr.DECISION + approval_id])
+            queue(pipe, keys, PendingRead, run_id, approval_id)
         replies: list[Any] = await pipe.execute()
     counts: Counter[str] = Counter()
-    for gate, decision in replies:
-        if gate is None or decision is not None:
+    for member, reply in zip(members, replies, strict=True):
+        run_id, _, approval_id = member.partition(":")
+        view = of_queued(PendingRead, run_id, reply, approval_id)
+        if view.tool is None or view.decided:
             continue  # its run ended or moved on, or it is decided and the entry is leaving
-        counts[_tool(gate)] += 1
+        counts[view.tool or UNKNOWN_TOOL] += 1
     return dict(counts)
-
-
-def _tool(raw_gate: bytes) -> str:
-    try:
-        tool = json.loads(raw_gate).get("tool")
-    except (ValueError, AttributeError):
-        return UNKNOWN_TOOL
-    return tool if isinstance(tool, str) and tool else UNKNOWN_TOOL

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runtime.audit.events import AuditEvent
 from runtime.db.lua import LuaConstant, lua_script
+from runtime.record.deciders import is_group
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.once import OnceScript, once_body
 
@@ -130,7 +131,7 @@ class CallGate(BaseModel):
         """This gate with more users and groups who may decide (an escalation); channels in
         `principals` are not people and are left out."""
         users = (*self.users, *(p for p in principals if p[0] in "UW" and p not in self.users))
-        groups = (*self.groups, *(p for p in principals if p[0] == "S" and p not in self.groups))
+        groups = (*self.groups, *(p for p in principals if is_group(p) and p not in self.groups))
         return self.model_copy(update={"users": users, "groups": groups})
 
     def applied_to(self, call: PendingCall) -> PendingCall:
@@ -149,8 +150,8 @@ class CallGate(BaseModel):
             agent=call.agent,
             requester=envelope.conversation.requester,
             channel=envelope.conversation.channel,
-            users=tuple(p for p in call.approvers if not p.startswith("S")),
-            groups=tuple(p for p in call.approvers if p.startswith("S")),
+            users=tuple(p for p in call.approvers if not is_group(p)),
+            groups=tuple(p for p in call.approvers if is_group(p)),
             anyone=not call.approvers,
             quorum=call.quorum,
             allow_always=call.allow_always,

@@ -15,23 +15,20 @@ from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, Replication
-from runtime.decisions.choices import ArgumentEdit
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.journal.starts import CallStarts
 from runtime.record import layout as rr
 from runtime.record.envelope import (
-    Approval,
-    Decision,
     PendingCall,
     RunEnvelope,
     UnreadableEnvelope,
     dump_envelope,
-    parse_envelope,
 )
 from runtime.record.layout import CallGate, Status
+from runtime.record.reads import JournalRead, Place, StopRead, Whole
+from runtime.record.view import read, read_whole
 from runtime.stops.mark import StopMark, Stopped
-from runtime.waiting.copies import parse_copies
 
 
 class Fenced(Exception):
@@ -158,20 +155,20 @@ class RunStore:
         """The run as stored; without its (large) state unless asked."""
         # One round trip for everything: the compressed state is a few kilobytes, cheaper to
         # carry than a second request; it is only decompressed when asked for.
-        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
-        fields = {name.decode(): value for name, value in raw.items()}
-        if rr.ENVELOPE not in fields or rr.STATUS not in fields:
+        view = await read_whole(self._redis, self._keys, Whole, run_id)
+        status = view.status
+        envelope = view.envelope if status is not None else None
+        if envelope is None or status is None:
             return None
-        envelope = parse_envelope(run_id, fields[rr.ENVELOPE])
         try:
             calls = tuple(
                 call.model_copy(
                     update={
-                        "message_ts": _text(fields.get(rr.TS + call.approval_id)),
-                        "decision": _decision(fields.get(rr.DECISION + call.approval_id)),
-                        "approvals": _approvals(fields.get(rr.APPROVALS + call.approval_id)),
-                        "edit": _edit(fields.get(rr.EDIT + call.approval_id)),
-                        "copies": parse_copies(fields.get(rr.COPIES + call.approval_id)),
+                        "message_ts": view.message_ts.get(call.approval_id),
+                        "decision": view.decisions.get(call.approval_id),
+                        "approvals": view.approvals.get(call.approval_id, ()),
+                        "edit": view.edits.get(call.approval_id),
+                        "copies": view.copies.get(call.approval_id, ()),
                     }
                 )
                 for call in envelope.calls
@@ -179,14 +176,14 @@ class RunStore:
         except (ValidationError, ValueError) as error:
             # A decision written by another version: as unreadable as its envelope would be.
             raise UnreadableEnvelope(run_id, "a stored decision cannot be read") from error
-        state = fields.get(rr.STATE)
+        state = view.state
         return RunRecord(
             envelope=envelope.model_copy(update={"calls": calls}),
-            status=cast(Status, fields[rr.STATUS].decode()),
+            status=cast(Status, status),
             state=zlib.decompress(state).decode() if (state and with_state) else None,
-            status_message=_text(fields.get(rr.STATUS_MESSAGE)),
-            status_steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
-            final_output=_text(fields.get(rr.FINAL)),
+            status_message=view.status_message,
+            status_steps=view.status_steps or (),
+            final_output=view.final,
         )
 
     async def find_call(
@@ -208,17 +205,14 @@ class RunStore:
 
     async def locate(self, run_id: str) -> Conversation | None:
         """Where the run talks, read without the envelope (which may be unreadable)."""
-        reply: list[bytes | None] = await self._redis.hmget(  # type: ignore[assignment]
-            self._keys.run(run_id), [rr.CHANNEL, rr.REQUESTER, rr.THREAD, rr.REPLY_URL]
-        )
-        channel, requester, thread, reply_url = reply
-        if channel is None or requester is None:
+        place = await read(self._redis, self._keys, Place, run_id)
+        if place.channel is None or place.requester is None:
             return None
         return Conversation(
-            channel=channel.decode(),
-            requester=requester.decode(),
-            thread=_text(thread),
-            reply_url=_text(reply_url) or None,
+            channel=place.channel,
+            requester=place.requester,
+            thread=place.thread,
+            reply_url=place.reply_url or None,
         )
 
     async def set_status(self, lease: Lease, message_id: str, steps: list[str]) -> None:
@@ -344,19 +338,15 @@ class RunStore:
     async def journal_entry(self, lease: Lease, call_id: str) -> bytes | None:
         """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run,
         Stopped if someone stopped it (a call that did not run yet must not start)."""
-        reply: list[Any] = await self._redis.hmget(
-            self._keys.run(lease.run_id), [rr.JOURNAL + call_id, rr.FENCE, rr.STOPPED]
-        )
-        recorded, fence, stopped = reply
-        if recorded is None and (fence is None or int(fence) != lease.fence):
+        view = await read(self._redis, self._keys, JournalRead, lease.run_id, call_id)
+        if view.recorded is None and view.fence != lease.fence:
             raise Fenced(lease.run_id)
-        if recorded is None and stopped is not None:
-            raise Stopped(lease.run_id, StopMark.model_validate_json(stopped))
-        return cast(bytes | None, recorded)
+        if view.recorded is None and (mark := view.stopped) is not None:
+            raise Stopped(lease.run_id, mark)
+        return view.recorded
 
     async def stop_mark(self, run_id: str) -> StopMark | None:
-        raw: Any = await self._redis.hget(self._keys.run(run_id), rr.STOPPED)
-        return StopMark.model_validate_json(raw) if raw is not None else None
+        return (await read(self._redis, self._keys, StopRead, run_id)).stopped
 
     async def replicated(self) -> None:
         """Return once the replicas have every write so far (`REDIS_MIN_REPLICAS`)."""
@@ -374,8 +364,7 @@ class RunStore:
 
     async def journal(self, run_id: str) -> list[bytes]:
         """Every recorded tool outcome of the run, in no particular order."""
-        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
-        return [value for name, value in raw.items() if name.startswith(rr.JOURNAL.encode())]
+        return list((await read_whole(self._redis, self._keys, Whole, run_id)).journal.values())
 
     async def server_time(self) -> float:
         """Redis's clock, on which alone deadlines are set and checked (see `RedisClock`)."""
@@ -386,15 +375,3 @@ def _text(value: bytes | str | None) -> str | None:
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _decision(raw: bytes | None) -> Decision | None:
-    return Decision.model_validate_json(raw) if raw else None
-
-
-def _approvals(raw: bytes | None) -> tuple[Approval, ...]:
-    return tuple(Approval.model_validate(item) for item in json.loads(raw)) if raw else ()
-
-
-def _edit(raw: bytes | None) -> ArgumentEdit | None:
-    return ArgumentEdit.model_validate_json(raw) if raw else None

@@ -15,8 +15,8 @@ from typing import Any, Final, Literal
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.record import layout as rr
-from runtime.record.envelope import UnreadableEnvelope, parse_envelope
+from runtime.record.reads import LiveRead, Owner
+from runtime.record.view import of_queued, queue
 
 SCAN_LIMIT: Final = 1000
 """Live runs looked at per question (the newest first)."""
@@ -79,53 +79,49 @@ class LiveRuns:
         ids = sorted(ids, key=lambda entry: entry[1], reverse=True)[: self._scan_limit]
         async with self._redis.pipeline(transaction=False) as pipe:
             for run_id, _ in ids:
-                pipe.hmget(self._keys.run(run_id), [rr.CHANNEL, rr.REQUESTER])
+                queue(pipe, self._keys, Owner, run_id)
             replies: list[Any] = await pipe.execute()
-        pairs = list(zip(ids, replies, strict=True))
-        gone = [run_id for (run_id, _), (channel, _) in pairs if not channel]
+        pairs = [
+            (entry, of_queued(Owner, entry[0], reply))
+            for entry, reply in zip(ids, replies, strict=True)
+        ]
+        gone = [run_id for (run_id, _), owner in pairs if not owner.channel]
         for run_id in gone:
             await self._redis.zrem(self._keys.shard_of(run_id).live_runs, run_id)
         chosen = [
             entry
-            for entry, (channel, requester) in pairs
-            if channel and requester and keep(_text(channel), _text(requester))
+            for entry, owner in pairs
+            if owner.channel and owner.requester and keep(owner.channel, owner.requester)
         ]
         return await self._read(chosen)
 
     async def _read(self, ids: list[tuple[str, float]]) -> list[LiveRun]:
         if not ids:
             return []
-        fields = [rr.ENVELOPE, rr.STATUS, rr.PENDING, rr.CHANNEL, rr.REQUESTER, rr.THREAD]
         # TIME on its own: a cluster pipeline refuses a command without a key.
         seconds, micros = await self._redis.time()
         async with self._redis.pipeline(transaction=False) as pipe:
             for run_id, _ in ids:
-                pipe.hmget(self._keys.run(run_id), [*fields, rr.STOPPED])
+                queue(pipe, self._keys, LiveRead, run_id)
             replies: list[Any] = await pipe.execute()
         now = seconds + micros / 1_000_000
         runs = []
         for (run_id, started), reply in zip(ids, replies, strict=True):
-            raw_envelope, status, pending, channel, requester, thread, stopped = reply
-            state = _STATES.get(_text(status or b""))
-            if state is None or channel is None or requester is None:
+            view = of_queued(LiveRead, run_id, reply)
+            state = _STATES.get(view.status or "")
+            if state is None or view.channel is None or view.requester is None:
                 continue  # ended, failed or stopped meanwhile
-            agent, task = "?", ""
-            if raw_envelope is not None:
-                try:
-                    envelope = parse_envelope(run_id, raw_envelope)
-                    agent, task = envelope.root_agent, envelope.task
-                except UnreadableEnvelope:
-                    pass
+            envelope = view.envelope
             runs.append(
                 LiveRun(
                     run_id=run_id,
-                    agent=agent,
-                    task=task,
-                    channel=_text(channel),
-                    requester=_text(requester),
-                    thread=_text(thread) if thread else None,
-                    state="stopping" if stopped is not None else state,
-                    pending=int(pending or 0),
+                    agent=envelope.root_agent if envelope else "?",
+                    task=envelope.task if envelope else "",
+                    channel=view.channel,
+                    requester=view.requester,
+                    thread=view.thread or None,
+                    state="stopping" if view.stopped else state,
+                    pending=view.pending or 0,
                     age_seconds=max(0.0, now - started),
                 )
             )

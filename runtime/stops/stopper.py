@@ -12,23 +12,22 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, Replication
 from runtime.record import layout as rr
+from runtime.record.deciders import is_group
 from runtime.record.envelope import (
     CardCopy,
     PendingCall,
     RunEnvelope,
-    UnreadableEnvelope,
-    parse_envelope,
 )
 from runtime.record.layout import CallGate
+from runtime.record.reads import Whole
+from runtime.record.view import read_whole
 from runtime.stops.listener import STOPS_KEPT
 from runtime.stops.mark import StopMark
-from runtime.waiting.copies import parse_copies
 
 StopStatus = Literal[
     "stopped",  # a waiting run: stopped now, its open calls decided `stopped`
@@ -51,8 +50,8 @@ class Principals:
     @classmethod
     def parse(cls, principals: tuple[str, ...]) -> Principals:
         return cls(
-            users=tuple(p for p in principals if not p.startswith("S")),
-            groups=tuple(p for p in principals if p.startswith("S")),
+            users=tuple(p for p in principals if not is_group(p)),
+            groups=tuple(p for p in principals if is_group(p)),
         )
 
 
@@ -116,39 +115,17 @@ class RunStopper:
         self._stop = rr.script(redis, keys, "stop")
 
     async def view(self, run_id: str) -> StopView:
-        raw: Any = await self._redis.hgetall(self._keys.run(run_id))
-        fields = {name.decode(): value for name, value in raw.items()}
-        envelope = None
-        if rr.ENVELOPE in fields:
-            try:
-                envelope = parse_envelope(run_id, fields[rr.ENVELOPE])
-            except UnreadableEnvelope:
-                envelope = None
-        gates: dict[str, CallGate] = {}
-        message_ts: dict[str, str] = {}
-        copies: dict[str, tuple[CardCopy, ...]] = {}
-        for name, value in fields.items():
-            if name.startswith(rr.GATE):
-                try:
-                    gates[name.removeprefix(rr.GATE)] = CallGate.model_validate_json(value)
-                except ValidationError:
-                    continue
-            elif name.startswith(rr.TS):
-                message_ts[name.removeprefix(rr.TS)] = value.decode()
-            elif name.startswith(rr.COPIES):
-                copies[name.removeprefix(rr.COPIES)] = parse_copies(value)
-        requester = fields.get(rr.REQUESTER)
-        status_message = fields.get(rr.STATUS_MESSAGE)
+        whole = await read_whole(self._redis, self._keys, Whole, run_id)
         return StopView(
             run_id=run_id,
-            exists=rr.STATUS in fields,
-            requester=requester.decode() if requester else None,
-            envelope=envelope,
-            gates=gates,
-            message_ts=message_ts,
-            copies=copies,
-            status_message=status_message.decode() if status_message else None,
-            status_steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
+            exists=whole.status is not None,
+            requester=whole.requester or None,
+            envelope=whole.readable_envelope,
+            gates=whole.gates,
+            message_ts=whole.message_ts,
+            copies=whole.copies,
+            status_message=whole.status_message or None,
+            status_steps=whole.status_steps or (),
         )
 
     async def stop(

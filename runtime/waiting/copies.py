@@ -10,30 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import redis.asyncio as aioredis
-from pydantic import TypeAdapter, ValidationError
 
 from runtime.db.keys import Keys
 from runtime.record import layout as rr
-from runtime.record.envelope import CardCopy, Decision, PendingCall
+from runtime.record.envelope import Decision, PendingCall
+from runtime.record.reads import CopiesRead
+from runtime.record.view import read
 from runtime.reporter import Reach, RunView
-from runtime.waiting.plan import CallReach
 
 log = logging.getLogger(__name__)
-
-_COPIES = TypeAdapter(tuple[CardCopy, ...])
-
-
-def parse_copies(raw: bytes | str | None) -> tuple[CardCopy, ...]:
-    """The copies recorded for a call; none if absent or unreadable."""
-    if not raw:
-        return ()
-    try:
-        return _COPIES.validate_json(raw)
-    except ValidationError:
-        return ()
 
 
 class CardCopies:
@@ -45,18 +32,12 @@ class CardCopies:
 
     async def notify(self, run: RunView, call: PendingCall) -> None:
         """Send the copies the call's rule asks for (`notify`), unless they were sent."""
-        raw: Any = await self._redis.hmget(
-            self._keys.run(run.run_id), [rr.REACH + call.approval_id, rr.COPIES + call.approval_id]
-        )
-        raw_reach, copies = raw
-        if raw_reach is None or copies is not None:
+        view = await read(self._redis, self._keys, CopiesRead, run.run_id, call.approval_id)
+        # Absent, or written by another version: its copies are its own business.
+        if view.reach is None or view.has_copies:
             return
-        try:
-            reach = CallReach.model_validate_json(raw_reach)
-        except ValidationError:
-            return  # written by another version: its copies are its own business
-        if reach.notify:
-            await self.send(run, call, reach.notify)
+        if view.reach.notify:
+            await self.send(run, call, view.reach.notify)
 
     async def send(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
         """Post copies to `targets` and record them; a copy that lands after the decision is

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
+from runtime.record.reads import GateRead
+from runtime.record.view import read
 from runtime.reporter import Reach, RunView
 from runtime.waiting.copies import CardCopies
 
@@ -48,12 +49,11 @@ class Escalation:
         no longer waits (or its gate is another version's) and nothing was done."""
         key = self.keys.run(run.run_id)
         for _ in range(ATTEMPTS):
-            raw: Any = await self.redis.hget(key, rr.GATE + call.approval_id)
+            stored = await read(self.redis, self.keys, GateRead, run.run_id, call.approval_id)
+            raw, gate = stored.written, stored.gate
             if raw is None:
                 return None
-            try:
-                gate = CallGate.model_validate_json(raw)
-            except ValidationError:
+            if gate is None:
                 log.warning("run %s: gate of %s unreadable here", run.run_id, call.approval_id)
                 return None
             widened = gate.widened(targets)

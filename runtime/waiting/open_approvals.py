@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 
 from runtime.db.keys import Keys
-from runtime.record import layout as rr
 from runtime.record.layout import CallGate
-from runtime.waiting.plan import CallReach
+from runtime.record.reads import OpenRead
+from runtime.record.view import of_queued, queue
 
 SCAN_LIMIT: Final = 2000
 """Open approvals looked at per question."""
@@ -53,28 +52,18 @@ class OpenApprovals:
         async with self._redis.pipeline(transaction=False) as pipe:
             for member, _ in members:
                 run_id, _, approval_id = member.partition(":")
-                pipe.hmget(
-                    self._keys.run(run_id),
-                    [
-                        rr.STATUS,
-                        rr.GATE + approval_id,
-                        rr.DECISION + approval_id,
-                        rr.REACH + approval_id,
-                    ],
-                )
+                queue(pipe, self._keys, OpenRead, run_id, approval_id)
             replies: list[Any] = await pipe.execute()
         now = seconds + micros / 1_000_000
         found = []
         for (member, deadline), reply in zip(members, replies, strict=True):
-            status, raw_gate, decision, raw_reach = reply
-            if status != b"waiting" or raw_gate is None or decision is not None or deadline <= now:
-                continue
-            try:
-                gate = CallGate.model_validate_json(raw_gate)
-                reach = CallReach.model_validate_json(raw_reach) if raw_reach else None
-            except ValidationError:
-                continue  # another version's: it shows its own
             run_id, _, approval_id = member.partition(":")
+            view = of_queued(OpenRead, run_id, reply, approval_id)
+            gate, reach = view.gate, view.reach
+            if view.status != "waiting" or view.decided or deadline <= now:
+                continue
+            if gate is None or (view.has_reach and reach is None):
+                continue  # gone, or another version's: it shows its own
             found.append(
                 OpenApproval(
                     run_id=run_id,

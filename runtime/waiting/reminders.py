@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 
 from runtime.db.keys import Keys
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
+from runtime.record.reads import Nudges
 from runtime.record.store import RunStore
+from runtime.record.view import read
 from runtime.reporter import Reporter, RunView
 from runtime.waiting.escalation import Escalation
 from runtime.waiting.plan import CallReach
@@ -84,18 +85,11 @@ class Reminders:
     async def _read(
         self, run_id: str, approval_id: str
     ) -> tuple[CallReach | None, CallGate | None, float]:
-        raw: Any = await self.redis.hmget(
-            self.keys.run(run_id),
-            [rr.REACH + approval_id, rr.GATE + approval_id, rr.NUDGED + approval_id],
-        )
-        raw_reach, raw_gate, nudged = raw
-        reach = gate = None
-        try:
-            reach = CallReach.model_validate_json(raw_reach) if raw_reach else None
-            gate = CallGate.model_validate_json(raw_gate) if raw_gate else None
-        except ValidationError:
-            pass  # another version's: remind as that version would
-        return reach, gate, float(nudged) if nudged else 0.0
+        view = await read(self.redis, self.keys, Nudges, run_id, approval_id)
+        reach = view.reach
+        # Another version's reach: remind as that version would, by the call's approvers.
+        gate = None if view.has_reach and reach is None else view.gate
+        return reach, gate, view.nudged or 0.0
 
     async def _remind(self, run: RunView, call: PendingCall, gate: CallGate | None) -> bool:
         if gate is not None:

@@ -4,15 +4,13 @@ the worker is not working on the run until its last call is decided."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.record import layout as rr
-from runtime.record.envelope import UnreadableEnvelope, parse_envelope
+from runtime.record.reads import Whole
+from runtime.record.view import read_whole
 from runtime.reporter import Activity, RunView
 
 
@@ -26,28 +24,24 @@ class WaitingStatus:
 async def waiting_status(redis: aioredis.Redis, keys: Keys, run_id: str) -> WaitingStatus | None:
     """The status of `run_id` while it still waits for some of its calls; None once it does
     not (resuming, finished, stopped) or when this version cannot read its record."""
-    raw: Any = await redis.hgetall(keys.run(run_id))
-    fields = {name.decode(): value for name, value in raw.items()}
-    status, message_id = fields.get(rr.STATUS), fields.get(rr.STATUS_MESSAGE)
-    if status != b"waiting" or message_id is None or rr.ENVELOPE not in fields:
+    whole = await read_whole(redis, keys, Whole, run_id)
+    message_id = whole.status_message
+    if whole.status != "waiting" or message_id is None:
         return None
-    try:
-        envelope = parse_envelope(run_id, fields[rr.ENVELOPE])
-    except UnreadableEnvelope:
+    envelope = whole.readable_envelope
+    if envelope is None:
         return None
     open_tools = tuple(
         call.tool
         for call in envelope.calls
-        if call.decision is None and rr.DECISION + call.approval_id not in fields
+        if call.decision is None and call.approval_id not in whole.decided
     )
     if not open_tools:
         return None
     activity = Activity(
-        steps=tuple(json.loads(fields.get(rr.STATUS_STEPS) or b"[]")),
+        steps=whole.status_steps or (),
         state="waiting",
         waiting_for=open_tools,
         approvals_asked=len(envelope.calls),
     )
-    return WaitingStatus(
-        run=RunView.of(envelope), message_id=message_id.decode(), activity=activity
-    )
+    return WaitingStatus(run=RunView.of(envelope), message_id=message_id, activity=activity)
