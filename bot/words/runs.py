@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from runtime.record.envelope import Decision
 from runtime.reporter import Failure
@@ -29,46 +29,12 @@ def user(user_id: str) -> str:
 # --- /agent ----------------------------------------------------------------------------------
 
 
-def command_help(
-    command: str,
-    agents: Sequence[str],
-    mcp_tools: Mapping[str, Sequence[tuple[str, str]]] | None = None,
-) -> str:
-    """`mcp_tools`: agent -> (tool, server) as a worker last listed them; None when unknown."""
-    listed = ", ".join(f"`{name}`" for name in agents)
-    text = (
-        f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
-        "to approve it here.\n"
-        f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
-        f"• `{command} <agent>: <task>`: pick an agent\n"
-        f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
-        f"• `{command} status [run id]`: this channel's live runs and what they wait for\n"
-        f"• `{command} grants`: grants active in this channel, to revoke them\n"
-        f"• `{command} help`: this message\n"
-        f"Agents: {listed}"
-    )
-    for agent in agents:
-        tools = (mcp_tools or {}).get(agent)
-        if tools:
-            text += f"\n• `{escape(agent)}` tools from MCP servers: " + mcp_tool_list(tools)
-    return text
-
-
 def mcp_tool_list(tools: Sequence[tuple[str, str]]) -> str:
     """`list_tables`, `drop_table` on `db`; `search` on `wiki`."""
     by_server: dict[str, list[str]] = {}
     for tool, server in tools:
         by_server.setdefault(server, []).append(f"`{escape(tool)}`")
     return "; ".join(f"{', '.join(names)} on `{escape(s)}`" for s, names in by_server.items())
-
-
-def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
-    listed = ", ".join(f"`{a}`" for a in agents)
-    return (
-        f"There is no agent called `{escape(name)}`. Agents: {listed}.\n"
-        f"To give the default agent a task that starts with a word and a colon, name it: "
-        f"`{command} {agents[0]}: {escape(name)}: ...`"
-    )
 
 
 def command_starting(agent: str) -> str:
@@ -142,10 +108,6 @@ def stop_not_allowed(names: Sequence[str], channels: Sequence[str] = ()) -> str:
         f"Only {who} may stop this run, so nothing changed. "
         "(The person who asked, anyone who may decide its calls, and the admins.)"
     )
-
-
-def stop_usage(command: str) -> str:
-    return f"Say which run: `{command} stop <run id>`. The run id is on its status message."
 
 
 # --- approval cards ---------------------------------------------------------------------------
