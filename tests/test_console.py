@@ -340,6 +340,18 @@ def test_every_emoji_the_bot_writes_is_drawn_by_the_console() -> None:
     assert written - drawn == set(), "add these to EMOJI in blocks.js"
 
 
+@pytest.mark.parametrize("command", ["/help", "/agents"])
+async def test_the_console_sends_only_the_apps_command_and_says_so(
+    console: Console, command: str
+) -> None:
+    status, body = await console.intent("UALICE", kind="command", command=command, text="help")
+    assert status == 404
+    assert body["error"] == (
+        f"The console sends only /agent (the app's one command), not {command}: try /agent help."
+    )
+    assert console.slack.messages == {} and console.slack.private_notes == []
+
+
 async def test_a_command_longer_than_slack_takes_is_not_sent(console: Console) -> None:
     async with console.session.get(f"{console.url}/console/stream") as response:
         snapshot = json.loads((await response.content.readline()).decode().removeprefix("data: "))

@@ -21,9 +21,7 @@ from tests.model_scripts import delete_then_answer
         ("status of the api", "usage", "of the api"),
     ],
 )
-def test_status_is_a_command_even_before_something_else(
-    text: str, kind: str, task: str
-) -> None:
+def test_status_is_a_command_even_before_something_else(text: str, kind: str, task: str) -> None:
     parsed = parse_command_text(text, ["ops"])
     assert (parsed.kind, parsed.task) == (kind, task)
 

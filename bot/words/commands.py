@@ -118,3 +118,11 @@ def command_empty_task(command: str, agent: str) -> str:
         f"Say what *{escape(agent)}* should do: `{command} {escape(agent)}: <task>`. "
         "Nothing was started."
     )
+
+
+def console_only(command: str, typed: str) -> str:
+    """The console's composer, given another slash command than the app's."""
+    return (
+        f"The console sends only {command} (the app's one command), not {typed}: "
+        f"try {command} help."
+    )
