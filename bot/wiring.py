@@ -36,7 +36,7 @@ def slack_parts(
         session=session,
     )
     directory = ApproverDirectory(redis, Keys.of(settings), client)
-    reach = SlackReach(client, directory)
+    reach = SlackReach(client, directory, self_approval=settings.allow_self_approval)
     return SlackParts(
         client=client,
         directory=directory,

@@ -178,7 +178,7 @@ async def test_the_requester_cannot_edit_their_own_call(bot: Harness) -> None:
     assert button is not None
     await bot.sender.click(card, "edit_arguments", user="UALICE", value=button["value"])
     notes = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="note")
-    assert str(notes[-1]["text"]).startswith("You asked for this run")
+    assert str(notes[-1]["text"]).startswith("You asked for this,")
     assert bot.slack.views == []
 
 

@@ -42,10 +42,6 @@ class SlackReporter:
         self._directory = directory
         self._reach = reach or SlackReach(client, directory)
 
-    async def _approver_names(self, call: PendingCall) -> list[str]:
-        names = await self._directory.names(call.approvers)
-        return [names[p] for p in call.approvers]
-
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
         try:
@@ -112,7 +108,7 @@ class SlackReporter:
             blocks=approval_request_blocks(
                 run,
                 call,
-                await self._approver_names(call),
+                await self._reach.approver_names(run, call),
                 await self._directory.channel_name(run.conversation.channel),
             ),
         )
@@ -157,7 +153,7 @@ class SlackReporter:
         """
         assert call.message_ts is not None
         if call.decision is None:
-            names = await self._approver_names(call)
+            names = await self._reach.approver_names(run, call)
             channel_name = await self._directory.channel_name(run.conversation.channel)
             blocks = approval_request_blocks(run, call, names, channel_name)
             text = messages.approval_fallback(call.agent, call.tool)

@@ -231,7 +231,8 @@ def not_an_approver(names: Sequence[str], tool: str) -> str:
 
 
 SELF_APPROVAL_REFUSED = (
-    "You asked for this run, so someone else has to decide its tool calls. Nothing was recorded."
+    "You asked for this, so someone else has to approve it; you may still reject it. "
+    "Nothing was recorded."
 )
 APPROVE_ALWAYS_NOT_OFFERED = (
     "_Approve always_ is not offered for this call, so nothing was recorded. Use Approve."
