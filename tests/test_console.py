@@ -77,7 +77,7 @@ class Console:
             await worker_redis.aclose()
         if self._runner is not None:
             await self._runner.cleanup()
-        self.refused += self.slack.refused
+        self.refused += self.slack.refused + self.slack.marked
 
     async def restart(self) -> None:
         """Ctrl-C and start the demo again: a new stand-in Slack, the same Redis."""

@@ -241,7 +241,7 @@ async def test_grant_restart_service_for_an_hour_then_revoke_it(
     card = await new_card(page, "restart_service")
     await page.select_option("#person", "UBOB")
     menu = card.get_by_role("combobox", name="Approve and allow…")
-    hour = menu.locator("option", has_text="restart_service` in #demo for 1 hour")
+    hour = menu.locator("option", has_text="restart_service in #demo for 1 hour")
     await menu.select_option(await hour.get_attribute("value"))
     await expect(card).to_contain_text("Also allowed by @bob: restart_service in #demo")
     await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()

@@ -86,11 +86,11 @@ async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
     assert list(grant_options(card)) == [
-        "`delete_user` in #general for 1 hour",
-        "`delete_user` in #general for 8 hours",
+        "delete_user in #general for 1 hour",
+        "delete_user in #general for 8 hours",
         "these exact arguments for 24 hours",
     ]
-    hour = grant_options(card)["`delete_user` in #general for 1 hour"]
+    hour = grant_options(card)["delete_user in #general for 1 hour"]
     await choose_grant(bot, card, hour, user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     await bot.slack.wait_for(lambda: "Also allowed" in card.all_text(), what="grant on the card")
@@ -130,7 +130,7 @@ async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
 
 async def test_a_grant_ends_on_time(bot: Harness) -> None:
     bot.model.script = delete_then_answer
-    _card, grant_id = await granted(bot, "`delete_user` in #general for 1 hour")
+    _card, grant_id = await granted(bot, "delete_user in #general for 1 hour")
     # Let the hour pass: the grant now ends in a second (its stored end and its key's expiry).
     key = bot.keys.grant(grant_id)
     stored = json.loads(await bot.field(key, "grant"))
@@ -203,7 +203,7 @@ async def test_the_card_offers_only_grants_the_setting_allows(bot: Harness) -> N
     bot.slack.channels["CGENERAL"] = "general"
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    assert list(grant_options(card)) == ["`delete_user` in #general for 1 hour"]
+    assert list(grant_options(card)) == ["delete_user in #general for 1 hour"]
     run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
     await choose_grant(bot, card, f"{run_id}:{approval_id}:tool:28800", user="UBOB")
     await bot.slack.wait_for(
@@ -216,7 +216,7 @@ async def test_a_grant_is_checked_against_the_policy_at_each_call(
 ) -> None:
     """Made while grants were allowed; the rule now wants a quorum: the call asks."""
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour")
+    await granted(bot, "delete_user in #general for 1 hour")
     path = tmp_path / "quorum.toml"
     path.write_text(QUORUM_POLICY)
     await restart_worker_with(bot, POLICY_FILE=str(path))
@@ -230,7 +230,7 @@ async def test_a_granter_removed_from_the_approvers_no_longer_covers_calls(
     bot: Harness,
 ) -> None:
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    await granted(bot, "delete_user in #general for 1 hour", by="UBOB")
     await restart_worker_with(bot, APPROVERS="UCAROL")
     root = await run_in(bot, "delete u-100 again")
     await bot.cards(root, 1)
@@ -244,7 +244,7 @@ async def test_a_grant_by_a_group_member_covers_calls_while_they_are_in_it(
 ) -> None:
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UBOB"]}
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    await granted(bot, "delete_user in #general for 1 hour", by="UBOB")
     covered = await run_in(bot, "delete u-100 again")
     assert len(grant_lines(bot, await wait_answer(bot, covered))) == 1
 
@@ -272,7 +272,7 @@ async def wait_answer(bot: Harness, root: Message) -> Message:
 
 async def test_a_grant_does_not_let_its_author_approve_their_own_runs(bot: Harness) -> None:
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    await granted(bot, "delete_user in #general for 1 hour", by="UBOB")
     roots = len(bot.slack.roots())
     await bot.sender.command("delete u-100 myself", user="UBOB")
     await bot.slack.wait_for(lambda: len(bot.slack.roots()) > roots, what="root message")

@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.console.slack_limits import Refusal, refusal
+from bot.console.slack_limits import Refusal, plain_text_marks, refusal
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,8 @@ class LocalSlack:
         self.triggers: dict[str, str] = {}
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
         self.refused: list[Refusal] = []
+        self.marked: list[Refusal] = []
+        """Calls Slack takes whose plain text would show Markdown marks as typed (kept, logged)."""
         """Calls real Slack would refuse (invalid blocks, too long), answered as Slack would."""
         self.version = 0
         self.closing = asyncio.Event()
@@ -162,6 +164,9 @@ class LocalSlack:
         if found is not None:
             self.refused.append(found)
             log.warning("Slack would refuse this %s (%s): %s", method, found.error, found.detail)
+        elif (marked := plain_text_marks(method, args)) is not None:
+            self.marked.append(marked)
+            log.warning("%s shows Markdown marks as typed: %s", method, marked.detail)
         return found
 
     async def handle_response(self, request: web.Request) -> web.Response:

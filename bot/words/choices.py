@@ -21,12 +21,12 @@ def duration(seconds: int) -> str:
 
 
 def grant_option(scope: str, seconds: int, tool: str, channel_name: str | None) -> str:
-    """A grant on the card's menu, plain text: `delete_user` in #ops for 1 hour."""
+    """A grant on the card's menu, plain text (no Markdown): delete_user in #ops for 1 hour."""
     if scope == "arguments":
         text = f"these exact arguments for {duration(seconds)}"
     else:
         where = f"#{channel_name}" if channel_name else "this channel"
-        text = f"`{tool}` in {where} for {duration(seconds)}"
+        text = f"{tool} in {where} for {duration(seconds)}"
     return text if len(text) <= OPTION_LIMIT else text[: OPTION_LIMIT - 1] + "…"
 
 
