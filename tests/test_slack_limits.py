@@ -99,7 +99,7 @@ def test_every_card_status_and_modal_the_bot_builds_passes() -> None:
     ]
     for blocks in messages:
         assert refusal("chat.update", {"blocks": blocks}) is None
-    for view in (arguments_modal(quorum), reject_modal(quorum, "m" * 500)):
+    for view in (arguments_modal(quorum), reject_modal(quorum, "m" * 500, "UALICE")):
         assert refusal("views.open", {"view": view}) is None
 
 
@@ -173,5 +173,5 @@ def test_no_card_the_bot_builds_has_markdown_in_its_plain_text() -> None:
     ]
     for blocks in messages:
         assert plain_text_marks("chat.update", {"blocks": blocks}) is None
-    for view in (arguments_modal(offered), reject_modal(offered, "m")):
+    for view in (arguments_modal(offered), reject_modal(offered, "m", "UALICE")):
         assert plain_text_marks("views.open", {"view": view}) is None

@@ -248,8 +248,10 @@ DIRECTORY_UNAVAILABLE = (
 
 
 def quorum_progress(count: int, quorum: int, approvers: Sequence[str]) -> str:
+    """Counted, not a progress bar: "1 of 2 approvals so far, 1 more needed: @bob"."""
     so_far = ", ".join(user(a) for a in approvers)
-    line = f":busts_in_silhouette: {count} of {quorum} approvals"
+    needed = max(quorum - count, 0)
+    line = f":busts_in_silhouette: {count} of {quorum} approvals so far, {needed} more needed"
     return f"{line}: {so_far}" if so_far else line
 
 
@@ -310,8 +312,10 @@ REJECT_PLACEHOLDER = "e.g. Not during business hours; ask #ops first."
 REJECT_REASON_REQUIRED = "Please say why, so the agent can explain it."
 
 
-def reject_context(agent: str, tool: str) -> str:
-    return f"Rejecting `{escape(tool)}` requested by *{escape(agent)}*."
+def reject_context(agent: str, tool: str, requester: str | None) -> str:
+    """Named as the card names them: the person who asked (when known), and the agent."""
+    asked = f"requested by {user(requester)} for" if requester else "requested for"
+    return f"Rejecting `{escape(tool)}`, {asked} *{escape(agent)}*."
 
 
 ARGUMENTS_TITLE = "Tool call arguments"
