@@ -582,7 +582,8 @@ async def test_an_edit_in_the_modal_shows_errors_then_approves_the_edited_call(
     )
     assert not opened.open
     [answer] = await console.wait_for(console.answers, "the answer")
-    assert "Refunded 9.00 on order o-5521" in answer
+    assert "`refund_order`: (with the edited arguments) Refunded 9.00 on order o-5521" in answer
+    assert "not with the arguments you sent" not in answer, "the note is for the model only"
     for shown in (card, copy):
         assert "Edited and approved by <@UBOB>" in shown.all_text()
         assert "`1200` → `900`" in shown.all_text()
