@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 
 from bot.words import runs as messages
@@ -25,7 +24,7 @@ AUDIT_EVENT_WORDS = {
 def audit_line(entry: AuditEntry) -> str:
     details = entry.details
     parts = [
-        f"`{dt.datetime.fromtimestamp(entry.at, dt.UTC):%Y-%m-%d %H:%M:%S}`",
+        messages.slack_date(entry.at),
         f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
     ]
     if details.get("tool"):

@@ -47,10 +47,7 @@ def granted_line(tool: str, scope: str, channel: str, ends_at: float, user_id: s
 
 def grant_used_line(tool: str, user_id: str, ends_at: float) -> str:
     """The quiet line in a thread: a grant approved a call without a card."""
-    return (
-        f"`{escape(tool)}` approved by {user(user_id)}'s grant "
-        f"(until {slack_date(ends_at, '{time}')})"
-    )
+    return f"`{escape(tool)}` approved by {user(user_id)}'s grant (until {slack_date(ends_at)})"
 
 
 REVOKE = "Revoke"

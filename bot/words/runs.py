@@ -16,10 +16,15 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_date(epoch: float, style: str = "{date_short_pretty} at {time}") -> str:
-    """A timestamp every reader sees in their own time zone."""
-    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(epoch)}^{style}|{fallback}>"
+SLACK_DATE_STYLE = "{date_short_pretty} at {time}"
+"""The one way a time is written in Slack: "Today at 12:36 PM", in the reader's own zone."""
+
+
+def slack_date(epoch: float) -> str:
+    """A timestamp every reader sees in their own time zone, always in one style (where Slack
+    cannot draw it, the fallback is ISO 8601 with its zone)."""
+    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="minutes")
+    return f"<!date^{int(epoch)}^{SLACK_DATE_STYLE}|{fallback}>"
 
 
 def user(user_id: str) -> str:
