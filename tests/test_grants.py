@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.console.slack_payloads import ephemeral_click
 from tests import agents
 from tests.conftest import on_cluster_too, with_env
 from tests.fake_openai import ModelRequest, message, tool_call
@@ -126,6 +127,41 @@ async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
     await bot.cards(third, 1)
     status, listing = await bot.sender.command("grants")
     assert listing["text"].startswith("No grants are active in this channel.")
+
+
+async def test_a_revoke_from_the_list_redraws_the_list_and_every_line_of_the_grant(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_then_answer
+    await granted(bot, "delete_user in #general for 1 hour")
+    lines = []
+    for task in ("delete u-100 again", "delete u-100 once more"):
+        root = await run_in(bot, task)
+        await bot.final_answer(root)
+        lines += grant_lines(bot, root)
+    assert [line.action_ids() for line in lines] == [["revoke_grant"], ["revoke_grant"]]
+
+    _, listing = await bot.sender.command("grants")
+    [revoke] = [block["accessory"] for block in listing["blocks"] if "accessory" in block]
+    payload = ephemeral_click(
+        channel="CGENERAL",
+        message_ts="1700000000.000900",
+        action={**revoke, "block_id": "grant_list"},
+        user=bot.sender.user("UCAROL"),
+        response_url=bot.slack.response_url("UCAROL"),
+        trigger_id="t1",
+    )
+    await bot.sender.interact(payload)
+    await bot.audit_until("revoked")
+    redrawn = await bot.slack.wait_for(
+        lambda: [r for r in bot.slack.responses if r.get("replace_original")], what="the list"
+    )
+    assert redrawn[0]["text"].startswith("No grants are active in this channel.")
+    assert not redrawn[0].get("blocks"), "no Revoke left to press"
+    await bot.slack.wait_for(
+        lambda: all(line.action_ids() == [] for line in lines), what="both lines redrawn"
+    )
+    assert all("revoked by <@UCAROL>" in line.text for line in lines)
 
 
 async def test_a_grant_ends_on_time(bot: Harness) -> None:

@@ -202,7 +202,7 @@ class IntentSender:
                 message_ts=f"{note.at:.6f}",
                 action=self._action(note.blocks, intent),
                 user=user,
-                response_url=response_url,
+                response_url=f"{response_url}~{note.id}",  # so the answer may redraw the note
                 trigger_id=self._trigger(intent.user),
             )
         else:

@@ -174,9 +174,14 @@ class LocalSlack:
         if (judged := self.judge("response", body)) is not None:
             return web.Response(status=400, text=judged.error)
         self.responses.append(body)
-        self.add_private_note(
-            request.match_info["token"], None, None, str(body.get("text", "")), _blocks(body)
-        )
+        # `<user>~<note id>`: the response URL of a click on that note, which it may redraw.
+        user, _, note_id = request.match_info["token"].partition("~")
+        text, blocks = str(body.get("text", "")), _blocks(body)
+        note = next((n for n in self.private_notes if n.id == note_id and n.user == user), None)
+        if body.get("replace_original") and note is not None:
+            note.text, note.blocks = text, list(blocks or [])
+        else:
+            self.add_private_note(user, None, None, text, blocks)
         await self.notify()
         return web.Response(text="ok")
 
