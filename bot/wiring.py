@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.reporting.copies import SlackReach
+from bot.reporting.reminder_lines import ReminderLines
 from bot.reporting.reporter import SlackReporter
 from bot.settings import Settings
 from bot.slack.client import slack_client
@@ -40,7 +41,7 @@ def slack_parts(
     return SlackParts(
         client=client,
         directory=directory,
-        reporter=SlackReporter(client, directory, reach),
+        reporter=SlackReporter(client, directory, reach, ReminderLines(redis, Keys.of(settings))),
         reach=reach,
     )
 

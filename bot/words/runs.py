@@ -276,6 +276,15 @@ def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) 
     )
 
 
+def reminder_settled(tool: str, decision: Decision) -> str:
+    """A reminder redrawn once its call is settled: it no longer says the call waits."""
+    if decision.outcome == "expired":
+        settled = "expired: nobody decided in time"
+    else:
+        settled = f"was {OUTCOME_WORDS[decision.outcome]}"
+    return f":alarm_clock: No longer waiting: `{escape(tool)}` {settled} (above)."
+
+
 def call_refused(tool: str, digest: str) -> str:
     return (
         f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "
