@@ -221,7 +221,7 @@ async def test_reject_opens_the_modal_for_the_clicker_and_needs_a_reason(console
     )
     assert not opened.open
     [answer] = await console.wait_for(console.answers, "the answer")
-    assert "rejected by carol (UCAROL). Reason: not during the sale" in answer
+    assert "rejected by carol. Reason: not during the sale" in answer, "a name, not an id"
     assert SERVICES["api"] == 0
 
 

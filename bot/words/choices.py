@@ -125,5 +125,11 @@ def why_line(why: str) -> str:
     return f"*Why:*\n{quoted}"
 
 
+PREVIEW_BEFORE_EDIT = (
+    "*Preview*\n_Not shown: it was made for the arguments before the edit. The tool's own checks "
+    "still apply to the edited call._"
+)
+
+
 def preview_section(text: str) -> str:
     return f"*Preview*\n{escape(text)}" if text else "*Preview*\n_no preview_"
