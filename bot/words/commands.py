@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.words.runs import PRODUCT, escape, mcp_tool_list, shortened
+from bot.words.runs import PRODUCT, escape, mcp_tool_list, names_list, shortened
 
 AUDIT_MOST = 100
 """`/agent audit N` shows at most this many events."""
@@ -72,9 +72,9 @@ def command_help(
     for words in COMMANDS:
         usage = f"{command} {words.name} {words.arguments}".rstrip()
         lines.append(f"• `{usage}`: {words.summary}")
-    first = ", ".join(f"`{words.name}`" for words in COMMANDS)
+    first = names_list([f"`{word}`" for words in COMMANDS for word in (words.name, *words.aliases)])
     lines.append(
-        f"A task that starts with {first} or `cancel` names its agent: "
+        f"A task that starts with {first} names its agent: "
         f"`{command} {agents[0]}: stop the nginx service`."
     )
     lines.append(f"Agents: {listed}")
