@@ -88,9 +88,11 @@ async def type_command(page: Page, text: str) -> None:
     await page.press("#command", "Enter")
 
 
-async def open_console(browser: Browser, demo: str) -> tuple[Page, list[str]]:
+async def open_console(
+    browser: Browser, demo: str, width: int = 1200, height: int = 900
+) -> tuple[Page, list[str]]:
     """The console's page, acting as alice; the list collects the page's script errors."""
-    page = await browser.new_page(viewport={"width": 1200, "height": 900})
+    page = await browser.new_page(viewport={"width": width, "height": height})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     await page.goto(f"{demo}/console")
@@ -263,11 +265,7 @@ async def test_grant_restart_service_for_an_hour_then_revoke_it(
 async def test_at_760_px_the_menu_text_reads_and_a_command_is_followed(
     browser: Browser, demo: str, artifacts: Path
 ) -> None:
-    page = await browser.new_page(viewport={"width": 760, "height": 700})
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    await page.goto(f"{demo}/console")
-    await page.select_option("#person", "UALICE")
+    page, errors = await open_console(browser, demo, width=760, height=700)
     await type_command(page, "/agent restart the api")
     card = await new_card(page, "restart_service")
     label = card.locator(".section-text", has_text="Fewer cards")
