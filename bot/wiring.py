@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.reporting.copies import SlackReach
+from bot.reporting.reminder_lines import ReminderLines
 from bot.reporting.reporter import SlackReporter
 from bot.settings import Settings
 from bot.slack.client import slack_client
@@ -36,11 +37,11 @@ def slack_parts(
         session=session,
     )
     directory = ApproverDirectory(redis, Keys.of(settings), client)
-    reach = SlackReach(client, directory)
+    reach = SlackReach(client, directory, self_approval=settings.allow_self_approval)
     return SlackParts(
         client=client,
         directory=directory,
-        reporter=SlackReporter(client, directory, reach),
+        reporter=SlackReporter(client, directory, reach, ReminderLines(redis, Keys.of(settings))),
         reach=reach,
     )
 

@@ -40,9 +40,13 @@ FIXES: dict[str, str] = {
     "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
     "JOB_IDLE_TIMEOUT_SECONDS": "Use a number of seconds between 0.5 and 3600.",
     "JOB_TIMEOUT_SECONDS": "Use a number of seconds between 1 and 86400 (a day).",
-    "APPROVERS": "List Slack user ids (U…, W…) and user-group ids (S…), comma-separated.",
+    "APPROVERS": "List Slack user ids and user-group ids, comma-separated, not names: a user "
+    "id is U or W and capital letters and digits (U024BE7LH; in Slack, a person's profile, More, "
+    "Copy member ID), a group's is S and the same (S0614TZR7).",
     "ALLOW_SELF_APPROVAL": "Use true or false.",
-    "ADMINS": "List Slack user ids (U…, W…) and user-group ids (S…) who may stop any run.",
+    "ADMINS": "List the Slack user ids and user-group ids who may stop any run, comma-separated, "
+    "not names: a user id is U or W and capital letters and digits (U024BE7LH), a group's is S "
+    "and the same (S0614TZR7).",
     "EXTERNAL_DECIDERS": "Use deny (the default: only full members of the installing workspace "
     "or its enterprise decide) or allow (Slack Connect users and guests may decide too).",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
@@ -275,7 +279,16 @@ def describe_settings_error(error: ValidationError, fixes: Mapping[str, str]) ->
     for problem in error.errors():
         # A field checked against its default is named by field, not variable: same letters.
         variable = str(problem["loc"][0]).upper() if problem["loc"] else "?"
-        reason = "is not set" if problem["type"] == "missing" else f"is invalid ({problem['msg']})"
+        reason = _reason(problem["type"], problem["msg"])
         fix = fixes.get(variable, "")
         lines.append(f"  - {variable} {reason}. {fix}".rstrip())
     return "\n".join(lines)
+
+
+def _reason(kind: str, message: str) -> str:
+    if kind == "missing":
+        return "is not set"
+    if kind == "string_pattern_mismatch":
+        # A regular expression tells the operator nothing: the fix says what the value looks like.
+        return "is invalid (not in the form it takes)"
+    return f"is invalid ({message})"

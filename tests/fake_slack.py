@@ -106,11 +106,15 @@ class FakeSlack(LocalSlack):
         self._failures.setdefault(method, []).append(Failure(status, body, headers or {}, when))
 
     def assert_nothing_refused(self) -> None:
-        """Fail the test if the bot sent anything real Slack would refuse (see `refused`); a test
-        that sends such a thing on purpose reads and clears `refused` itself."""
+        """Fail the test if the bot sent anything real Slack would refuse (see `refused`), or
+        plain text with Markdown marks in it (`marked`): every test walks every payload the bot
+        built. A test that sends such a thing on purpose reads and clears them itself."""
         if self.refused:
             found = "; ".join(f"{r.method}: {r.error}: {r.detail}" for r in self.refused)
             raise AssertionError(f"Slack would have refused what the bot sent: {found}")
+        if self.marked:
+            found = "; ".join(f"{r.method}: {r.detail}" for r in self.marked)
+            raise AssertionError(f"Markdown marks in plain text, shown as typed: {found}")
 
     def hold(self, method: str) -> None:
         """Leave calls of `method` unanswered (a Slack that hangs) until the fake stops."""

@@ -75,12 +75,19 @@ async def test_a_change_of_group_membership_takes_effect(bot: Harness) -> None:
     assert len(lookups) == 2, "cached between clicks, asked again after the event"
 
 
+@with_env(APPROVERS="UALICE,UBOB")
 async def test_the_requester_may_not_approve_their_own_run_but_may_reject_it(
     bot: Harness,
 ) -> None:
+    bot.slack.users.update({"UALICE": "Alice", "UBOB": "Bob"})
     root, card = await card_for(bot)
+    assert "*Who may decide*\\nBob" in card.all_text(), "only those who may approve"
+    assert "Alice" not in card.all_text()
     await bot.sender.click(card, "approve", user="UALICE")
-    assert "You asked for this run" in await ephemeral_for(bot, "UALICE")
+    assert await ephemeral_for(bot, "UALICE") == (
+        "You asked for this, so someone else has to approve it; you may still reject it. "
+        "Nothing was recorded."
+    )
     assert card.action_ids() == ["approve", "approve_always", "reject"]
 
     # Stopping your own agent must always be possible.
@@ -90,9 +97,10 @@ async def test_the_requester_may_not_approve_their_own_run_but_may_reject_it(
     assert agents.EXECUTIONS == []
 
 
-@with_env(ALLOW_SELF_APPROVAL="true")
+@with_env(ALLOW_SELF_APPROVAL="true", APPROVERS="UALICE,UBOB")
 async def test_self_approval_can_be_allowed(bot: Harness) -> None:
     root, card = await card_for(bot)
+    assert "*Who may decide*\\nUALICE, UBOB" in card.all_text(), "the requester may approve"
     await bot.sender.click(card, "approve", user="UALICE")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 

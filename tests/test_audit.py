@@ -85,6 +85,9 @@ async def test_a_group_with_quorum_two_an_outsider_and_the_export(bot: Harness) 
     assert all(e["details"]["requester"] == "UALICE" for e in clicks)
     assert all(e["run_id"] == events[0]["run_id"] for e in events)
     assert [e["at"] for e in events] == sorted(e["at"] for e in events)
+    for event in events:  # ISO 8601 with its zone, as logs write a time
+        assert abs(dt.datetime.fromisoformat(event["time"]).timestamp() - event["at"]) < 0.001
+        assert event["time"].endswith("+00:00")
 
     assert export(bot, "2999-01-01") == []
 

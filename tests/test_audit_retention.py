@@ -102,7 +102,7 @@ async def test_the_export_says_where_the_trail_starts(
     assert events == ["approved", "finished"]
     [note, summary] = stderr.splitlines()
     assert note == (
-        f"The audit trail starts at {oldest:%Y-%m-%d %H:%M} UTC (events are kept "
+        f"The audit trail starts at {oldest.isoformat(timespec='seconds')} (events are kept "
         "AUDIT_RETENTION_DAYS=30 days), so nothing older was exported."
     )
     assert summary == "2 audit event(s) exported"

@@ -93,3 +93,42 @@ async def test_a_working_preview_is_shown(bot: Harness) -> None:
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
     assert "*Preview*\\nWould delete u-100 (Ada Lovelace) and 3 projects." in card.all_text()
+
+
+def test_an_edited_call_does_not_show_the_preview_made_for_the_models_arguments() -> None:
+    from bot.blocks.call_context import preview_blocks
+    from runtime.decisions.choices import ArgumentEdit
+    from runtime.record.envelope import PendingCall
+
+    call = PendingCall(
+        approval_id="a0123456789",
+        call_id="call_1",
+        tool="refund_order",
+        agent="billing",
+        arguments='{"order_id": "o-5521", "amount_cents": 1200}',
+        expires_at=1_800_000_000.0,
+        preview="Would refund 12.00 of 48.00",
+    )
+    [shown] = preview_blocks(call)
+    assert "Would refund 12.00" in shown["text"]["text"]
+    edit = ArgumentEdit(
+        arguments='{"order_id": "o-5521", "amount_cents": 900}',
+        digest="d" * 64,
+        previous_digest="c" * 64,
+        user_id="UBOB",
+        at=1.0,
+    )
+    [edited] = preview_blocks(call.model_copy(update={"edit": edit}))
+    assert "12.00" not in edited["text"]["text"]
+    assert "made for the arguments before the edit" in edited["text"]["text"]
+
+
+def test_the_example_refund_schema_refuses_what_the_tool_should_never_get() -> None:
+    from runtime.decisions.edits import InvalidEdit, parse_edit
+    from runtime.examples.ops import refund_order
+
+    schema = refund_order.params_json_schema
+    assert schema["properties"]["amount_cents"]["minimum"] == 1
+    with pytest.raises(InvalidEdit, match="less than the minimum of 1"):
+        parse_edit('{"order_id": "o-5521", "amount_cents": -500}', schema)
+    parse_edit('{"order_id": "o-5521", "amount_cents": 900}', schema)

@@ -12,6 +12,7 @@ from bot.blocks.cards import (
     approval_request_blocks,
     arguments_modal,
     code_block,
+    reject_modal,
 )
 from runtime.jobs.contracts import Conversation
 from runtime.record.envelope import Approval, Decision, PendingCall
@@ -62,6 +63,42 @@ def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None
     buttons = actions["elements"]
     assert [b["text"]["text"] for b in buttons] == ["Approve", "Approve always", "Reject"]
     assert {b["value"] for b in buttons} == {"r0123456789abcdef:a0123456789"}
+
+
+def test_a_quorum_card_counts_what_is_there_and_what_is_still_needed() -> None:
+    approved = Approval(user_id="UBOB", outcome="approved", at=1.0)
+    quorum = call("{}", quorum=2, approvers=("UBOB", "UCAROL"), approvals=(approved,))
+    shown = "\n".join(texts(approval_request_blocks(RUN, quorum)))
+    assert ":busts_in_silhouette: 1 of 2 approvals so far, 1 more needed: <@UBOB>" in shown
+
+
+def test_every_time_in_slack_is_written_one_way() -> None:
+    """Slack's date token in the reader's zone, one style; where Slack cannot draw it, ISO 8601."""
+    from bot.words import audit as audit_words
+    from bot.words import choices as choice_words
+    from runtime.audit.trail import AuditEntry
+
+    one_way = "<!date^1800000000^{date_short_pretty} at {time}|2027-01-15T08:00+00:00>"
+    entry = AuditEntry(id="1-0", event="granted", run_id="r1", at=1_800_000_000.0, details={})
+    written = [
+        "\n".join(texts(approval_request_blocks(RUN, call("{}")))),
+        choice_words.grant_used_line("delete_user", "UBOB", 1_800_000_000.0),
+        choice_words.granted_line("delete_user", "tool", "C1", 1_800_000_000.0, "UBOB"),
+        choice_words.grant_listing("delete_user", "ops", "tool", "UBOB", 1_800_000_000.0, 1),
+        audit_words.audit_line(entry),
+    ]
+    for text in written:
+        assert one_way in text, text
+        assert text.count("<!date^") == 1
+
+
+def test_the_reject_modal_names_the_requester_as_the_card_does() -> None:
+    modal = reject_modal(call("{}"), "m", "UALICE")
+    assert texts(modal["blocks"])[0] == (
+        "Rejecting `delete_user`, requested by <@UALICE> for *ops*."
+    )
+    shown = "\n".join(texts(approval_request_blocks(RUN, call("{}"))))
+    assert "*Requested by*\n<@UALICE>" in shown
 
 
 def test_arguments_cannot_ping_or_close_the_code_block() -> None:

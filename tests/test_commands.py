@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.listeners.commands import parse_command_text
+from bot.listeners.commands import COMMANDS, parse_command_text
+from bot.words import commands as command_words
 from runtime.db.local import free_port
 from tests.fake_openai import ModelRequest, message
 from tests.fake_slack import Message
@@ -33,11 +34,26 @@ AGENTS = ["ops", "helper"]
         ("", "help", "", ""),
         ("help", "help", "", ""),
         ("HELP", "help", "", ""),
-        ("ops:", "task", "ops", "ops:"),
+        ("ops:", "empty_task", "ops", ""),
+        ("helper:   ", "empty_task", "helper", ""),
+        ("billing:", "unknown_agent", "billing", ""),
         ("audit", "audit", "", ""),
-        ("audit 0", "audit", "", "0"),
-        ("audit banana", "audit", "", "banana"),
-        ("audit the logs", "task", "ops", "audit the logs"),
+        ("audit 100", "audit", "", "100"),
+        ("audit r0123456789abcdef", "audit", "", "r0123456789abcdef"),
+        ("audit 0", "usage", "audit", "0"),
+        ("audit 100000", "usage", "audit", "100000"),
+        ("audit banana", "usage", "audit", "banana"),
+        ("audit the logs", "usage", "audit", "the logs"),
+        ("stop r-nonexistent", "usage", "stop", "r-nonexistent"),
+        ("stop", "usage", "stop", ""),
+        ("Stop: the nginx service", "usage", "stop", "the nginx service"),
+        ("cancel r0123456789abcdef", "stop", "", "r0123456789abcdef"),
+        ("grants", "grants", "", ""),
+        ("grants extra", "usage", "grants", "extra"),
+        ("status of the api", "usage", "status", "of the api"),
+        ("help me", "help", "", ""),
+        ("ops: stop the nginx service", "task", "ops", "stop the nginx service"),
+        ("stopwatch the build", "task", "ops", "stopwatch the build"),
     ],
 )
 def test_parse_command_text(text: str, kind: str, agent: str, task: str) -> None:
@@ -51,7 +67,44 @@ async def test_help_lists_agents_and_usage(bot: Harness) -> None:
     assert body["response_type"] == "ephemeral"
     assert "`/agent <agent>: <task>`" in body["text"]
     assert "Agents: `ops`, `helper`" in body["text"]
+    assert "`/agent ops: stop the nginx service`" in body["text"]
     assert bot.slack.roots() == []
+
+
+def test_help_lists_every_command_the_parser_knows_one_line_each() -> None:
+    """Generated from the parser's table: a command the parser knows is in the help."""
+    text = command_words.command_help("/agent", AGENTS)
+    for word, words in COMMANDS.items():
+        lines = [line for line in text.splitlines() if line.startswith(f"• `/agent {words.name}")]
+        assert len(lines) == 1, word
+        assert parse_command_text(f"{words.name} {words.arguments}", AGENTS).kind in (
+            words.name,
+            "usage",
+        )
+    assert "• `/agent stop <run id>`" in text
+    assert "`cancel`" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("stop r-nonexistent", "`/agent stop` takes a run id, not `r-nonexistent`"),
+        ("grants extra", "`/agent grants` takes nothing after it, not `extra`"),
+        ("status of the api", "`/agent status` takes nothing or a run id, not `of the api`"),
+        ("audit 100000", "`/agent audit` takes how many events to show (1 to 100)"),
+        ("billing:", "There is no agent called `billing`."),
+        ("helper:", "Say what *helper* should do: `/agent helper: <task>`."),
+    ],
+)
+async def test_a_mistyped_command_is_answered_privately_and_starts_nothing(
+    bot: Harness, text: str, told: str
+) -> None:
+    status, body = await bot.sender.command(text)
+    assert status == 200 and body["response_type"] == "ephemeral"
+    assert body["text"].startswith(told), body["text"]
+    if " " in text:
+        assert f"`/agent ops: {text}`" in body["text"], "how to make it a task instead"
+    assert await bot.redis.xlen(bot.keys.jobs) == 0, "not a run"
 
 
 async def test_an_unknown_agent_is_refused_with_the_names(bot: Harness) -> None:

@@ -77,7 +77,7 @@ class Console:
             await worker_redis.aclose()
         if self._runner is not None:
             await self._runner.cleanup()
-        self.refused += self.slack.refused
+        self.refused += self.slack.refused + self.slack.marked
 
     async def restart(self) -> None:
         """Ctrl-C and start the demo again: a new stand-in Slack, the same Redis."""
@@ -221,7 +221,7 @@ async def test_reject_opens_the_modal_for_the_clicker_and_needs_a_reason(console
     )
     assert not opened.open
     [answer] = await console.wait_for(console.answers, "the answer")
-    assert "rejected by carol (UCAROL). Reason: not during the sale" in answer
+    assert "rejected by carol. Reason: not during the sale" in answer, "a name, not an id"
     assert SERVICES["api"] == 0
 
 
@@ -338,6 +338,18 @@ def test_every_emoji_the_bot_writes_is_drawn_by_the_console() -> None:
     drawn = set(re.findall(r"(\w+): \"", table))
     assert {"alarm_clock", "busts_in_silhouette", "no_entry_sign"} <= written
     assert written - drawn == set(), "add these to EMOJI in blocks.js"
+
+
+@pytest.mark.parametrize("command", ["/help", "/agents"])
+async def test_the_console_sends_only_the_apps_command_and_says_so(
+    console: Console, command: str
+) -> None:
+    status, body = await console.intent("UALICE", kind="command", command=command, text="help")
+    assert status == 404
+    assert body["error"] == (
+        f"The console sends only /agent (the app's one command), not {command}: try /agent help."
+    )
+    assert console.slack.messages == {} and console.slack.private_notes == []
 
 
 async def test_a_command_longer_than_slack_takes_is_not_sent(console: Console) -> None:
@@ -570,7 +582,8 @@ async def test_an_edit_in_the_modal_shows_errors_then_approves_the_edited_call(
     )
     assert not opened.open
     [answer] = await console.wait_for(console.answers, "the answer")
-    assert "Refunded 9.00 on order o-5521" in answer
+    assert "`refund_order`: (with the edited arguments) Refunded 9.00 on order o-5521" in answer
+    assert "not with the arguments you sent" not in answer, "the note is for the model only"
     for shown in (card, copy):
         assert "Edited and approved by <@UBOB>" in shown.all_text()
         assert "`1200` → `900`" in shown.all_text()

@@ -88,9 +88,11 @@ async def type_command(page: Page, text: str) -> None:
     await page.press("#command", "Enter")
 
 
-async def open_console(browser: Browser, demo: str) -> tuple[Page, list[str]]:
+async def open_console(
+    browser: Browser, demo: str, width: int = 1200, height: int = 900
+) -> tuple[Page, list[str]]:
     """The console's page, acting as alice; the list collects the page's script errors."""
-    page = await browser.new_page(viewport={"width": 1200, "height": 900})
+    page = await browser.new_page(viewport={"width": width, "height": height})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     await page.goto(f"{demo}/console")
@@ -147,9 +149,7 @@ async def test_approve_and_reject_with_a_reason_in_the_console(
     await page.screenshot(path=artifacts / "console-reject-modal.png")
     await modal.get_by_role("button", name="Reject").click()
     await expect(modal).to_be_hidden()
-    await expect(
-        page.get_by_text("rejected by bob (UBOB). Reason: Not during the sale")
-    ).to_be_visible()
+    await expect(page.get_by_text("rejected by bob. Reason: Not during the sale")).to_be_visible()
     await expect(
         page.get_by_text("@bob rejected restart_service: Not during the sale")
     ).to_be_visible()
@@ -241,7 +241,7 @@ async def test_grant_restart_service_for_an_hour_then_revoke_it(
     card = await new_card(page, "restart_service")
     await page.select_option("#person", "UBOB")
     menu = card.get_by_role("combobox", name="Approve and allow…")
-    hour = menu.locator("option", has_text="restart_service` in #demo for 1 hour")
+    hour = menu.locator("option", has_text="restart_service in #demo for 1 hour")
     await menu.select_option(await hour.get_attribute("value"))
     await expect(card).to_contain_text("Also allowed by @bob: restart_service in #demo")
     await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
@@ -259,6 +259,26 @@ async def test_grant_restart_service_for_an_hour_then_revoke_it(
     await expect(revoked).to_be_visible()
     await type_command(page, "/agent restart the api")
     await new_card(page, "restart_service")  # it asks again
+    assert errors == []
+
+
+async def test_at_760_px_the_menu_text_reads_and_a_command_is_followed(
+    browser: Browser, demo: str, artifacts: Path
+) -> None:
+    page, errors = await open_console(browser, demo, width=760, height=700)
+    await type_command(page, "/agent restart the api")
+    card = await new_card(page, "restart_service")
+    label = card.locator(".section-text", has_text="Fewer cards")
+    box = await label.bounding_box()
+    assert box is not None and box["width"] > 200, box  # not one word per line
+    await card.screenshot(path=artifacts / "console-card-760.png")
+
+    for task in ("list users", "help", "list users"):
+        await type_command(page, f"/agent {task}")
+    await page.locator("#messages").evaluate("box => { box.scrollTop = 0; }")
+    await type_command(page, "/agent delete u-100")
+    latest = await new_card(page, "delete_user")
+    await expect(latest).to_be_in_viewport()
     assert errors == []
 
 

@@ -116,11 +116,14 @@ async def test_an_edit_under_a_quorum_restarts_the_count_on_the_new_arguments(
     stale = await open_editor(bot, card, user="UDAVE")  # opened before anyone edits
 
     await bot.sender.click(card, "approve", user="UBOB")
-    await bot.slack.wait_for(lambda: "1 of 2 approvals: <@UBOB>" in card.all_text())
+    await bot.slack.wait_for(
+        lambda: "1 of 2 approvals so far, 1 more needed: <@UBOB>" in card.all_text()
+    )
     modal = await open_editor(bot, card, user="UCAROL")
     assert await submit(bot, modal, '{"user_id": "u-102"}', user="UCAROL") == {}
     await bot.slack.wait_for(
-        lambda: "1 of 2 approvals: <@UCAROL>" in card.all_text(), what="count restarted"
+        lambda: "1 of 2 approvals so far, 1 more needed: <@UCAROL>" in card.all_text(),
+        what="count restarted",
     )
     assert "Edited by <@UCAROL>; approvals count from this edit" in card.all_text()
     assert '\\"u-102\\"' in card.all_text(), "the card shows the edited arguments"
@@ -178,7 +181,7 @@ async def test_the_requester_cannot_edit_their_own_call(bot: Harness) -> None:
     assert button is not None
     await bot.sender.click(card, "edit_arguments", user="UALICE", value=button["value"])
     notes = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="note")
-    assert str(notes[-1]["text"]).startswith("You asked for this run")
+    assert str(notes[-1]["text"]).startswith("You asked for this,")
     assert bot.slack.views == []
 
 

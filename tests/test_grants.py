@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.console.slack_payloads import ephemeral_click
 from tests import agents
 from tests.conftest import on_cluster_too, with_env
 from tests.fake_openai import ModelRequest, message, tool_call
@@ -86,11 +87,11 @@ async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
     assert list(grant_options(card)) == [
-        "`delete_user` in #general for 1 hour",
-        "`delete_user` in #general for 8 hours",
+        "delete_user in #general for 1 hour",
+        "delete_user in #general for 8 hours",
         "these exact arguments for 24 hours",
     ]
-    hour = grant_options(card)["`delete_user` in #general for 1 hour"]
+    hour = grant_options(card)["delete_user in #general for 1 hour"]
     await choose_grant(bot, card, hour, user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     await bot.slack.wait_for(lambda: "Also allowed" in card.all_text(), what="grant on the card")
@@ -128,9 +129,44 @@ async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
     assert listing["text"].startswith("No grants are active in this channel.")
 
 
+async def test_a_revoke_from_the_list_redraws_the_list_and_every_line_of_the_grant(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_then_answer
+    await granted(bot, "delete_user in #general for 1 hour")
+    lines = []
+    for task in ("delete u-100 again", "delete u-100 once more"):
+        root = await run_in(bot, task)
+        await bot.final_answer(root)
+        lines += grant_lines(bot, root)
+    assert [line.action_ids() for line in lines] == [["revoke_grant"], ["revoke_grant"]]
+
+    _, listing = await bot.sender.command("grants")
+    [revoke] = [block["accessory"] for block in listing["blocks"] if "accessory" in block]
+    payload = ephemeral_click(
+        channel="CGENERAL",
+        message_ts="1700000000.000900",
+        action={**revoke, "block_id": "grant_list"},
+        user=bot.sender.user("UCAROL"),
+        response_url=bot.slack.response_url("UCAROL"),
+        trigger_id="t1",
+    )
+    await bot.sender.interact(payload)
+    await bot.audit_until("revoked")
+    redrawn = await bot.slack.wait_for(
+        lambda: [r for r in bot.slack.responses if r.get("replace_original")], what="the list"
+    )
+    assert redrawn[0]["text"].startswith("No grants are active in this channel.")
+    assert not redrawn[0].get("blocks"), "no Revoke left to press"
+    await bot.slack.wait_for(
+        lambda: all(line.action_ids() == [] for line in lines), what="both lines redrawn"
+    )
+    assert all("revoked by <@UCAROL>" in line.text for line in lines)
+
+
 async def test_a_grant_ends_on_time(bot: Harness) -> None:
     bot.model.script = delete_then_answer
-    _card, grant_id = await granted(bot, "`delete_user` in #general for 1 hour")
+    _card, grant_id = await granted(bot, "delete_user in #general for 1 hour")
     # Let the hour pass: the grant now ends in a second (its stored end and its key's expiry).
     key = bot.keys.grant(grant_id)
     stored = json.loads(await bot.field(key, "grant"))
@@ -203,7 +239,7 @@ async def test_the_card_offers_only_grants_the_setting_allows(bot: Harness) -> N
     bot.slack.channels["CGENERAL"] = "general"
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    assert list(grant_options(card)) == ["`delete_user` in #general for 1 hour"]
+    assert list(grant_options(card)) == ["delete_user in #general for 1 hour"]
     run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
     await choose_grant(bot, card, f"{run_id}:{approval_id}:tool:28800", user="UBOB")
     await bot.slack.wait_for(
@@ -216,7 +252,7 @@ async def test_a_grant_is_checked_against_the_policy_at_each_call(
 ) -> None:
     """Made while grants were allowed; the rule now wants a quorum: the call asks."""
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour")
+    await granted(bot, "delete_user in #general for 1 hour")
     path = tmp_path / "quorum.toml"
     path.write_text(QUORUM_POLICY)
     await restart_worker_with(bot, POLICY_FILE=str(path))
@@ -230,7 +266,7 @@ async def test_a_granter_removed_from_the_approvers_no_longer_covers_calls(
     bot: Harness,
 ) -> None:
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    await granted(bot, "delete_user in #general for 1 hour", by="UBOB")
     await restart_worker_with(bot, APPROVERS="UCAROL")
     root = await run_in(bot, "delete u-100 again")
     await bot.cards(root, 1)
@@ -244,7 +280,7 @@ async def test_a_grant_by_a_group_member_covers_calls_while_they_are_in_it(
 ) -> None:
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UBOB"]}
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    await granted(bot, "delete_user in #general for 1 hour", by="UBOB")
     covered = await run_in(bot, "delete u-100 again")
     assert len(grant_lines(bot, await wait_answer(bot, covered))) == 1
 
@@ -272,7 +308,7 @@ async def wait_answer(bot: Harness, root: Message) -> Message:
 
 async def test_a_grant_does_not_let_its_author_approve_their_own_runs(bot: Harness) -> None:
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour", by="UBOB")
+    await granted(bot, "delete_user in #general for 1 hour", by="UBOB")
     roots = len(bot.slack.roots())
     await bot.sender.command("delete u-100 myself", user="UBOB")
     await bot.slack.wait_for(lambda: len(bot.slack.roots()) > roots, what="root message")

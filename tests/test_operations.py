@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.settings import SettingsError, load_settings
 from runtime.db.local import RedisServer, free_port
-from runtime.process.logs import JsonFormatter, log_context
+from runtime.process.logs import TEXT_FORMAT, JsonFormatter, TextFormatter, log_context
 from runtime.record.gauges import UNSAMPLED, read_state
 from runtime.record.layout import SCRIPTS
 from tests.deployment import Deployment
@@ -257,6 +257,14 @@ def test_a_bad_operations_setting_names_its_fix(variable: str, value: str, fix: 
         load_settings(environ)
     assert f"{variable} is invalid" in str(raised.value)
     assert fix in str(raised.value)
+
+
+@pytest.mark.parametrize("formatter", [JsonFormatter(), TextFormatter(TEXT_FORMAT)])
+def test_a_log_line_writes_its_time_in_iso_8601_with_its_zone(formatter: logging.Formatter) -> None:
+    record = logging.LogRecord("countersign", logging.INFO, __file__, 1, "hello", None, None)
+    record.created = 1_796_124_967.25  # 2026-12-01 11:36:07.250 UTC
+    line = formatter.format(record)
+    assert "2026-12-01T11:36:07.250+00:00" in line, line
 
 
 def test_a_json_log_line_carries_the_context_and_the_traceback() -> None:

@@ -89,7 +89,7 @@ def status_message(deployment: Deployment, root: Message) -> Message:
     return status
 
 
-HOUR = "`delete_user` in #general for 1 hour"
+HOUR = "delete_user in #general for 1 hour"
 
 
 async def test_a_slack_connect_user_may_not_approve_grant_stop_or_revoke(

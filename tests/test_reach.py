@@ -170,7 +170,7 @@ async def test_a_grant_chosen_on_a_copy_covers_later_calls_in_the_runs_channel(
     await bot.slack.wait_for(lambda: len(bot.slack.copies()) >= 3, what="3 copies")
     copy = copy_in(bot, "DUCAROL")
     await copies_recorded(bot, str(copy.actions()[0]["value"]), 3)
-    hour = grant_options(copy)["`delete_user` in #general for 1 hour"]
+    hour = grant_options(copy)["delete_user in #general for 1 hour"]
     await choose_grant(bot, copy, hour, user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 

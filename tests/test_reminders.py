@@ -24,6 +24,27 @@ async def test_a_list_of_fractions_sends_a_reminder_at_each(bot: Harness) -> Non
     assert [r.text.split(" Reminder:")[0] for r in reminders] == [":alarm_clock: <@UBOB>"] * 2
     await bot.final_answer(root)  # then it expires
     assert len(bot.slack.notes(root.ts)) == 2, "no third"
+    # Expired: the reminders no longer say it waits.
+    settled = (
+        ":alarm_clock: No longer waiting: `delete_user` expired: nobody decided in time (above)."
+    )
+    await bot.slack.wait_for(
+        lambda: all(r.text == settled for r in reminders), what="reminders redrawn"
+    )
+
+
+@with_env(APPROVAL_TTL_SECONDS="20", REMINDER_AT="0.1", APPROVERS="UBOB")
+async def test_a_decided_call_s_reminder_no_longer_says_it_waits(bot: Harness) -> None:
+    root, card = await card_for(bot)
+    [reminder] = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="a reminder")
+    await bot.sender.reject(card, user="UBOB", reason="not now")
+    await bot.final_answer(root)
+    await bot.slack.wait_for(
+        lambda: (
+            reminder.text == ":alarm_clock: No longer waiting: `delete_user` was rejected (above)."
+        ),
+        what="the reminder redrawn",
+    )
 
 
 @with_env(APPROVAL_TTL_SECONDS="2", REMINDER_AT="0.5")

@@ -18,12 +18,10 @@ from tests.model_scripts import delete_then_answer
     [
         ("status", "status", ""),
         ("STATUS r0123456789abcdef", "status", "r0123456789abcdef"),
-        ("status of the api", "task", "status of the api"),
+        ("status of the api", "usage", "of the api"),
     ],
 )
-def test_status_is_a_command_and_status_of_something_a_task(
-    text: str, kind: str, task: str
-) -> None:
+def test_status_is_a_command_even_before_something_else(text: str, kind: str, task: str) -> None:
     parsed = parse_command_text(text, ["ops"])
     assert (parsed.kind, parsed.task) == (kind, task)
 

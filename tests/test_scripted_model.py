@@ -105,9 +105,8 @@ async def test_a_rejection_reason_reaches_the_answer(demo_bot: Harness) -> None:
 
     answer = await demo_bot.final_answer(root)
     assert "Deleted user u-101 (Grace Hopper)." in answer.text
-    assert "`restart_service` was rejected by ucarol (UCAROL). Reason: not during the sale" in (
-        answer.text
-    )
+    assert "`restart_service` was rejected by ucarol. Reason: not during the sale" in (answer.text)
+    assert "UCAROL" not in answer.text, "people read names, not ids"
     assert SERVICES["api"] == 0
 
 
@@ -118,6 +117,13 @@ async def test_a_refund_hands_off_to_billing_which_asks_for_approval(demo_bot: H
     await demo_bot.sender.click(card, "approve", user="UBOB")
     answer = await demo_bot.final_answer(root)
     assert "Refunded 12.00 on order o-5521 (refund rf-0001)." in answer.text
+
+
+async def test_listed_users_read_as_pretty_json_not_a_python_repr(demo_bot: Harness) -> None:
+    root = await demo_bot.start_run("list users")
+    answer = await demo_bot.final_answer(root)
+    assert '`list_users`: \n```\n[\n  {\n    "id": "u-100",' in answer.text
+    assert "{'id'" not in answer.text
 
 
 async def test_a_task_it_cannot_read_gets_examples_and_no_card(demo_bot: Harness) -> None:

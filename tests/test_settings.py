@@ -48,6 +48,10 @@ def test_secrets_do_not_show_in_reprs() -> None:
         ),
         ({**REQUIRED, "SLACK_API_URL": "slack.com"}, ["SLACK_API_URL is invalid", "/api/"]),
         (
+            {**REQUIRED, "APPROVERS": "@bob, alice"},
+            ["APPROVERS is invalid (not in the form it takes). List Slack user ids", "U024BE7LH"],
+        ),
+        (
             {**REQUIRED, "EXTERNAL_DECIDERS": "guests"},
             ["EXTERNAL_DECIDERS is invalid", "Use deny (the default"],
         ),
@@ -60,6 +64,7 @@ def test_a_bad_environment_names_each_variable_and_its_fix(
         load_settings(environ)
     for fragment in expected:
         assert fragment in str(raised.value)
+    assert "^" not in str(raised.value), "no regular expression shown"
 
 
 def test_an_unimportable_registry_names_the_module() -> None:

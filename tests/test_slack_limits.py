@@ -17,7 +17,7 @@ from bot.blocks.cards import (
     reject_modal,
 )
 from bot.blocks.status import status_blocks
-from bot.console.slack_limits import refusal
+from bot.console.slack_limits import plain_text_marks, refusal
 from runtime.record.envelope import Decision
 from tests.fake_slack import FakeSlack
 from tests.test_cards import RUN, call
@@ -99,7 +99,7 @@ def test_every_card_status_and_modal_the_bot_builds_passes() -> None:
     ]
     for blocks in messages:
         assert refusal("chat.update", {"blocks": blocks}) is None
-    for view in (arguments_modal(quorum), reject_modal(quorum, "m" * 500)):
+    for view in (arguments_modal(quorum), reject_modal(quorum, "m" * 500, "UALICE")):
         assert refusal("views.open", {"view": view}) is None
 
 
@@ -130,3 +130,48 @@ async def test_an_over_long_block_is_answered_invalid_blocks_and_fails_the_test(
 
     await client.chat_postMessage(channel="C1", text="t", blocks=[section("x" * 3000)])
     assert len(slack.messages) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "marked"),
+    [
+        ("`restart_service` in #demo for 1 hour", True),
+        ("*Approve* it", True),
+        ("approve _now_", True),
+        ("~gone~", True),
+        ("restart_service in #demo for 1 hour", False),
+        ("2 * 3 approvals", False),
+        ("Approve and allow…", False),
+    ],
+)
+def test_markdown_marks_in_plain_text_are_found_anywhere_in_a_payload(
+    text: str, marked: bool
+) -> None:
+    option = {"text": {"type": "plain_text", "text": text}, "value": "v"}
+    menu = {"type": "static_select", "action_id": "m", "options": [option]}
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "*ok*"}, "accessory": menu}]
+    found = plain_text_marks("chat.postMessage", {"blocks": json.dumps(blocks)})
+    assert (found is not None) == marked
+    if found is not None:
+        assert found.detail.startswith("blocks[0].accessory.options[0].text:")
+    view = {"type": "modal", "title": {"type": "plain_text", "text": text}, "blocks": []}
+    assert (plain_text_marks("views.open", {"view": view}) is not None) == marked
+
+
+def test_no_card_the_bot_builds_has_markdown_in_its_plain_text() -> None:
+    """Every card shape, with its grant menu, edit button and quorum, and every modal."""
+    offered = call('{"id": "u-1"}', grant_max_seconds=86_400, allow_edit=True)
+    decisions = [
+        Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0),
+        Decision(outcome="rejected", user_id="UBOB", reason="*no*", decided_at=1.0),
+    ]
+    messages = [
+        approval_request_blocks(RUN, offered, ["Bob"], "demo"),
+        approval_request_blocks(RUN, call("{}", quorum=2, approvers=("UBOB", "UCAROL")), []),
+        *(approval_decided_blocks(RUN, call("{}", decision=d)) for d in decisions),
+        status_blocks(RUN.run_id, "*working*", "working"),
+    ]
+    for blocks in messages:
+        assert plain_text_marks("chat.update", {"blocks": blocks}) is None
+    for view in (arguments_modal(offered), reject_modal(offered, "m", "UALICE")):
+        assert plain_text_marks("views.open", {"view": view}) is None

@@ -23,8 +23,13 @@ def context_blocks(run: RunView, call: PendingCall) -> list[Block]:
 
 
 def preview_blocks(call: PendingCall) -> list[Block]:
-    """The preview, or "no preview" when the tool has one that failed; nothing without one."""
+    """The preview, or "no preview" when the tool has one that failed; nothing without one.
+    The worker made it for the model's arguments: once they are edited it says nothing true of
+    the call, so the card says that instead of showing it."""
     if call.preview is None:
         return []
-    text = choice_messages.preview_section(call.preview)[:3000]
+    if call.shown_arguments != call.arguments:
+        text = choice_messages.PREVIEW_BEFORE_EDIT
+    else:
+        text = choice_messages.preview_section(call.preview)[:3000]
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]

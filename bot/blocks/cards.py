@@ -185,7 +185,7 @@ def _plain(text: str, limit: int) -> Block:
     return {"type": "plain_text", "text": text[:limit]}
 
 
-def reject_modal(call: PendingCall, private_metadata: str) -> Block:
+def reject_modal(call: PendingCall, private_metadata: str, requester: str | None) -> Block:
     return {
         "type": "modal",
         "callback_id": REJECT_CALLBACK,
@@ -194,7 +194,7 @@ def reject_modal(call: PendingCall, private_metadata: str) -> Block:
         "submit": _plain(messages.REJECT_SUBMIT, 24),
         "close": _plain(messages.REJECT_CANCEL, 24),
         "blocks": [
-            context_block(messages.reject_context(call.agent, call.tool)),
+            context_block(messages.reject_context(call.agent, call.tool, requester)),
             {
                 "type": "input",
                 "block_id": REASON_BLOCK,

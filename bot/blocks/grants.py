@@ -17,7 +17,7 @@ ACTION_GRANT = "approve_with_grant"
 ACTION_REVOKE_GRANT = "revoke_grant"
 GRANT_MENU_BLOCK = "grant_menu"
 GRANT_USED_BLOCK = "grant_used"
-"""The quiet line's buttons: a revoke there also redraws the line."""
+"""The quiet line's buttons (a revoke from anywhere redraws every line of the grant)."""
 GRANT_LIST_BLOCK = "grant_list"
 
 

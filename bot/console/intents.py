@@ -36,7 +36,10 @@ from bot.console.slack_payloads import (
     view_submission,
 )
 from bot.slack.payloads import MESSAGE_TS, SLACK_ID
+from bot.words import commands as command_words
 
+COMMAND = "/agent"
+"""The app's one slash command, as the manifests name it: the console sends no other."""
 COMMAND_TEXT_LIMIT = 4000
 """What the console's composer sends after a slash command, at most: longer is not sent, and
 what was typed stays in the box, as in Slack's composer."""
@@ -129,6 +132,9 @@ class IntentSender:
             await self.slack.notify()
             return {"status": 200}
         if isinstance(intent, TypeCommand):
+            if intent.command != COMMAND:
+                # Slack answers its own commands (`/help`) itself; the console has only the app's.
+                raise IntentRefused(command_words.console_only(COMMAND, intent.command))
             trigger = self._trigger(intent.user)
             body = slash_command_form(
                 text=intent.text,
@@ -196,7 +202,7 @@ class IntentSender:
                 message_ts=f"{note.at:.6f}",
                 action=self._action(note.blocks, intent),
                 user=user,
-                response_url=response_url,
+                response_url=f"{response_url}~{note.id}",  # so the answer may redraw the note
                 trigger_id=self._trigger(intent.user),
             )
         else:

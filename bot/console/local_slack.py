@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.console.slack_limits import Refusal, refusal
+from bot.console.slack_limits import Refusal, plain_text_marks, refusal
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,8 @@ class LocalSlack:
         self.triggers: dict[str, str] = {}
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
         self.refused: list[Refusal] = []
+        self.marked: list[Refusal] = []
+        """Calls Slack takes whose plain text would show Markdown marks as typed (kept, logged)."""
         """Calls real Slack would refuse (invalid blocks, too long), answered as Slack would."""
         self.version = 0
         self.closing = asyncio.Event()
@@ -162,6 +164,9 @@ class LocalSlack:
         if found is not None:
             self.refused.append(found)
             log.warning("Slack would refuse this %s (%s): %s", method, found.error, found.detail)
+        elif (marked := plain_text_marks(method, args)) is not None:
+            self.marked.append(marked)
+            log.warning("%s shows Markdown marks as typed: %s", method, marked.detail)
         return found
 
     async def handle_response(self, request: web.Request) -> web.Response:
@@ -169,9 +174,14 @@ class LocalSlack:
         if (judged := self.judge("response", body)) is not None:
             return web.Response(status=400, text=judged.error)
         self.responses.append(body)
-        self.add_private_note(
-            request.match_info["token"], None, None, str(body.get("text", "")), _blocks(body)
-        )
+        # `<user>~<note id>`: the response URL of a click on that note, which it may redraw.
+        user, _, note_id = request.match_info["token"].partition("~")
+        text, blocks = str(body.get("text", "")), _blocks(body)
+        note = next((n for n in self.private_notes if n.id == note_id and n.user == user), None)
+        if body.get("replace_original") and note is not None:
+            note.text, note.blocks = text, list(blocks or [])
+        else:
+            self.add_private_note(user, None, None, text, blocks)
         await self.notify()
         return web.Response(text="ok")
 

@@ -8,11 +8,14 @@ does not survive the round trip unchanged has a field or a type Slack would not 
 documented limits the models do not check are checked here too.
 
 `refusal()` answers with Slack's error code (`invalid_blocks`, `msg_too_long`) and why.
+`plain_text_marks()` is our own rule, not Slack's: Slack shows Markdown in a `plain_text` object
+(a button, an option, a placeholder, a modal's title) as typed, backticks and all.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +54,46 @@ def refusal(method: str, args: dict[str, Any]) -> Refusal | None:
     except _Invalid as error:
         return Refusal(method, "invalid_blocks", str(error))
     return None
+
+
+# A backtick anywhere; `*`, `_` or `~` opening or closing a word (`restart_service` is a name).
+_MARKS = re.compile(r"`|(?:^|[\s(])[*_~]\S|\S[*_~](?:$|[\s).,:;!?])")
+
+
+def plain_text_marks(method: str, args: dict[str, Any]) -> Refusal | None:
+    """A `plain_text` object of this call that holds Markdown marks, if one does."""
+    if method in VIEW_METHODS:
+        sent = _loaded_or_none(args.get("view"))
+    elif method in MESSAGE_METHODS:
+        sent = _loaded_or_none(args.get("blocks"))
+    else:
+        return None
+    for where, text in _plain_texts(sent, "view" if method in VIEW_METHODS else "blocks"):
+        if _MARKS.search(text):
+            return Refusal(method, "markdown_in_plain_text", f"{where}: {text[:120]!r}")
+    return None
+
+
+def _loaded_or_none(value: Any) -> Any:
+    try:
+        return _loaded(value)
+    except _Invalid:
+        return None
+
+
+def _plain_texts(value: Any, path: str) -> list[tuple[str, str]]:
+    if isinstance(value, list):
+        return [
+            found for i, item in enumerate(value) for found in _plain_texts(item, f"{path}[{i}]")
+        ]
+    if not isinstance(value, dict):
+        return []
+    found = []
+    if value.get("type") == "plain_text" and isinstance(value.get("text"), str):
+        found.append((path, value["text"]))
+    for key, item in value.items():
+        found += _plain_texts(item, f"{path}.{key}")
+    return found
 
 
 class _Invalid(Exception):

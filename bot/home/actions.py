@@ -86,7 +86,8 @@ class HomeActions:
             message_ts=view.call.message_ts,
             digest=ref.digest,
         )
-        modal = reject_modal(view.call, metadata.model_dump_json())
+        requester = view.gate.requester if view.gate else None
+        modal = reject_modal(view.call, metadata.model_dump_json(), requester)
         self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -76,7 +76,8 @@ class ApprovalActions:
             message_ts=click.container.message_ts,
             digest=ApprovalRef.parse(click.action.value).digest,
         )
-        modal = reject_modal(view.call, metadata.model_dump_json())
+        requester = view.gate.requester if view.gate else None
+        modal = reject_modal(view.call, metadata.model_dump_json(), requester)
         self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.slack.payloads import SlashCommand
 from bot.words import audit as audit_messages
+from bot.words import commands as command_words
 from bot.words import runs as messages
 from runtime.audit.trail import AuditTrail
 from runtime.db.replication import NotReplicated
@@ -30,51 +31,66 @@ from runtime.mcp.listing import McpListings
 
 log = logging.getLogger(__name__)
 
-# `name: task` picks an agent when `name` is one word; anything else is a task.
-_AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(\S.*)$", re.DOTALL)
-# `audit`, `audit 50` or `audit <run id>` (one word after it: `audit banana` is told what
-# audit takes, never run as a task); "audit the logs" stays a task.
-_AUDIT = re.compile(r"^audit(?:\s+(\S+))?$", re.IGNORECASE)
-_RUN_ID = re.compile(r"^r[0-9a-f]{16}$")
-# `stop <run id>` and its alias `cancel <run id>`; "stop the api" stays a task.
-_STOP = re.compile(r"^(?:stop|cancel)(?:\s+(\S+))?$", re.IGNORECASE)
-# `status` or `status <run id>`; "status of the api" stays a task.
-_STATUS = re.compile(r"^status(?:\s+(r[0-9a-f]{16}))?$", re.IGNORECASE)
-AUDIT_DEFAULT_COUNT = 20
-AUDIT_MAX_COUNT = 100
+# `name: task` picks an agent when `name` is one word; anything else is a task. An empty task
+# after the colon is caught (`ops:` is not the task "ops:").
+_AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(.*)$", re.DOTALL)
+# The first word, when it stands alone or before a colon: a command word there is always the
+# command, so `stop r-typo` is told how to write it, never run as the task "stop r-typo".
+_FIRST_WORD = re.compile(r"^([A-Za-z]+)(?:\s*:?\s+|\s*:\s*|$)(.*)$", re.DOTALL)
+_RUN_ID = r"r[0-9a-f]{16}"
+_IS_RUN_ID = re.compile(rf"^{_RUN_ID}$")
+# What each command takes after its word (the whole rest must match; group 1 is the argument).
+_TAKES: dict[str, re.Pattern[str]] = {
+    command_words.HELP.name: re.compile(r"(?:.*)", re.DOTALL),  # `help me` is still the help
+    command_words.STATUS.name: re.compile(rf"({_RUN_ID})?"),
+    command_words.STOP.name: re.compile(rf"({_RUN_ID})"),
+    command_words.GRANTS.name: re.compile(r""),
+    command_words.AUDIT.name: re.compile(rf"({_RUN_ID}|[1-9][0-9]*)?"),
+}
+COMMANDS: dict[str, command_words.CommandWords] = {
+    word: words for words in command_words.COMMANDS for word in (words.name, *words.aliases)
+}
+"""Each command word (aliases too) and its words: the help is written from the same table."""
+AUDIT_WINDOW_SECONDS = 3600.0
+"""`/agent audit` alone: this channel's events of the last hour."""
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
-    kind: str  # "help", "audit", "stop", "status", "grants", "unknown_agent" or "task"
+    kind: str
+    """A command's name (`help`, `status`, `stop`, `grants`, `audit`); `usage` (a command word
+    followed by what it does not take: `agent` names the command); `unknown_agent`;
+    `empty_task` (an agent named with nothing to do); or `task`."""
     agent: str = ""
     task: str = ""
 
 
 def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     stripped = text.strip()
-    if stripped.lower() in ("", "help", "-h", "--help", "?"):
+    if stripped.lower() in ("", "-h", "--help", "?"):
         return ParsedCommand("help")
-    if stripped.lower() == "grants":
-        return ParsedCommand("grants")
-    stop = _STOP.match(stripped)
-    if stop is not None and (stop.group(1) is None or _RUN_ID.match(stop.group(1))):
-        return ParsedCommand("stop", task=stop.group(1) or "")
-    status = _STATUS.match(stripped)
-    if status is not None:
-        return ParsedCommand("status", task=status.group(1) or "")
-    audit = _AUDIT.match(stripped)
-    if audit is not None:
-        return ParsedCommand("audit", task=audit.group(1) or "")
+    first = _FIRST_WORD.match(stripped)
+    words = COMMANDS.get(first.group(1).lower()) if first is not None else None
+    if first is not None and words is not None:
+        rest = first.group(2).strip()
+        taken = _TAKES[words.name].fullmatch(rest)
+        if taken is None or (words is command_words.AUDIT and _too_many(rest)):
+            return ParsedCommand("usage", words.name, rest)
+        argument = taken.group(1) if taken.re.groups else ""
+        return ParsedCommand(words.name, task=argument or "")
     match = _AGENT_PREFIX.match(stripped)
     if match is None:
         return ParsedCommand("task", agents[0], stripped)
     name, task = match.group(1), match.group(2).strip()
     if name in agents:
-        return ParsedCommand("task", name, task)
+        return ParsedCommand("task", name, task) if task else ParsedCommand("empty_task", name)
     if name.startswith(("http", "https")):  # a URL like https://… is a task, not an agent name
         return ParsedCommand("task", agents[0], stripped)
     return ParsedCommand("unknown_agent", name)
+
+
+def _too_many(count: str) -> bool:
+    return count.isdecimal() and int(count) > command_words.AUDIT_MOST
 
 
 @dataclass(kw_only=True)
@@ -84,9 +100,9 @@ class AgentCommand:
     agents: list[str]
     stops: StopActions
     statuses: RunStatus
+    grants: GrantActions
     mcp_listings: McpListings | None = None
     """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
-    grants: GrantActions | None = None
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -96,20 +112,25 @@ class AgentCommand:
             await _reply(ack, messages.BUTTON_INVALID)
             return
         parsed = parse_command_text(command.text, self.agents)
+        if parsed.kind == "usage":
+            words = COMMANDS[parsed.agent]
+            usage = command_words.command_usage(command.command, words, parsed.task, self.agents[0])
+            await _reply(ack, usage)
+            return
+        if parsed.kind == "empty_task":
+            await _reply(ack, command_words.command_empty_task(command.command, parsed.agent))
+            return
         if parsed.kind == "help":
-            help_text = messages.command_help(command.command, self.agents, await self._mcp())
-            await _reply(ack, help_text)
+            mcp = await self._mcp()
+            await _reply(ack, command_words.command_help(command.command, self.agents, mcp))
             return
         if parsed.kind == "stop":
-            if not parsed.task:
-                await _reply(ack, messages.stop_usage(command.command))
-                return
             told = await self.stops.stop(
                 parsed.task, command.user_id, command.user_name, where=command.channel_id
             )
             await _reply(ack, told or messages.STOP_REQUESTED)
             return
-        if parsed.kind == "grants" and self.grants is not None:
+        if parsed.kind == "grants":
             text, blocks = await self.grants.listing(command.channel_id)
             await ack(response_type="ephemeral", text=text, blocks=blocks or None)
             return
@@ -121,9 +142,10 @@ class AgentCommand:
             await _reply(ack, await self._audit(command.command, parsed.task, command.channel_id))
             return
         if parsed.kind == "unknown_agent":
-            await _reply(
-                ack, messages.command_unknown_agent(command.command, parsed.agent, self.agents)
+            unknown = command_words.command_unknown_agent(
+                command.command, parsed.agent, self.agents
             )
+            await _reply(ack, unknown)
             return
         await _reply(ack, await self._start(command, parsed.agent, parsed.task))
 
@@ -165,21 +187,25 @@ class AgentCommand:
         }
 
     async def _audit(self, command: str, what: str, channel: str) -> str:
-        """This channel's recent events, or one run's history (only if it ran here)."""
-        if what and not _RUN_ID.match(what) and not (what.isdecimal() and int(what) > 0):
-            return audit_messages.audit_usage(command, what, self.agents[0], AUDIT_MAX_COUNT)
+        """One run's history (only if it ran here), this channel's last `what` events, or (with
+        nothing) this channel's events of the last hour."""
         try:
-            if what.startswith("r"):
+            if _IS_RUN_ID.match(what):
                 entries = await self.audit.for_run(what)
                 if not any(entry.channel == channel for entry in entries):
                     return audit_messages.audit_no_run(what)
                 return audit_messages.audit_listing(entries, f"run `{what}`")
-            count = min(int(what or AUDIT_DEFAULT_COUNT), AUDIT_MAX_COUNT)
+            count = int(what) if what else command_words.AUDIT_MOST
             entries = await self.audit.recent(count, channel=channel)
         except RedisError:
             return messages.QUEUE_UNAVAILABLE
-        return audit_messages.audit_listing(
-            entries, f"the last {len(entries)} events in this channel"
+        if what:
+            title = f"the last {len(entries)} events in this channel"
+            return audit_messages.audit_listing(entries, title)
+        since = time.time() - AUDIT_WINDOW_SECONDS
+        hour = [entry for entry in entries if entry.at >= since]
+        return audit_messages.audit_last_hour(
+            command, hour, bool(entries), command_words.AUDIT_MOST
         )
 
 

@@ -14,12 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import ClientError
 from pydantic import Field, ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.blocks.grants import GRANT_USED_BLOCK, grants_listing_blocks
+from bot.blocks.grants import grants_listing_blocks
 from bot.listeners.approvals import ApprovalActions
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Payload
@@ -56,6 +59,8 @@ class MenuChoice(_Payload):
     channel: _Channel
     container: _Container
     actions: list[_Selected] = Field(min_length=1, max_length=1)
+    response_url: str | None = Field(None, pattern=r"^https?://", max_length=2048)
+    """Where an ephemeral message clicked (the `/agent grants` list) is redrawn."""
 
     @property
     def action(self) -> _Selected:
@@ -135,6 +140,9 @@ class GrantActions:
         except RedisError:
             self.actions.tell(channel, user.id, None, messages.TRY_AGAIN)
             return
+        if click.container.is_ephemeral and click.response_url:
+            # The `/agent grants` list the click came from, drawn again without this grant.
+            self.actions.later(self._relist(channel, click.response_url), f"relist:{grant_id}")
         if grant is None:
             self.actions.tell(channel, user.id, None, choice_messages.GRANT_GONE)
             return
@@ -142,12 +150,26 @@ class GrantActions:
         self.actions.tell(
             channel, user.id, None, choice_messages.grant_revoked(grant.tool, grant.scope, channel)
         )
-        ts = click.container.message_ts
-        if click.action.block_id == GRANT_USED_BLOCK and ts and not click.container.is_ephemeral:
-            text = choice_messages.grant_revoked_line(grant.tool, grant.user_id, user.id)
-            section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-            work = self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[section])
-            self.actions.later(work, f"revoked:{grant.id}")
+        text = choice_messages.grant_revoked_line(grant.tool, grant.user_id, user.id)
+        self.actions.later(self._redraw_lines(grant.id, text), f"revoked:{grant.id}")
+
+    async def _redraw_lines(self, grant_id: str, text: str) -> None:
+        """Every quiet line of a revoked grant, without its **Revoke**."""
+        section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+        for channel, ts in await self.store.lines(grant_id):
+            try:
+                await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[section])
+            except (SlackApiError, ClientError, TimeoutError) as error:
+                log.warning("grant %s: a line in %s not redrawn (%s)", grant_id, channel, error)
+
+    async def _relist(self, channel: str, response_url: str) -> None:
+        text, blocks = await self.listing(channel)
+        try:
+            await AsyncWebhookClient(response_url, timeout=10).send(
+                text=text, blocks=blocks or None, replace_original=True, response_type="ephemeral"
+            )
+        except (ClientError, TimeoutError) as error:
+            log.warning("grants listing not redrawn (%s)", type(error).__name__)
 
     async def listing(self, channel: str) -> tuple[str, list[dict[str, Any]]]:
         """`/agent grants`: the channel's active grants, each with **Revoke**."""

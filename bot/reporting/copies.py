@@ -32,10 +32,23 @@ SLACK_ERRORS = (SlackApiError, ClientError, TimeoutError)
 
 
 class SlackReach:
-    def __init__(self, client: AsyncWebClient, directory: ApproverDirectory) -> None:
+    def __init__(
+        self, client: AsyncWebClient, directory: ApproverDirectory, *, self_approval: bool = False
+    ) -> None:
+        """`self_approval`: `ALLOW_SELF_APPROVAL`, so a card lists its requester among those
+        who may approve."""
         self._client = client
         self._directory = directory
         self._links = ThreadLinks(client)
+        self._self_approval = self_approval
+
+    async def approver_names(self, run: RunView, call: PendingCall) -> list[str]:
+        """Who may approve `call`, by name: its approvers but the requester (who may only reject
+        their own call, unless self-approval is allowed)."""
+        requester = run.conversation.requester
+        shown = [p for p in call.approvers if self._self_approval or p != requester]
+        names = await self._directory.names(shown)
+        return [names[p] for p in shown]
 
     async def copy_card(
         self, run: RunView, call: PendingCall, targets: tuple[str, ...]
@@ -83,11 +96,9 @@ class SlackReach:
             text=words.escalated(targets, call.tool, call.expires_at),
         )
         if call.message_ts is not None:
-            names = await self._directory.names(call.approvers)
+            names = await self.approver_names(run, call)
             channel_name = await self._directory.channel_name(run.conversation.channel)
-            blocks = approval_request_blocks(
-                run, call, [names[p] for p in call.approvers], channel_name
-            )
+            blocks = approval_request_blocks(run, call, names, channel_name)
             try:
                 await self._client.chat_update(
                     channel=run.conversation.channel,
@@ -100,8 +111,7 @@ class SlackReach:
         await self.redraw_copies(run, call)
 
     async def _blocks(self, run: RunView, call: PendingCall) -> list[dict[str, Any]]:
-        names = await self._directory.names(call.approvers)
-        approver_names = [names[p] for p in call.approvers]
+        approver_names = await self.approver_names(run, call)
         channel_name = await self._directory.channel_name(run.conversation.channel)
         blocks = (
             approval_request_blocks(run, call, approver_names, channel_name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from aiohttp import ClientError
+from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -13,6 +14,7 @@ from bot.blocks.grants import grant_used_blocks
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.words import choices as choice_messages
 from runtime.grants.check import MembershipUnavailable
+from runtime.grants.store import GrantStore
 from runtime.record.envelope import PendingCall
 from runtime.reporter import RunView
 
@@ -22,8 +24,10 @@ log = logging.getLogger(__name__)
 class SlackGrantNotices:
     """`runtime.grants.check.GrantNotices` in Slack."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, store: GrantStore) -> None:
         self._client = client
+        self._store = store
+        """Where each line is noted, so a revoke redraws it without its **Revoke**."""
 
     async def grant_used(self, run: RunView, call: PendingCall) -> None:
         grant = call.decision.by_grant if call.decision else None
@@ -31,7 +35,7 @@ class SlackGrantNotices:
             return
         text = choice_messages.grant_used_line(call.tool, grant.user_id, grant.ends_at)
         try:
-            await self._client.chat_postMessage(
+            posted = await self._client.chat_postMessage(
                 channel=run.conversation.channel,
                 thread_ts=run.conversation.thread,
                 text=text,
@@ -40,6 +44,12 @@ class SlackGrantNotices:
         except (SlackApiError, ClientError, TimeoutError):
             # The audit trail has the `grant_used` entry; the run goes on without the line.
             log.warning("run %s: grant line not posted", run.run_id, exc_info=True)
+            return
+        try:
+            channel = str(posted.get("channel") or run.conversation.channel)
+            await self._store.note_line(grant.id, grant.ends_at, channel, str(posted["ts"]))
+        except RedisError:
+            log.warning("run %s: grant line not noted; a revoke leaves it as it is", run.run_id)
 
 
 class DirectoryMembership:

@@ -15,6 +15,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.status import status_blocks, status_text
 from bot.reporting.copies import SlackReach
+from bot.reporting.reminder_lines import ReminderLines
 from bot.slack.directory import ApproverDirectory
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
@@ -38,14 +39,14 @@ class SlackReporter:
         client: AsyncWebClient,
         directory: ApproverDirectory,
         reach: SlackReach | None = None,
+        reminder_lines: ReminderLines | None = None,
     ) -> None:
+        """`reminder_lines`: where reminders are noted, so that they stop saying a call waits
+        once it is settled (None: they are left as posted)."""
         self._client = client
         self._directory = directory
         self._reach = reach or SlackReach(client, directory)
-
-    async def _approver_names(self, call: PendingCall) -> list[str]:
-        names = await self._directory.names(call.approvers)
-        return [names[p] for p in call.approvers]
+        self._reminder_lines = reminder_lines
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -113,7 +114,7 @@ class SlackReporter:
             blocks=approval_request_blocks(
                 run,
                 call,
-                await self._approver_names(call),
+                await self._reach.approver_names(run, call),
                 await self._directory.channel_name(run.conversation.channel),
             ),
         )
@@ -158,13 +159,14 @@ class SlackReporter:
         """
         assert call.message_ts is not None
         if call.decision is None:
-            names = await self._approver_names(call)
+            names = await self._reach.approver_names(run, call)
             channel_name = await self._directory.channel_name(run.conversation.channel)
             blocks = approval_request_blocks(run, call, names, channel_name)
             text = messages.approval_fallback(call.agent, call.tool)
         else:
             blocks = approval_decided_blocks(run, call)
             text = messages.decision_headline(call.decision, call.tool)
+            await self._settle_reminders(run, call)
         try:
             await self._client.chat_update(
                 channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
@@ -200,9 +202,30 @@ class SlackReporter:
             if mentions
             else reach_messages.reminder_anyone(call.agent, call.tool, call.expires_at)
         )
-        await self._client.chat_postMessage(
+        posted = await self._client.chat_postMessage(
             channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
         )
+        if self._reminder_lines is not None:
+            try:
+                await self._reminder_lines.note(run.run_id, call.approval_id, str(posted["ts"]))
+            except RedisError:
+                log.warning("run %s: reminder not noted; it stays as posted", run.run_id)
+
+    async def _settle_reminders(self, run: RunView, call: PendingCall) -> None:
+        """The call's reminders stop saying it waits (best effort: the card says it first)."""
+        if self._reminder_lines is None or call.decision is None:
+            return
+        try:
+            lines = await self._reminder_lines.take(run.run_id, call.approval_id)
+        except RedisError:
+            log.warning("run %s: reminders not redrawn (Redis unreachable)", run.run_id)
+            return
+        text = messages.reminder_settled(call.tool, call.decision)
+        for ts in lines:
+            try:
+                await self._client.chat_update(channel=run.conversation.channel, ts=ts, text=text)
+            except (SlackApiError, ClientError, TimeoutError) as error:
+                log.warning("run %s: a reminder not redrawn (%s)", run.run_id, error)
 
     async def call_refused(self, run: RunView, call: PendingCall) -> None:
         await self._client.chat_postMessage(

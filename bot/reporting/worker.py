@@ -9,6 +9,8 @@ from agents import RunConfig
 from bot.reporting.grant_notices import DirectoryMembership, SlackGrantNotices
 from bot.settings import Settings
 from bot.wiring import slack_parts
+from runtime.db.keys import Keys
+from runtime.grants.store import GrantStore
 from runtime.models.scripted import model_run_config
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
@@ -42,5 +44,5 @@ def slack_worker(
         poll_interval=poll_interval,
         reads=reads,
         membership=DirectoryMembership(parts.directory),
-        grant_notices=SlackGrantNotices(parts.client),
+        grant_notices=SlackGrantNotices(parts.client, GrantStore(redis, Keys.of(settings))),
     )

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 
 from bot.words import runs as messages
@@ -25,7 +24,7 @@ AUDIT_EVENT_WORDS = {
 def audit_line(entry: AuditEntry) -> str:
     details = entry.details
     parts = [
-        f"`{dt.datetime.fromtimestamp(entry.at, dt.UTC):%Y-%m-%d %H:%M:%S}`",
+        messages.slack_date(entry.at),
         f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
     ]
     if details.get("tool"):
@@ -46,14 +45,18 @@ def audit_listing(entries: Sequence[AuditEntry], title: str) -> str:
     return f"*Audit: {title}*\n" + "\n".join(audit_line(entry) for entry in entries)
 
 
-def audit_usage(command: str, what: str, agent: str, most: int) -> str:
-    shown = messages.escape(what[:40])
-    return (
-        f"`{command} audit` takes how many events to show (1 to {most}) or a run id, "
-        f"not `{shown}`: e.g. `{command} audit 20`. To give an agent a task that starts with "
-        f'"audit", name the agent: `{command} {agent}: audit {shown}`.'
-    )
-
-
 def audit_no_run(run_id: str) -> str:
     return f"No audit events of run `{messages.escape(run_id)}` in this channel."
+
+
+def audit_last_hour(command: str, entries: Sequence[AuditEntry], older: bool, most: int) -> str:
+    """`/agent audit` alone. `older`: the channel has events, none of them this hour's."""
+    if not entries:
+        if older:
+            return (
+                "No audit events in this channel in the last hour: "
+                f"`{command} audit 20` shows the last 20."
+            )
+        return "No audit events here yet."
+    counted = f"the latest {most}" if len(entries) >= most else f"{len(entries)} events"
+    return audit_listing(entries, f"the last hour in this channel ({counted})")

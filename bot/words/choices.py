@@ -21,12 +21,12 @@ def duration(seconds: int) -> str:
 
 
 def grant_option(scope: str, seconds: int, tool: str, channel_name: str | None) -> str:
-    """A grant on the card's menu, plain text: `delete_user` in #ops for 1 hour."""
+    """A grant on the card's menu, plain text (no Markdown): delete_user in #ops for 1 hour."""
     if scope == "arguments":
         text = f"these exact arguments for {duration(seconds)}"
     else:
         where = f"#{channel_name}" if channel_name else "this channel"
-        text = f"`{tool}` in {where} for {duration(seconds)}"
+        text = f"{tool} in {where} for {duration(seconds)}"
     return text if len(text) <= OPTION_LIMIT else text[: OPTION_LIMIT - 1] + "…"
 
 
@@ -47,10 +47,7 @@ def granted_line(tool: str, scope: str, channel: str, ends_at: float, user_id: s
 
 def grant_used_line(tool: str, user_id: str, ends_at: float) -> str:
     """The quiet line in a thread: a grant approved a call without a card."""
-    return (
-        f"`{escape(tool)}` approved by {user(user_id)}'s grant "
-        f"(until {slack_date(ends_at, '{time}')})"
-    )
+    return f"`{escape(tool)}` approved by {user(user_id)}'s grant (until {slack_date(ends_at)})"
 
 
 REVOKE = "Revoke"
@@ -126,6 +123,12 @@ def task_line(task: str) -> str:
 def why_line(why: str) -> str:
     quoted = "\n".join(f">{escape(line)}" for line in why.splitlines() if line.strip())
     return f"*Why:*\n{quoted}"
+
+
+PREVIEW_BEFORE_EDIT = (
+    "*Preview*\n_Not shown: it was made for the arguments before the edit. The tool's own checks "
+    "still apply to the edited call._"
+)
 
 
 def preview_section(text: str) -> str:

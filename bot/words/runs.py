@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from runtime.record.envelope import Decision
 from runtime.reporter import Failure
@@ -16,10 +16,15 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_date(epoch: float, style: str = "{date_short_pretty} at {time}") -> str:
-    """A timestamp every reader sees in their own time zone."""
-    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(epoch)}^{style}|{fallback}>"
+SLACK_DATE_STYLE = "{date_short_pretty} at {time}"
+"""The one way a time is written in Slack: "Today at 12:36 PM", in the reader's own zone."""
+
+
+def slack_date(epoch: float) -> str:
+    """A timestamp every reader sees in their own time zone, always in one style (where Slack
+    cannot draw it, the fallback is ISO 8601 with its zone)."""
+    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="minutes")
+    return f"<!date^{int(epoch)}^{SLACK_DATE_STYLE}|{fallback}>"
 
 
 def user(user_id: str) -> str:
@@ -29,46 +34,12 @@ def user(user_id: str) -> str:
 # --- /agent ----------------------------------------------------------------------------------
 
 
-def command_help(
-    command: str,
-    agents: Sequence[str],
-    mcp_tools: Mapping[str, Sequence[tuple[str, str]]] | None = None,
-) -> str:
-    """`mcp_tools`: agent -> (tool, server) as a worker last listed them; None when unknown."""
-    listed = ", ".join(f"`{name}`" for name in agents)
-    text = (
-        f"*{PRODUCT}* runs an AI agent on your task; every risky tool call waits for a person "
-        "to approve it here.\n"
-        f"• `{command} <task>`: run the default agent (`{agents[0]}`)\n"
-        f"• `{command} <agent>: <task>`: pick an agent\n"
-        f"• `{command} audit [N | run id]`: who decided what, in this channel\n"
-        f"• `{command} status [run id]`: this channel's live runs and what they wait for\n"
-        f"• `{command} grants`: grants active in this channel, to revoke them\n"
-        f"• `{command} help`: this message\n"
-        f"Agents: {listed}"
-    )
-    for agent in agents:
-        tools = (mcp_tools or {}).get(agent)
-        if tools:
-            text += f"\n• `{escape(agent)}` tools from MCP servers: " + mcp_tool_list(tools)
-    return text
-
-
 def mcp_tool_list(tools: Sequence[tuple[str, str]]) -> str:
     """`list_tables`, `drop_table` on `db`; `search` on `wiki`."""
     by_server: dict[str, list[str]] = {}
     for tool, server in tools:
         by_server.setdefault(server, []).append(f"`{escape(tool)}`")
     return "; ".join(f"{', '.join(names)} on `{escape(s)}`" for s, names in by_server.items())
-
-
-def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:
-    listed = ", ".join(f"`{a}`" for a in agents)
-    return (
-        f"There is no agent called `{escape(name)}`. Agents: {listed}.\n"
-        f"To give the default agent a task that starts with a word and a colon, name it: "
-        f"`{command} {agents[0]}: {escape(name)}: ...`"
-    )
 
 
 def command_starting(agent: str) -> str:
@@ -142,10 +113,6 @@ def stop_not_allowed(names: Sequence[str], channels: Sequence[str] = ()) -> str:
         f"Only {who} may stop this run, so nothing changed. "
         "(The person who asked, anyone who may decide its calls, and the admins.)"
     )
-
-
-def stop_usage(command: str) -> str:
-    return f"Say which run: `{command} stop <run id>`. The run id is on its status message."
 
 
 # --- approval cards ---------------------------------------------------------------------------
@@ -269,7 +236,8 @@ def not_an_approver(names: Sequence[str], tool: str) -> str:
 
 
 SELF_APPROVAL_REFUSED = (
-    "You asked for this run, so someone else has to decide its tool calls. Nothing was recorded."
+    "You asked for this, so someone else has to approve it; you may still reject it. "
+    "Nothing was recorded."
 )
 APPROVE_ALWAYS_NOT_OFFERED = (
     "_Approve always_ is not offered for this call, so nothing was recorded. Use Approve."
@@ -285,8 +253,10 @@ DIRECTORY_UNAVAILABLE = (
 
 
 def quorum_progress(count: int, quorum: int, approvers: Sequence[str]) -> str:
+    """Counted, not a progress bar: "1 of 2 approvals so far, 1 more needed: @bob"."""
     so_far = ", ".join(user(a) for a in approvers)
-    line = f":busts_in_silhouette: {count} of {quorum} approvals"
+    needed = max(quorum - count, 0)
+    line = f":busts_in_silhouette: {count} of {quorum} approvals so far, {needed} more needed"
     return f"{line}: {so_far}" if so_far else line
 
 
@@ -304,6 +274,15 @@ def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) 
         f":alarm_clock: {who} Reminder: *{escape(agent)}* still waits for a decision on "
         f"`{escape(tool)}` (above). It expires {slack_date(expires_at)}."
     )
+
+
+def reminder_settled(tool: str, decision: Decision) -> str:
+    """A reminder redrawn once its call is settled: it no longer says the call waits."""
+    if decision.outcome == "expired":
+        settled = "expired: nobody decided in time"
+    else:
+        settled = f"was {OUTCOME_WORDS[decision.outcome]}"
+    return f":alarm_clock: No longer waiting: `{escape(tool)}` {settled} (above)."
 
 
 def call_refused(tool: str, digest: str) -> str:
@@ -347,8 +326,10 @@ REJECT_PLACEHOLDER = "e.g. Not during business hours; ask #ops first."
 REJECT_REASON_REQUIRED = "Please say why, so the agent can explain it."
 
 
-def reject_context(agent: str, tool: str) -> str:
-    return f"Rejecting `{escape(tool)}` requested by *{escape(agent)}*."
+def reject_context(agent: str, tool: str, requester: str | None) -> str:
+    """Named as the card names them: the person who asked (when known), and the agent."""
+    asked = f"requested by {user(requester)} for" if requester else "requested for"
+    return f"Rejecting `{escape(tool)}`, {asked} *{escape(agent)}*."
 
 
 ARGUMENTS_TITLE = "Tool call arguments"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 from redis.exceptions import RedisError
 
 from runtime.db.keys import Keys
@@ -44,6 +44,12 @@ class AuditEntry(BaseModel):
     run_id: str
     at: float
     details: dict[str, Any]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def time(self) -> str:
+        """`at` in ISO 8601 with its zone (UTC), as exports and logs write a time."""
+        return dt.datetime.fromtimestamp(self.at, dt.UTC).isoformat(timespec="milliseconds")
 
     @property
     def channel(self) -> str | None:
@@ -192,7 +198,7 @@ def retention_note(
     if since >= oldest:
         return None
     return (
-        f"The audit trail starts at {oldest:%Y-%m-%d %H:%M} UTC ({kept}), "
+        f"The audit trail starts at {oldest.isoformat(timespec='seconds')} ({kept}), "
         "so nothing older was exported."
     )
 

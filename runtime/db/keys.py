@@ -108,6 +108,16 @@ class Shard:
         end."""
         return f"{self.prefix}grant:{grant_id}"
 
+    def reminder_lines(self, run_id: str) -> str:
+        """(The Slack bot's) Hash of a run's reminder lines in its thread: approval id -> their
+        message ts, comma-separated; redrawn once the call is settled."""
+        return f"{self.prefix}reminder_lines:{run_id}"
+
+    def grant_lines(self, grant_id: str) -> str:
+        """Set of where a grant's quiet lines were posted (`channel:ts`), so that a revoke
+        redraws each without its **Revoke**; expires with the grant."""
+        return f"{self.prefix}grant:{grant_id}:lines"
+
     def channel_grants(self, channel: str) -> str:
         """Sorted set of a channel's grants (of this shard): member grant id, score when it
         ends."""
@@ -180,6 +190,12 @@ class Keys:
 
     def grant(self, grant_id: str) -> str:
         return self.shard_of(grant_id).grant(grant_id)
+
+    def grant_lines(self, grant_id: str) -> str:
+        return self.shard_of(grant_id).grant_lines(grant_id)
+
+    def reminder_lines(self, run_id: str) -> str:
+        return self.shard_of(run_id).reminder_lines(run_id)
 
     def grant_shards(self, channel: str) -> str:
         return self.shard_of(channel).grant_shards(channel)

@@ -97,6 +97,11 @@ def argument_changes(old: str, new: str) -> list[Change]:
     return changes
 
 
+EDIT_NOTE_START = "Note: before approving, "
+EDIT_NOTE_END = "Its output follows.\n"
+"""How an edit's note starts and ends, before the tool's own output."""
+
+
 def edit_note(tool: str, original: str, edit: ArgumentEdit) -> str:
     """What the model reads before the tool's output: a person changed its call, and how."""
     who = edit.user_name or edit.user_id
@@ -105,9 +110,9 @@ def edit_note(tool: str, original: str, edit: ArgumentEdit) -> str:
     changed = argument_changes(original, edit.arguments)
     changes = "; ".join(f"{c.where}: {c.old} -> {c.new}" for c in changed)
     return (
-        f"Note: before approving, {who} edited the arguments of this {tool} call "
+        f"{EDIT_NOTE_START}{who} edited the arguments of this {tool} call "
         f"({changes or 'no visible change'}). The tool ran with {edit.arguments.strip()}, not "
-        "with the arguments you sent. Its output follows.\n"
+        f"with the arguments you sent. {EDIT_NOTE_END}"
     )
 
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from agents import Agent, RunContextWrapper, function_tool
 from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
+from pydantic import Field
 
 from runtime.examples.languages import respond_spanish
 from runtime.tools import preview
@@ -104,7 +105,9 @@ def preview_restart_service(service: str) -> str:
 
 
 @function_tool(needs_approval=True)
-def refund_order(ctx: ToolContext[Any], order_id: str, amount_cents: int) -> str:
+def refund_order(
+    ctx: ToolContext[Any], order_id: str, amount_cents: Annotated[int, Field(ge=1)]
+) -> str:
     """Refund an order to the customer's card.
 
     Args:

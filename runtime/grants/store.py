@@ -166,6 +166,20 @@ class GrantStore:
         )
         return _grant(reply[0], reply[1]) if reply else None
 
+    async def note_line(self, grant_id: str, ends_at: float, channel: str, ts: str) -> None:
+        """Where a quiet line of the grant was posted (kept until the grant ends)."""
+        key = self._keys.grant_lines(grant_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.sadd(key, f"{channel}:{ts}")
+            pipe.expireat(key, int(ends_at) + 1)
+            await pipe.execute()
+
+    async def lines(self, grant_id: str) -> list[tuple[str, str]]:
+        """Each quiet line of the grant: (channel, ts)."""
+        found: Any = await self._redis.smembers(self._keys.grant_lines(grant_id))
+        lines = [member.decode().partition(":") for member in found]
+        return sorted((channel, ts) for channel, _, ts in lines if channel and ts)
+
     async def revoke(
         self,
         grant_id: str,

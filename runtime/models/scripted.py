@@ -15,6 +15,8 @@ from a scripted model, so nobody mistakes it for a real one in Slack either.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
 import re
 import secrets
@@ -29,6 +31,7 @@ from openai.types.responses.response_function_shell_tool_call import (
     ResponseFunctionShellToolCall,
 )
 
+from runtime.decisions.edits import EDIT_NOTE_END, EDIT_NOTE_START
 from runtime.runs.state_decisions import not_run_reason
 from runtime.settings import RuntimeSettings
 
@@ -37,6 +40,8 @@ ANSWER_HEADING = (
 )
 SERVICES = ("api", "billing", "search")
 OUTPUT_LIMIT = 600
+LITERAL_LIMIT = 100_000
+"""A longer output is shown as text, not read as a value."""
 TASK_LIMIT = 200
 EXAMPLES = (
     "`delete u-100`",
@@ -186,8 +191,26 @@ def _answer(history: list[_Called], task: str) -> str:
     for c in done:
         # A call that did not run: say why in the script's words, not the words meant for a model.
         why = not_run_reason(c.name, c.output or "")
-        lines.append(f"• `{c.name}` {why}" if why else f"• `{c.name}`: {_shorten(c.output or '')}")
+        lines.append(f"• `{c.name}` {why}" if why else f"• `{c.name}`: {_readable(c.output or '')}")
     return ANSWER_HEADING + "\n" + "\n".join(lines)
+
+
+def _readable(output: str) -> str:
+    """A tool's output as a person reads it: without the note an edit leaves for the model
+    (the card shows the edit), and a value (the SDK hands the model `str()` of what a tool
+    returned: a Python repr) as pretty JSON."""
+    note_end = output.find(EDIT_NOTE_END)
+    edited = note_end >= 0 and output.startswith(EDIT_NOTE_START)
+    if edited:
+        output = output[note_end + len(EDIT_NOTE_END) :]
+    text = _shorten(output)
+    value = None
+    if len(output) <= LITERAL_LIMIT:
+        with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = ast.literal_eval(output.strip())
+    if isinstance(value, dict | list):
+        text = "\n```\n" + _shorten(json.dumps(value, indent=2, ensure_ascii=False)) + "\n```"
+    return f"(with the edited arguments) {text}" if edited else text
 
 
 def _shorten(text: str, limit: int = OUTPUT_LIMIT) -> str:

@@ -51,12 +51,20 @@ def bind_log_context(
     _CONTEXT.set(_merged({"run_id": run_id, "approval_id": approval_id, "event": event}))
 
 
+def iso_time(record: logging.LogRecord) -> str:
+    """When a line was logged, in ISO 8601 with its zone (UTC): one way to write a time."""
+    return dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds")
+
+
+class TextFormatter(logging.Formatter):
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return iso_time(record)
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
-                timespec="milliseconds"
-            ),
+            "time": iso_time(record),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -75,6 +83,6 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(log_format: LogFormat) -> None:
     """Give the root logger's handlers (`logging.basicConfig`'s) the chosen format."""
-    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    formatter = JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(formatter)

@@ -8,6 +8,7 @@ refused, not run.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,11 +33,17 @@ TELL_THE_USER = "Tell the user it was not done."
 
 def not_run_reason(tool: str, output: str) -> str | None:
     """For a tool result made here (the call did not run): why, in words fit for people, e.g.
-    "was rejected by carol (UCAROL). Reason: ..."; None for a real tool output."""
+    "was rejected by carol. Reason: ..." (the id the model reads left out); None for a real
+    tool output."""
     prefix = f"The call to {tool} "
     if not output.startswith(prefix):
         return None
-    return output.removeprefix(prefix).replace(TELL_THE_USER, "").strip()
+    reason = output.removeprefix(prefix).replace(TELL_THE_USER, "").strip()
+    return _SLACK_ID_AFTER_NAME.sub("", reason, count=1)
+
+
+# `rejected by carol (UCAROL). Reason:`: people read the name; the id is for the model.
+_SLACK_ID_AFTER_NAME = re.compile(r"(?<=\S) \([UW][A-Z0-9]{2,31}\)(?=\. Reason: )")
 
 
 def rejection_message(decision: Decision | None, tool: str) -> str:

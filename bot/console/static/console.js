@@ -9,11 +9,13 @@ const EXAMPLES = [
   "drop the orders table", "greet me in spanish",
   "shell: echo hello > notes.txt && cat notes.txt", "help",
 ];
+const FOLLOW_MS = 15000;
 let snapshot = null;
 let person = localStorage.getItem("countersign.person");
 let place = null;  // "home", "dm" (the person's direct messages with the app) or a channel id
 let shownModal = "";
 let shownPlace = "";  // what the place showed last: unchanged snapshots leave menus alone
+let followUntil = 0;  // after a command, the view follows what it brings, wherever it was
 const seen = {};  // per person and place, how many messages were seen there (unread badges)
 
 function personName(id) {
@@ -178,7 +180,15 @@ function renderConversation(channel) {
   timeline.sort((a, b) => a[0] - b[0]);
   box.replaceChildren(...timeline.map((t) => t[1]));
   if (!timeline.length) box.append(emptyHint(channel));
-  if (nearBottom) box.scrollTop = box.scrollHeight;
+  if (nearBottom || Date.now() < followUntil) box.scrollTop = box.scrollHeight;
+}
+
+// A command's answer and its thread come in over a few seconds: follow them to the bottom, even
+// from a view scrolled up or centred on an old message by a Home link.
+function follow() {
+  followUntil = Date.now() + FOLLOW_MS;
+  document.querySelectorAll(".message.highlight").forEach((m) => m.classList.remove("highlight"));
+  $("messages").scrollTop = $("messages").scrollHeight;
 }
 
 function emptyHint(channel) {
@@ -363,9 +373,11 @@ function start() {
       return;
     }
     input.value = "";
-    if (!(await send({ kind: "command", command: match[1], text })) && !input.value) {
-      input.value = typed;  // never lose what was typed
+    if (!(await send({ kind: "command", command: match[1], text }))) {
+      if (!input.value) input.value = typed;  // never lose what was typed
+      return;
     }
+    follow();
   };
   input.oninput = () => {
     const match = input.value.trim().match(/^\/[a-z0-9_-]+(?:\s+([\s\S]*))?$/);
