@@ -38,6 +38,7 @@ from bot.words import runs as messages
 from runtime.db.local import free_port
 from tests.deployment import Deployment
 from tests.harness import SIGNING_SECRET
+from tests.local_server import serve
 from tests.processes import Process, procfile, wait_until_healthy
 from tests.slack_requests import SlackSender
 
@@ -73,12 +74,7 @@ class RoundRobinProxy:
         )
         app = web.Application()
         app.router.add_route("*", "/{path:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve(app)
 
     async def stop(self) -> None:
         if self._runner is not None:
