@@ -24,8 +24,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench.charts import conditions, line_chart, load_average
-from bench.click_load import SLACK_ACK_MS, click_at_rate
+from bench.charts import load_average
+from bench.click_load import ack_chart, click_at_rate
 from bench.harness import (
     answered_threads,
     deployment,
@@ -200,17 +200,7 @@ def draw(found: dict[str, dict[int, list[float]]]) -> None:
         for setup, by_rate in found.items()
         for pct in (50, 99)
     }
-    line_chart(
-        "round_robin.png",
-        "Click -> ack behind a round-robin proxy: one web or two",
-        "clicks per second (open loop)",
-        "click -> HTTP ack, ms",
-        series,
-        logx=True,
-        logy=True,
-        note=conditions(),
-        limits={"Slack's limit (3 s)": SLACK_ACK_MS},
-    )
+    ack_chart("round_robin.png", "Click -> ack behind a round-robin proxy: one web or two", series)
 
 
 def main() -> None:
