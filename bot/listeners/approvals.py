@@ -8,7 +8,6 @@ card, an ephemeral note, a modal) is sent from owned background tasks that shutd
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,9 +155,6 @@ class ApprovalActions:
     def tell(self, channel: str, user: str, thread: str | None, text: str) -> None:
         """A private note to one person, sent after the acknowledgement."""
         self._ephemeral(channel, user, thread, text)
-
-    def later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        send_later(self.tasks, work, name)
 
     # --- the decision ------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.grants import GRANT_USED_BLOCK, grants_listing_blocks
 from bot.listeners.approvals import ApprovalActions
+from bot.slack.client import send_later
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Payload
 from bot.words import choices as choice_messages
@@ -147,7 +148,7 @@ class GrantActions:
             text = choice_messages.grant_revoked_line(grant.tool, grant.user_id, user.id)
             section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
             work = self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[section])
-            self.actions.later(work, f"revoked:{grant.id}")
+            send_later(self.actions.tasks, work, f"revoked:{grant.id}")
 
     async def listing(self, channel: str) -> tuple[str, list[dict[str, Any]]]:
         """`/agent grants`: the channel's active grants, each with **Revoke**."""
