@@ -320,9 +320,7 @@ async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
 async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(durable_redis.url, "outage:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "outage:", tmp_path) as deployment:
         deployment.model.script = delete_then_answer
         web = await deployment.web()
         worker = deployment.worker("worker.1")
@@ -344,8 +342,6 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         assert answer.text == "done: deleted u-100"
         assert web.popen.poll() is None and worker.popen.poll() is None, "nothing crashed"
         assert "Traceback" not in web.log()
-    finally:
-        await deployment.stop()
 
 
 async def test_processes_started_before_their_redis_wait_for_it_and_say_so(tmp_path: Path) -> None:
@@ -383,9 +379,7 @@ async def test_processes_started_before_their_redis_wait_for_it_and_say_so(tmp_p
 
 
 async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> None:
-    deployment = Deployment(f"redis://127.0.0.1:{free_port()}/0", "never:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(f"redis://127.0.0.1:{free_port()}/0", "never:", tmp_path) as deployment:
         web = Process("web", procfile()["web"], deployment.env(), deployment.logs)
         deployment.processes.append(web)
         worker = deployment.worker("worker.1")
@@ -399,5 +393,3 @@ async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> 
         elapsed = time.monotonic() - stopped_at
         assert elapsed < 5, f"{elapsed:.1f} s: the backoff's sleep was not cut short"
         assert "Traceback" not in deployment.logs_text()
-    finally:
-        await deployment.stop()

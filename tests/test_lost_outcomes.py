@@ -142,9 +142,7 @@ async def test_a_tool_safe_to_repeat_runs_again_without_asking(deployment: Deplo
 async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(durable_redis.url, "away:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "away:", tmp_path) as deployment:
         deployment.model.script = migrate_then_answer
         await deployment.web()
         deployment.worker("worker.1", SLOW_TOOL_SECONDS="2")
@@ -163,8 +161,6 @@ async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
         assert len(await ledger(deployment)) == 1, deployment.logs_text()
         assert (await events(deployment)).count("executed") == 1
         assert len(deployment.slack.cards()) == 1, "no may-have-run card either"
-    finally:
-        await deployment.stop()
 
 
 async def test_only_a_person_who_may_decide_the_call_may_run_it_again(

@@ -68,9 +68,7 @@ async def pending_jobs(deployment: Deployment) -> int:
 async def test_an_idle_worker_whose_redis_is_gone_stops_in_time_saying_why(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(durable_redis.url, "idle:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "idle:", tmp_path) as deployment:
         worker = deployment.worker("worker.1")
         await wait_for_log(worker, "worker ready", timeout=60)
         durable_redis.stop()
@@ -79,17 +77,13 @@ async def test_an_idle_worker_whose_redis_is_gone_stops_in_time_saying_why(
         assert await seconds_to_exit(worker) < HEROKU_GRACE, worker.log()
         line = await wait_for_log(worker, NOT_HANDED_BACK)
         assert "check REDIS_URL" in line, line
-    finally:
-        await deployment.stop()
 
 
 @pytest.mark.parametrize(("tool_seconds", "away_before_sigterm"), TOOL_PHASES)
 async def test_a_worker_whose_redis_went_away_during_a_tool_stops_in_time_keeping_the_job(
     durable_redis: RedisServer, tmp_path: Path, tool_seconds: str, away_before_sigterm: float
 ) -> None:
-    deployment = Deployment(durable_redis.url, "away:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "away:", tmp_path) as deployment:
         deployment.model.script = migrate_then_answer
         await deployment.web()
         worker = deployment.worker("worker.1", SLOW_TOOL_SECONDS=tool_seconds)
@@ -105,8 +99,6 @@ async def test_a_worker_whose_redis_went_away_during_a_tool_stops_in_time_keepin
         durable_redis.start()
         await deployment.redis.connection_pool.disconnect()  # the test's own, closed by the stop
         assert await pending_jobs(deployment) == 1, "not acknowledged: left for a takeover"
-    finally:
-        await deployment.stop()
 
 
 async def test_a_worker_left_behind_by_a_killed_test_run_stops_in_time(
