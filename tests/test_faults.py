@@ -18,6 +18,7 @@ from runtime.db.local import RedisServer, free_port
 from tests.conftest import on_cluster_too
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
+from tests.fake_slack import Message
 from tests.model_scripts import delete_then_answer
 from tests.processes import Process, procfile, wait_for_log, wait_for_status, wait_until_healthy
 
@@ -48,18 +49,27 @@ async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 2
         await asyncio.sleep(0.05)
 
 
-@on_cluster_too
-async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
-    deployment.model.script = migrate_then_answer
-    await deployment.web()
-    workers = {name: deployment.worker(name) for name in ("worker.1", "worker.2")}
-    root = await deployment.start_run("migrate users")
+async def killed_inside_the_tool(
+    deployment: Deployment, task: str, **env: str
+) -> tuple[Message, Message]:
+    """Two workers; the approved tool starts, and the worker running it is SIGKILLed. Returns
+    the run's root message and its first card."""
+    await deployment.web(**env)
+    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
+    root = await deployment.start_run(task)
     [card] = await deployment.cards(root, 1)
     await deployment.sender.click(card, "approve", user="UBOB")
     await wait_for_ledger(deployment, 1)  # the approved tool is running, slowly
     owner = await deployment.job_owner()
     assert owner in workers
     workers[owner].signal(signal.SIGKILL)
+    return root, card
+
+
+@on_cluster_too
+async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
+    deployment.model.script = migrate_then_answer
+    root, _ = await killed_inside_the_tool(deployment, "migrate users")
 
     # It may have run: the other worker asks before running it again (tests/test_lost_outcomes).
     [_, again] = await deployment.cards(root, 2)

@@ -16,7 +16,7 @@ from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.fake_slack import Message
-from tests.test_faults import ledger, migrate_then_answer, wait_for_ledger
+from tests.test_faults import killed_inside_the_tool, ledger, migrate_then_answer, wait_for_ledger
 
 LOST = "`migrate` may have run; its result was lost"
 
@@ -45,23 +45,6 @@ async def lost_card(deployment: Deployment, root: Message) -> Message:
 
 def labels(card: Message) -> list[str]:
     return [str(action["text"]["text"]) for action in card.actions()]
-
-
-async def killed_inside_the_tool(
-    deployment: Deployment, task: str, **env: str
-) -> tuple[Message, Message]:
-    """Two workers; the approved tool starts, and the worker running it is SIGKILLed. Returns
-    the run's root message and its first card."""
-    await deployment.web(**env)
-    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
-    root = await deployment.start_run(task)
-    [card] = await deployment.cards(root, 1)
-    await deployment.sender.click(card, "approve", user="UBOB")
-    await wait_for_ledger(deployment, 1)  # the approved tool is running, slowly
-    owner = await deployment.job_owner()
-    assert owner in workers
-    workers[owner].signal(signal.SIGKILL)
-    return root, card
 
 
 async def test_a_worker_killed_inside_a_tool_asks_before_running_it_again(
