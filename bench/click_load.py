@@ -19,7 +19,7 @@ import time
 from functools import partial
 from typing import Any
 
-from bench.charts import conditions, line_chart, load_average
+from bench.charts import Series, conditions, line_chart, load_average
 from bench.harness import (
     all_answered,
     decision_to_resume_ms,
@@ -95,15 +95,24 @@ async def measure(seconds: float, rates: list[int]) -> dict[int, list[float]]:
 
 
 def draw(found: dict[int, list[float]], path: str, title: str) -> None:
+    ack_chart(
+        path,
+        title,
+        {
+            f"p{pct}": [(rate, percentile(values, pct)) for rate, values in found.items()]
+            for pct in (50, 90, 99)
+        },
+    )
+
+
+def ack_chart(path: str, title: str, series: Series) -> None:
+    """Click -> ack by click rate, against Slack's 3 s: also the round-robin bench's chart."""
     line_chart(
         path,
         title,
         "clicks per second (open loop)",
         "click -> HTTP ack, ms",
-        {
-            f"p{pct}": [(rate, percentile(values, pct)) for rate, values in found.items()]
-            for pct in (50, 90, 99)
-        },
+        series,
         logx=True,
         logy=True,
         note=conditions(),

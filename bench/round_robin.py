@@ -24,8 +24,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench.charts import conditions, line_chart, load_average
-from bench.click_load import SLACK_ACK_MS, click_at_rate
+from bench.charts import load_average
+from bench.click_load import ack_chart, click_at_rate
 from bench.harness import (
     answered_threads,
     deployment,
@@ -38,6 +38,7 @@ from bot.words import runs as messages
 from runtime.db.local import free_port
 from tests.deployment import Deployment
 from tests.harness import SIGNING_SECRET
+from tests.local_server import serve
 from tests.processes import Process, procfile, wait_until_healthy
 from tests.slack_requests import SlackSender
 
@@ -73,12 +74,7 @@ class RoundRobinProxy:
         )
         app = web.Application()
         app.router.add_route("*", "/{path:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve(app)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -204,17 +200,7 @@ def draw(found: dict[str, dict[int, list[float]]]) -> None:
         for setup, by_rate in found.items()
         for pct in (50, 99)
     }
-    line_chart(
-        "round_robin.png",
-        "Click -> ack behind a round-robin proxy: one web or two",
-        "clicks per second (open loop)",
-        "click -> HTTP ack, ms",
-        series,
-        logx=True,
-        logy=True,
-        note=conditions(),
-        limits={"Slack's limit (3 s)": SLACK_ACK_MS},
-    )
+    ack_chart("round_robin.png", "Click -> ack behind a round-robin proxy: one web or two", series)
 
 
 def main() -> None:

@@ -25,37 +25,24 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if existing and answers(existing):
         yield existing
         return
-    server = RedisServer(directory=tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
+    with RedisServer(directory=tmp_path_factory.mktemp("redis")) as server:
         yield server.url
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis of this test's own: what it counts is the test's alone, and it may stop it."""
-    server = RedisServer(directory=tmp_path / "redis")
-    server.start()
-    try:
+    with RedisServer(directory=tmp_path / "redis") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis of this test's own that it stops and starts, keeping its data (every write in
     its append-only file), like a managed Redis failing over."""
-    server = RedisServer(
-        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
-    )
-    server.start()
-    try:
+    always = ["--appendonly", "yes", "--appendfsync", "always"]
+    with RedisServer(directory=tmp_path / "redis", extra_args=always) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -79,6 +79,13 @@ class Deployment:
         self.processes.append(process)
         return process
 
+    async def __aenter__(self) -> Deployment:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
     async def stop(self) -> None:
         for process in self.processes:
             process.stop()

@@ -16,6 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.local_server import serve
+
 Item = dict[str, Any]
 
 
@@ -149,12 +151,8 @@ class FakeOpenAI:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/responses", self._responses)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/v1"
+        self._runner, url = await serve(app)
+        self.url = f"{url}/v1"
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.console.local_slack import BOT_USER, LocalSlack, Message, request_arguments
+from tests.local_server import serve
 
 __all__ = ["BOT_USER", "Call", "FakeSlack", "Message"]
 
@@ -67,12 +68,7 @@ class FakeSlack(LocalSlack):
         app = web.Application()
         app.router.add_routes(self.routes("/"))
         app.router.add_routes(self.extra_routes)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve(app)
 
     async def stop(self) -> None:
         for release in self._held.values():

@@ -33,6 +33,7 @@ from runtime.registry import load_registry
 from runtime.worker import Worker
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
+from tests.local_server import serve
 from tests.slack_requests import SlackSender
 
 SIGNING_SECRET = "test-signing-secret"
@@ -111,12 +112,8 @@ class Harness:
         settings = self.settings
         registry = load_registry(settings.agents)
         app = await create_web_app(settings, redis=web_redis(settings), agent_names=registry.names)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.web_url = f"http://127.0.0.1:{port}"
+        # Requests in flight at stop_web() are the bot's own: aiohttp's default grace, not 1 s.
+        self._runner, self.web_url = await serve(app, shutdown_timeout=60.0)
         assert self._session is not None
         self.sender = SlackSender(
             self._session, f"{self.web_url}/slack/events", SIGNING_SECRET, self.slack

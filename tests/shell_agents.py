@@ -19,8 +19,6 @@ from agents import (
     CustomTool,
     LocalShellCommandRequest,
     LocalShellTool,
-    ShellCallOutcome,
-    ShellCommandOutput,
     ShellCommandRequest,
     ShellResult,
     ShellTool,
@@ -28,7 +26,7 @@ from agents import (
 from agents.editor import ApplyPatchOperation, ApplyPatchResult
 from agents.tool_context import ToolContext
 
-from tests.agents import _ledger_client
+from tests.agents import _ledger_client, each_ran
 
 
 async def _record(entry: dict[str, Any]) -> None:
@@ -50,16 +48,7 @@ async def run_commands(request: ShellCommandRequest) -> ShellResult:
     for command in commands:
         if command.startswith("sleep "):  # long enough for a test's kill to land inside
             await asyncio.sleep(float(command.removeprefix("sleep ")))
-    return ShellResult(
-        output=[
-            ShellCommandOutput(
-                stdout=f"ran {command}",
-                command=command,
-                outcome=ShellCallOutcome(type="exit", exit_code=0),
-            )
-            for command in commands
-        ]
-    )
+    return each_ran(commands)
 
 
 async def run_local(request: LocalShellCommandRequest) -> str:

@@ -114,6 +114,22 @@ class SlackSender:
     ) -> tuple[int, str]:
         return await self.interact(self.click_payload(card, action_id, user=user, value=value))
 
+    async def choose_grant(self, card: Message, value: str, *, user: str, text: str = "x") -> None:
+        """Pick `value` (`text` on screen) from the card's "Approve and allow…" menu, or a
+        hand-made value, as Slack sends it."""
+        payload = self.click_payload(card, "approve", user=user)
+        payload["actions"] = [
+            {
+                "type": "static_select",
+                "action_id": "approve_with_grant",
+                "block_id": "grant_menu",
+                "selected_option": {"text": {"type": "plain_text", "text": text}, "value": value},
+                "action_ts": f"{time.time():.6f}",
+            }
+        ]
+        status, _ = await self.interact(payload)
+        assert status == 200
+
     async def click_home(
         self, user: str, action_id: str, value: str, view_id: str | None = None
     ) -> tuple[int, str]:

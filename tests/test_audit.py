@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from tests.conftest import on_cluster_too
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.processes import ROOT, Process, wait_until_healthy
+from tests.test_audit_retention import run_export
 
 POLICY = """
 [[rule]]
@@ -38,18 +38,8 @@ def env_overrides(tmp_path: Path) -> dict[str, str]:
 
 
 def export(bot: Harness, since: str) -> list[dict[str, Any]]:
-    environ = {**os.environ, "REDIS_URL": bot.redis_url, "REDIS_KEY_PREFIX": bot.prefix}
-    if bot.cluster:
-        environ["REDIS_CLUSTER"] = "true"
-    done = subprocess.run(
-        [sys.executable, "-m", "runtime", "audit", "--since", since],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    cluster = {"REDIS_CLUSTER": "true"} if bot.cluster else {}
+    done = run_export(bot.redis_url, bot.prefix, since, **cluster)
     assert "audit event(s) exported" in done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 

@@ -37,10 +37,12 @@ async def add_at(redis: aioredis.Redis, keys: Keys, event: str, days_ago: float)
     return f"{millis}-0"
 
 
-def export(redis_url: str, prefix: str, since: str, **env: str) -> tuple[list[str], str]:
-    """`python -m runtime audit --since ...`: the exported events' names, and stderr."""
+def run_export(
+    redis_url: str, prefix: str, since: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m runtime audit --since ...`, as an operator runs it."""
     environ = {**os.environ, "REDIS_URL": redis_url, "REDIS_KEY_PREFIX": prefix, **env}
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "runtime", "audit", "--since", since],
         cwd=ROOT,
         env=environ,
@@ -49,6 +51,11 @@ def export(redis_url: str, prefix: str, since: str, **env: str) -> tuple[list[st
         timeout=60,
         check=True,
     )
+
+
+def export(redis_url: str, prefix: str, since: str, **env: str) -> tuple[list[str], str]:
+    """The exported events' names, and stderr."""
+    done = run_export(redis_url, prefix, since, **env)
     return [json.loads(line)["event"] for line in done.stdout.splitlines()], done.stderr
 
 

@@ -68,22 +68,8 @@ def hits_by_kills(
 
 
 @pytest.fixture
-async def chaos_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    """A Redis of the test's own, which it stops and starts (keeping its data, like a managed
-    Redis failing over)."""
-    server = RedisServer(
-        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-async def deployment(chaos_redis: RedisServer, tmp_path: Path) -> AsyncIterator[Deployment]:
-    deployment = Deployment(chaos_redis.url, "chaos:", tmp_path)
+async def deployment(durable_redis: RedisServer, tmp_path: Path) -> AsyncIterator[Deployment]:
+    deployment = Deployment(durable_redis.url, "chaos:", tmp_path)
     await deployment.start()
     try:
         yield deployment
@@ -93,7 +79,7 @@ async def deployment(chaos_redis: RedisServer, tmp_path: Path) -> AsyncIterator[
 
 @pytest.mark.timeout(240 + OUTAGE_SECONDS)
 async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outages(
-    deployment: Deployment, chaos_redis: RedisServer
+    deployment: Deployment, durable_redis: RedisServer
 ) -> None:
     seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1_000_000))
     print(f"chaos: seed={seed} (rerun with CHAOS_SEED={seed})")
@@ -103,7 +89,7 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
     web = await deployment.web()
     chaos = Chaos(
         deployment=deployment,
-        redis=chaos_redis,
+        redis=durable_redis,
         web=web,
         model=model,
         rng=random.Random(f"{seed}:chaos"),

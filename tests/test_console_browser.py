@@ -111,6 +111,17 @@ async def new_card(page: Page, tool: str) -> Locator:
     return page.locator(f'#messages .message[data-ts="{ts}"]')
 
 
+async def ask_to_restart(page: Page) -> Locator:
+    """The card of `/agent restart the api`, asked by whoever the console acts as."""
+    await type_command(page, "/agent restart the api")
+    return await new_card(page, "restart_service")
+
+
+async def restarted(page: Page, count: int) -> None:
+    """The demo's restart tool ran: its `count`th restart of the api is told in the thread."""
+    await expect(page.get_by_text(f"Restarted api (restart #{count}).")).to_be_visible()
+
+
 def sidebar(page: Page) -> Locator:
     return page.get_by_role("navigation", name="Workspace")
 
@@ -183,19 +194,17 @@ async def test_the_card_screenshot_script_draws_the_card(tmp_path: Path, redis_u
 
 async def test_stop_a_waiting_run_from_the_console(browser: Browser, demo: str) -> None:
     page, errors = await open_console(browser, demo)
-    await type_command(page, "/agent restart the api")
-    card = await new_card(page, "restart_service")
+    card = await ask_to_restart(page)
     await page.get_by_role("button", name="Stop", exact=True).click()
     await expect(card).to_contain_text("⛔ Stopped by @alice")
     await expect(card.get_by_role("button")).to_have_count(0)
     await expect(page.get_by_text("⛔ Stopped by @alice. Nothing more runs")).to_be_visible()
 
     # Nothing ran: the next restart, approved, is the api's first.
-    await type_command(page, "/agent restart the api")
-    card = await new_card(page, "restart_service")
+    card = await ask_to_restart(page)
     await page.select_option("#person", "UBOB")
     await card.get_by_role("button", name="Approve", exact=True).click()
-    await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
+    await restarted(page, 1)
     assert errors == []
 
 
@@ -203,8 +212,7 @@ async def test_decide_from_the_home_tab_and_the_card_agrees(
     browser: Browser, demo: str, artifacts: Path
 ) -> None:
     page, errors = await open_console(browser, demo)
-    await type_command(page, "/agent restart the api")
-    card = await new_card(page, "restart_service")
+    card = await ask_to_restart(page)
 
     await page.select_option("#person", "UBOB")
     await sidebar(page).get_by_role("button", name="Home").click()
@@ -219,7 +227,7 @@ async def test_decide_from_the_home_tab_and_the_card_agrees(
     await sidebar(page).get_by_role("button", name="# demo").click()
     await expect(card).to_contain_text("✅ @bob approved restart_service")
     await expect(card.get_by_role("button")).to_have_count(0)
-    await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
+    await restarted(page, 1)
 
     # Alice's tab lists her live runs with Stop; the link opens the run's thread.
     await page.select_option("#person", "UALICE")
@@ -237,18 +245,17 @@ async def test_grant_restart_service_for_an_hour_then_revoke_it(
     browser: Browser, demo: str, artifacts: Path
 ) -> None:
     page, errors = await open_console(browser, demo)
-    await type_command(page, "/agent restart the api")
-    card = await new_card(page, "restart_service")
+    card = await ask_to_restart(page)
     await page.select_option("#person", "UBOB")
     menu = card.get_by_role("combobox", name="Approve and allow…")
     hour = menu.locator("option", has_text="restart_service in #demo for 1 hour")
     await menu.select_option(await hour.get_attribute("value"))
     await expect(card).to_contain_text("Also allowed by @bob: restart_service in #demo")
-    await expect(page.get_by_text("Restarted api (restart #1).")).to_be_visible()
+    await restarted(page, 1)
 
     await page.select_option("#person", "UALICE")
     await type_command(page, "/agent restart the api")
-    await expect(page.get_by_text("Restarted api (restart #2).")).to_be_visible()
+    await restarted(page, 2)
     quiet = page.locator("#messages .message", has_text="approved by @bob's grant (until")
     await expect(quiet).to_have_count(1)
     await expect(page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
@@ -257,8 +264,7 @@ async def test_grant_restart_service_for_an_hour_then_revoke_it(
     await quiet.get_by_role("button", name="Revoke").click()
     revoked = page.get_by_text("Revoked. restart_service in #demo asks a person again")
     await expect(revoked).to_be_visible()
-    await type_command(page, "/agent restart the api")
-    await new_card(page, "restart_service")  # it asks again
+    await ask_to_restart(page)  # it asks again
     assert errors == []
 
 

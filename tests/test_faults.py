@@ -18,6 +18,7 @@ from runtime.db.local import RedisServer, free_port
 from tests.conftest import on_cluster_too
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
+from tests.fake_slack import Message
 from tests.model_scripts import delete_then_answer
 from tests.processes import Process, procfile, wait_for_log, wait_for_status, wait_until_healthy
 
@@ -48,18 +49,27 @@ async def wait_for_ledger(deployment: Deployment, count: int, timeout: float = 2
         await asyncio.sleep(0.05)
 
 
-@on_cluster_too
-async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
-    deployment.model.script = migrate_then_answer
-    await deployment.web()
-    workers = {name: deployment.worker(name) for name in ("worker.1", "worker.2")}
-    root = await deployment.start_run("migrate users")
+async def killed_inside_the_tool(
+    deployment: Deployment, task: str, **env: str
+) -> tuple[Message, Message]:
+    """Two workers; the approved tool starts, and the worker running it is SIGKILLed. Returns
+    the run's root message and its first card."""
+    await deployment.web(**env)
+    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
+    root = await deployment.start_run(task)
     [card] = await deployment.cards(root, 1)
     await deployment.sender.click(card, "approve", user="UBOB")
     await wait_for_ledger(deployment, 1)  # the approved tool is running, slowly
     owner = await deployment.job_owner()
     assert owner in workers
     workers[owner].signal(signal.SIGKILL)
+    return root, card
+
+
+@on_cluster_too
+async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
+    deployment.model.script = migrate_then_answer
+    root, _ = await killed_inside_the_tool(deployment, "migrate users")
 
     # It may have run: the other worker asks before running it again (tests/test_lost_outcomes).
     [_, again] = await deployment.cards(root, 2)
@@ -320,9 +330,7 @@ async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
 async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(durable_redis.url, "outage:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "outage:", tmp_path) as deployment:
         deployment.model.script = delete_then_answer
         web = await deployment.web()
         worker = deployment.worker("worker.1")
@@ -344,8 +352,6 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         assert answer.text == "done: deleted u-100"
         assert web.popen.poll() is None and worker.popen.poll() is None, "nothing crashed"
         assert "Traceback" not in web.log()
-    finally:
-        await deployment.stop()
 
 
 async def test_processes_started_before_their_redis_wait_for_it_and_say_so(tmp_path: Path) -> None:
@@ -383,9 +389,7 @@ async def test_processes_started_before_their_redis_wait_for_it_and_say_so(tmp_p
 
 
 async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> None:
-    deployment = Deployment(f"redis://127.0.0.1:{free_port()}/0", "never:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(f"redis://127.0.0.1:{free_port()}/0", "never:", tmp_path) as deployment:
         web = Process("web", procfile()["web"], deployment.env(), deployment.logs)
         deployment.processes.append(web)
         worker = deployment.worker("worker.1")
@@ -399,5 +403,3 @@ async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> 
         elapsed = time.monotonic() - stopped_at
         assert elapsed < 5, f"{elapsed:.1f} s: the backoff's sleep was not cut short"
         assert "Traceback" not in deployment.logs_text()
-    finally:
-        await deployment.stop()

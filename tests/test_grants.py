@@ -37,22 +37,6 @@ def grant_options(card: Message) -> dict[str, str]:
     return {o["text"]["text"]: o["value"] for o in menus[0]["options"]}
 
 
-async def choose_grant(bot: Harness, card: Message, value: str, *, user: str) -> None:
-    """Pick an option of the card's grant menu (or a hand-made value), as Slack sends it."""
-    payload = bot.sender.click_payload(card, "approve", user=user)
-    payload["actions"] = [
-        {
-            "type": "static_select",
-            "action_id": "approve_with_grant",
-            "block_id": "grant_menu",
-            "selected_option": {"text": {"type": "plain_text", "text": "x"}, "value": value},
-            "action_ts": f"{time.time():.6f}",
-        }
-    ]
-    status, _ = await bot.sender.interact(payload)
-    assert status == 200
-
-
 async def run_in(bot: Harness, text: str, channel: str = "CGENERAL") -> Message:
     roots = len(bot.slack.roots())
     status, _ = await bot.sender.command(text, channel=channel)
@@ -71,7 +55,7 @@ async def granted(bot: Harness, option: str, *, by: str = "UBOB") -> tuple[Messa
     bot.slack.channels["CGENERAL"] = "general"
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    await choose_grant(bot, card, grant_options(card)[option], user=by)
+    await bot.sender.choose_grant(card, grant_options(card)[option], user=by)
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     trail = await bot.audit_until("granted")
     [entry] = [e for e in trail if e["event"] == "granted"]
@@ -92,7 +76,7 @@ async def test_a_channel_grant_lets_the_next_run_skip_the_card_until_revoked(
         "these exact arguments for 24 hours",
     ]
     hour = grant_options(card)["delete_user in #general for 1 hour"]
-    await choose_grant(bot, card, hour, user="UBOB")
+    await bot.sender.choose_grant(card, hour, user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     await bot.slack.wait_for(lambda: "Also allowed" in card.all_text(), what="grant on the card")
 
@@ -222,7 +206,7 @@ async def test_grants_are_refused_under_a_quorum_and_where_the_policy_allows_non
         [card] = await bot.cards(root, 1)
         assert grant_options(card) == {}, "no menu"
         run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
-        await choose_grant(bot, card, f"{run_id}:{approval_id}:tool:3600", user="UBOB")
+        await bot.sender.choose_grant(card, f"{run_id}:{approval_id}:tool:3600", user="UBOB")
         note = await bot.slack.wait_for(
             lambda: [e for e in bot.slack.ephemerals if "not offered" in str(e["text"])]
         )
@@ -241,7 +225,7 @@ async def test_the_card_offers_only_grants_the_setting_allows(bot: Harness) -> N
     [card] = await bot.cards(root, 1)
     assert list(grant_options(card)) == ["delete_user in #general for 1 hour"]
     run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
-    await choose_grant(bot, card, f"{run_id}:{approval_id}:tool:28800", user="UBOB")
+    await bot.sender.choose_grant(card, f"{run_id}:{approval_id}:tool:28800", user="UBOB")
     await bot.slack.wait_for(
         lambda: [e for e in bot.slack.ephemerals if "not offered" in str(e["text"])]
     )

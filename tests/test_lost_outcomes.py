@@ -16,7 +16,7 @@ from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.fake_slack import Message
-from tests.test_faults import ledger, migrate_then_answer, wait_for_ledger
+from tests.test_faults import killed_inside_the_tool, ledger, migrate_then_answer, wait_for_ledger
 
 LOST = "`migrate` may have run; its result was lost"
 
@@ -45,23 +45,6 @@ async def lost_card(deployment: Deployment, root: Message) -> Message:
 
 def labels(card: Message) -> list[str]:
     return [str(action["text"]["text"]) for action in card.actions()]
-
-
-async def killed_inside_the_tool(
-    deployment: Deployment, task: str, **env: str
-) -> tuple[Message, Message]:
-    """Two workers; the approved tool starts, and the worker running it is SIGKILLed. Returns
-    the run's root message and its first card."""
-    await deployment.web(**env)
-    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
-    root = await deployment.start_run(task)
-    [card] = await deployment.cards(root, 1)
-    await deployment.sender.click(card, "approve", user="UBOB")
-    await wait_for_ledger(deployment, 1)  # the approved tool is running, slowly
-    owner = await deployment.job_owner()
-    assert owner in workers
-    workers[owner].signal(signal.SIGKILL)
-    return root, card
 
 
 async def test_a_worker_killed_inside_a_tool_asks_before_running_it_again(
@@ -142,9 +125,7 @@ async def test_a_tool_safe_to_repeat_runs_again_without_asking(deployment: Deplo
 async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(durable_redis.url, "away:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "away:", tmp_path) as deployment:
         deployment.model.script = migrate_then_answer
         await deployment.web()
         deployment.worker("worker.1", SLOW_TOOL_SECONDS="2")
@@ -163,8 +144,6 @@ async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
         assert len(await ledger(deployment)) == 1, deployment.logs_text()
         assert (await events(deployment)).count("executed") == 1
         assert len(deployment.slack.cards()) == 1, "no may-have-run card either"
-    finally:
-        await deployment.stop()
 
 
 async def test_only_a_person_who_may_decide_the_call_may_run_it_again(

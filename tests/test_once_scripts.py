@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
-from runtime.db.connection import connect
+from runtime.db.connection import ClientOptions, connect
 from runtime.db.keys import Keys
 from runtime.db.local import RedisServer
 from runtime.grants.store import Grant, GrantStore
@@ -36,7 +36,9 @@ async def paused_redis(tmp_path: Path) -> AsyncIterator[tuple[RedisServer, aiore
     """A Redis of the test's own, and a client built as every process builds its own."""
     server = RedisServer(directory=tmp_path / "redis")
     server.start()
-    client = connect(server.url, socket_timeout=TIMEOUT, connect_timeout=TIMEOUT, retries=3)
+    client = connect(
+        server.url, ClientOptions(socket_timeout=TIMEOUT, connect_timeout=TIMEOUT, retries=3)
+    )
     try:
         yield server, client
     finally:

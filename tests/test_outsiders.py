@@ -65,22 +65,22 @@ async def audit_until(deployment: Deployment, event: str) -> list[dict[str, Any]
         await asyncio.sleep(0.05)
 
 
+async def grant_line(deployment: Deployment, run: Message) -> Message:
+    """The quiet line saying that `run`'s call was approved by a grant."""
+    lines: list[Message] = await deployment.slack.wait_for(
+        lambda: [m for m in deployment.slack.thread(run.channel, run.ts) if "'s grant" in m.text],
+        20,
+        "the grant's quiet line",
+    )
+    [line] = lines
+    return line
+
+
 async def choose_grant(deployment: Deployment, card: Message, option: str, *, user: str) -> None:
     """Pick `option` from the card's "Approve and allow…" menu, as Slack sends it."""
     [menu] = [b["accessory"] for b in card.blocks if b.get("block_id") == "grant_menu"]
     [value] = [o["value"] for o in menu["options"] if o["text"]["text"] == option]
-    payload = deployment.sender.click_payload(card, "approve", user=user)
-    payload["actions"] = [
-        {
-            "type": "static_select",
-            "action_id": "approve_with_grant",
-            "block_id": "grant_menu",
-            "selected_option": {"text": {"type": "plain_text", "text": option}, "value": value},
-            "action_ts": f"{time.time():.6f}",
-        }
-    ]
-    status, _ = await deployment.sender.interact(payload)
-    assert status == 200
+    await deployment.sender.choose_grant(card, value, user=user, text=option)
 
 
 def status_message(deployment: Deployment, root: Message) -> Message:
@@ -118,13 +118,7 @@ async def test_a_slack_connect_user_may_not_approve_grant_stop_or_revoke(
     await choose_grant(deployment, card, HOUR, user="UBOB")
     await deployment.final_answers(root)
     second = await deployment.start_run("delete u-100 again")
-    [line] = await deployment.slack.wait_for(
-        lambda: [
-            m for m in deployment.slack.thread(second.channel, second.ts) if "'s grant" in m.text
-        ],
-        20,
-        "the grant's quiet line",
-    )
+    line = await grant_line(deployment, second)
     await deployment.final_answers(second)
     await deployment.sender.click(line, "revoke_grant", user="UEVE")
     assert (await notes_to(deployment, "UEVE", count=4))[-1] == OUTSIDE_WORKSPACE
@@ -197,13 +191,7 @@ async def test_outsiders_may_stop_and_revoke_with_external_deciders_allowed(
     await choose_grant(deployment, card, HOUR, user="UBOB")
     await deployment.final_answers(root)
     second = await deployment.start_run("delete u-100 again")
-    [line] = await deployment.slack.wait_for(
-        lambda: [
-            m for m in deployment.slack.thread(second.channel, second.ts) if "'s grant" in m.text
-        ],
-        20,
-        "the grant's quiet line",
-    )
+    line = await grant_line(deployment, second)
     await deployment.sender.click(line, "revoke_grant", user="UEVE")
     trail = await audit_until(deployment, "revoked")
     [revoked] = [e for e in trail if e["event"] == "revoked"]

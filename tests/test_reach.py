@@ -17,7 +17,7 @@ from tests import agents
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.test_approvers import card_for, ephemeral_for
-from tests.test_grants import choose_grant, grant_lines, grant_options, run_in
+from tests.test_grants import grant_lines, grant_options, run_in
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ async def test_a_grant_chosen_on_a_copy_covers_later_calls_in_the_runs_channel(
     copy = copy_in(bot, "DUCAROL")
     await copies_recorded(bot, str(copy.actions()[0]["value"]), 3)
     hour = grant_options(copy)["delete_user in #general for 1 hour"]
-    await choose_grant(bot, copy, hour, user="UCAROL")
+    await bot.sender.choose_grant(copy, hour, user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 
     # The grant is the run's channel's, not the direct message's: the next run there skips

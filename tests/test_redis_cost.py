@@ -41,9 +41,7 @@ async def idle_rate(redis: aioredis.Redis, seconds: float) -> float:
 async def test_an_idle_worker_and_web_send_at_most_one_command_a_second(
     own_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(own_redis.url, "idle:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(own_redis.url, "idle:", tmp_path) as deployment:
         worker = deployment.worker("worker.1", **PRODUCTION)
         await wait_for_log(worker, "worker ready")
         # Its first reads and tick; then windows long enough that a tick landing in one (five
@@ -54,8 +52,6 @@ async def test_an_idle_worker_and_web_send_at_most_one_command_a_second(
         await deployment.web(**PRODUCTION)
         await asyncio.sleep(2.0)
         both_rate = await idle_rate(deployment.redis, 10.0)
-    finally:
-        await deployment.stop()
     assert worker_rate <= 1.0, f"an idle worker sent {worker_rate:.2f} commands/s"
     assert both_rate - worker_rate <= 1.0, f"an idle web sent {both_rate - worker_rate:.2f}/s"
 
@@ -154,9 +150,7 @@ async def test_a_run_waiting_on_its_model_sends_no_command_meanwhile(
 ) -> None:
     """A working run learns of a stop from the worker's one blocking read of the stops stream
     (`runtime.stops.listener`), not by asking Redis twice a second while its model thinks."""
-    deployment = Deployment(own_redis.url, "busy:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(own_redis.url, "busy:", tmp_path) as deployment:
         deployment.model.script = delete_then_answer
         deployment.model.delay = 8.0
         await deployment.web(**PRODUCTION)
@@ -172,6 +166,4 @@ async def test_a_run_waiting_on_its_model_sends_no_command_meanwhile(
         await asyncio.sleep(1.0)  # the run's first writes, the watcher's first read
         rate = await idle_rate(deployment.redis, 5.0)
         assert not deployment.slack.cards(), "measured while the model call was in flight"
-    finally:
-        await deployment.stop()
     assert rate <= 1.0, f"{rate:.2f} commands/s while one run waited on its model"

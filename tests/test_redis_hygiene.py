@@ -53,9 +53,7 @@ async def test_a_redis_that_may_evict_keys_fails_readiness_of_both_processes(
     own_redis: RedisServer, tmp_path: Path
 ) -> None:
     configure(own_redis, maxmemory_policy="allkeys-lru")
-    deployment = Deployment(own_redis.url, "evicting:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(own_redis.url, "evicting:", tmp_path) as deployment:
         web = await deployment.web()
         worker_port = free_port()
         worker = deployment.worker("worker.1", METRICS_PORT=str(worker_port))
@@ -77,8 +75,6 @@ async def test_a_redis_that_may_evict_keys_fails_readiness_of_both_processes(
             said = [line for line in process.log().splitlines() if "allkeys-lru" in line]
             assert len(said) == 1, f"one line, not one per probe: {said}"
         assert "Traceback" not in deployment.logs_text()
-    finally:
-        await deployment.stop()
 
 
 async def test_a_redis_that_hides_config_gets_a_warning_not_a_failure(tmp_path: Path) -> None:
@@ -102,9 +98,7 @@ async def test_a_redis_that_hides_config_gets_a_warning_not_a_failure(tmp_path: 
 async def test_a_full_redis_asks_for_a_retry_and_acknowledges_nothing_it_did_not_store(
     own_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(own_redis.url, "full:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(own_redis.url, "full:", tmp_path) as deployment:
         deployment.model.script = delete_then_answer
         await deployment.web()
         deployment.worker("worker.1")
@@ -136,8 +130,6 @@ async def test_a_full_redis_asks_for_a_retry_and_acknowledges_nothing_it_did_not
         assert answer.text == "done: deleted u-100"
         assert len(deployment.slack.roots()) == 1, "the refused /agent never started later"
         assert "Traceback" not in deployment.logs_text()
-    finally:
-        await deployment.stop()
 
 
 def flush_all(server: RedisServer) -> None:
@@ -157,9 +149,7 @@ def restart_empty(server: RedisServer) -> None:
 async def test_after_redis_is_emptied_the_next_agent_starts_within_seconds(
     own_redis: RedisServer, tmp_path: Path, empty: Callable[[RedisServer], None]
 ) -> None:
-    deployment = Deployment(own_redis.url, "emptied:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(own_redis.url, "emptied:", tmp_path) as deployment:
         deployment.model.script = delete_then_answer
         await deployment.web()
         worker = deployment.worker("worker.1")
@@ -184,16 +174,12 @@ async def test_after_redis_is_emptied_the_next_agent_starts_within_seconds(
         assert len(said) == 1, said
         groups: Any = await deployment.redis.xinfo_groups(deployment.keys.jobs)
         assert [g["name"] for g in groups] == [JOB_GROUP.encode()]
-    finally:
-        await deployment.stop()
 
 
 async def test_a_run_started_while_redis_is_full_waits_for_room_and_is_not_given_up(
     own_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(own_redis.url, "filling:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(own_redis.url, "filling:", tmp_path) as deployment:
         deployment.model.script = delete_then_answer
         await deployment.web()
         worker = deployment.worker("worker.1")
@@ -214,5 +200,3 @@ async def test_a_run_started_while_redis_is_full_waits_for_room_and_is_not_given
         assert answer.text == "done: deleted u-100"
         dead: Any = await deployment.redis.xlen(deployment.keys.dead_jobs)
         assert dead == 0, "the job was kept, not dead-lettered"
-    finally:
-        await deployment.stop()

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot.settings import Settings, SettingsError, load_settings
-from runtime.db.connection import connect, wait_until_reachable
+from runtime.db.connection import ClientOptions, connect, wait_until_reachable
 from runtime.db.local import RedisServer, free_port
 from runtime.process.shutdown import Stopping
 
@@ -100,12 +100,10 @@ def heroku_like(url: str, **more: str) -> dict[str, str]:
 
 
 def client_for(settings: Settings) -> aioredis.Redis:
-    return connect(
-        settings.effective_redis_url,
-        tls_verify=settings.redis_tls_verify,
-        tls_ca_file=settings.redis_tls_ca_file,
-        retries=0,
+    options = ClientOptions(
+        tls_verify=settings.redis_tls_verify, tls_ca_file=settings.redis_tls_ca_file, retries=0
     )
+    return connect(settings.effective_redis_url, options)
 
 
 async def test_a_self_signed_certificate_is_refused_by_default(

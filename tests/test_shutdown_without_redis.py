@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +39,6 @@ def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
     return [message(request.tool_outputs["call_migrate"])]
 
 
-@pytest.fixture
-async def own_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    """A Redis of this test's own, which it stops and starts, keeping its data."""
-    server = RedisServer(
-        directory=tmp_path / "redis", extra_args=["--appendonly", "yes", "--appendfsync", "always"]
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 async def seconds_to_exit(worker: Process) -> float:
     began = time.monotonic()
     worker.signal(signal.SIGTERM)
@@ -80,54 +66,46 @@ async def pending_jobs(deployment: Deployment) -> int:
 
 
 async def test_an_idle_worker_whose_redis_is_gone_stops_in_time_saying_why(
-    own_redis: RedisServer, tmp_path: Path
+    durable_redis: RedisServer, tmp_path: Path
 ) -> None:
-    deployment = Deployment(own_redis.url, "idle:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "idle:", tmp_path) as deployment:
         worker = deployment.worker("worker.1")
         await wait_for_log(worker, "worker ready", timeout=60)
-        own_redis.stop()
+        durable_redis.stop()
         await asyncio.sleep(5)  # its loops are retrying by now
 
         assert await seconds_to_exit(worker) < HEROKU_GRACE, worker.log()
         line = await wait_for_log(worker, NOT_HANDED_BACK)
         assert "check REDIS_URL" in line, line
-    finally:
-        await deployment.stop()
 
 
 @pytest.mark.parametrize(("tool_seconds", "away_before_sigterm"), TOOL_PHASES)
 async def test_a_worker_whose_redis_went_away_during_a_tool_stops_in_time_keeping_the_job(
-    own_redis: RedisServer, tmp_path: Path, tool_seconds: str, away_before_sigterm: float
+    durable_redis: RedisServer, tmp_path: Path, tool_seconds: str, away_before_sigterm: float
 ) -> None:
-    deployment = Deployment(own_redis.url, "away:", tmp_path)
-    await deployment.start()
-    try:
+    async with Deployment(durable_redis.url, "away:", tmp_path) as deployment:
         deployment.model.script = migrate_then_answer
         await deployment.web()
         worker = deployment.worker("worker.1", SLOW_TOOL_SECONDS=tool_seconds)
         await approved_tool_started(deployment, worker)
 
-        own_redis.stop()
+        durable_redis.stop()
         await asyncio.sleep(away_before_sigterm)
         assert await seconds_to_exit(worker) < HEROKU_GRACE, worker.log()
         await wait_for_log(worker, NOT_HANDED_BACK)
         if tool_seconds == "2":
             await wait_for_log(worker, OUTPUT_NOT_RECORDED)
 
-        own_redis.start()
+        durable_redis.start()
         await deployment.redis.connection_pool.disconnect()  # the test's own, closed by the stop
         assert await pending_jobs(deployment) == 1, "not acknowledged: left for a takeover"
-    finally:
-        await deployment.stop()
 
 
 async def test_a_worker_left_behind_by_a_killed_test_run_stops_in_time(
-    own_redis: RedisServer, tmp_path: Path
+    durable_redis: RedisServer, tmp_path: Path
 ) -> None:
     """Redis, Slack, the model and the web all gone, as after a test run killed mid-tool."""
-    deployment = Deployment(own_redis.url, "orphan:", tmp_path)
+    deployment = Deployment(durable_redis.url, "orphan:", tmp_path)
     await deployment.start()
     try:
         deployment.model.script = migrate_then_answer
@@ -135,7 +113,7 @@ async def test_a_worker_left_behind_by_a_killed_test_run_stops_in_time(
         worker = deployment.worker("worker.1", SLOW_TOOL_SECONDS="2")
         await approved_tool_started(deployment, worker)
 
-        own_redis.stop()
+        durable_redis.stop()
         web.stop()
         await deployment.model.stop()
         await deployment.slack.stop()

@@ -9,7 +9,6 @@ import html
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -86,21 +85,6 @@ def shown(card: Message) -> str:
     return html.unescape(str(block["text"]["text"]))
 
 
-async def choose_grant(deployment: Deployment, card: Message, value: str) -> None:
-    payload = deployment.sender.click_payload(card, "approve", user="UBOB")
-    payload["actions"] = [
-        {
-            "type": "static_select",
-            "action_id": "approve_with_grant",
-            "block_id": "grant_menu",
-            "selected_option": {"text": {"type": "plain_text", "text": "x"}, "value": value},
-            "action_ts": f"{time.time():.6f}",
-        }
-    ]
-    status, _ = await deployment.sender.interact(payload)
-    assert status == 200
-
-
 async def test_a_shell_card_shows_the_command_and_each_command_has_its_own_digest(
     deployment: Deployment,
 ) -> None:
@@ -126,7 +110,9 @@ async def test_an_exact_arguments_grant_on_one_command_does_not_cover_another(
     await started(deployment)
     first = await deployment.start_run("echo harmless >> f")
     [card] = await deployment.cards(first, 1)
-    await choose_grant(deployment, card, grant_options(card)["these exact arguments for 24 hours"])
+    await deployment.sender.choose_grant(
+        card, grant_options(card)["these exact arguments for 24 hours"], user="UBOB"
+    )
     [answer] = await deployment.final_answers(first)
     assert answer.text.startswith("done: "), answer.text
 

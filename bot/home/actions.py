@@ -10,7 +10,6 @@ clicker must be told comes as a direct message from the app.
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from bot.home.tab import HomeTab
 from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.listeners.stops import StopActions
 from bot.reporting.reporter import SlackReporter
-from bot.slack.client import logged
+from bot.slack.client import send_later
 from bot.slack.payloads import ApprovalRef, HomeClick, RejectMetadata
 from bot.words import runs as messages
 from runtime.decisions.recorder import Choice
@@ -77,7 +76,7 @@ class HomeActions:
         answer = await self.gate.check(ref, user_id, HOME_TAB, claimed_team=click.user.team_id)
         view = answer.view
         if not answer.may_decide or view is None or view.call is None or view.gate is None:
-            self._later(self._explain(user_id, answer), "home-note")
+            send_later(self.tasks, self._explain(user_id, answer), "home-note")
             return
         metadata = RejectMetadata(
             run_id=ref.run_id,
@@ -88,7 +87,11 @@ class HomeActions:
         )
         requester = view.gate.requester if view.gate else None
         modal = reject_modal(view.call, metadata.model_dump_json(), requester)
-        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
+        send_later(
+            self.tasks,
+            self.client.views_open(trigger_id=click.trigger_id, view=modal),
+            "reject-modal",
+        )
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """All of the call's arguments, as the card's **View full arguments** shows them."""
@@ -108,7 +111,11 @@ class HomeActions:
             self._tell(click.user.id, text)
             return
         modal = arguments_modal(view.call)
-        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "args-modal")
+        send_later(
+            self.tasks,
+            self.client.views_open(trigger_id=click.trigger_id, view=modal),
+            "args-modal",
+        )
 
     async def on_stop(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -137,11 +144,11 @@ class HomeActions:
         )
         if answer.took_effect:
             self._redraw(answer)
-            self._later(self.gate.redraw_status(self.reporter, answer), "status")
+            send_later(self.tasks, self.gate.redraw_status(self.reporter, answer), "status")
             return
-        self._later(self._explain(user_id, answer), "home-note")
+        send_later(self.tasks, self._explain(user_id, answer), "home-note")
         if answer.unconfirmed is not None:
-            self._later(self._redraw_once_confirmed(answer), "confirm")
+            send_later(self.tasks, self._redraw_once_confirmed(answer), "confirm")
 
     async def _redraw_once_confirmed(self, answer: GateAnswer) -> None:
         """As on the card (`ApprovalActions`): a choice confirmed late is shown on every copy."""
@@ -159,7 +166,7 @@ class HomeActions:
         found = self.gate.card_after(answer)
         if found is not None:
             run, call = found
-            self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
+            send_later(self.tasks, self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
 
     def _parse(self, body: dict[str, Any]) -> tuple[HomeClick, ApprovalRef] | None:
         try:
@@ -171,7 +178,6 @@ class HomeActions:
 
     def _tell(self, user_id: str, text: str) -> None:
         """A direct message from the app: the Home tab has no channel for a private note."""
-        self._later(self.client.chat_postMessage(channel=user_id, text=text), "home-note")
-
-    def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        self.tasks.spawn(logged(work, name), name=name)
+        send_later(
+            self.tasks, self.client.chat_postMessage(channel=user_id, text=text), "home-note"
+        )

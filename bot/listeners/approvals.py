@@ -8,7 +8,6 @@ card, an ephemeral note, a modal) is sent from owned background tasks that shutd
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from bot.blocks.cards import (
 )
 from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.reporting.reporter import SlackReporter
-from bot.slack.client import logged
+from bot.slack.client import send_later
 from bot.slack.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.words import runs as messages
 from runtime.decisions.recorder import CallView, Choice, DecisionRecorder
@@ -78,7 +77,11 @@ class ApprovalActions:
         )
         requester = view.gate.requester if view.gate else None
         modal = reject_modal(view.call, metadata.model_dump_json(), requester)
-        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "reject-modal")
+        send_later(
+            self.tasks,
+            self.client.views_open(trigger_id=click.trigger_id, view=modal),
+            "reject-modal",
+        )
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -98,7 +101,11 @@ class ApprovalActions:
             self._ephemeral(click.channel.id, click.user.id, None, text)
             return
         modal = arguments_modal(view.call)
-        self._later(self.client.views_open(trigger_id=click.trigger_id, view=modal), "args-modal")
+        send_later(
+            self.tasks,
+            self.client.views_open(trigger_id=click.trigger_id, view=modal),
+            "args-modal",
+        )
 
     async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         parsed = ViewSubmission.with_metadata(body, RejectMetadata)
@@ -150,9 +157,6 @@ class ApprovalActions:
         """A private note to one person, sent after the acknowledgement."""
         self._ephemeral(channel, user, thread, text)
 
-    def later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        self._later(work, name)
-
     # --- the decision ------------------------------------------------------------------------
 
     async def _decide(
@@ -170,11 +174,11 @@ class ApprovalActions:
         if answer.took_effect:
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
             self._redraw(answer, message_ts)
-            self._later(self.gate.redraw_status(self.reporter, answer), "status")
+            send_later(self.tasks, self.gate.redraw_status(self.reporter, answer), "status")
             return
         self._explain(answer, actor, channel, message_ts)
         if answer.unconfirmed is not None:
-            self._later(self._redraw_once_confirmed(answer, message_ts), "confirm")
+            send_later(self.tasks, self._redraw_once_confirmed(answer, message_ts), "confirm")
 
     async def _redraw_once_confirmed(self, answer: GateAnswer, message_ts: str | None) -> None:
         """A choice the replicas confirm late counts (the worker acts on it): the card must
@@ -193,7 +197,7 @@ class ApprovalActions:
             # A stale click's card is drawn anew: the call as it stands, with its digest.
             self._redraw(answer, message_ts)
         # Naming the approvers may ask Slack: after the acknowledgement, not before.
-        self._later(self._tell_why(answer, actor, channel), "refusal")
+        send_later(self.tasks, self._tell_why(answer, actor, channel), "refusal")
 
     async def _tell_why(self, answer: GateAnswer, actor: SlackUser, channel: str) -> None:
         text = await self.gate.explanation(answer)
@@ -206,7 +210,7 @@ class ApprovalActions:
         found = self.gate.card_after(answer, message_ts)
         if found is not None:
             run, call = found
-            self._later(self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
+            send_later(self.tasks, self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -230,10 +234,7 @@ class ApprovalActions:
         work = self.client.chat_postEphemeral(
             channel=channel, user=user, text=text, thread_ts=thread
         )
-        self._later(work, "ephemeral")
-
-    def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        self.tasks.spawn(logged(work, name), name=name)
+        send_later(self.tasks, work, "ephemeral")
 
 
 def _thread(view: CallView | None) -> str | None:

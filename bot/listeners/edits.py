@@ -21,6 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.edits import EDIT_ACTION, EDIT_BLOCK, edit_modal, editable
 from bot.listeners.approvals import ApprovalActions
+from bot.slack.client import send_later
 from bot.slack.payloads import MESSAGE_TS, SLACK_ID, ApprovalRef, ViewSubmission, _Payload
 from bot.words import choices as choice_messages
 from bot.words import runs as messages
@@ -77,7 +78,7 @@ class EditActions:
         )
         modal = edit_modal(call, metadata.model_dump_json())
         work = self.client.views_open(trigger_id=click.trigger_id, view=modal)
-        self.actions.later(work, "edit-modal")
+        send_later(self.actions.tasks, work, "edit-modal")
 
     async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         parsed = ViewSubmission.with_metadata(body, EditMetadata)

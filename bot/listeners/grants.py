@@ -24,6 +24,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.blocks.grants import grants_listing_blocks
 from bot.listeners.approvals import ApprovalActions
+from bot.slack.client import send_later
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Payload
 from bot.words import choices as choice_messages
@@ -142,7 +143,9 @@ class GrantActions:
             return
         if click.container.is_ephemeral and click.response_url:
             # The `/agent grants` list the click came from, drawn again without this grant.
-            self.actions.later(self._relist(channel, click.response_url), f"relist:{grant_id}")
+            send_later(
+                self.actions.tasks, self._relist(channel, click.response_url), f"relist:{grant_id}"
+            )
         if grant is None:
             self.actions.tell(channel, user.id, None, choice_messages.GRANT_GONE)
             return
@@ -151,7 +154,7 @@ class GrantActions:
             channel, user.id, None, choice_messages.grant_revoked(grant.tool, grant.scope, channel)
         )
         text = choice_messages.grant_revoked_line(grant.tool, grant.user_id, user.id)
-        self.actions.later(self._redraw_lines(grant.id, text), f"revoked:{grant.id}")
+        send_later(self.actions.tasks, self._redraw_lines(grant.id, text), f"revoked:{grant.id}")
 
     async def _redraw_lines(self, grant_id: str, text: str) -> None:
         """Every quiet line of a revoked grant, without its **Revoke**."""

@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.reporting.reporter import SlackReporter
+from bot.slack.client import send_later
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.members import Standing, StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ButtonClick
@@ -66,7 +67,8 @@ class StopActions:
             claimed_team=click.user.team_id,
         )
         if text is not None:
-            self._later(
+            send_later(
+                self.tasks,
                 self.client.chat_postEphemeral(
                     channel=click.channel.id, user=click.user.id, text=text
                 ),
@@ -115,7 +117,7 @@ class StopActions:
         if result.status in ("stopped", "stopping"):
             DECISIONS.labels("stopped").inc()
         if result.status == "stopped":
-            self._later(self._show_stopped(view, result), f"stopped:{run_id}")
+            send_later(self.tasks, self._show_stopped(view, result), f"stopped:{run_id}")
             return None
         if result.status == "stopping":
             return messages.STOPPING
@@ -200,6 +202,3 @@ class StopActions:
             await work
         except SlackApiError as error:
             log.warning("stop: Slack refused: %s", error.response.get("error"))
-
-    def _later(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        self.tasks.spawn(work, name=name)

@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
+from bot.blocks.parts import Block
 from bot.blocks.status import status_blocks, status_text
 from bot.reporting.copies import SlackReach
 from bot.reporting.reminder_lines import ReminderLines
@@ -79,27 +80,7 @@ class SlackReporter:
         text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state)
         try:
-            if message_id:
-                try:
-                    await self._client.chat_update(
-                        channel=run.conversation.channel, ts=message_id, text=text, blocks=blocks
-                    )
-                    return message_id
-                except SlackApiError as error:
-                    if error.response.get("error") != "message_not_found":
-                        raise
-                    log.warning(
-                        "run %s: its status message is gone from Slack (message_not_found); "
-                        "posting it again in the thread",
-                        run.run_id,
-                    )
-            response = await self._client.chat_postMessage(
-                channel=run.conversation.channel,
-                thread_ts=run.conversation.thread,
-                text=text,
-                blocks=blocks,
-            )
-            return str(response["ts"])
+            return await self._update_or_post(run, message_id, text, blocks, "its status message")
         except (SlackApiError, ClientError, TimeoutError):
             # The status message is a courtesy; the run goes on without it.
             log.warning("run %s: status message not updated", run.run_id, exc_info=True)
@@ -167,30 +148,36 @@ class SlackReporter:
             blocks = approval_decided_blocks(run, call)
             text = messages.decision_headline(call.decision, call.tool)
             await self._settle_reminders(run, call)
-        try:
-            await self._client.chat_update(
-                channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+        card = f"the card of {call.tool} (approval {call.approval_id})"
+        ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
+        await self._reach.redraw_copies(run, call)
+        return ts if ts != call.message_ts else None
+
+    async def _update_or_post(
+        self, run: RunView, message_ts: str | None, text: str, blocks: list[Block], what: str
+    ) -> str:
+        """Update the message at `message_ts`, or post it in the run's thread when there is
+        none or Slack no longer has it (`message_not_found`): the ts it has now."""
+        if message_ts:
+            try:
+                await self._client.chat_update(
+                    channel=run.conversation.channel, ts=message_ts, text=text, blocks=blocks
+                )
+                return message_ts
+            except SlackApiError as error:
+                if error.response.get("error") != "message_not_found":
+                    raise
+            log.warning(
+                "run %s: %s is gone from Slack (message_not_found); posting it again in the thread",
+                run.run_id,
+                what,
             )
-        except SlackApiError as error:
-            if error.response.get("error") != "message_not_found":
-                raise
-        else:
-            await self._reach.redraw_copies(run, call)
-            return None
-        log.warning(
-            "run %s: the card of %s (approval %s) is gone from Slack (message_not_found); "
-            "posting it again in the thread",
-            run.run_id,
-            call.tool,
-            call.approval_id,
-        )
         response = await self._client.chat_postMessage(
             channel=run.conversation.channel,
             thread_ts=run.conversation.thread,
             text=text,
             blocks=blocks,
         )
-        await self._reach.redraw_copies(run, call)
         return str(response["ts"])
 
     async def approval_reminder(self, run: RunView, call: PendingCall) -> None:

@@ -16,6 +16,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.call_counter import SlackCallCounter
+from runtime.process.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +57,14 @@ def directory_client(
     )
 
 
-async def logged(work: Coroutine[Any, Any, Any], name: str) -> None:
-    """Run a Slack call sent after the acknowledgement: a refusal or an outage is one log line
-    (the person's decision is already stored), never an unhandled task error."""
+def send_later(tasks: TaskSet, work: Coroutine[Any, Any, Any], name: str) -> None:
+    """Send a Slack call after the acknowledgement, from an owned task that shutdown drains:
+    a refusal or an outage is one log line (the person's decision is already stored), never
+    an unhandled task error."""
+    tasks.spawn(_logged(work, name), name=name)
+
+
+async def _logged(work: Coroutine[Any, Any, Any], name: str) -> None:
     try:
         await work
     except SlackApiError as error:

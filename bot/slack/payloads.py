@@ -79,16 +79,23 @@ class _Action(_Payload):
     value: str = Field(max_length=2000)
 
 
-class ButtonClick(_Payload):
+class _Click(_Payload):
+    """What every click on one button carries, wherever the button is."""
+
     user: SlackUser
-    channel: _Channel
-    container: _Container
     actions: list[_Action] = Field(min_length=1, max_length=1)
     trigger_id: str = Field(max_length=256)
 
     @property
     def action(self) -> _Action:
         return self.actions[0]
+
+
+class ButtonClick(_Click):
+    """A click on a button of a message: its channel, and the message as the container."""
+
+    channel: _Channel
+    container: _Container
 
 
 class _ViewContainer(_Payload):
@@ -96,17 +103,10 @@ class _ViewContainer(_Payload):
     view_id: str | None = Field(None, max_length=64)
 
 
-class HomeClick(_Payload):
+class HomeClick(_Click):
     """A click on a button of the app's Home tab: no channel, the view is the container."""
 
-    user: SlackUser
     container: _ViewContainer
-    actions: list[_Action] = Field(min_length=1, max_length=1)
-    trigger_id: str = Field(max_length=256)
-
-    @property
-    def action(self) -> _Action:
-        return self.actions[0]
 
 
 class RejectMetadata(_Payload):

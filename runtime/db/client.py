@@ -8,7 +8,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from runtime.db.cluster import connect_cluster
-from runtime.db.connection import connect
+from runtime.db.connection import ClientOptions, connect
 from runtime.db.sentinel import connect_sentinel
 from runtime.settings import RuntimeSettings
 
@@ -21,18 +21,7 @@ def connect_to(
     retries: int = 3,
     max_connections: int = 50,
 ) -> aioredis.Redis:
-    if settings.redis_sentinels and (master := settings.redis_sentinel_master):
-        return connect_sentinel(
-            settings,
-            master,
-            socket_timeout=socket_timeout,
-            connect_timeout=connect_timeout,
-            retries=retries,
-            max_connections=max_connections,
-        )
-    connect_one = connect_cluster if settings.redis_cluster else connect
-    return connect_one(
-        settings.effective_redis_url,
+    options = ClientOptions(
         tls_verify=settings.redis_tls_verify,
         tls_ca_file=settings.redis_tls_ca_file,
         socket_timeout=socket_timeout,
@@ -40,3 +29,7 @@ def connect_to(
         retries=retries,
         max_connections=max_connections,
     )
+    if settings.redis_sentinels and (master := settings.redis_sentinel_master):
+        return connect_sentinel(settings, master, options)
+    connect_one = connect_cluster if settings.redis_cluster else connect
+    return connect_one(settings.effective_redis_url, options)

@@ -9,13 +9,12 @@ around as the `redis.asyncio.Redis` it stands in for.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from runtime.db.connection import client_options
+from runtime.db.connection import ClientOptions, redis_kwargs
 
 
 class _Cluster(RedisCluster):
@@ -38,28 +37,11 @@ class _Cluster(RedisCluster):
         return await super()._determine_slot(command, *args)
 
 
-def connect_cluster(
-    url: str,
-    *,
-    tls_verify: bool = True,
-    tls_ca_file: Path | None = None,
-    socket_timeout: float = 10.0,
-    connect_timeout: float = 5.0,
-    retries: int = 3,
-    max_connections: int = 50,
-) -> aioredis.Redis:
+def connect_cluster(url: str, options: ClientOptions | None = None) -> aioredis.Redis:
     """A cluster client with the same timeouts, retries and TLS checks as `connect`'s.
 
     `max_connections` is per node. A worker keeps one blocking read per shard in flight
     (`runtime.jobs.queue`), so each node needs about `REDIS_SHARDS / nodes` more than on one Redis.
     """
-    options = client_options(
-        url,
-        tls_verify=tls_verify,
-        tls_ca_file=tls_ca_file,
-        socket_timeout=socket_timeout,
-        connect_timeout=connect_timeout,
-        retries=retries,
-        max_connections=max_connections,
-    )
-    return cast(aioredis.Redis, _Cluster.from_url(url, **options))
+    kwargs = redis_kwargs(url, options or ClientOptions())
+    return cast(aioredis.Redis, _Cluster.from_url(url, **kwargs))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 import socket
 import ssl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,72 +51,65 @@ def worker_pool_size(concurrency: int) -> int:
     return max(50, concurrency + WORKER_OWN_CONNECTIONS)
 
 
-def connect(
-    url: str,
-    *,
-    tls_verify: bool = True,
-    tls_ca_file: Path | None = None,
-    socket_timeout: float = 10.0,
-    connect_timeout: float = 5.0,
-    retries: int = 3,
-    max_connections: int = 50,
-) -> aioredis.Redis:
-    """A client with timeouts, and retries with backoff across a short Redis outage.
+@dataclass(frozen=True, kw_only=True)
+class ClientOptions:
+    """How a client times out, retries, pools and checks TLS: one set for one Redis
+    (`connect`), a cluster (`runtime.db.cluster`) and Sentinel's primary (`runtime.db.sentinel`).
 
-    The worker rides out outages (its blocking reads wait up to 8 s on this client, longer on
-    a client whose socket timeout outlasts `BLOCKING_READ_SECONDS`);
-    the web process must answer Slack within 3 s, so it uses short timeouts and one retry.
-    A `rediss://` server's certificate is checked (against `tls_ca_file` if given) unless
-    `tls_verify` is false (`REDIS_TLS_VERIFY`, `REDIS_TLS_CA_FILE`).
+    The worker rides out outages (its blocking reads wait up to 8 s on the defaults, longer on
+    a client whose socket timeout outlasts `BLOCKING_READ_SECONDS`); the web process must answer
+    Slack within 3 s, so it uses short timeouts and one retry (`bot.wiring`).
     """
-    options = client_options(
-        url,
-        tls_verify=tls_verify,
-        tls_ca_file=tls_ca_file,
-        socket_timeout=socket_timeout,
-        connect_timeout=connect_timeout,
-        retries=retries,
-        max_connections=max_connections,
-    )
+
+    tls_verify: bool = True
+    """A `rediss://` server's certificate is checked unless false (`REDIS_TLS_VERIFY`)."""
+    tls_ca_file: Path | None = None
+    """The CA it is checked against, else the system's (`REDIS_TLS_CA_FILE`)."""
+    socket_timeout: float = 10.0
+    connect_timeout: float = 5.0
+    retries: int = 3
+    max_connections: int = 50
+    """Per node, on a cluster."""
+
+
+def connect(url: str, options: ClientOptions | None = None) -> aioredis.Redis:
+    """A client with timeouts, and retries with backoff across a short Redis outage."""
+    options = options or ClientOptions()
+    kwargs = redis_kwargs(url, options)
     # Wait for a free connection (bounded by the socket timeout) instead of failing at once
     # when a burst of clicks wants more connections than the pool holds.
-    options["timeout"] = socket_timeout
-    pool = aioredis.BlockingConnectionPool.from_url(url, **options)
+    kwargs["timeout"] = options.socket_timeout
+    pool = aioredis.BlockingConnectionPool.from_url(url, **kwargs)
     return aioredis.Redis.from_pool(pool)
 
 
-def client_options(
-    url: str,
-    *,
-    tls_verify: bool,
-    tls_ca_file: Path | None,
-    socket_timeout: float,
-    connect_timeout: float,
-    retries: int,
-    max_connections: int,
-) -> dict[str, Any]:
-    """Timeouts, retries with backoff, the pool's size and TLS checks: the same for one Redis's
-    client and a cluster's (`runtime.db.cluster`)."""
-    options: dict[str, Any] = {
-        "socket_timeout": socket_timeout,
-        "socket_connect_timeout": connect_timeout,
+def redis_kwargs(url: str, options: ClientOptions) -> dict[str, Any]:
+    """`options` as redis-py's keyword arguments, TLS as `url`'s scheme asks: the same for one
+    Redis's client and a cluster's (`runtime.db.cluster`)."""
+    kwargs: dict[str, Any] = {
+        "socket_timeout": options.socket_timeout,
+        "socket_connect_timeout": options.connect_timeout,
         **keepalive(),
-        "retry": Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=retries),
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=options.retries),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
-        "max_connections": max_connections,
+        "max_connections": options.max_connections,
         "client_name": "countersign",
     }
-    if url.startswith("rediss://") and tls_verify:
-        options["ssl_cert_reqs"] = "required"
-        options["ssl_check_hostname"] = True
-        if tls_ca_file is not None:
-            options["ssl_ca_certs"] = str(tls_ca_file)
-    elif url.startswith("rediss://"):
+    if url.startswith("rediss://"):
+        kwargs |= tls_kwargs(options)
+    return kwargs
+
+
+def tls_kwargs(options: ClientOptions) -> dict[str, Any]:
+    """How a TLS connection checks the server, as `options` say (also Sentinel's)."""
+    if not options.tls_verify:
         # The operator's explicit choice (REDIS_TLS_VERIFY=false), for Heroku Redis's
         # self-signed certificate: encrypted, but anyone on the path could pose as the server.
-        options["ssl_cert_reqs"] = "none"
-        options["ssl_check_hostname"] = False
-    return options
+        return {"ssl_cert_reqs": "none", "ssl_check_hostname": False}
+    kwargs: dict[str, Any] = {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
+    if options.tls_ca_file is not None:
+        kwargs["ssl_ca_certs"] = str(options.tls_ca_file)
+    return kwargs
 
 
 def keepalive() -> dict[str, Any]:
@@ -172,11 +164,9 @@ async def wait_until_reachable(
     delay = first_delay
     failures = 0
     while not stopping.is_set():
-        ping = asyncio.ensure_future(redis.ping())
         try:
-            if not await _first_or_stopped(ping, stopping):
+            if await stopping.unless_stopped(_ping(redis)) is None:
                 return False
-            await ping
         except (RedisError, RedisClusterException) as error:
             failures += 1
             log.warning(
@@ -196,19 +186,8 @@ async def wait_until_reachable(
     return False
 
 
-async def _first_or_stopped(work: asyncio.Future[Any], stopping: Stopping) -> bool:
-    """Wait for `work` unless `stopping` comes first (then `work` is cancelled): done?"""
-    stopped = asyncio.ensure_future(stopping.wait())
-    try:
-        await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopped.cancel()
-    if work.done():
-        return True
-    work.cancel()
-    with contextlib.suppress(asyncio.CancelledError, RedisError):
-        await work
-    return False
+async def _ping(redis: aioredis.Redis) -> bool:
+    return bool(await redis.ping())
 
 
 def address(redis: aioredis.Redis) -> str:

@@ -7,7 +7,7 @@ outage (retried with backoff, or "try again" to a person), and the next goes to 
 
 `REDIS_URL` then gives only what Sentinel does not: the scheme (`rediss://` for TLS, checked as
 `REDIS_TLS_VERIFY` and `REDIS_TLS_CA_FILE` say), the password and the database. The timeouts,
-retries and pool size are those of `runtime.db.connection.connect`.
+retries and pool size are those of `runtime.db.connection.ClientOptions`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from runtime.db.connection import keepalive
+from runtime.db.connection import ClientOptions, keepalive, tls_kwargs
 from runtime.settings import RuntimeSettings
 
 
@@ -43,31 +43,21 @@ class SentinelRedis(aioredis.Redis):
 
 
 def connect_sentinel(
-    settings: RuntimeSettings,
-    master: str,
-    *,
-    socket_timeout: float = 10.0,
-    connect_timeout: float = 5.0,
-    retries: int = 3,
-    max_connections: int = 50,
+    settings: RuntimeSettings, master: str, options: ClientOptions | None = None
 ) -> aioredis.Redis:
     """The primary that `REDIS_SENTINELS` name for `master` (`REDIS_SENTINEL_MASTER`),
     followed across failovers."""
+    options = options or ClientOptions()
     url = urlsplit(settings.effective_redis_url)
-    timeouts = {"socket_timeout": socket_timeout, "socket_connect_timeout": connect_timeout}
+    timeouts = {
+        "socket_timeout": options.socket_timeout,
+        "socket_connect_timeout": options.connect_timeout,
+    }
     credentials: dict[str, Any] = {
         "username": unquote(url.username) if url.username else None,
         "password": unquote(url.password) if url.password else None,
     }
-    tls: dict[str, Any] = {}
-    if url.scheme == "rediss":
-        tls["ssl"] = True
-        if settings.redis_tls_verify:
-            tls |= {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
-            if settings.redis_tls_ca_file is not None:
-                tls["ssl_ca_certs"] = str(settings.redis_tls_ca_file)
-        else:
-            tls |= {"ssl_cert_reqs": "none", "ssl_check_hostname": False}
+    tls: dict[str, Any] = {"ssl": True, **tls_kwargs(options)} if url.scheme == "rediss" else {}
     database = url.path.lstrip("/")
     sentinel = Sentinel(  # type: ignore[no-untyped-call]
         settings.sentinel_addresses,
@@ -82,10 +72,10 @@ def connect_sentinel(
         connection_pool_class=_BlockingSentinelPool,
         db=int(database) if database.isdigit() else 0,
         **keepalive(),
-        retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=retries),
+        retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=options.retries),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
-        max_connections=max_connections,
-        timeout=socket_timeout,
+        max_connections=options.max_connections,
+        timeout=options.socket_timeout,
         client_name="countersign",
         **credentials,
         **tls,
