@@ -19,7 +19,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff
-from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
+from agents.agent_tool_state import (
+    drop_agent_tool_run_result,
+    get_agent_tool_state_scope,
+    peek_agent_tool_run_result,
+)
 from agents.tool_context import ToolContext
 
 
@@ -96,3 +100,12 @@ def inner_run_interrupted(ctx: ToolContext[Any]) -> bool:
         return False
     pending = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
     return bool(getattr(pending, "interruptions", None))
+
+
+def end_inner_run(ctx: ToolContext[Any]) -> None:
+    """The agent tool of this call has returned (its output was recorded): forget the inner run
+    a restored state saved for it while it waited. Left in the SDK's cache, that run's
+    interruptions would be taken for the tool's, so its inner calls would be asked again,
+    after every approval, though the journal replays the tool's output."""
+    if ctx.tool_call is not None:
+        drop_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))

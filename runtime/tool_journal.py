@@ -34,7 +34,7 @@ from agents import FunctionTool
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
-from runtime.agent_graph import inner_run_interrupted, reachable_agents
+from runtime.agent_graph import end_inner_run, inner_run_interrupted, reachable_agents
 from runtime.argument_edits import edit_note
 from runtime.audit import AuditTrail
 from runtime.audit_events import AuditEvent
@@ -146,6 +146,7 @@ class JournaledInvoker:
         recorded = await scope.store.journal_entry(scope.lease, call_id)
         if recorded is not None:
             entry = json.loads(recorded)
+            end_inner_run(ctx)  # an agent tool: its inner run is over too
             log.info(
                 "run %s: %s already ran; its recorded output is reused",
                 scope.lease.run_id,

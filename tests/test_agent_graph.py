@@ -116,6 +116,42 @@ async def test_a_nested_agent_tool_approved_at_both_levels_completes(
     assert len([c for c in deployment.slack.cards() if c.thread_ts == root.ts]) == 2
 
 
+async def test_an_agent_tool_that_returned_before_a_model_outage_is_not_asked_again(
+    deployment: Deployment,
+) -> None:
+    """The inner call is approved, runs, and the inner agent answers; then `front`'s model
+    fails (5xx) past the client's retries, and the job is retried from the state saved with
+    the inner run waiting. The agent tool's recorded output is replayed, so the inner run
+    saved in that state is over: it must not be asked about again (it was, on a new card
+    after every approval, and the run never answered)."""
+    failed = 0
+
+    def script(request: ModelRequest) -> list[Item] | ModelError:
+        nonlocal failed
+        if "respond_spanish" in request.tools and "call_es" in request.tool_outputs:
+            if failed < 3:  # outlasts one delivery's client retries
+                failed += 1
+                return ModelError(503, "overloaded")
+        return spanish_script(request)
+
+    deployment.model.script = script
+    await start(deployment)
+    root = await deployment.start_run("greet me in spanish")
+    [outer] = await deployment.cards(root, 1)
+    await deployment.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await deployment.cards(root, 2)
+    await deployment.sender.click(inner, "approve", user="UBOB")
+
+    answer = await final_answer(deployment, root)
+    assert answer.text == "front: ¡Hola, Ada!", deployment.logs_text()
+    assert failed == 3
+    assert [e["tool"] for e in await ledger(deployment)] == ["get_user_name"]
+    trail = await events(deployment)
+    assert trail.count(("executed", "respond_spanish")) == 1
+    assert ("replayed", "respond_spanish") in trail
+    assert len([c for c in deployment.slack.cards() if c.thread_ts == root.ts]) == 2
+
+
 async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     deployment: Deployment,
 ) -> None:
