@@ -128,10 +128,10 @@ async def test_an_agent_tool_that_returned_before_a_model_outage_is_not_asked_ag
 
     def script(request: ModelRequest) -> list[Item] | ModelError:
         nonlocal failed
-        if "respond_spanish" in request.tools and "call_es" in request.tool_outputs:
-            if failed < 3:  # outlasts one delivery's client retries
-                failed += 1
-                return ModelError(503, "overloaded")
+        after_the_tool = "respond_spanish" in request.tools and "call_es" in request.tool_outputs
+        if after_the_tool and failed < 3:  # outlasts one delivery's client retries
+            failed += 1
+            return ModelError(503, "overloaded")
         return spanish_script(request)
 
     deployment.model.script = script
