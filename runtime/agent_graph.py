@@ -93,9 +93,10 @@ def callers(start: Agent[Any], asking: Agent[Any]) -> tuple[str, ...]:
 
 
 def inner_run_interrupted(ctx: ToolContext[Any]) -> bool:
-    """Whether the agent tool that just returned for this call stopped for approvals inside:
-    it has not really returned (its output is None), and the SDK resumes its inner run from
-    the state it keeps for the call (`agents.agent_tool_state`), so the call is not over."""
+    """Whether the SDK keeps, for this call, an inner run of its agent tool that waits for
+    approvals (`agents.agent_tool_state`). Once the tool returned: it stopped for approvals
+    inside and has not really returned (its output is None). Before it runs: the restored
+    state saved that run, and the tool resumes it rather than starting its agent afresh."""
     if ctx.tool_call is None:
         return False
     pending = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))

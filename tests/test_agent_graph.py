@@ -24,7 +24,8 @@ from tests.fake_openai import Item, ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.test_edits import edit_button
-from tests.test_faults import ledger
+from tests.test_faults import ledger, wait_for_ledger
+from tests.test_lost_outcomes import lost_card
 
 GRAPH = {"AGENTS": "tests.graph_agents:REGISTRY"}
 
@@ -156,9 +157,8 @@ async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     deployment: Deployment,
 ) -> None:
     """The worker is killed after the inner tool ran, before the inner agent answered: the
-    inner tool's output is journaled and never runs again. The agent tool itself was cut off,
-    so the run stops saying it may have run (resuming a cut-off inner run afresh asked its
-    approved call again and again: see the closing note of issue 18)."""
+    worker that takes the job over resumes the inner run (saved waiting, in the state it
+    restores) and reuses the tool's output; the agent tool itself has no effect to lose."""
     waiting = asyncio.Event()
     kill_done = asyncio.Event()
 
@@ -187,12 +187,45 @@ async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     kill_done.set()
 
     answer = await final_answer(deployment, root)
-    assert "`translate` may have run; its result was lost, so it was not run again" in (
-        answer.text
-    ), answer.text
+    assert answer.text == "front: means hello: hola", answer.text
     assert [e["tool"] for e in await ledger(deployment)] == ["look_up_word"], deployment.logs_text()
     trail = await events(deployment)
     assert trail.count(("executed", "look_up_word")) == 1
+    assert ("replayed", "look_up_word") in trail
+
+
+async def test_an_inner_call_cut_off_asks_before_running_again(deployment: Deployment) -> None:
+    """The worker is killed inside the approved inner tool: the retry resumes the inner run,
+    whose call may have run, so a person is asked about that call (not told an error the SDK
+    made of the journal's refusal, not the agent tool's "may have run" that ends the run)."""
+
+    def script(request: ModelRequest) -> list[Item]:
+        if "translate" in request.tools:
+            if "call_tr" not in request.tool_outputs:
+                return [tool_call("translate", {"input": "hello"}, "call_tr")]
+            return [message("front: " + request.tool_outputs["call_tr"])]
+        if "call_word" not in request.tool_outputs:
+            return [tool_call("look_up_word", {"word": "hello", "seconds": 60}, "call_word")]
+        return [message("means " + request.tool_outputs["call_word"])]
+
+    deployment.model.script = script
+    workers = await start(deployment, workers=2)
+    root = await deployment.start_run("translate hello")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    await wait_for_ledger(deployment, 1)  # the approved inner tool is running, slowly
+    owner = await deployment.job_owner()
+    assert owner in workers
+    workers[owner].signal(signal.SIGKILL)
+
+    again = await lost_card(deployment, root)
+    assert "`look_up_word` may have run; its result was lost" in again.all_text()
+    await deployment.sender.reject(again, user="UBOB", reason="it did run, I checked")
+    answer = await final_answer(deployment, root)
+    assert answer.text.startswith("front: means The call to look_up_word may have run earlier"), (
+        answer.text
+    )
+    assert len(await ledger(deployment)) == 1
 
 
 def test_the_walk_reaches_what_the_sdk_restores() -> None:
