@@ -25,10 +25,9 @@ OUTPUTS = {
     "cordon_node": "cordoned {}",
 }
 NESTED_TOOL = "roll_keys"
-NESTED_IN_CHAOS = False
-"""Whether runs ask for `roll_keys`. Off: under kills and 5xx bursts (seed 626800), approving
-the inner `rotate_key` can post the same inner card again and again (nothing runs twice, but
-the run never answers); issue 18 stays open for it. `CHAOS_NESTED=1` turns it on."""
+NESTED_IN_CHAOS = True
+"""Whether runs ask for `roll_keys` (run 3 always, others at random). `CHAOS_NESTED=0` leaves
+it out, to tell a failure of the agent tool from the others'."""
 HANDOFF_TO = "mechanic"
 
 
@@ -125,7 +124,7 @@ def plan_run(number: int, rng: random.Random) -> Plan:
                 )
             )
         rounds.append(tuple(calls))
-    nested = NESTED_IN_CHAOS or os.environ.get("CHAOS_NESTED") == "1"
+    nested = os.environ.get("CHAOS_NESTED", "1" if NESTED_IN_CHAOS else "0") == "1"
     if nested and (number == 3 or rng.random() < 0.25):
         tag, key = f"n{number:02d}", f"k{number:02d}"
         inner = PlannedCall(

@@ -7,6 +7,7 @@ Their tools record each execution as `tests.agents`' do (the ledger of real proc
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agents import Agent, function_tool, handoff
@@ -30,9 +31,10 @@ async def get_user_name(ctx: ToolContext[Any]) -> str:
 
 
 @function_tool(needs_approval=True)
-async def look_up_word(ctx: ToolContext[Any], word: str) -> str:
-    """Look a word up in the dictionary."""
+async def look_up_word(ctx: ToolContext[Any], word: str, seconds: float = 0.0) -> str:
+    """Look a word up in the dictionary (in `seconds`: a kill can land inside)."""
     await _record(ctx, "look_up_word", {"word": word})
+    await asyncio.sleep(seconds)
     return f"{word}: hola"
 
 

@@ -24,7 +24,8 @@ from tests.fake_openai import Item, ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.test_edits import edit_button
-from tests.test_faults import ledger
+from tests.test_faults import ledger, wait_for_ledger
+from tests.test_lost_outcomes import lost_card
 
 GRAPH = {"AGENTS": "tests.graph_agents:REGISTRY"}
 
@@ -116,13 +117,48 @@ async def test_a_nested_agent_tool_approved_at_both_levels_completes(
     assert len([c for c in deployment.slack.cards() if c.thread_ts == root.ts]) == 2
 
 
+async def test_an_agent_tool_that_returned_before_a_model_outage_is_not_asked_again(
+    deployment: Deployment,
+) -> None:
+    """The inner call is approved, runs, and the inner agent answers; then `front`'s model
+    fails (5xx) past the client's retries, and the job is retried from the state saved with
+    the inner run waiting. The agent tool's recorded output is replayed, so the inner run
+    saved in that state is over: it must not be asked about again (it was, on a new card
+    after every approval, and the run never answered)."""
+    failed = 0
+
+    def script(request: ModelRequest) -> list[Item] | ModelError:
+        nonlocal failed
+        after_the_tool = "respond_spanish" in request.tools and "call_es" in request.tool_outputs
+        if after_the_tool and failed < 3:  # outlasts one delivery's client retries
+            failed += 1
+            return ModelError(503, "overloaded")
+        return spanish_script(request)
+
+    deployment.model.script = script
+    await start(deployment)
+    root = await deployment.start_run("greet me in spanish")
+    [outer] = await deployment.cards(root, 1)
+    await deployment.sender.click(outer, "approve", user="UBOB")
+    [_, inner] = await deployment.cards(root, 2)
+    await deployment.sender.click(inner, "approve", user="UBOB")
+
+    answer = await final_answer(deployment, root)
+    assert answer.text == "front: ¡Hola, Ada!", deployment.logs_text()
+    assert failed == 3
+    assert [e["tool"] for e in await ledger(deployment)] == ["get_user_name"]
+    trail = await events(deployment)
+    assert trail.count(("executed", "respond_spanish")) == 1
+    assert ("replayed", "respond_spanish") in trail
+    assert len([c for c in deployment.slack.cards() if c.thread_ts == root.ts]) == 2
+
+
 async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     deployment: Deployment,
 ) -> None:
     """The worker is killed after the inner tool ran, before the inner agent answered: the
-    inner tool's output is journaled and never runs again. The agent tool itself was cut off,
-    so the run stops saying it may have run (resuming a cut-off inner run afresh asked its
-    approved call again and again: see the closing note of issue 18)."""
+    worker that takes the job over resumes the inner run (saved waiting, in the state it
+    restores) and reuses the tool's output; the agent tool itself has no effect to lose."""
     waiting = asyncio.Event()
     kill_done = asyncio.Event()
 
@@ -151,12 +187,45 @@ async def test_an_agent_tool_reachable_only_through_as_tool_is_journaled(
     kill_done.set()
 
     answer = await final_answer(deployment, root)
-    assert "`translate` may have run; its result was lost, so it was not run again" in (
-        answer.text
-    ), answer.text
+    assert answer.text == "front: means hello: hola", answer.text
     assert [e["tool"] for e in await ledger(deployment)] == ["look_up_word"], deployment.logs_text()
     trail = await events(deployment)
     assert trail.count(("executed", "look_up_word")) == 1
+    assert ("replayed", "look_up_word") in trail
+
+
+async def test_an_inner_call_cut_off_asks_before_running_again(deployment: Deployment) -> None:
+    """The worker is killed inside the approved inner tool: the retry resumes the inner run,
+    whose call may have run, so a person is asked about that call (not told an error the SDK
+    made of the journal's refusal, not the agent tool's "may have run" that ends the run)."""
+
+    def script(request: ModelRequest) -> list[Item]:
+        if "translate" in request.tools:
+            if "call_tr" not in request.tool_outputs:
+                return [tool_call("translate", {"input": "hello"}, "call_tr")]
+            return [message("front: " + request.tool_outputs["call_tr"])]
+        if "call_word" not in request.tool_outputs:
+            return [tool_call("look_up_word", {"word": "hello", "seconds": 60}, "call_word")]
+        return [message("means " + request.tool_outputs["call_word"])]
+
+    deployment.model.script = script
+    workers = await start(deployment, workers=2)
+    root = await deployment.start_run("translate hello")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    await wait_for_ledger(deployment, 1)  # the approved inner tool is running, slowly
+    owner = await deployment.job_owner()
+    assert owner in workers
+    workers[owner].signal(signal.SIGKILL)
+
+    again = await lost_card(deployment, root)
+    assert "`look_up_word` may have run; its result was lost" in again.all_text()
+    await deployment.sender.reject(again, user="UBOB", reason="it did run, I checked")
+    answer = await final_answer(deployment, root)
+    assert answer.text.startswith("front: means The call to look_up_word may have run earlier"), (
+        answer.text
+    )
+    assert len(await ledger(deployment)) == 1
 
 
 def test_the_walk_reaches_what_the_sdk_restores() -> None:

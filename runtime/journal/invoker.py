@@ -44,7 +44,7 @@ from runtime.journal.starts import OutcomeLost, lost, may_repeat
 from runtime.metrics import count_tool
 from runtime.record.store import Fenced, Lease, RunStore
 from runtime.registry import AgentRegistry
-from runtime.runs.agent_graph import inner_run_interrupted, reachable_agents
+from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted, reachable_agents
 from runtime.stops.mark import StopMark, Stopped
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,11 @@ class JournalScope:
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
     "countersign_journal_scope", default=None
 )
+_ESCAPED: contextvars.ContextVar[list[Exception] | None] = contextvars.ContextVar(
+    "countersign_escaped", default=None
+)
+"""Where a tool run inside another tool's call (an agent tool's inner run) leaves what of ours
+it raised: the SDK would make it the outer tool's output (its `failure_error_function`)."""
 
 
 @contextlib.contextmanager
@@ -139,6 +144,14 @@ class JournaledInvoker:
         scope = _SCOPE.get()
         if scope is None:
             return await self._inner(ctx, arguments)
+        try:
+            return await self._journaled(scope, ctx, arguments)
+        except (OutcomeLost, Fenced, Stopped) as error:
+            if (escaped := _ESCAPED.get()) is not None:
+                escaped.append(error)
+            raise
+
+    async def _journaled(self, scope: JournalScope, ctx: ToolContext[Any], arguments: str) -> Any:
         call_id = ctx.tool_call_id
         original = ctx.tool_arguments or ""
         edit = scope.edits.get(call_id)
@@ -147,6 +160,7 @@ class JournaledInvoker:
         recorded = await scope.store.journal_entry(scope.lease, call_id)
         if recorded is not None:
             entry = json.loads(recorded)
+            end_inner_run(ctx)  # an agent tool: its inner run is over too
             log.info(
                 "run %s: %s already ran; its recorded output is reused",
                 scope.lease.run_id,
@@ -157,7 +171,7 @@ class JournaledInvoker:
             return entry["output"]
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
-        await self._mark_started(scope, call_id)
+        await self._mark_started(scope, ctx)
         try:
             # The decision, this delivery's claim and the start mark must survive a failover
             # before the tool runs; else a promoted replica would hand the call to another
@@ -167,6 +181,8 @@ class JournaledInvoker:
             await _not_running(scope, call_id)
             raise
         scope.in_flight.count += 1
+        escaped: list[Exception] = []
+        token = _ESCAPED.set(escaped)
         try:
             try:
                 output = await self._inner(ctx, arguments)
@@ -174,6 +190,12 @@ class JournaledInvoker:
                 count_tool(self._tool_name, "error")
                 await _not_running(scope, call_id)
                 raise
+            finally:
+                _ESCAPED.reset(token)
+            if escaped:
+                # A call of this agent tool's inner run was lost, fenced or stopped: that ends
+                # the step as it would at the top (the start mark stays: nothing returned).
+                raise escaped[0]
             if inner_run_interrupted(ctx):
                 # An agent tool waiting for approvals inside: not over, and nothing lost either;
                 # the SDK resumes its inner run, whose own calls are journaled.
@@ -193,13 +215,16 @@ class JournaledInvoker:
             scope.in_flight.count -= 1
         return output
 
-    async def _mark_started(self, scope: JournalScope, call_id: str) -> None:
+    async def _mark_started(self, scope: JournalScope, ctx: ToolContext[Any]) -> None:
         """Before the tool runs: a call that started without an outcome may have run, so it
-        runs again only when a person says so (or its tool is safe to repeat)."""
-        run_id, starts = scope.lease.run_id, scope.store.starts
+        runs again only when a person says so (or its tool is safe to repeat). An agent tool
+        whose inner run the restored state saved waiting resumes that run, not its agent
+        afresh: its calls keep their ids, each journaled and marked, so none runs twice."""
+        run_id, starts, call_id = scope.lease.run_id, scope.store.starts, ctx.tool_call_id
         started = await starts.started_in(run_id, call_id)
         again = call_id in scope.run_again
-        if lost(started, round_=scope.round, run_again=again) and not may_repeat(self):
+        repeats = may_repeat(self) or inner_run_interrupted(ctx)
+        if lost(started, round_=scope.round, run_again=again) and not repeats:
             count_tool(self._tool_name, "lost")
             raise OutcomeLost(run_id, call_id, self._tool_name)
         if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round):

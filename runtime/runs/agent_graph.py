@@ -19,7 +19,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff
-from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
+from agents.agent_tool_state import (
+    drop_agent_tool_run_result,
+    get_agent_tool_state_scope,
+    peek_agent_tool_run_result,
+)
 from agents.tool_context import ToolContext
 
 
@@ -89,10 +93,20 @@ def callers(start: Agent[Any], asking: Agent[Any]) -> tuple[str, ...]:
 
 
 def inner_run_interrupted(ctx: ToolContext[Any]) -> bool:
-    """Whether the agent tool that just returned for this call stopped for approvals inside:
-    it has not really returned (its output is None), and the SDK resumes its inner run from
-    the state it keeps for the call (`agents.agent_tool_state`), so the call is not over."""
+    """Whether the SDK keeps, for this call, an inner run of its agent tool that waits for
+    approvals (`agents.agent_tool_state`). Once the tool returned: it stopped for approvals
+    inside and has not really returned (its output is None). Before it runs: the restored
+    state saved that run, and the tool resumes it rather than starting its agent afresh."""
     if ctx.tool_call is None:
         return False
     pending = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
     return bool(getattr(pending, "interruptions", None))
+
+
+def end_inner_run(ctx: ToolContext[Any]) -> None:
+    """The agent tool of this call has returned (its output was recorded): forget the inner run
+    a restored state saved for it while it waited. Left in the SDK's cache, that run's
+    interruptions would be taken for the tool's, so its inner calls would be asked again,
+    after every approval, though the journal replays the tool's output."""
+    if ctx.tool_call is not None:
+        drop_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
