@@ -39,14 +39,14 @@ from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
 from runtime.process.logs import bind_log_context
 from runtime.process.readiness import readyz_response
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry
 from runtime.reporter import Reach, Reporter
 from runtime.runs.executor import RunExecutor
 from runtime.settings import RuntimeSettings
-from runtime.stops.listener import StopWatcher
+from runtime.stops.listener import StopListener
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.escalation import Escalation
 from runtime.waiting.expiry import Expiry
@@ -94,7 +94,7 @@ class Worker:
     """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     restart_delay: float = 1.0
     """First wait before restarting a crashed poller; it doubles up to a minute."""
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
     metrics: MetricsEndpoint | None = None
     """`GET /metrics` on `METRICS_PORT`, when that is set."""
     mcp: McpConnections | None = None
@@ -231,7 +231,7 @@ def build_worker(
         wait_seconds=settings.mcp_wait_seconds,
     )
     has_mcp = mcp.install() > 0
-    stops = StopWatcher(reads=reads or redis, streams=[shard.stops for shard in keys.shards])
+    stops = StopListener(reads=reads or redis, streams=[shard.stops for shard in keys.shards])
     executor = RunExecutor(
         registry=registry,
         store=store,

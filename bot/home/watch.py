@@ -32,7 +32,7 @@ from runtime.audit.events import AuditEvent
 from runtime.db.connection import longest_block
 from runtime.db.keys import Keys
 from runtime.db.stream_tail import stream_tail
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.tasks import TaskSet
 from runtime.record import layout as rr
 from runtime.record.layout import CallGate
@@ -57,7 +57,7 @@ class HomeWatch:
     reads: aioredis.Redis | None = None
     """The client for the blocking read of the trail (`bot.wiring.blocking_reads_redis`), so that it
     may wait long; `redis` if None, the wait then kept under its socket timeout."""
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
 
     def stop(self) -> None:
         self._stopping.set()

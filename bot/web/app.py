@@ -63,7 +63,7 @@ from runtime.jobs.queue import JobQueue
 from runtime.mcp.listing import McpListings
 from runtime.models.scripted import uses_scripted_model
 from runtime.policy import parse_principals
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.process.tasks import TaskSet
 from runtime.runs.live import LiveRuns
@@ -286,14 +286,14 @@ async def create_web_app(
 
     eviction_log = EvictionPolicyLog()
 
-    async def _reached(stopping: Stopping) -> None:
+    async def _reached(stopping: Shutdown) -> None:
         if await wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping):
             await eviction_log.check(redis)
 
     async def watch_redis(_: web.Application) -> AsyncIterator[None]:
         # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
         # attempt, while Redis does not answer yet.
-        stopping = Stopping()
+        stopping = Shutdown()
         watch = asyncio.get_running_loop().create_task(_reached(stopping))
         yield
         stopping.set()

@@ -8,13 +8,13 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
 
 async def stream_tail(
-    redis: aioredis.Redis, stream: str, stopping: Stopping, *, follower: str
+    redis: aioredis.Redis, stream: str, stopping: Shutdown, *, follower: str
 ) -> str:
     """The id of `stream`'s newest entry ("0-0" if it has none): a follower that reads on from
     it misses nothing appended later. Asked again every second while Redis does not answer,
