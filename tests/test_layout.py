@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,3 +134,20 @@ def test_the_settings_and_the_keys_are_in_no_import_cycle() -> None:
         if cycle & {"runtime.settings", "runtime.db.keys", "bot.settings"}
     ]
     assert caught == []
+
+
+def test_the_web_and_the_worker_do_not_load_the_console() -> None:
+    """The console (no login, a stand-in Slack) is loaded only by `CONSOLE=true` and the demo."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, bot.__main__, bot.web.app, bot.reporting.worker; "
+            "print(sorted(m for m in sys.modules if m.startswith('bot.console')))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"

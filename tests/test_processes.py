@@ -111,6 +111,17 @@ async def test_the_web_process_says_once_where_it_listens_and_nothing_of_tokens(
     assert "will be unused" not in log, "Bolt is given our client on purpose"
 
 
+async def test_a_web_process_without_console_serves_no_console(deployment: Deployment) -> None:
+    await deployment.web()
+    url = f"http://127.0.0.1:{deployment.port}"
+    async with aiohttp.ClientSession() as session:
+        for path in ("/console", "/console/stream", "/console/api/auth.test"):
+            async with session.get(f"{url}{path}") as response:
+                assert response.status == 404, path
+        async with session.get(f"{url}/healthz") as response:
+            assert response.status == 200
+
+
 async def test_the_console_will_not_start_with_a_real_slack_app(
     deployment: Deployment, tmp_path: Path
 ) -> None:
