@@ -93,5 +93,18 @@ async def test_subscribed_events_are_acknowledged(bot: Harness, event: str) -> N
     assert status == 200
 
 
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+async def test_slacks_ssl_check_is_answered_200_and_does_nothing(
+    bot: Harness, signed: bool
+) -> None:
+    body = "ssl_check=1&token=t-legacy"
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, text = await bot.sender.post(
+        body, {**_headers(bot, body), **headers} if signed else headers
+    )
+    assert (status, text) == (200, "")
+    assert bot.slack.calls_to("chat.postMessage") == []
+
+
 def _headers(bot: Harness, body: str) -> dict[str, str]:
     return signature_headers(bot.sender.secret, body)

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from urllib.parse import parse_qs
 
 import aiohttp
 import redis.asyncio as aioredis
@@ -61,6 +62,10 @@ async def slack_events(request: web.Request) -> web.StreamResponse:
     # Bolt would trip over a body Slack never sends, even while building its request object, so
     # the signature and the body's shape are checked first.
     raw = await request.text()
+    if _is_ssl_check(raw, request.content_type):
+        # Slack checking the certificate (`ssl_check=1`) wants a 200, as Bolt answers it: before
+        # the signature, and with nothing done.
+        return web.Response(status=200)
     if not request.app[VERIFIER].is_valid_request(raw, dict(request.headers)):
         return web.json_response({"error": "invalid request"}, status=401)
     try:
@@ -72,6 +77,12 @@ async def slack_events(request: web.Request) -> web.StreamResponse:
         return web.json_response({"ok": False, "error": "malformed_payload"}, status=400)
     response = await request.app[BOLT].async_dispatch(await to_bolt_request(request))
     return await to_aiohttp_response(response)
+
+
+def _is_ssl_check(raw: str, content_type: str) -> bool:
+    return content_type == "application/x-www-form-urlencoded" and parse_qs(raw).get(
+        "ssl_check"
+    ) == ["1"]
 
 
 async def healthz(request: web.Request) -> web.Response:
