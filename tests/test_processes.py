@@ -8,10 +8,11 @@ from pathlib import Path
 
 import aiohttp
 
+from runtime.db.local import free_port
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
-from tests.processes import Process, procfile, wait_until_healthy
+from tests.processes import Process, procfile, wait_for_log, wait_until_healthy
 
 
 async def test_both_processes_restart_while_an_approval_waits(deployment: Deployment) -> None:
@@ -120,6 +121,19 @@ async def test_a_web_process_without_console_serves_no_console(deployment: Deplo
                 assert response.status == 404, path
         async with session.get(f"{url}/healthz") as response:
             assert response.status == 200
+
+
+async def test_without_redis_the_home_tab_watch_backs_off_as_the_connection_does(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    env = deployment.env(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    web = Process("web-without-redis", procfile()["web"], env, tmp_path)
+    deployment.processes.append(web)
+    # The connection's own message: attempts at 0, 1, 3 and 7 s.
+    await wait_for_log(web, "retrying in 8 s", timeout=30)
+    home = [line for line in web.log().splitlines() if "home tabs:" in line]
+    assert 1 <= len(home) <= 5, "\n".join(home)
+    assert any("retrying in 4 s" in line for line in home), "\n".join(home)
 
 
 async def test_the_console_will_not_start_with_a_real_slack_app(
