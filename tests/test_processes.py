@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
 import aiohttp
@@ -134,6 +135,30 @@ async def test_without_redis_the_home_tab_watch_backs_off_as_the_connection_does
     home = [line for line in web.log().splitlines() if "home tabs:" in line]
     assert 1 <= len(home) <= 5, "\n".join(home)
     assert any("retrying in 4 s" in line for line in home), "\n".join(home)
+
+
+async def test_a_bot_token_slack_refuses_is_one_line_naming_it(deployment: Deployment) -> None:
+    deployment.slack.fail_next("auth.test", 200, {"ok": False, "error": "invalid_auth"})
+    web = await deployment.web()
+    line = await wait_for_log(web, "SLACK_BOT_TOKEN")
+    assert "Slack refuses SLACK_BOT_TOKEN (invalid_auth). Copy the Bot User OAuth Token" in line
+    assert len(deployment.slack.calls_to("auth.test")) == 1, "refused: not asked again"
+    log = web.log()
+    assert log.count("SLACK_BOT_TOKEN") == 1, log
+    assert "Traceback" not in log
+
+
+async def test_with_slack_unreachable_a_command_is_answered_within_slacks_3_s(
+    deployment: Deployment,
+) -> None:
+    web = await deployment.web(SLACK_API_URL=f"http://127.0.0.1:{free_port()}/api/")
+    began = time.monotonic()
+    status, body = await deployment.sender.command("delete u-100", user="UALICE")
+    assert (status, time.monotonic() - began < 3.0) == (200, True), body
+    # The token's check waits and asks again, doubling its wait, outside any request.
+    await wait_for_log(web, "cannot reach Slack to check SLACK_BOT_TOKEN", timeout=10)
+    await wait_for_log(web, "retrying in 2 s", timeout=10)
+    assert "Traceback" not in web.log(), web.log()
 
 
 async def test_the_console_will_not_start_with_a_real_slack_app(

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import replace
+from typing import Any
 from urllib.parse import parse_qs
 
 import aiohttp
@@ -134,11 +135,27 @@ def _serve_slack(
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
-    app[BOLT], home_watch = build_bolt(
-        settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
-    )
+    slack = build_bolt(settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks)
+    app[BOLT] = slack.bolt
     app.router.add_post("/slack/events", slack_events)
-    return home_watch
+    if not settings.console:  # the console's Slack is this process, and its token is its own
+        _check_in_background(app, slack.bot_token.check)
+    return slack.home_watch
+
+
+def _check_in_background(
+    app: web.Application, check: Callable[[Shutdown], Coroutine[Any, Any, None]]
+) -> None:
+    """Run `check` while the app serves; stop it on shutdown."""
+
+    async def running(_: web.Application) -> AsyncIterator[None]:
+        stopping = Shutdown()
+        task = asyncio.get_running_loop().create_task(check(stopping))
+        yield
+        stopping.set()
+        await task
+
+    app.cleanup_ctx.append(running)
 
 
 def _shutdown_budget(app: web.Application, settings: Settings) -> ShutdownBudget:
@@ -163,14 +180,7 @@ def _watch_redis(
         if await wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping):
             await eviction_log.check(redis)
 
-    async def watch(_: web.Application) -> AsyncIterator[None]:
-        stopping = Shutdown()
-        waiting = asyncio.get_running_loop().create_task(reached(stopping))
-        yield
-        stopping.set()
-        await waiting
-
-    app.cleanup_ctx.append(watch)
+    _check_in_background(app, reached)
     return eviction_log
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 import aiohttp
 import redis.asyncio as aioredis
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,10 +25,10 @@ from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.listeners.workspace import GroupMembershipEvents
-from bot.settings import Settings
+from bot.settings import FIXES, Settings
+from bot.slack.bot_token import BotToken
 from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
-from bot.slack.links import ThreadLinks
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit.trail import AuditTrail
@@ -49,13 +52,14 @@ def build_bolt(
     session: aiohttp.ClientSession,
     agent_names: list[str],
     tasks: TaskSet,
-) -> tuple[AsyncApp, HomeWatch]:
-    """The Bolt app, and the watcher that republishes Home tabs (`run_home_watch`)."""
+) -> WebSlack:
+    """The Bolt app, the watcher that republishes Home tabs, and the token's check."""
     parts = slack_parts(settings, redis=redis, session=session)
-    bolt = _bolt_app(settings, parts.client)
     lookups = _click_lookups(settings, redis=redis, session=session)
-    if not settings.console:  # the console's Slack is this process: not listening yet
-        tasks.spawn(lookups.members.warm(), name="installation")
+    bot_token = BotToken(
+        parts.client, links=parts.links, members=lookups.members, fix=FIXES["SLACK_BOT_TOKEN"]
+    )
+    bolt = _bolt_app(settings, parts.client, bot_token)
     listeners = _listeners(
         settings, redis=redis, parts=parts, lookups=lookups, agent_names=agent_names, tasks=tasks
     )
@@ -71,18 +75,47 @@ def build_bolt(
         members=lookups.members,
     )
     add_catch_alls(bolt, listeners)
-    return bolt, home_watch
+    return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token)
 
 
-def _bolt_app(settings: Settings, client: AsyncWebClient) -> AsyncApp:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WebSlack:
+    bolt: AsyncApp
+    home_watch: HomeWatch
+    """Republishes Home tabs (`run_home_watch`)."""
+    bot_token: BotToken
+    """Checked once at start (`BotToken.check`), never inside a request."""
+
+
+def _bolt_app(settings: Settings, client: AsyncWebClient, bot_token: BotToken) -> AsyncApp:
     _ignore_bolts_unused_token_warning()
     return AsyncApp(
-        client=client,
+        # Bolt copies this client for each request (its base URL, session, retries) and takes
+        # the token from `authorize`: without a token of its own it asks no `auth.test`.
+        client=AsyncWebClient(
+            base_url=client.base_url,
+            session=client.session,
+            timeout=client.timeout,
+            retry_handlers=client.retry_handlers,
+        ),
+        authorize=_bolt_authorize(bot_token),
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         # The acknowledgement leaves after the listener returns, i.e. after Redis has the
         # decision; nothing acknowledged can be lost to a restart.
         process_before_response=True,
     )
+
+
+def _bolt_authorize(bot_token: BotToken) -> Callable[..., Awaitable[AuthorizeResult]]:
+    # Bolt passes the arguments a function names (a method's `self` would be one of them), and
+    # answers a None (a refused token) with its "not installed" message, though its type says
+    # only AuthorizeResult.
+    async def authorize(
+        enterprise_id: str | None, team_id: str | None, user_id: str | None
+    ) -> AuthorizeResult | None:
+        return await bot_token.authorize(enterprise_id, team_id, user_id)
+
+    return cast("Callable[..., Awaitable[AuthorizeResult]]", authorize)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -152,7 +185,7 @@ def _listeners(
         audit=AuditTrail(redis, keys),
         agents=agent_names,
         stops=stops,
-        statuses=RunStatus(live=LiveRuns(redis, keys), links=ThreadLinks(client)),
+        statuses=RunStatus(live=LiveRuns(redis, keys), links=parts.links),
         mcp_listings=McpListings(redis, keys),
         grants=grants,
     )
