@@ -25,7 +25,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.home.routes import run_home_watch
 from bot.home.watch import HomeWatch
-from bot.settings import Settings
+from bot.settings import FIXES, Settings
 from bot.slack.payloads import malformed
 from bot.web.bolt import build_bolt
 from bot.web.operations import add_operations
@@ -110,9 +110,13 @@ async def create_web_app(
     app.router.add_get("/healthz", healthz)
     run_home_watch(app, replace(home_watch, reads=reads))
     eviction_log = _watch_redis(app, settings, redis)
-    add_operations(app, redis=redis, keys=Keys.of(settings), eviction_log=eviction_log)
+    socket = None
     if settings.slack_app_token is not None and not settings.console:
-        add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
+        token = settings.slack_app_token.get_secret_value()
+        socket = add_socket_mode(app, app[BOLT], token, fix=FIXES["SLACK_APP_TOKEN"])
+    add_operations(
+        app, redis=redis, keys=Keys.of(settings), eviction_log=eviction_log, socket=socket
+    )
     if settings.console:
         _add_console(app, settings, session=session, redis=redis, agent_names=agent_names)
     app.on_cleanup.append(
