@@ -84,10 +84,10 @@ class Worker:
     audit_trimmer: AuditTrimmer
     redis: aioredis.Redis
     redis_setting: str = "REDIS_URL"
+    """The variable naming this Redis, for the operator to check while it does not answer."""
     reads: aioredis.Redis | None = None
     """The blocking reads' client, if not `redis`: pinged too before the loops start, since a
     cluster client's first commands, sent by many loops at once, lose connections."""
-    """The variable naming this Redis, for the operator to check while it does not answer."""
     shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
     """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     restart_delay: float = 1.0
