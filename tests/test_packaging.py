@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_editable_install_says_nothing_of_folders_that_may_shadow_the_packages(
     tmp_path: Path,
 ) -> None:
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+    # --ignore-installed: into `tmp_path` only, leaving the installation the tests run from.
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed"]
     installed = subprocess.run(
         [*pip, "-e", str(ROOT), "--prefix", str(tmp_path)],
         capture_output=True,
