@@ -63,7 +63,10 @@ class BotToken:
         while not stopping.is_set():
             try:
                 async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
-                    response = await self._client.auth_test()
+                    # A shutdown does not wait for Slack's answer.
+                    response = await stopping.unless_stopped(self._client.auth_test())
+                if response is None:
+                    return
             except SlackApiError as error:
                 reason = str(error.response.get("error"))
                 if reason in REFUSED:

@@ -66,7 +66,7 @@ class SocketModeConnection:
         self._handler = handler
         delay = self._first_delay
         while not stopping.is_set():
-            url = await self._open(handler, delay)
+            url = await self._open(handler, delay, stopping)
             if url is not None:
                 handler.client.wss_uri = url
                 await stopping.unless_stopped(handler.connect_async())  # type: ignore[no-untyped-call]
@@ -77,13 +77,17 @@ class SocketModeConnection:
                 return
             delay = min(delay * 2, MAX_RETRY_SECONDS)
 
-    async def _open(self, handler: AsyncSocketModeHandler, delay: float) -> str | None:
-        """The WebSocket's URL, or None (said in one line) if Slack gives none now."""
+    async def _open(
+        self, handler: AsyncSocketModeHandler, delay: float, stopping: Shutdown
+    ) -> str | None:
+        """The WebSocket's URL, or None (said in one line, unless stopping) if Slack gives
+        none now."""
+        opening = handler.client.web_client.apps_connections_open(app_token=self._app_token)
         try:
             async with asyncio.timeout(OPEN_TIMEOUT_SECONDS):
-                response = await handler.client.web_client.apps_connections_open(
-                    app_token=self._app_token
-                )
+                response = await stopping.unless_stopped(opening)
+            if response is None:
+                return None
         except SlackApiError as error:
             reason = str(error.response.get("error"))
             if reason in REFUSED:
