@@ -14,7 +14,6 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bot.console.demo import run_demo
 from bot.reporting.worker import slack_worker
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.web.app import create_web_app, requests_grace
@@ -37,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.process == "demo":
+        # Imported only here: `web` and `worker` do not load the console.
+        from bot.console.demo import run_demo
+
         return run_demo(os.environ, Path.cwd())
     try:
         settings = load_settings(with_console_defaults(os.environ))

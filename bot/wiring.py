@@ -14,6 +14,7 @@ from bot.reporting.reporter import SlackReporter
 from bot.settings import Settings
 from bot.slack.client import slack_client
 from bot.slack.directory import ApproverDirectory
+from bot.slack.links import ThreadLinks
 from runtime.db.client import connect_to
 from runtime.db.connection import BLOCKING_READS_SOCKET_TIMEOUT, worker_pool_size
 from runtime.db.keys import Keys
@@ -26,6 +27,8 @@ class SlackParts:
     directory: ApproverDirectory
     reporter: SlackReporter
     reach: SlackReach
+    links: ThreadLinks
+    """One per process: the workspace URL is asked of Slack once (`bot.slack.links`)."""
 
 
 def slack_parts(
@@ -43,6 +46,7 @@ def slack_parts(
         directory=directory,
         reporter=SlackReporter(client, directory, reach, ReminderLines(redis, Keys.of(settings))),
         reach=reach,
+        links=ThreadLinks(client),
     )
 
 

@@ -16,7 +16,6 @@ from typing import Protocol
 import redis.asyncio as aioredis
 from agents import RunConfig
 from aiohttp import web
-from pydantic import ValidationError
 
 from runtime.audit.trail import AuditTrail, AuditTrimmer
 from runtime.db.connection import wait_until_reachable
@@ -27,26 +26,25 @@ from runtime.decisions.recorder import DecisionRecorder
 from runtime.grants.check import GrantCheck, GrantNotices, Membership
 from runtime.grants.store import GrantStore
 from runtime.jobs.consumer import JobConsumer
-from runtime.jobs.contracts import JOB, ResumeJob, StartJob
 from runtime.jobs.due_set import DuePoller, longest_sleep
 from runtime.jobs.live_workers import LiveWorkers
-from runtime.jobs.queue import Delivery, JobQueue
+from runtime.jobs.queue import JobQueue
+from runtime.jobs.router import JobRouter
 from runtime.journal.invoker import install_journal
 from runtime.mcp.connections import McpConnections
 from runtime.mcp.listing import McpListings
 from runtime.mcp.tools import McpTools
 from runtime.metrics import MetricsEndpoint
 from runtime.policy import Policy
-from runtime.process.logs import bind_log_context
 from runtime.process.readiness import readyz_response
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry
 from runtime.reporter import Reach, Reporter
 from runtime.runs.executor import RunExecutor
 from runtime.settings import RuntimeSettings
-from runtime.stops.listener import StopWatcher
+from runtime.stops.listener import StopListener
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.escalation import Escalation
 from runtime.waiting.expiry import Expiry
@@ -86,15 +84,15 @@ class Worker:
     audit_trimmer: AuditTrimmer
     redis: aioredis.Redis
     redis_setting: str = "REDIS_URL"
+    """The variable naming this Redis, for the operator to check while it does not answer."""
     reads: aioredis.Redis | None = None
     """The blocking reads' client, if not `redis`: pinged too before the loops start, since a
     cluster client's first commands, sent by many loops at once, lose connections."""
-    """The variable naming this Redis, for the operator to check while it does not answer."""
     shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
     """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     restart_delay: float = 1.0
     """First wait before restarting a crashed poller; it doubles up to a minute."""
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
     metrics: MetricsEndpoint | None = None
     """`GET /metrics` on `METRICS_PORT`, when that is set."""
     mcp: McpConnections | None = None
@@ -156,105 +154,155 @@ class Worker:
             delay = min(delay * 2, MAX_RESTART_DELAY_SECONDS)
 
 
-@dataclass(kw_only=True)
-class JobRouter:
-    """Turns a delivery into a call on the executor."""
+@dataclass(frozen=True, kw_only=True)
+class Agents:
+    """What the worker runs: the registry's agents, the policy over their calls, the model."""
 
-    executor: RunExecutor
+    registry: AgentRegistry
+    policy: Policy
+    run_config: RunConfig | None = None
+    """The model and provider; None: the SDK's default (an OpenAI key in the environment)."""
 
-    async def handle(self, delivery: Delivery) -> None:
-        job = self._parse(delivery)
-        if job is None:
-            return
-        bind_log_context(run_id=job.run_id, event=job.kind)  # each job runs in a task of its own
-        if isinstance(job, StartJob):
-            await self.executor.start(job)
-        else:
-            await self.executor.resume(job)
 
-    async def on_dead(self, delivery: Delivery) -> None:
-        job = self._parse(delivery)
-        if job is not None:
-            bind_log_context(run_id=job.run_id, event="dead_letter")
-            await self.executor.on_dead_job(job, "")
+@dataclass(frozen=True, kw_only=True)
+class People:
+    """How the worker reaches people and asks about them: Slack, in `bot.reporting.worker`."""
 
-    @staticmethod
-    def _parse(delivery: Delivery) -> StartJob | ResumeJob | None:
-        try:
-            return JOB.validate_json(delivery.payload)
-        except ValidationError:
-            # Retrying cannot fix it; it is dropped (acknowledged) with one log line.
-            log.error("job %s is malformed and was dropped", delivery.entry_id)
-            return None
+    reporter: Reporter
+    reach: Reach | None = None
+    """Sends copies of cards (`notify`) and escalations; None: the thread only."""
+    membership: Membership | None = None
+    """Whether a grant's author is still in an approver group; None: grants do not ask."""
+    grant_notices: GrantNotices | None = None
+    """Tells the thread when a grant approved a call."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Storage:
+    """The Redis side every part of the worker shares: one per process."""
+
+    redis: aioredis.Redis
+    reads: aioredis.Redis | None
+    keys: Keys
+    replication: Replication
+    store: RunStore
+    audit: AuditTrail
 
 
 def build_worker(
     settings: RuntimeSettings,
     *,
     redis: aioredis.Redis,
-    reporter: Reporter,
-    registry: AgentRegistry,
-    policy: Policy,
-    run_config: RunConfig | None = None,
+    agents: Agents,
+    people: People,
+    reads: aioredis.Redis | None = None,
     name: str | None = None,
     poll_interval: float | None = None,
-    membership: Membership | None = None,
-    grant_notices: GrantNotices | None = None,
-    reach: Reach | None = None,
-    reads: aioredis.Redis | None = None,
 ) -> Worker:
-    """`membership` answers whether a grant's author is still in an approver group;
-    `grant_notices` tells the thread when a grant approved a call; `reach` sends copies of
-    cards (`notify`) and escalations; without it, the thread only. `poll_interval` is the
-    longest the due-set poller sleeps between ticks (`longest_sleep` if None); `reads` a
-    client for the blocking reads of an idle worker, whose socket timeout outlasts
-    `BLOCKING_READ_SECONDS`, so that they may wait long; `redis` serves them otherwise."""
-    keys = Keys.of(settings)
+    """The worker's composition root. `reads` is a client for the blocking reads of an idle
+    worker, whose socket timeout outlasts `BLOCKING_READ_SECONDS`, so that they may wait long
+    (`redis` serves them otherwise); `name` the consumer's (`consumer_name` if None);
+    `poll_interval` the longest the due-set pollers sleep between ticks (`longest_sleep`)."""
+    storage = _storage(settings, redis, reads)
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
+    install_journal(agents.registry)
+    mcp = _mcp_tools(settings, storage, agents)
+    copies = CardCopies(redis, storage.keys, people.reach) if people.reach is not None else None
+    stops = StopListener(reads=reads or redis, streams=[s.stops for s in storage.keys.shards])
+    executor = _executor(settings, storage, agents, people, copies=copies, mcp=mcp, stops=stops)
+    router = JobRouter(executor=executor)
+    consumer = _consumer(settings, storage, router, name=name, shutdown=shutdown)
+    pollers = [*_due_set_pollers(storage, people, copies, poll_interval), stops]
+    eviction_log = EvictionPolicyLog()
+    return Worker(
+        consumer=consumer,
+        pollers=pollers,
+        audit_trimmer=AuditTrimmer(
+            audit=storage.audit, retention_days=settings.audit_retention_days
+        ),
+        redis=redis,
+        redis_setting=settings.redis_url_setting,
+        reads=reads,
+        shutdown=shutdown,
+        metrics=_metrics(settings, redis, eviction_log),
+        mcp=mcp.connections if mcp is not None else None,
+        eviction_log=eviction_log,
+    )
+
+
+def _storage(
+    settings: RuntimeSettings, redis: aioredis.Redis, reads: aioredis.Redis | None
+) -> _Storage:
+    keys = Keys.of(settings)
     replication = Replication.of(
         redis, keys, min_replicas=settings.redis_min_replicas, wait_ms=settings.redis_wait_ms
     )
-    store = RunStore(redis, keys, replication=replication)
-    audit = AuditTrail(redis, keys)
-    copies = CardCopies(redis, keys, reach) if reach is not None else None
-    escalation = (
-        Escalation(redis=redis, keys=keys, reach=reach, copies=copies)
-        if reach is not None and copies is not None
-        else None
+    return _Storage(
+        redis=redis,
+        reads=reads,
+        keys=keys,
+        replication=replication,
+        store=RunStore(redis, keys, replication=replication),
+        audit=AuditTrail(redis, keys),
     )
-    install_journal(registry)
+
+
+def _mcp_tools(settings: RuntimeSettings, storage: _Storage, agents: Agents) -> McpTools | None:
+    """The registry's MCP tools, installed; None when no agent has any."""
     mcp = McpTools(
-        registry,
-        policy,
-        listings=McpListings(redis, keys),
+        agents.registry,
+        agents.policy,
+        listings=McpListings(storage.redis, storage.keys),
         probe_interval=settings.mcp_probe_seconds,
         wait_seconds=settings.mcp_wait_seconds,
     )
-    has_mcp = mcp.install() > 0
-    stops = StopWatcher(reads=reads or redis, streams=[shard.stops for shard in keys.shards])
-    executor = RunExecutor(
-        registry=registry,
-        store=store,
-        reporter=reporter,
-        audit=audit,
-        policy=policy,
+    return mcp if mcp.install() > 0 else None
+
+
+def _executor(
+    settings: RuntimeSettings,
+    storage: _Storage,
+    agents: Agents,
+    people: People,
+    *,
+    copies: CardCopies | None,
+    mcp: McpTools | None,
+    stops: StopListener,
+) -> RunExecutor:
+    redis, keys = storage.redis, storage.keys
+    return RunExecutor(
+        registry=agents.registry,
+        store=storage.store,
+        reporter=people.reporter,
+        audit=storage.audit,
+        policy=agents.policy,
         max_turns=settings.max_turns,
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
-        run_config=run_config,
+        run_config=agents.run_config,
         grants=GrantCheck(
             store=GrantStore(redis, keys),
-            membership=membership,
+            membership=people.membership,
             allow_self_approval=settings.allow_self_approval,
         ),
-        grant_notices=grant_notices,
+        grant_notices=people.grant_notices,
         copies=copies,
-        mcp=mcp if has_mcp else None,
+        mcp=mcp,
         stops=stops,
     )
-    router = JobRouter(executor=executor)
-    consumer = JobConsumer(
-        queue=JobQueue(redis, keys, replication=replication, reads=reads),
+
+
+def _consumer(
+    settings: RuntimeSettings,
+    storage: _Storage,
+    router: JobRouter,
+    *,
+    name: str | None,
+    shutdown: ShutdownBudget,
+) -> JobConsumer:
+    redis, keys = storage.redis, storage.keys
+    return JobConsumer(
+        queue=JobQueue(redis, keys, replication=storage.replication, reads=storage.reads),
         consumer=name or consumer_name(),
         handler=router.handle,
         on_dead=router.on_dead,
@@ -270,14 +318,25 @@ def build_worker(
         if keys.shard_count > 1
         else None,
     )
-    recorder = DecisionRecorder(redis, keys, replication=replication)
+
+
+def _due_set_pollers(
+    storage: _Storage, people: People, copies: CardCopies | None, poll_interval: float | None
+) -> list[Poller]:
+    """One poller per shard (one without a cluster), one script per tick for both its due sets
+    (`runtime.jobs.due_set`): a cluster's due sets are one pair per shard (`runtime.db.keys`)."""
+    redis, keys, store, reporter = storage.redis, storage.keys, storage.store, people.reporter
+    escalation = (
+        Escalation(redis=redis, keys=keys, reach=people.reach, copies=copies)
+        if people.reach is not None and copies is not None
+        else None
+    )
+    recorder = DecisionRecorder(redis, keys, replication=storage.replication)
     expiry = Expiry(recorder=recorder, reporter=reporter, store=store)
     reminders = Reminders(
         store=store, reporter=reporter, redis=redis, keys=keys, escalation=escalation
     )
-    # One poller per shard (one without a cluster), one script per tick for both its due sets
-    # (`runtime.jobs.due_set`): a cluster's due sets are one pair per shard (`runtime.db.keys`).
-    pollers: list[Poller] = [
+    return [
         DuePoller(
             redis=redis,
             due={shard.deadlines: expiry.handle, shard.reminders: reminders.handle},
@@ -286,34 +345,23 @@ def build_worker(
             else f"expiry and reminders:s{shard.index}",
             interval=poll_interval or longest_sleep(keys.shard_count),
             wake=shard.due_wake,
-            reads=reads,
+            reads=storage.reads,
         )
         for shard in keys.shards
     ]
-    pollers.append(stops)
-    trimmer = AuditTrimmer(audit=audit, retention_days=settings.audit_retention_days)
-    eviction_log = EvictionPolicyLog()
+
+
+def _metrics(
+    settings: RuntimeSettings, redis: aioredis.Redis, eviction_log: EvictionPolicyLog
+) -> MetricsEndpoint | None:
+    """`GET /metrics` and `/readyz` on `METRICS_PORT`, when that is set."""
+    if not settings.metrics_port:
+        return None
 
     async def readyz() -> web.Response:
         return await readyz_response(redis, eviction_log)
 
-    metrics = (
-        MetricsEndpoint(port=settings.metrics_port, readyz=readyz)
-        if settings.metrics_port
-        else None
-    )
-    return Worker(
-        consumer=consumer,
-        pollers=pollers,
-        audit_trimmer=trimmer,
-        redis=redis,
-        redis_setting=settings.redis_url_setting,
-        reads=reads,
-        shutdown=shutdown,
-        metrics=metrics,
-        mcp=mcp.connections if has_mcp else None,
-        eviction_log=eviction_log,
-    )
+    return MetricsEndpoint(port=settings.metrics_port, readyz=readyz)
 
 
 async def serve_until_signalled(worker: Worker) -> None:

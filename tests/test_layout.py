@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import itertools
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -112,3 +114,80 @@ def test_every_lua_file_ships_with_its_package() -> None:
         if "lua/*.lua" not in shipped.get(".".join(path.parent.parent.relative_to(ROOT).parts), [])
     ]
     assert left_out == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of `bot` and `runtime` it imports, `TYPE_CHECKING` imports included
+    (a cycle through them is still a cycle in the design, only hidden from the interpreter)."""
+    modules = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+        for package in ("bot", "runtime")
+        for path in (ROOT / package).rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                # `from runtime.db import keys` imports the module `runtime.db.keys`.
+                targets.update(
+                    f"{node.module}.{alias.name}"
+                    if f"{node.module}.{alias.name}" in modules
+                    else node.module
+                    for alias in node.names
+                )
+        graph[name] = {target for target in targets if target in modules and target != name}
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph[node])
+    return seen
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of modules that import one another, each group once."""
+    reach = {node: reachable(graph, node) for node in graph}
+    cycles = {
+        frozenset({node} | {other for other in reach[node] if node in reach[other]})
+        for node in graph
+        if node in reach[node]
+    }
+    return [set(cycle) for cycle in cycles]
+
+
+def test_the_settings_and_the_keys_are_in_no_import_cycle() -> None:
+    """Settings are read once, into one object, from modules that import nothing back."""
+    graph = import_graph()
+    assert {"runtime.settings", "runtime.db.keys", "bot.settings"} <= graph.keys()
+    caught = [
+        sorted(cycle)
+        for cycle in import_cycles(graph)
+        if cycle & {"runtime.settings", "runtime.db.keys", "bot.settings"}
+    ]
+    assert caught == []
+
+
+def test_the_web_and_the_worker_do_not_load_the_console() -> None:
+    """The console (no login, a stand-in Slack) is loaded only by `CONSOLE=true` and the demo."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, bot.__main__, bot.web.app, bot.reporting.worker; "
+            "print(sorted(m for m in sys.modules if m.startswith('bot.console')))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"

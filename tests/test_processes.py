@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
 import aiohttp
 
+from runtime.db.local import free_port
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.model_scripts import delete_then_answer
-from tests.processes import Process, procfile, wait_until_healthy
+from tests.processes import Process, procfile, wait_for_log, wait_until_healthy
 
 
 async def test_both_processes_restart_while_an_approval_waits(deployment: Deployment) -> None:
@@ -109,6 +111,54 @@ async def test_the_web_process_says_once_where_it_listens_and_nothing_of_tokens(
     where = f"web: listening on http://0.0.0.0:{deployment.port} (Slack's requests at /slack/events"
     assert log.count(where) == 1, log
     assert "will be unused" not in log, "Bolt is given our client on purpose"
+
+
+async def test_a_web_process_without_console_serves_no_console(deployment: Deployment) -> None:
+    await deployment.web()
+    url = f"http://127.0.0.1:{deployment.port}"
+    async with aiohttp.ClientSession() as session:
+        for path in ("/console", "/console/stream", "/console/api/auth.test"):
+            async with session.get(f"{url}{path}") as response:
+                assert response.status == 404, path
+        async with session.get(f"{url}/healthz") as response:
+            assert response.status == 200
+
+
+async def test_without_redis_the_home_tab_watch_backs_off_as_the_connection_does(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    env = deployment.env(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    web = Process("web-without-redis", procfile()["web"], env, tmp_path)
+    deployment.processes.append(web)
+    # The connection's own message: attempts at 0, 1, 3 and 7 s.
+    await wait_for_log(web, "retrying in 8 s", timeout=30)
+    home = [line for line in web.log().splitlines() if "home tabs:" in line]
+    assert 1 <= len(home) <= 5, "\n".join(home)
+    assert any("retrying in 4 s" in line for line in home), "\n".join(home)
+
+
+async def test_a_bot_token_slack_refuses_is_one_line_naming_it(deployment: Deployment) -> None:
+    deployment.slack.fail_next("auth.test", 200, {"ok": False, "error": "invalid_auth"})
+    web = await deployment.web()
+    line = await wait_for_log(web, "SLACK_BOT_TOKEN")
+    assert "Slack refuses SLACK_BOT_TOKEN (invalid_auth). Copy the Bot User OAuth Token" in line
+    assert len(deployment.slack.calls_to("auth.test")) == 1, "refused: not asked again"
+    log = web.log()
+    assert log.count("SLACK_BOT_TOKEN") == 1, log
+    assert "Traceback" not in log
+
+
+async def test_with_slack_unreachable_a_command_is_answered_within_slacks_3_s(
+    deployment: Deployment,
+) -> None:
+    web = await deployment.web(SLACK_API_URL=f"http://127.0.0.1:{free_port()}/api/")
+    began = time.monotonic()
+    status, body = await deployment.sender.command("delete u-100", user="UALICE")
+    assert (status, time.monotonic() - began < 3.0) == (200, True), body
+    # The token's check waits and asks again, doubling its wait, outside any request.
+    await wait_for_log(web, "cannot reach Slack to check SLACK_BOT_TOKEN", timeout=10)
+    await wait_for_log(web, "retrying in 2 s", timeout=10)
+    assert "Traceback" not in web.log(), web.log()
 
 
 async def test_the_console_will_not_start_with_a_real_slack_app(

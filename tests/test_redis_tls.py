@@ -16,7 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from bot.settings import Settings, SettingsError, load_settings
 from runtime.db.connection import ClientOptions, connect, wait_until_reachable
 from runtime.db.local import RedisServer, free_port
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 OPENSSL = shutil.which("openssl")
 
@@ -114,7 +114,7 @@ async def test_a_self_signed_certificate_is_refused_by_default(
     try:
         with pytest.raises(RedisConnectionError, match="certificate verify failed"):
             await client.ping()
-        stopping = Stopping()
+        stopping = Shutdown()
         asyncio.get_running_loop().call_later(0.5, stopping.set)
         reachable = await wait_until_reachable(
             client, setting=settings.redis_url_setting, stopping=stopping, first_delay=5

@@ -20,7 +20,7 @@ from runtime.db.connection import wait_until_reachable
 from runtime.db.keys import Keys
 from runtime.db.local import free_port
 from runtime.db.replication import Replication
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from tests import agents
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -209,7 +209,7 @@ async def test_sentinels_that_name_no_primary_say_which_settings_to_check(
         }
     )
     client = connect_to(settings, socket_timeout=0.5, connect_timeout=0.3, retries=0)
-    stopping = Stopping()
+    stopping = Shutdown()
     try:
         with caplog.at_level(logging.WARNING, logger="runtime.db.connection"):
             waiting = asyncio.ensure_future(

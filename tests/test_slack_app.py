@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
+from bot.slack.client import slack_client
+from bot.slack.links import ThreadLinks
+from tests.fake_slack import FakeSlack
 from tests.harness import Harness
+from tests.model_scripts import delete_then_answer
 from tests.slack_requests import signature_headers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +97,49 @@ async def test_subscribed_events_are_acknowledged(bot: Harness, event: str) -> N
         body, {**_headers(bot, body), "Content-Type": "application/json"}
     )
     assert status == 200
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+async def test_slacks_ssl_check_is_answered_200_and_does_nothing(
+    bot: Harness, signed: bool
+) -> None:
+    body = "ssl_check=1&token=t-legacy"
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, text = await bot.sender.post(
+        body, {**_headers(bot, body), **headers} if signed else headers
+    )
+    assert (status, text) == (200, "")
+    assert bot.slack.calls_to("chat.postMessage") == []
+
+
+async def test_lists_ask_slack_for_the_workspace_url_once_per_process(bot: Harness) -> None:
+    """The web process learns it checking its token at start; twenty lists at once ask nothing."""
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    await bot.cards(root, 1)
+    assert len(bot.slack.calls_to("auth.test")) == 1, "the token's check at start"
+    answers = await asyncio.gather(
+        *(bot.sender.command("status", user=f"U{n:04d}") for n in range(20))
+    )
+    link = f"https://console.localhost/archives/CGENERAL/p{root.ts.replace('.', '')}"
+    assert all(status == 200 and link in body["text"] for status, body in answers)
+    assert len(bot.slack.calls_to("auth.test")) == 1
+
+
+async def test_concurrent_links_wait_for_one_answer_when_the_url_is_not_known_yet() -> None:
+    slack = FakeSlack()
+    await slack.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            links = ThreadLinks(
+                slack_client(token="xoxb-t", base_url=slack.api_url, session=session)
+            )
+            slack.slow_down("auth.test", 0.3)  # so that every caller arrives before the answer
+            found = await asyncio.gather(*(links.thread("C1", f"1.{n}") for n in range(30)))
+        assert found == [f"https://console.localhost/archives/C1/p1{n}" for n in range(30)]
+        assert len(slack.calls_to("auth.test")) == 1
+    finally:
+        await slack.stop()
 
 
 def _headers(bot: Harness, body: str) -> dict[str, str]:

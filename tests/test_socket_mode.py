@@ -17,10 +17,13 @@ import pytest
 from aiohttp import web
 
 from bot.console.slack_payloads import new_trigger, slash_command_form
+from runtime.db.local import free_port
 from tests import agents
+from tests.deployment import Deployment
 from tests.fake_slack import FakeSlack
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
+from tests.processes import wait_for_log
 
 APP_TOKEN = "xapp-1-test"
 
@@ -92,6 +95,11 @@ async def test_a_command_and_a_click_over_the_socket_run_the_loop(socket_bot: Ha
         session.get(f"{socket_bot.web_url}/healthz") as response,
     ):
         assert response.status == 200, "health over HTTP while in Socket Mode"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{socket_bot.web_url}/readyz") as response,
+    ):
+        assert (response.status, (await response.json())["socket_mode"]) == (200, "connected")
 
     socket_bot.model.script = delete_then_answer
     form = slash_command_form(
@@ -114,3 +122,43 @@ async def test_a_command_and_a_click_over_the_socket_run_the_loop(socket_bot: Ha
     assert answer.text == "done: deleted u-100"
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
     assert "<@UBOB> approved" in card.all_text()
+
+
+async def readyz(deployment: Deployment) -> tuple[int, dict[str, Any]]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{deployment.port}/readyz") as response,
+    ):
+        return response.status, await response.json()
+
+
+async def test_a_refused_app_token_is_one_line_naming_it_and_health_is_served(
+    deployment: Deployment,
+) -> None:
+    deployment.slack.fail_next("apps.connections.open", 200, {"ok": False, "error": "invalid_auth"})
+    web = await deployment.web(SLACK_APP_TOKEN="xapp-revoked")  # waits for /healthz: 200
+    line = await wait_for_log(web, "SLACK_APP_TOKEN")
+    assert "Slack refuses SLACK_APP_TOKEN (invalid_auth). Create an app-level token" in line
+    status, body = await readyz(deployment)
+    assert (status, body["ok"], body["socket_mode"]) == (503, False, "refused")
+    assert len(deployment.slack.calls_to("apps.connections.open")) == 1, "not asked again"
+    log = web.log()
+    assert log.count("SLACK_APP_TOKEN") == 1, log
+    assert "Traceback" not in log
+
+
+async def test_with_slack_unreachable_socket_mode_retries_with_a_backoff(
+    deployment: Deployment,
+) -> None:
+    web = await deployment.web(
+        SLACK_APP_TOKEN=APP_TOKEN, SLACK_API_URL=f"http://127.0.0.1:{free_port()}/api/"
+    )
+    status, body = await readyz(deployment)
+    assert (status, body["socket_mode"]) == (503, "connecting"), "healthy, not ready"
+    await wait_for_log(
+        web, "Socket Mode: cannot reach Slack (ClientConnectorError); retrying in 1 s"
+    )
+    await wait_for_log(
+        web, "Socket Mode: cannot reach Slack (ClientConnectorError); retrying in 2 s"
+    )
+    assert "Traceback" not in web.log(), web.log()

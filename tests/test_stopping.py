@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 
 async def test_a_sleep_wakes_on_stop() -> None:
-    stopping = Stopping()
+    stopping = Shutdown()
     started = time.monotonic()
     sleeper = asyncio.create_task(stopping.sleep(30))
     await asyncio.sleep(0.05)
@@ -19,7 +19,7 @@ async def test_a_sleep_wakes_on_stop() -> None:
 
 
 async def test_a_sleep_runs_its_course_when_nobody_stops() -> None:
-    stopping = Stopping()
+    stopping = Shutdown()
     started = time.monotonic()
     assert await stopping.sleep(0.1) is False
     assert time.monotonic() - started >= 0.1

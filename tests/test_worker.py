@@ -13,7 +13,7 @@ from runtime.db.connection import connect
 from runtime.db.keys import Keys
 from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.queue import Delivery, JobQueue
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.worker import Worker
 
 
@@ -26,7 +26,7 @@ class CrashesOnce:
         self.runs = 0
         self.crashed = asyncio.Event()
         self.restarted = asyncio.Event()
-        self._stopping = Stopping()
+        self._stopping = Shutdown()
 
     async def run(self) -> None:
         self.runs += 1

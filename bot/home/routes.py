@@ -21,7 +21,6 @@ from bot.home.tab import HomeTab
 from bot.home.watch import HomeWatch
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.stops import StopActions
-from bot.slack.links import ThreadLinks
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts
 from runtime.db.keys import Keys
@@ -54,7 +53,7 @@ def add_home_tab(
         recorder=recorder,
         approvals=OpenApprovals(redis, keys),
         live=LiveRuns(redis, keys),
-        links=ThreadLinks(parts.client),
+        links=parts.links,
         tasks=tasks,
     )
     actions = HomeActions(

@@ -28,10 +28,10 @@ from redis.exceptions import RedisError
 from bot.home.tab import HomeTab
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from runtime.audit.events import AuditEvent
-from runtime.db.connection import longest_block
+from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS, longest_block
 from runtime.db.keys import Keys
 from runtime.db.stream_tail import stream_tail
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.tasks import TaskSet
 from runtime.record import layout as rr
 from runtime.record.reads import Requester, parse_gate
@@ -57,7 +57,7 @@ class HomeWatch:
     reads: aioredis.Redis | None = None
     """The client for the blocking read of the trail (`bot.wiring.blocking_reads_redis`), so that it
     may wait long; `redis` if None, the wait then kept under its socket timeout."""
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -78,10 +78,13 @@ class HomeWatch:
     async def _follow(self, stream: str, last: str) -> None:
         reads = self.reads or self.redis
         block_ms = int(longest_block(reads) * 1000)
+        delay = FIRST_RETRY_SECONDS
         while not self._stopping.is_set():
             try:
                 self.home.forget_openings()
-                if not await self.home.any_viewers():
+                anyone = await self.home.any_viewers()
+                delay = FIRST_RETRY_SECONDS  # Redis answers
+                if not anyone:
                     # No change would show anywhere: follow nothing until someone opens a tab,
                     # then from the newest event (the tab they open is drawn fresh).
                     await self._stopping.unless_stopped(self.home.opening())
@@ -99,8 +102,10 @@ class HomeWatch:
                         if viewers:
                             await self._changed(fields)
             except RedisError:
-                log.warning("home tabs: the audit trail cannot be read; retrying")
-                await self._stopping.sleep(1.0)
+                # Backs off as the connection's own message does: one line per attempt.
+                log.warning("home tabs: the audit trail cannot be read; retrying in %g s", delay)
+                await self._stopping.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_SECONDS)
 
     async def _tail(self, stream: str) -> str:
         return await stream_tail(self.redis, stream, self._stopping, follower="home tabs")

@@ -14,7 +14,7 @@ from runtime.grants.store import GrantStore
 from runtime.models.scripted import model_run_config
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
-from runtime.worker import Worker, build_worker
+from runtime.worker import Agents, People, Worker, build_worker
 
 
 def slack_worker(
@@ -35,14 +35,16 @@ def slack_worker(
     return build_worker(
         settings,
         redis=redis,
-        reporter=parts.reporter,
-        reach=parts.reach,
-        registry=registry,
-        policy=policy,
-        run_config=run_config or model_run_config(settings),
+        reads=reads,
+        agents=Agents(
+            registry=registry, policy=policy, run_config=run_config or model_run_config(settings)
+        ),
+        people=People(
+            reporter=parts.reporter,
+            reach=parts.reach,
+            membership=DirectoryMembership(parts.directory),
+            grant_notices=SlackGrantNotices(parts.client, GrantStore(redis, Keys.of(settings))),
+        ),
         name=name,
         poll_interval=poll_interval,
-        reads=reads,
-        membership=DirectoryMembership(parts.directory),
-        grant_notices=SlackGrantNotices(parts.client, GrantStore(redis, Keys.of(settings))),
     )

@@ -4,13 +4,13 @@ another organisation and guests may too only where the policy says so (`EXTERNAL
 a rule's `external = true`).
 
 The installation's team and enterprise come from `auth.test`, asked once per process: as the
-web process starts (`warm`), or at the first click if Slack did not answer then (concurrent
-clicks share that one request). A person's standing comes from `users.info`: their `team_id`,
-their enterprise (`enterprise_user.enterprise_id`), and whether Slack calls them a guest
-(`is_restricted`, `is_ultra_restricted`) or a stranger (`is_stranger`, a user of another
-organisation). It is cached in Redis for `STANDING_TTL_SECONDS`, so a click costs one Redis
-read, and Slack one `users.info` per person in that time (Tier 4: far below its limit). A
-guest made a member (or the reverse) is seen within that time.
+web process starts (its token's check, `bot.slack.bot_token`), or at the first click if Slack
+did not answer then (concurrent clicks share that one request). A person's standing comes from
+`users.info`: their `team_id`, their enterprise (`enterprise_user.enterprise_id`), and whether
+Slack calls them a guest (`is_restricted`, `is_ultra_restricted`) or a stranger (`is_stranger`,
+a user of another organisation). It is cached in Redis for `STANDING_TTL_SECONDS`, so a click
+costs one Redis read, and Slack one `users.info` per person in that time (Tier 4: far below its
+limit). A guest made a member (or the reverse) is seen within that time.
 
 A payload that names the person's team (`user.team_id`) as another workspace's, outside
 Enterprise Grid, is refused without asking Slack. When Slack cannot say (an error, no answer in
@@ -107,31 +107,21 @@ class WorkspaceMembers:
         self._home: Installation | None = None
         self._asking_home = asyncio.Lock()
 
-    async def warm(self) -> None:
-        """Ask Slack for the installation now, so that no click waits for it (a failure is
-        one log line: the first click asks again)."""
-        try:
-            await self.installation()
-        except StandingUnknown:
-            log.warning(
-                "auth.test did not answer: the first click asks again (check SLACK_BOT_TOKEN)"
-            )
-
     async def installation(self) -> Installation:
         """The installing workspace, from `auth.test` once per process."""
         if self._home is not None:
             return self._home
         async with self._asking_home:
             if self._home is None:
-                response = await self._ask_slack("auth.test", self._client.auth_test())
-                team = response.get("team_id")
-                if not isinstance(team, str) or not team:
-                    raise StandingUnknown("auth.test named no team")
-                grid = response.get("enterprise_id")
-                self._home = Installation(
-                    team_id=team, enterprise_id=grid if isinstance(grid, str) and grid else None
+                self._home = _installation(
+                    await self._ask_slack("auth.test", self._client.auth_test())
                 )
             return self._home
+
+    def learn(self, answer: Any) -> None:
+        """The installation from an answer of `auth.test` asked elsewhere (the web process's
+        token check at start, `bot.slack.bot_token`); StandingUnknown if it names no team."""
+        self._home = _installation(answer)
 
     async def standing(self, user_id: str, *, claimed_team: str | None = None) -> Standing:
         """Whether `user_id` is a full member here; `claimed_team` is the team the signed
@@ -183,3 +173,13 @@ class WorkspaceMembers:
 
 class _NoSuchUser(StandingUnknown):
     """Slack knows no such user here (`user_not_found`): not a member."""
+
+
+def _installation(answer: Any) -> Installation:
+    team = answer.get("team_id")
+    if not isinstance(team, str) or not team:
+        raise StandingUnknown("auth.test named no team")
+    grid = answer.get("enterprise_id")
+    return Installation(
+        team_id=team, enterprise_id=grid if isinstance(grid, str) and grid else None
+    )

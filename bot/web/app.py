@@ -1,17 +1,18 @@
 """The web process: Slack's requests in at /slack/events, a health check at /healthz.
 
 With `SLACK_APP_TOKEN` set, Slack's requests come over Socket Mode instead (`bot.web.socket_mode`);
-with `CONSOLE=true` it also serves the local console (`bot.console`).
+with `CONSOLE=true` it also serves the local console (`bot.console`), which is imported only
+then: a production web process does not carry the console's code.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import replace
 from typing import Any
+from urllib.parse import parse_qs
 
 import aiohttp
 import redis.asyncio as aioredis
@@ -19,55 +20,24 @@ from aiohttp import web
 from redis.exceptions import RedisError
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
-from slack_bolt.context.ack.async_ack import AsyncAck
-from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.internals import parse_body
 from slack_sdk.signature import SignatureVerifier
 
-from bot.blocks.cards import (
-    ACTION_APPROVE,
-    ACTION_APPROVE_ALWAYS,
-    ACTION_REJECT,
-    ACTION_VIEW_ARGUMENTS,
-    REJECT_CALLBACK,
-)
-from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
-from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
-from bot.blocks.status import ACTION_STOP
-from bot.console.routes import add_console
-from bot.home.routes import add_home_tab, run_home_watch
+from bot.home.routes import run_home_watch
 from bot.home.watch import HomeWatch
-from bot.listeners.approvals import ApprovalActions
-from bot.listeners.commands import AgentCommand
-from bot.listeners.edits import EditActions
-from bot.listeners.gate import ApprovalGate
-from bot.listeners.grants import GrantActions
-from bot.listeners.status import RunStatus
-from bot.listeners.stops import StopActions
-from bot.settings import Settings
-from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
-from bot.slack.directory import ApproverDirectory
-from bot.slack.links import ThreadLinks
-from bot.slack.members import WorkspaceMembers
+from bot.settings import FIXES, Settings
 from bot.slack.payloads import malformed
+from bot.web.bolt import build_bolt
 from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
-from bot.wiring import blocking_reads_redis, replication_for, slack_parts
-from runtime.audit.trail import AuditTrail
+from bot.wiring import blocking_reads_redis
 from runtime.db.connection import wait_until_reachable
 from runtime.db.eviction import EvictionPolicyLog
 from runtime.db.keys import Keys
-from runtime.decisions.recorder import DecisionRecorder
-from runtime.grants.store import GrantStore
-from runtime.jobs.queue import JobQueue
-from runtime.mcp.listing import McpListings
 from runtime.models.scripted import uses_scripted_model
-from runtime.policy import parse_principals
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.process.tasks import TaskSet
-from runtime.runs.live import LiveRuns
-from runtime.stops.stopper import Principals, RunStopper
 
 log = logging.getLogger(__name__)
 
@@ -89,155 +59,14 @@ def requests_grace(settings: Settings) -> float:
     return min(REQUESTS_MAX_SECONDS, settings.shutdown_grace_seconds * REQUESTS_SHARE)
 
 
-def build_bolt(
-    settings: Settings,
-    *,
-    redis: aioredis.Redis,
-    session: aiohttp.ClientSession,
-    agent_names: list[str],
-    tasks: TaskSet,
-) -> tuple[AsyncApp, HomeWatch]:
-    """The Bolt app, and the watcher that republishes Home tabs (`run_home_watch`)."""
-    keys = Keys.of(settings)
-    replication = replication_for(settings, redis)
-    parts = slack_parts(settings, redis=redis, session=session)
-    client = parts.client
-    _ignore_bolts_unused_token_warning()
-    bolt = AsyncApp(
-        client=client,
-        signing_secret=settings.slack_signing_secret.get_secret_value(),
-        # The acknowledgement leaves after the listener returns, i.e. after Redis has the
-        # decision; nothing acknowledged can be lost to a restart.
-        process_before_response=True,
-    )
-    audit = AuditTrail(redis, keys)
-    # Clicks wait on the directory inside Slack's 3 s: its client never waits out a 429.
-    click_client = directory_client(
-        token=settings.slack_bot_token.get_secret_value(),
-        base_url=settings.effective_slack_api_url,
-        session=session,
-    )
-    directory = ApproverDirectory(redis, keys, click_client, lookup_seconds=CLICK_LOOKUP_SECONDS)
-    members = WorkspaceMembers(redis, keys, click_client, lookup_seconds=CLICK_LOOKUP_SECONDS)
-    if not settings.console:  # the console's Slack is this process: not listening yet
-        tasks.spawn(members.warm(), name="installation")
-    outsiders_allowed = settings.external_deciders == "allow"
-    stops = StopActions(
-        stopper=RunStopper(redis, keys, replication=replication),
-        directory=directory,
-        reporter=parts.reporter,
-        client=client,
-        tasks=tasks,
-        admins=Principals.parse(parse_principals(settings.admins)),
-        members=members,
-        outsiders_allowed=outsiders_allowed,
-    )
-    recorder = DecisionRecorder(redis, keys, replication=replication)
-    actions = ApprovalActions(
-        recorder=recorder,
-        client=client,
-        reporter=parts.reporter,
-        gate=ApprovalGate(directory=directory, recorder=recorder, members=members),
-        tasks=tasks,
-    )
-    grants = GrantActions(
-        actions=actions,
-        store=GrantStore(redis, keys, replication=replication),
-        client=client,
-        members=members,
-        outsiders_allowed=outsiders_allowed,
-    )
-    edits = EditActions(actions=actions, client=client)
-    command = AgentCommand(
-        queue=JobQueue(redis, keys, replication=replication),
-        audit=audit,
-        agents=agent_names,
-        stops=stops,
-        statuses=RunStatus(live=LiveRuns(redis, keys), links=ThreadLinks(client)),
-        mcp_listings=McpListings(redis, keys),
-        grants=grants,
-    )
-    membership = GroupMembershipEvents(directory=directory)
-    bolt.command(re.compile(r"^/.*"))(command)
-    bolt.action(ACTION_APPROVE)(actions.on_approve)
-    bolt.action(ACTION_APPROVE_ALWAYS)(actions.on_approve)
-    bolt.action(ACTION_REJECT)(actions.on_reject)
-    bolt.action(ACTION_VIEW_ARGUMENTS)(actions.on_view_arguments)
-    bolt.action(ACTION_STOP)(stops.on_stop_button)
-    bolt.action(ACTION_GRANT)(grants.on_grant_chosen)
-    bolt.action(ACTION_REVOKE_GRANT)(grants.on_revoke)
-    bolt.action(ACTION_EDIT)(edits.on_edit)
-    bolt.view(EDIT_CALLBACK)(edits.on_edit_submitted)
-    bolt.view(REJECT_CALLBACK)(actions.on_reject_submitted)
-    home_watch = add_home_tab(
-        bolt,
-        redis=redis,
-        keys=keys,
-        parts=parts,
-        recorder=recorder,
-        stops=stops,
-        tasks=tasks,
-        members=members,
-    )
-    bolt.action(re.compile(r".*"))(_unknown_action)
-    bolt.event("subteam_members_changed")(membership.on_members_changed)
-    bolt.event("subteam_updated")(membership.on_group_updated)
-    # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
-    bolt.event("app_uninstalled")(_app_event)
-    bolt.event("tokens_revoked")(_app_event)
-    return bolt, home_watch
-
-
-class _ClientGivenOnPurpose(logging.Filter):
-    """Bolt reads `SLACK_BOT_TOKEN` from the environment even when it is given a client (it has
-    no other way to be told "no token"), then warns that the token will be unused. We give it our
-    client on purpose (its base URL, session and retry handlers); the warning says nothing."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != warning_client_prioritized_and_token_skipped()
-
-
-def _ignore_bolts_unused_token_warning() -> None:
-    bolt_log = logging.getLogger(f"slack_bolt.{AsyncApp.__name__}")
-    if not any(isinstance(f, _ClientGivenOnPurpose) for f in bolt_log.filters):
-        bolt_log.addFilter(_ClientGivenOnPurpose())
-
-
-@dataclass(kw_only=True)
-class GroupMembershipEvents:
-    """Slack says a user group changed: forget what we cached about it."""
-
-    directory: ApproverDirectory
-
-    async def on_members_changed(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
-        group = event.get("subteam_id")
-        if isinstance(group, str):
-            await self.directory.forget_group(group)
-
-    async def on_group_updated(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
-        group = (event.get("subteam") or {}).get("id")
-        if isinstance(group, str):
-            await self.directory.forget_group(group)
-
-
-async def _unknown_action(ack: AsyncAck, body: dict[str, Any]) -> None:
-    await ack()
-    log.info("click on an unknown action refused")
-
-
-async def _app_event(ack: AsyncAck, body: dict[str, Any]) -> None:
-    await ack()
-    event = body.get("event")
-    kind = event.get("type") if isinstance(event, dict) else None
-    log.warning("Slack says %s for team %s", kind, body.get("team_id"))
-
-
 async def slack_events(request: web.Request) -> web.StreamResponse:
     # Bolt would trip over a body Slack never sends, even while building its request object, so
     # the signature and the body's shape are checked first.
     raw = await request.text()
+    if _is_ssl_check(raw, request.content_type):
+        # Slack checking the certificate (`ssl_check=1`) wants a 200, as Bolt answers it: before
+        # the signature, and with nothing done.
+        return web.Response(status=200)
     if not request.app[VERIFIER].is_valid_request(raw, dict(request.headers)):
         return web.json_response({"error": "invalid request"}, status=401)
     try:
@@ -251,6 +80,12 @@ async def slack_events(request: web.Request) -> web.StreamResponse:
     return await to_aiohttp_response(response)
 
 
+def _is_ssl_check(raw: str, content_type: str) -> bool:
+    return content_type == "application/x-www-form-urlencoded" and parse_qs(raw).get(
+        "ssl_check"
+    ) == ["1"]
+
+
 async def healthz(request: web.Request) -> web.Response:
     try:
         await request.app[REDIS].ping()
@@ -262,20 +97,72 @@ async def healthz(request: web.Request) -> web.Response:
 async def create_web_app(
     settings: Settings, *, redis: aioredis.Redis, agent_names: list[str]
 ) -> web.Application:
-    """Build the app inside the running loop (the HTTP session needs one)."""
+    """The web process's composition root, built inside the running loop (the HTTP session
+    needs one)."""
     app = web.Application(client_max_size=1024**2)
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=20))
     tasks = TaskSet("slack")
+    reads = blocking_reads_redis(settings)
+    shutdown = _shutdown_budget(app, settings)
+    home_watch = _serve_slack(
+        app, settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
+    )
+    app.router.add_get("/healthz", healthz)
+    run_home_watch(app, replace(home_watch, reads=reads))
+    eviction_log = _watch_redis(app, settings, redis)
+    socket = None
+    if settings.slack_app_token is not None and not settings.console:
+        token = settings.slack_app_token.get_secret_value()
+        socket = add_socket_mode(app, app[BOLT], token, fix=FIXES["SLACK_APP_TOKEN"])
+    add_operations(
+        app, redis=redis, keys=Keys.of(settings), eviction_log=eviction_log, socket=socket
+    )
+    if settings.console:
+        _add_console(app, settings, session=session, redis=redis, agent_names=agent_names)
+    app.on_cleanup.append(
+        _closing(tasks, shutdown, closing=(session.close, reads.aclose, redis.aclose))
+    )
+    return app
+
+
+def _serve_slack(
+    app: web.Application,
+    settings: Settings,
+    *,
+    redis: aioredis.Redis,
+    session: aiohttp.ClientSession,
+    agent_names: list[str],
+    tasks: TaskSet,
+) -> HomeWatch:
+    """Slack's requests at /slack/events, checked and handed to Bolt; returns the Home tabs'
+    watcher, for `run_home_watch`."""
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
-    app[BOLT], home_watch = build_bolt(
-        settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
-    )
-    reads = blocking_reads_redis(settings)
-    run_home_watch(app, replace(home_watch, reads=reads))
+    slack = build_bolt(settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks)
+    app[BOLT] = slack.bolt
     app.router.add_post("/slack/events", slack_events)
-    app.router.add_get("/healthz", healthz)
+    if not settings.console:  # the console's Slack is this process, and its token is its own
+        _check_in_background(app, slack.bot_token.check)
+    return slack.home_watch
+
+
+def _check_in_background(
+    app: web.Application, check: Callable[[Shutdown], Coroutine[Any, Any, None]]
+) -> None:
+    """Run `check` while the app serves; stop it on shutdown."""
+
+    async def running(_: web.Application) -> AsyncIterator[None]:
+        stopping = Shutdown()
+        task = asyncio.get_running_loop().create_task(check(stopping))
+        yield
+        stopping.set()
+        await task
+
+    app.cleanup_ctx.append(running)
+
+
+def _shutdown_budget(app: web.Application, settings: Settings) -> ShutdownBudget:
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
 
     async def start_the_clock(_: web.Application) -> None:
@@ -283,44 +170,54 @@ async def create_web_app(
 
     # First of the shutdown hooks: the budget covers them, the requests and the cleanup.
     app.on_shutdown.append(start_the_clock)
+    return shutdown
 
+
+def _watch_redis(
+    app: web.Application, settings: Settings, redis: aioredis.Redis
+) -> EvictionPolicyLog:
+    """Serve at once (Slack and /healthz get their answers) and tell the operator, once per
+    attempt, while Redis does not answer yet; then check its eviction policy."""
     eviction_log = EvictionPolicyLog()
 
-    async def _reached(stopping: Stopping) -> None:
+    async def reached(stopping: Shutdown) -> None:
         if await wait_until_reachable(redis, setting=settings.redis_url_setting, stopping=stopping):
             await eviction_log.check(redis)
 
-    async def watch_redis(_: web.Application) -> AsyncIterator[None]:
-        # Serve at once (Slack and /healthz get their answers) and tell the operator, once per
-        # attempt, while Redis does not answer yet.
-        stopping = Stopping()
-        watch = asyncio.get_running_loop().create_task(_reached(stopping))
-        yield
-        stopping.set()
-        await watch
+    _check_in_background(app, reached)
+    return eviction_log
 
-    app.cleanup_ctx.append(watch_redis)
-    add_operations(app, redis=redis, keys=Keys.of(settings), eviction_log=eviction_log)
-    if settings.slack_app_token is not None and not settings.console:
-        add_socket_mode(app, app[BOLT], settings.slack_app_token.get_secret_value())
-    if settings.console:
-        add_console(
-            app,
-            settings,
-            session=session,
-            redis=redis,
-            agent_names=agent_names,
-            scripted_model=uses_scripted_model(settings),
-        )
 
+def _add_console(
+    app: web.Application,
+    settings: Settings,
+    *,
+    session: aiohttp.ClientSession,
+    redis: aioredis.Redis,
+    agent_names: list[str],
+) -> None:
+    # Imported here, not at the top: only a process with CONSOLE=true loads the console.
+    from bot.console.routes import add_console
+
+    add_console(
+        app,
+        settings,
+        session=session,
+        redis=redis,
+        agent_names=agent_names,
+        scripted_model=uses_scripted_model(settings),
+    )
+
+
+def _closing(
+    tasks: TaskSet, shutdown: ShutdownBudget, *, closing: tuple[Callable[[], Awaitable[None]], ...]
+) -> Callable[[web.Application], Awaitable[None]]:
     async def close(_: web.Application) -> None:
         # Cleanup runs after in-flight requests finished, so every task they spawned is here.
         pending = len(tasks)
         await tasks.wait(grace=shutdown.left(keep=CLOSING_SECONDS))
         log.info("shutdown: %d Slack update(s) drained, %d cancelled", pending, tasks.cancel_all())
-        await session.close()
-        await reads.aclose()
-        await redis.aclose()
+        for close_one in closing:
+            await close_one()
 
-    app.on_cleanup.append(close)
-    return app
+    return close

@@ -2,8 +2,9 @@
 
 `/healthz` (`bot.web.app`) stays the liveness check: the process answers and Redis pings. `/readyz`
 also wants the run record's scripts in Redis's cache and a Redis that never evicts keys
-(`runtime.process.readiness`). `/metrics` is this
-process's counters (`runtime.metrics`) plus what Redis holds right now (`runtime.record.gauges`).
+(`runtime.process.readiness`), and in Socket Mode a connection to Slack (`socket_mode`).
+`/metrics` is this process's counters (`runtime.metrics`) plus what Redis holds right now
+(`runtime.record.gauges`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError
 
+from bot.web.socket_mode import SocketModeConnection, SocketState
 from runtime.db.eviction import EvictionPolicyLog
 from runtime.db.keys import Keys
 from runtime.metrics import Scrape, metrics_response
-from runtime.process.readiness import readyz_response
+from runtime.process.readiness import check_readiness
 from runtime.record.gauges import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,8 @@ class Operations:
     keys: Keys
     eviction_log: EvictionPolicyLog = field(default_factory=EvictionPolicyLog)
     """The process's: also told at start (`bot.web.app`), so a probe repeats no line."""
+    socket: SocketModeConnection | None = None
+    """In Socket Mode, ready only once connected (`bot.web.socket_mode`)."""
 
     async def metrics(self, request: web.Request) -> web.Response:
         snapshot: StateSnapshot | None
@@ -41,7 +45,14 @@ class Operations:
         return metrics_response(Scrape((StateGauges(snapshot),)))
 
     async def readyz(self, request: web.Request) -> web.Response:
-        return await readyz_response(self.redis, self.eviction_log)
+        readiness = await check_readiness(self.redis, eviction_log=self.eviction_log)
+        body, ready = readiness.body(), readiness.ready
+        if self.socket is not None:
+            state = await self.socket.state()
+            body["socket_mode"] = str(state)
+            if state is not SocketState.CONNECTED:
+                body["ok"] = ready = False
+        return web.json_response(body, status=200 if ready else 503)
 
 
 def add_operations(
@@ -50,9 +61,10 @@ def add_operations(
     redis: aioredis.Redis,
     keys: Keys,
     eviction_log: EvictionPolicyLog | None = None,
+    socket: SocketModeConnection | None = None,
 ) -> None:
     operations = Operations(
-        redis=redis, keys=keys, eviction_log=eviction_log or EvictionPolicyLog()
+        redis=redis, keys=keys, eviction_log=eviction_log or EvictionPolicyLog(), socket=socket
     )
     app.router.add_get("/metrics", operations.metrics)
     app.router.add_get("/readyz", operations.readyz)

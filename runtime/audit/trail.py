@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from redis.exceptions import RedisError
 
 from runtime.db.keys import Keys
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ class AuditTrimmer:
 
     audit: AuditTrail
     retention_days: int
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
 
     def stop(self) -> None:
         self._stopping.set()

@@ -18,7 +18,7 @@ from redis.exceptions import AuthenticationError, RedisClusterException, RedisEr
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ async def wait_until_reachable(
     redis: aioredis.Redis,
     *,
     setting: str,
-    stopping: Stopping | None = None,
+    stopping: Shutdown | None = None,
     first_delay: float = FIRST_RETRY_SECONDS,
     max_delay: float = MAX_RETRY_SECONDS,
 ) -> bool:
@@ -160,7 +160,7 @@ async def wait_until_reachable(
     attempt naming `setting` and the address (never the password), and retries with a backoff
     doubling from `first_delay` to `max_delay`, instead of crashing into a restart loop.
     """
-    stopping = stopping or Stopping()
+    stopping = stopping or Shutdown()
     delay = first_delay
     failures = 0
     while not stopping.is_set():

@@ -18,10 +18,7 @@ from __future__ import annotations
 import secrets
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from runtime.settings import RuntimeSettings
+from typing import Protocol
 
 JOB_GROUP = "workers"
 DEFAULT_CLUSTER_SHARDS = 16
@@ -129,6 +126,20 @@ class Shard:
         return f"{self.prefix}grants:{channel}:shards"
 
 
+class KeySettings(Protocol):
+    """What `Keys.of` reads of the settings (`runtime.settings.RuntimeSettings`): named here so
+    that the keys need not import the settings, which import the keys' defaults."""
+
+    @property
+    def redis_key_prefix(self) -> str: ...
+
+    @property
+    def shard_count(self) -> int: ...
+
+    @property
+    def redis_cluster(self) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Keys:
     prefix: str
@@ -142,7 +153,7 @@ class Keys:
             raise ValueError("more than one shard needs cluster (tagged) keys")
 
     @classmethod
-    def of(cls, settings: RuntimeSettings) -> Keys:
+    def of(cls, settings: KeySettings) -> Keys:
         return cls(settings.redis_key_prefix, settings.shard_count, settings.redis_cluster)
 
     @property

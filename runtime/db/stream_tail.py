@@ -8,23 +8,27 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from runtime.process.shutdown import Stopping
+from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
+from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
 
 async def stream_tail(
-    redis: aioredis.Redis, stream: str, stopping: Stopping, *, follower: str
+    redis: aioredis.Redis, stream: str, stopping: Shutdown, *, follower: str
 ) -> str:
     """The id of `stream`'s newest entry ("0-0" if it has none): a follower that reads on from
     it misses nothing appended later. Asked again every second while Redis does not answer,
-    until `stopping` ("0-0" then)."""
+    until `stopping` ("0-0" then), the wait doubling up to `MAX_RETRY_SECONDS` as
+    `wait_until_reachable`'s does: one line per attempt, not one a second through an outage."""
+    delay = FIRST_RETRY_SECONDS
     while not stopping.is_set():
         try:
             newest: Any = await redis.xrevrange(stream, count=1)
         except RedisError:
-            log.warning("%s: %s cannot be read; retrying", follower, stream)
-            await stopping.sleep(1.0)
+            log.warning("%s: %s cannot be read; retrying in %g s", follower, stream, delay)
+            await stopping.sleep(delay)
+            delay = min(delay * 2, MAX_RETRY_SECONDS)
             continue
         if not newest:
             return "0-0"

@@ -1,1 +1,1 @@
-"""The job queue between web and workers: contracts, consumer, due sets, live workers."""
+"""The job queue between web and workers: contracts, consumer, router, due sets, live workers."""

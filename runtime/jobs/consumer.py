@@ -28,10 +28,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from runtime.db.replication import NotReplicated, PrimaryChanged
 from runtime.jobs.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.jobs.queue import START, Delivery, Handler, JobQueue, Overtaken
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.process.tasks import TaskSet
-from runtime.stops.step_watch import caused_by
+from runtime.stops.safe_point import caused_by
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class JobConsumer:
     (`runtime.jobs.live_workers`); with one, a scan is one command, cheaper than asking."""
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
     _tasks: TaskSet = field(default_factory=lambda: TaskSet("jobs"))
     _next_reclaim: float = 0.0
     _reclaim_cursor: str = START

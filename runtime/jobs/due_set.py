@@ -38,7 +38,7 @@ from runtime.db.connection import longest_block
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
 from runtime.db.stream_tail import stream_tail
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class DuePoller:
     (`redis` if None, the sleep then kept under its socket timeout)."""
     lease_seconds: float = 60.0
     batch: int = 100
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
     _tick: Any = field(init=False)
     _failed: Any = field(init=False)
 

@@ -75,7 +75,7 @@ class JournalScope:
     edits: Mapping[str, ArgumentEdit] = field(default_factory=dict)
     """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
     heard: asyncio.Event | None = None
-    """Set when the worker's `StopWatcher` hears that this run was stopped."""
+    """Set when the worker's `StopListener` hears that this run was stopped."""
     round: int = 0
     """The run's round being worked on: a start mark records it (`runtime.journal.starts`)."""
     run_again: frozenset[str] = frozenset()

@@ -4,7 +4,7 @@ The SDK runs those tools' executors and editors inside `except Exception`, and t
 they raise into the call's output ("failed") for the model to read: an `OutcomeLost` would reach
 the model as text (and the run go on without asking the person whether to run it again), and a
 `Fenced` or `Stopped` delivery would carry on past its fence or its stop. Function tools'
-exceptions reach the runner (`runtime.stops.step_watch.caused_by`); these are raised as a
+exceptions reach the runner (`runtime.stops.safe_point.caused_by`); these are raised as a
 `BaseException` instead, which the SDK lets through, and turned back at `run_until_stopped`.
 """
 

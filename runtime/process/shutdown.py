@@ -1,7 +1,7 @@
 """The shutdown signal every waiting loop shares: a sleep that wakes as soon as stop is asked.
 
 A plain `asyncio.sleep` in a loop would hold a SIGTERM up for a whole interval; each loop of the
-worker (the job reader, the due-set pollers, the audit trimmer) sleeps through `Stopping.sleep`.
+worker (the job reader, the due-set pollers, the audit trimmer) sleeps through `Shutdown.sleep`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TypeVar
 _T = TypeVar("_T")
 
 
-class Stopping:
+class Shutdown:
     """Set once, on shutdown; never cleared."""
 
     def __init__(self) -> None:

@@ -40,9 +40,9 @@ from runtime.runs.endings import RunEndings
 from runtime.runs.observer import RunObserver, not_run_notes
 from runtime.runs.planner import CallPlanner, requested
 from runtime.runs.state_decisions import Applied, apply_decisions, approved_edits, missing_tools
-from runtime.stops.listener import StopWatcher
+from runtime.stops.listener import StopListener
 from runtime.stops.mark import Stopped
-from runtime.stops.step_watch import caused_by, run_until_stopped
+from runtime.stops.safe_point import caused_by, run_until_stopped
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.plan import plan_reach
 
@@ -69,7 +69,7 @@ class RunExecutor:
     """Sends the copies of cards that policy rules `notify`; None: the thread only."""
     mcp: McpTools | None = None
     """The registry's MCP tools and their servers' connections; None when no agent has any."""
-    stops: StopWatcher | None = None
+    stops: StopListener | None = None
     """Tells a working run at once that it was stopped; None: each run polls for it."""
 
     def __post_init__(self) -> None:

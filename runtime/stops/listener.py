@@ -1,8 +1,8 @@
 """Hearing that a working run was stopped, for every run of a worker at once.
 
 A working run must stop at its next safe point, and its model call in flight be cancelled at
-once (`runtime.stops.step_watch`). Polling the run's `stopped` field twice a second cost each run in
-flight two Redis round trips a second: at 256 runs, 512 commands a second that found nothing.
+once (`runtime.stops.safe_point`). Polling the run's `stopped` field twice a second cost each run
+in flight two Redis round trips a second: at 256 runs, 512 commands a second that found nothing.
 Instead the stop script appends the run id to the stops stream of the run's shard
 (`Keys.stops`) and each worker follows those streams with one blocking read per shard, only
 while it has runs in flight, and wakes the run concerned.
@@ -29,34 +29,34 @@ from redis.exceptions import RedisError
 
 from runtime.db.connection import longest_block
 from runtime.db.stream_tail import stream_tail
-from runtime.process.shutdown import Stopping
+from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
 STOPS_KEPT = 1000
 """Entries kept in each stops stream (approximately): far more than are made between reads."""
 REMEMBERED = 4096
-"""Stopped runs a watcher remembers, for a run that starts listening after its stop was read."""
+"""Stopped runs a listener remembers, for a run that starts listening after its stop was read."""
 FALLBACK_SECONDS = 5.0
 """How often a working run still reads its own `stopped` field, in case the stream missed it."""
 
 
 @dataclass(kw_only=True)
-class StopWatcher:
+class StopListener:
     """One per worker, a `Poller`: follows every shard's stops stream while runs are in flight."""
 
     reads: aioredis.Redis
     """A client whose socket timeout outlasts a blocking read (`blocking_reads_redis`)."""
     streams: Sequence[str]
-    name: str = "stop watcher"
+    name: str = "stop listener"
     _listening: dict[str, asyncio.Event] = field(default_factory=dict)
     _heard: OrderedDict[str, None] = field(default_factory=OrderedDict)
     _busy: asyncio.Event = field(default_factory=asyncio.Event)
-    _stopping: Stopping = field(default_factory=Stopping)
+    _stopping: Shutdown = field(default_factory=Shutdown)
 
     @contextlib.contextmanager
     def listening(self, run_id: str) -> Iterator[asyncio.Event]:
-        """An event set once `run_id` is stopped (or was, as far as this watcher heard)."""
+        """An event set once `run_id` is stopped (or was, as far as this listener heard)."""
         event = self._listening.setdefault(run_id, asyncio.Event())
         if run_id in self._heard:
             event.set()

@@ -1,4 +1,4 @@
-"""Stopping a run through the stop script (`runtime.record.layout.STOP`).
+"""Stopping a run through the stop script (`runtime/record/lua/stop.lua`).
 
 Who may stop is enforced inside the script: the requester, anyone who may decide one of the
 run's open calls (from their gates, and for "anyone" from the call's channel), and the `ADMINS`;

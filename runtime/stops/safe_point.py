@@ -1,6 +1,6 @@
-"""Watching one step of a run for a stop (`runtime.stops.stopper`): once someone stops the run,
-no tool starts, a tool already executing finishes (its outcome recorded), then the model call
-in flight is cancelled. The worker's `StopWatcher` says when to look."""
+"""Stopping one step of a run at its next safe point (`runtime.stops.stopper`): once someone
+stops the run, no tool starts, a tool already executing finishes (its outcome recorded), then
+the model call in flight is cancelled. The worker's `StopListener` says when to look."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ _E = TypeVar("_E", bound=BaseException)
 async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: JournalScope) -> RunResult:
     """Run `step` (one `Runner.run`) inside the journal scope; raise Stopped on a stop.
 
-    The run's own field is read when the worker's `StopWatcher` hears of a stop of this run
+    The run's own field is read when the worker's `StopListener` hears of a stop of this run
     (`scope.heard`), and every `FALLBACK_SECONDS` in case the stream missed one."""
     with journal_scope(scope):
         # The task copies the context now: the scope goes with it.

@@ -1,0 +1,64 @@
+"""Which listener answers which of Slack's requests: every command, button, modal and event id.
+
+The Home tab adds its own (`bot.home.routes`) between `add_listeners` and `add_catch_alls`:
+Bolt asks its listeners in order, and the catch-all must come last.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from slack_bolt.app.async_app import AsyncApp
+
+from bot.blocks.cards import (
+    ACTION_APPROVE,
+    ACTION_APPROVE_ALWAYS,
+    ACTION_REJECT,
+    ACTION_VIEW_ARGUMENTS,
+    REJECT_CALLBACK,
+)
+from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
+from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
+from bot.blocks.status import ACTION_STOP
+from bot.listeners.approvals import ApprovalActions
+from bot.listeners.commands import AgentCommand
+from bot.listeners.edits import EditActions
+from bot.listeners.grants import GrantActions
+from bot.listeners.stops import StopActions
+from bot.listeners.workspace import GroupMembershipEvents, app_event, unknown_action
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Listeners:
+    command: AgentCommand
+    approvals: ApprovalActions
+    grants: GrantActions
+    edits: EditActions
+    stops: StopActions
+    groups: GroupMembershipEvents
+
+
+def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
+    bolt.command(re.compile(r"^/.*"))(listeners.command)
+    approvals, grants, edits = listeners.approvals, listeners.grants, listeners.edits
+    bolt.action(ACTION_APPROVE)(approvals.on_approve)
+    bolt.action(ACTION_APPROVE_ALWAYS)(approvals.on_approve)
+    bolt.action(ACTION_REJECT)(approvals.on_reject)
+    bolt.action(ACTION_VIEW_ARGUMENTS)(approvals.on_view_arguments)
+    bolt.action(ACTION_STOP)(listeners.stops.on_stop_button)
+    bolt.action(ACTION_GRANT)(grants.on_grant_chosen)
+    bolt.action(ACTION_REVOKE_GRANT)(grants.on_revoke)
+    bolt.action(ACTION_EDIT)(edits.on_edit)
+    bolt.view(EDIT_CALLBACK)(edits.on_edit_submitted)
+    bolt.view(REJECT_CALLBACK)(approvals.on_reject_submitted)
+
+
+def add_catch_alls(bolt: AsyncApp, listeners: Listeners) -> None:
+    """After every other listener: an unknown click, and the workspace's events."""
+    bolt.action(re.compile(r".*"))(unknown_action)
+    bolt.event("subteam_members_changed")(listeners.groups.on_members_changed)
+    bolt.event("subteam_updated")(listeners.groups.on_group_updated)
+    # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
+    bolt.event("app_uninstalled")(app_event)
+    bolt.event("tokens_revoked")(app_event)
