@@ -18,6 +18,7 @@ from agents import RunConfig
 from aiohttp import web
 from pydantic import ValidationError
 
+from runtime.audit.arguments import KeptArguments
 from runtime.audit.trail import AuditTrail, AuditTrimmer
 from runtime.db.connection import wait_until_reachable
 from runtime.db.eviction import EvictionPolicyLog
@@ -215,7 +216,13 @@ def build_worker(
         redis, keys, min_replicas=settings.redis_min_replicas, wait_ms=settings.redis_wait_ms
     )
     store = RunStore(redis, keys, replication=replication)
-    audit = AuditTrail(redis, keys)
+    audit = AuditTrail(
+        redis,
+        keys,
+        arguments=KeptArguments(
+            keep=settings.audit_args == "on", max_bytes=settings.audit_args_max_bytes
+        ),
+    )
     copies = CardCopies(redis, keys, reach) if reach is not None else None
     escalation = (
         Escalation(redis=redis, keys=keys, reach=reach, copies=copies)
