@@ -70,14 +70,16 @@ async def replay(settings: RuntimeSettings, policy: Policy, args: argparse.Names
     redis = connect_to(settings)
     try:
         trail = AuditTrail(redis, Keys.of(settings))
-        note = retention_note(await trail.oldest(), args.since, settings.audit_retention_days)
-        if note is not None:
-            print(note.replace("exported", "replayed"), file=sys.stderr)
+        since = args.since or dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        if args.since is not None:  # asked for a start the trail may not reach back to
+            note = retention_note(await trail.oldest(), since, settings.audit_retention_days)
+            if note is not None:
+                print(note.replace("exported", "replayed"), file=sys.stderr)
         return await backtest(
             trail,
             policy,
             args.policy_file,
-            since=args.since,
+            since=since,
             until=args.until,
             as_json=args.json,
             out=sys.stdout,
@@ -97,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     reviews = policy.add_subparsers(dest="review", required=True)
     replayed = reviews.add_parser("backtest", help="replay the trail's calls against it")
     replayed.add_argument("policy_file", metavar="POLICY.toml")
-    replayed.add_argument("--since", type=_date, default=dt.datetime(1970, 1, 1, tzinfo=dt.UTC))
+    replayed.add_argument("--since", type=_date, default=None)
     replayed.add_argument("--until", type=_end, default=None)
     replayed.add_argument("--json", action="store_true", help="one JSON object per call")
     replayed.add_argument("--demo", action="store_true", help=demo)

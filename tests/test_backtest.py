@@ -20,6 +20,7 @@ from tests.conftest import with_env
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.processes import ROOT
+from tests.test_grants import granted, run_in
 
 BLOCK_DELETES = """
 # A proposal: nobody deletes users any more.
@@ -218,3 +219,44 @@ async def test_quorum_counts_and_a_stop_are_read_as_the_calls_outcome(
     # The proposal asks the group S0SRE where U0SRE and U0OPS could decide: other approvers.
     assert found[0]["approvers"] == ["S0SRE"] and found[0]["quorum"] == 2
     assert found[0]["changes"] == ["approvers"]
+
+
+async def test_a_grants_use_keeps_the_arguments_and_is_replayed_as_granted(
+    bot: Harness, tmp_path: Path
+) -> None:
+    bot.model.script = delete_then_answer
+    await granted(bot, "`delete_user` in #general for 1 hour")
+    second = await run_in(bot, "delete u-100 again")
+    assert (await bot.final_answer(second)).text == "done: deleted u-100"
+    trail = await bot.audit_until("grant_used")
+    [used] = [e for e in trail if e["event"] == "grant_used"]
+    assert used["arguments"] == '{"user_id": "u-100"}'
+    assert used["digest"] == call_digest("delete_user", used["arguments"])
+
+    found = lines(policy(bot, tmp_path / "proposal.toml", "backtest", "--json"))
+    assert [(c["was"], c["decided_by"], c["would"]) for c in found] == [
+        ("approved", ["UBOB"], "auto_reject"),
+        ("granted", ["UBOB"], "auto_reject"),
+    ]
+
+
+async def test_a_call_the_policy_approved_keeps_its_arguments_and_would_now_ask(
+    bot: Harness, tmp_path: Path
+) -> None:
+    automatic = tmp_path / "now.toml"
+    automatic.write_text('[[rule]]\ntool = "delete_user"\nauto = "approve"\n')
+    await bot.stop_workers()
+    await bot.start_worker(POLICY_FILE=str(automatic))
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    trail = await bot.audit_until("finished")
+    [auto] = [e for e in trail if e["event"] == "auto_approved"]
+    assert auto["arguments"] == '{"user_id": "u-100"}'
+
+    [call] = lines(policy(bot, tmp_path / "empty.toml", "backtest", "--json", text=""))
+    assert (call["was"], call["would"], call["changes"]) == ("auto_approved", "ask", ["asks"])
+    summary = policy(bot, tmp_path / "proposal.toml", "backtest")
+    assert "would be blocked" in summary.stdout
+    [blocked] = [line for line in summary.stdout.splitlines() if "would be blocked" in line]
+    assert blocked.split()[3:] == ["1", "(were:", "1", "auto_approved)"]
