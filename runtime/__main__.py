@@ -144,7 +144,13 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         print(error, file=sys.stderr)
         return 2
     if args.review == "backtest":
-        count = asyncio.run(replay(settings, policy, args))
+        try:
+            count = asyncio.run(replay(settings, policy, args))
+        except BrokenPipeError:
+            # A reader that stopped early (`| head`) had what it wanted: no traceback, and
+            # nothing more written at exit to the closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         print(f"{count} call(s) replayed", file=sys.stderr)
         return 0
     try:
