@@ -5,6 +5,12 @@ processes do; writes one JSON object per line, oldest first, and says on stderr 
 starts after `--since` (older events were trimmed, or never happened). `--demo` exports what
 `python -m bot demo` recorded, run from the same folder: the demo's Redis (started again from
 `.redis/` while exporting, if the demo started one) and its key prefix.
+
+`python -m runtime policy backtest POLICY.toml [--since DATE] [--until DATE] [--json]` replays
+the trail's calls against a proposed policy (`runtime.review.backtest`), with the same
+environment (and `--demo`); `python -m runtime policy check POLICY.toml` warns of rules that
+cannot match and globs that match nothing in `AGENTS` (`runtime.review.check`). Both exit 2 when
+the file is invalid, with its line.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import asyncio
 import datetime as dt
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -22,6 +29,10 @@ from runtime.audit.trail import AuditTrail, retention_note
 from runtime.db.client import connect_to
 from runtime.db.keys import Keys
 from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
+from runtime.policy import Policy, PolicyError, load_policy
+from runtime.registry import RegistryError, load_registry
+from runtime.review.backtest import backtest
+from runtime.review.check import Offered, warnings
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
 
 
@@ -31,6 +42,12 @@ def _date(text: str) -> dt.datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date: {text!r} (use e.g. 2026-11-01)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _end(text: str) -> dt.datetime:
+    """`--until 2026-11-30` means to the end of that day; a time, up to that time."""
+    end = _date(text)
+    return end + dt.timedelta(days=1) if len(text) == len("2026-11-30") else end
 
 
 async def export(settings: RuntimeSettings, since: dt.datetime) -> int:
@@ -49,18 +66,53 @@ async def export(settings: RuntimeSettings, since: dt.datetime) -> int:
         await redis.aclose()
 
 
-def main(argv: list[str] | None = None) -> int:
+async def replay(settings: RuntimeSettings, policy: Policy, args: argparse.Namespace) -> int:
+    redis = connect_to(settings)
+    try:
+        trail = AuditTrail(redis, Keys.of(settings))
+        since = args.since or dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        if args.since is not None:  # asked for a start the trail may not reach back to
+            note = retention_note(await trail.oldest(), since, settings.audit_retention_days)
+            if note is not None:
+                print(note.replace("exported", "replayed"), file=sys.stderr)
+        return await backtest(
+            trail,
+            policy,
+            args.policy_file,
+            since=since,
+            until=args.until,
+            as_json=args.json,
+            out=sys.stdout,
+        )
+    finally:
+        await redis.aclose()
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runtime")
     commands = parser.add_subparsers(dest="command", required=True)
+    demo = "use the Redis and key prefix of `python -m bot demo` run here"
     audit = commands.add_parser("audit", help="export audit events as JSON lines")
     audit.add_argument("--since", type=_date, default=dt.datetime(1970, 1, 1, tzinfo=dt.UTC))
-    audit.add_argument(
-        "--demo", action="store_true", help="export the trail of `python -m bot demo` run here"
-    )
-    args = parser.parse_args(argv)
+    audit.add_argument("--demo", action="store_true", help=demo)
+    policy = commands.add_parser("policy", help="review a proposed policy file")
+    reviews = policy.add_subparsers(dest="review", required=True)
+    replayed = reviews.add_parser("backtest", help="replay the trail's calls against it")
+    replayed.add_argument("policy_file", metavar="POLICY.toml")
+    replayed.add_argument("--since", type=_date, default=None)
+    replayed.add_argument("--until", type=_end, default=None)
+    replayed.add_argument("--json", action="store_true", help="one JSON object per call")
+    replayed.add_argument("--demo", action="store_true", help=demo)
+    checked = reviews.add_parser("check", help="warn of rules that cannot match")
+    checked.add_argument("policy_file", metavar="POLICY.toml")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     environ: dict[str, str] = dict(os.environ)
     server = None
-    if args.demo:
+    if getattr(args, "demo", False):
         try:
             url, server = redis_for_demo(environ, Path.cwd() / DEMO_REDIS_FOLDER)
         except LocalRedisError as error:
@@ -69,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         environ = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **environ}
         environ.update(REDIS_URL=url, REDIS_TLS_URL="")  # as the demo sets them
     try:
+        if args.command == "policy":
+            return _review(args, environ)
         settings = RuntimeSettings.from_environ(environ)
         count = asyncio.run(export(settings, args.since))
     except ValidationError as error:
@@ -78,6 +132,36 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     print(f"{count} audit event(s) exported", file=sys.stderr)
+    return 0
+
+
+def _review(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    # The processes' own loader, over the same defaults (APPROVERS, ...), reads the file.
+    settings = RuntimeSettings.from_environ({**environ, "POLICY_FILE": args.policy_file})
+    try:
+        policy = load_policy(settings)
+    except PolicyError as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.review == "backtest":
+        try:
+            count = asyncio.run(replay(settings, policy, args))
+        except BrokenPipeError:
+            # A reader that stopped early (`| head`) had what it wanted: no traceback, and
+            # nothing more written at exit to the closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        print(f"{count} call(s) replayed", file=sys.stderr)
+        return 0
+    try:
+        registry = load_registry(settings.agents)
+    except RegistryError as error:
+        print(error, file=sys.stderr)
+        return 2
+    found = warnings(policy, args.policy_file, Offered.of(registry))
+    for warning in found:
+        print(f"warning: {warning}")
+    print(f"{args.policy_file}: {len(policy.rules)} rule(s), {len(found)} warning(s)")
     return 0
 
 

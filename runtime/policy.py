@@ -134,9 +134,23 @@ class Policy:
     default_grant_max_seconds: int = 0
     default_external: bool = False
     """`EXTERNAL_DECIDERS=allow`."""
+    rule_lines: tuple[int, ...] = ()
+    """The line of each rule's `[[rule]]` in the policy file, for whoever points at one."""
+
+    def match(self, tool: str, agent: str, mcp_server: str | None = None) -> int | None:
+        """The index of the first rule a call falls under; None: the environment's defaults.
+        The one place a call meets the rules: the processes and the backtest
+        (`runtime.audit.backtest`) both ask here."""
+        return next(
+            (n for n, rule in enumerate(self.rules) if rule.matches(tool, agent, mcp_server)), None
+        )
 
     def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
-        rule = next((r for r in self.rules if r.matches(tool, agent, mcp_server)), None)
+        return self.resolve(self.match(tool, agent, mcp_server))
+
+    def resolve(self, index: int | None) -> CallRule:
+        """The rule at `index` (None: no rule), defaults filled in."""
+        rule = None if index is None else self.rules[index]
         if rule is None:
             return CallRule(
                 approvers=self.default_approvers,
@@ -180,11 +194,14 @@ def parse_principals(text: str) -> tuple[str, ...]:
 def load_policy(settings: RuntimeSettings) -> Policy:
     """The policy file (if any) over the environment's defaults."""
     default_approvers = parse_principals(settings.approvers)
-    rules = (
-        _read_rules(Path(settings.policy_file), default_approvers) if settings.policy_file else ()
+    rules, lines = (
+        _read_rules(Path(settings.policy_file), default_approvers)
+        if settings.policy_file
+        else ((), ())
     )
     return Policy(
         rules=rules,
+        rule_lines=lines,
         default_approvers=default_approvers,
         default_ttl_seconds=settings.approval_ttl_seconds,
         default_grant_max_seconds=settings.grant_max_seconds,
@@ -192,7 +209,9 @@ def load_policy(settings: RuntimeSettings) -> Policy:
     )
 
 
-def _read_rules(path: Path, default_approvers: tuple[str, ...]) -> tuple[Rule, ...]:
+def _read_rules(
+    path: Path, default_approvers: tuple[str, ...]
+) -> tuple[tuple[Rule, ...], tuple[int, ...]]:
     try:
         text = path.read_text()
     except OSError as error:
@@ -212,7 +231,7 @@ def _read_rules(path: Path, default_approvers: tuple[str, ...]) -> tuple[Rule, .
             key, reason = problem
             line = _line_of(text, number, key)
             raise PolicyError(f"POLICY_FILE={path}: line {line}: {reason}")
-    return policy.rule
+    return policy.rule, tuple(_line_of(text, n, None) for n in range(len(policy.rule)))
 
 
 def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple[str, str] | None:

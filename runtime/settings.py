@@ -53,6 +53,10 @@ FIXES: dict[str, str] = {
     "REMINDER_AT": "Use fractions of the approval's lifetime from 0 (no reminder) to 0.99, "
     "comma-separated: 0.5,0.9 reminds at half time and near the end.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
+    "AUDIT_ARGS": "Use on (the default: the trail keeps each call's arguments) or off (digests "
+    "only).",
+    "AUDIT_ARGS_MAX_BYTES": "Use a whole number of bytes between 0 and 1048576 (1 MiB); longer "
+    "arguments are not kept, only their digest.",
     "WORKER_NICENESS": "Use a whole number from 0 (no change) to 19 (yield the most).",
     "SHUTDOWN_GRACE_SECONDS": "Use seconds between 0 and 3600 for the whole stop after SIGTERM "
     "(Heroku kills 30 s after it).",
@@ -145,6 +149,13 @@ class RuntimeSettings(BaseSettings):
     """Remind the approvers at each of these fractions of an approval's lifetime (`0.5,0.9`);
     0 turns it off."""
     audit_retention_days: int = Field(90, validation_alias="AUDIT_RETENTION_DAYS", ge=1, le=3650)
+    audit_args: Literal["on", "off"] = Field("on", validation_alias="AUDIT_ARGS")
+    """`on`: the `requested`, `auto_approved`, `auto_rejected` and `grant_used` entries keep the
+    call's arguments (`runtime.audit.arguments`); `off`: their digest only."""
+    audit_args_max_bytes: int = Field(
+        8192, validation_alias="AUDIT_ARGS_MAX_BYTES", ge=0, le=1_048_576
+    )
+    """Arguments longer than this (UTF-8) are not kept: the entry says so, beside the digest."""
     grant_max_seconds: int = Field(86400, validation_alias="GRANT_MAX_SECONDS", ge=0, le=604800)
     """The longest grant a card offers where the policy rule says nothing; 0 turns grants off."""
 

@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from agents import RunConfig
 from aiohttp import web
 
+from runtime.audit.arguments import KeptArguments
 from runtime.audit.trail import AuditTrail, AuditTrimmer
 from runtime.db.connection import wait_until_reachable
 from runtime.db.eviction import EvictionPolicyLog
@@ -243,7 +244,13 @@ def _storage(
         keys=keys,
         replication=replication,
         store=RunStore(redis, keys, replication=replication),
-        audit=AuditTrail(redis, keys),
+        audit=AuditTrail(
+            redis,
+            keys,
+            arguments=KeptArguments(
+                keep=settings.audit_args == "on", max_bytes=settings.audit_args_max_bytes
+            ),
+        ),
     )
 
 

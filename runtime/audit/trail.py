@@ -24,6 +24,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict, computed_field
 from redis.exceptions import RedisError
 
+from runtime.audit.arguments import KeptArguments
 from runtime.db.keys import Keys
 from runtime.process.shutdown import Shutdown
 
@@ -58,9 +59,13 @@ class AuditEntry(BaseModel):
 
 
 class AuditTrail:
-    def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, keys: Keys, *, arguments: KeptArguments | None = None
+    ) -> None:
         self._redis = redis
         self._keys = keys
+        self.arguments = arguments or KeptArguments()
+        """What the entries of calls keep of their arguments (`AUDIT_ARGS`)."""
 
     @staticmethod
     def entry(event: str, run_id: str, **details: str | int | float | None) -> str:

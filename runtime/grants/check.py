@@ -14,6 +14,7 @@ A grant made an hour ago promises nothing the policy no longer allows. It covers
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,8 +63,10 @@ class GrantCheck:
         digest: str,
         call_id: str,
         approval_id: str,
+        audit_details: Mapping[str, str | int] | None = None,
     ) -> Grant | None:
-        """The grant that approves this call (its use counted and audited), or None: ask."""
+        """The grant that approves this call (its use counted and audited, its `grant_used`
+        entry with `audit_details` too: the arguments as the trail keeps them), or None: ask."""
         if rule.auto is not None or rule.quorum > 1 or rule.grant_max_seconds <= 0:
             return None
         conversation = envelope.conversation
@@ -99,6 +102,7 @@ class GrantCheck:
                 channel=conversation.channel,
                 digest=digest,
                 **({"mcp_server": mcp_server} if mcp_server is not None else {}),
+                **(audit_details or {}),
             )
             if used is not None:
                 return used

@@ -106,7 +106,8 @@ class McpTools:
         self._listed[agent.name] = listed
 
     def _policy_requires_approval(self, tool: str, agent: str, server: str) -> bool:
-        rule = next((r for r in self._policy.rules if r.matches(tool, agent, server)), None)
+        index = self._policy.match(tool, agent, server)
+        rule = None if index is None else self._policy.rules[index]
         return rule is not None and rule.mcp_server is not None and rule.auto != "approve"
 
     # --- what runs and cards need ----------------------------------------------------------

@@ -89,6 +89,7 @@ class CallPlanner:
                     digest=digest,
                     approval_id=approval_id,
                     now=now,
+                    arguments=arguments,
                 )
         schema = editable_schema(item)
         call = PendingCall(
@@ -124,6 +125,7 @@ class CallPlanner:
         digest: str,
         approval_id: str,
         now: float,
+        arguments: str,
     ) -> Decision | None:
         """The approval of a grant that covers this call (its use counted and audited)."""
         if self.grants is None:
@@ -137,6 +139,7 @@ class CallPlanner:
             digest=digest,
             call_id=item.call_id or "",
             approval_id=approval_id,
+            audit_details=self.audit.arguments.fields(arguments),
         )
         if grant is None:
             return None
@@ -169,16 +172,24 @@ class CallPlanner:
             return  # audited as requested by the script that opens it (`requested`)
         approved = call.decision.outcome == "approved"
         event = AuditEvent.AUTO_APPROVED if approved else AuditEvent.AUTO_REJECTED
-        await self.audit.record(event, envelope.run_id, **audit_fields(envelope, call))
+        kept = self.audit.arguments.fields(call.arguments)
+        await self.audit.record(event, envelope.run_id, **audit_fields(envelope, call), **kept)
 
 
 def requested(
     audit: AuditTrail, envelope: RunEnvelope, calls: tuple[PendingCall, ...]
 ) -> tuple[str, ...]:
     """The `requested` audit entries of the calls that ask a person, for the script that opens
-    them (`RunStore.wait_for_approvals`)."""
+    them (`RunStore.wait_for_approvals`), with who may decide (comma-separated; empty: anyone
+    in the channel) and the arguments as the trail keeps them."""
     return tuple(
-        audit.entry(AuditEvent.REQUESTED, envelope.run_id, **audit_fields(envelope, call))
+        audit.entry(
+            AuditEvent.REQUESTED,
+            envelope.run_id,
+            **audit_fields(envelope, call),
+            approvers=",".join(call.approvers),
+            **audit.arguments.fields(call.arguments),
+        )
         for call in calls
         if call.decision is None
     )

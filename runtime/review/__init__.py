@@ -1,0 +1,1 @@
+"""A proposed policy, reviewed before deploying it: its backtest and its check."""

@@ -1,0 +1,209 @@
+"""What a proposed policy would have done with every past call (`python -m runtime policy
+backtest POLICY.toml [--since DATE] [--until DATE] [--json]`).
+
+Each call the trail holds (`runtime.review.history`) is put to the proposed policy through the
+same `Policy.match` the processes use, so whatever a rule can match on is replayed too; the call
+is judged on what the trail kept of it (tool, agent, MCP server, and its arguments when kept).
+`--json` writes one line per call; otherwise `Summary` counts the calls that would have run with
+no person, been blocked, asked a person where none was, gone to other approvers or needed
+another quorum, and lists the differences, most frequent first.
+
+Calls that never asked anyone because their tool needs no approval are not in the trail: a rule
+that would make them ask (an `mcp_server` rule over a server's own `require_approval`) cannot be
+backtested.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal, TextIO
+
+from runtime.audit.trail import AuditTrail
+from runtime.policy import CallRule, Policy
+from runtime.review.history import PastCall, past_calls
+
+Would = Literal["auto_approve", "auto_reject", "ask"]
+Change = Literal["no_person", "blocked", "asks", "approvers", "quorum"]
+CHANGES: dict[Change, str] = {
+    "no_person": "would run with no person",
+    "blocked": "would be blocked",
+    "asks": "would ask a person (asked nobody)",
+    "approvers": "would go to other approvers",
+    "quorum": "would need another quorum",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verdict:
+    would: Would
+    rule: str | None
+    """Where in the policy file the rule is (`policy.toml:12`); None: no rule matched, the
+    environment's defaults apply."""
+    approvers: tuple[str, ...]
+    """Empty: anyone in the channel."""
+    quorum: int
+    changes: tuple[Change, ...]
+
+
+def judge(call: PastCall, policy: Policy, source: str) -> Verdict:
+    """What `policy` (read from `source`) would have done with `call`."""
+    # The processes' own matcher: a key it learns to read (a `when` on the arguments) is
+    # replayed by passing it `call.arguments`, None where the trail did not keep them.
+    index = policy.match(call.tool, call.agent, call.mcp_server)
+    rule = policy.resolve(index)
+    where = None if index is None else f"{source}:{policy.rule_lines[index]}"
+    would = _would(rule)
+    return Verdict(
+        would=would,
+        rule=where,
+        approvers=rule.approvers,
+        quorum=rule.quorum,
+        changes=_changes(call, rule, would),
+    )
+
+
+def _would(rule: CallRule) -> Would:
+    if rule.auto == "approve":
+        return "auto_approve"
+    if rule.auto == "reject":
+        return "auto_reject"
+    return "ask"
+
+
+def _changes(call: PastCall, rule: CallRule, would: Would) -> tuple[Change, ...]:
+    asked = call.was not in ("auto_approved", "auto_rejected")
+    if would == "auto_approve":
+        return () if call.was == "auto_approved" else ("no_person",)
+    if would == "auto_reject":
+        return () if call.was == "auto_rejected" else ("blocked",)
+    if not asked:
+        return ("asks",)
+    changes: list[Change] = []
+    # Entries that do not say (a grant's use, older entries) are not compared.
+    if call.approvers is not None and set(call.approvers) != set(rule.approvers):
+        changes.append("approvers")
+    if call.quorum is not None and call.quorum != rule.quorum:
+        changes.append("quorum")
+    return tuple(changes)
+
+
+def json_line(call: PastCall, verdict: Verdict) -> str:
+    """One call and its verdict, as a line of `--json`."""
+    line: dict[str, object] = {
+        "run_id": call.run_id,
+        "call_id": call.call_id,
+        "approval_id": call.approval_id,
+        "at": dt.datetime.fromtimestamp(call.at, dt.UTC).isoformat(),
+        "tool": call.tool,
+        "agent": call.agent,
+        **({"mcp_server": call.mcp_server} if call.mcp_server else {}),
+        "channel": call.channel,
+        "requester": call.requester,
+        "args_digest": call.digest,
+        "arguments_kept": call.arguments is not None,
+        **({"arguments_note": call.arguments_note} if call.arguments_note else {}),
+        "was": call.was,
+        "decided_by": call.decided_by,
+        "would": verdict.would,
+        "rule": verdict.rule,
+        "approvers": list(verdict.approvers),
+        "quorum": verdict.quorum,
+        "changes": list(verdict.changes),
+    }
+    return json.dumps(line, ensure_ascii=False)
+
+
+@dataclass(kw_only=True)
+class Summary:
+    """Counts, kept as the calls stream by: what a person reads first."""
+
+    source: str
+    calls: int = 0
+    changed_calls: int = 0
+    without_arguments: int = 0
+    first: float | None = None
+    last: float | None = None
+    changed: Counter[Change] = field(default_factory=Counter)
+    was_of_change: dict[Change, Counter[str]] = field(default_factory=dict)
+    differences: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+
+    def add(self, call: PastCall, verdict: Verdict) -> None:
+        self.calls += 1
+        self.without_arguments += call.arguments is None
+        self.first = call.at if self.first is None else min(self.first, call.at)
+        self.last = call.at if self.last is None else max(self.last, call.at)
+        for change in verdict.changes:
+            self.changed[change] += 1
+            self.was_of_change.setdefault(change, Counter())[call.was] += 1
+        if verdict.changes:
+            self.changed_calls += 1
+            where = f"{call.tool} ({call.agent}" + (
+                f", MCP {call.mcp_server})" if call.mcp_server else ")"
+            )
+            rule = verdict.rule or "no rule (the defaults)"
+            self.differences[(where, call.was, _would_words(verdict), rule)] += 1
+
+    def text(self) -> str:
+        if self.calls == 0:
+            return f"Backtest of {self.source}: the trail holds no calls in that range."
+        span = f"{_time(self.first or 0)} to {_time(self.last or 0)}"
+        lines = [f"Backtest of {self.source}: {self.calls} past call(s), {span}."]
+        if self.without_arguments:
+            lines.append(
+                f"{self.without_arguments} without their arguments in the trail, judged on tool "
+                "and agent alone."
+            )
+        lines.append("")
+        width = max(len(words) for words in CHANGES.values())
+        for change, words in CHANGES.items():
+            count = self.changed[change]
+            outcomes = self.was_of_change.get(change, Counter())
+            now = ", ".join(f"{n} {outcome}" for outcome, n in outcomes.most_common())
+            lines.append(f"  {words:<{width}}  {count:>6}" + (f"  (were: {now})" if now else ""))
+        unchanged = self.calls - self.changed_calls
+        lines.append(f"  {'unchanged':<{width}}  {unchanged:>6}")
+        if self.differences:
+            lines += ["", "Differences, most frequent first:"]
+            for (where, was, would, rule), count in self.differences.most_common():
+                lines.append(f"  {count:>6}  {where}: was {was}, would {would}  [{rule}]")
+        return "\n".join(lines)
+
+
+def _would_words(verdict: Verdict) -> str:
+    if verdict.would == "auto_approve":
+        return "auto-approve"
+    if verdict.would == "auto_reject":
+        return "auto-reject"
+    who = ", ".join(verdict.approvers) if verdict.approvers else "anyone in the channel"
+    return f"ask {who}" + (f" (quorum {verdict.quorum})" if verdict.quorum > 1 else "")
+
+
+def _time(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+async def backtest(
+    trail: AuditTrail,
+    policy: Policy,
+    source: str,
+    *,
+    since: dt.datetime,
+    until: dt.datetime | None,
+    as_json: bool,
+    out: TextIO,
+) -> int:
+    """Write the backtest of every call asked from `since` to `until` to `out` (JSON lines,
+    or the summary); the number of calls."""
+    summary = Summary(source=source)
+    entries = trail.since(since)
+    async for call in past_calls(entries, until=until.timestamp() if until else None):
+        verdict = judge(call, policy, source)
+        if as_json:
+            out.write(json_line(call, verdict) + "\n")
+        summary.add(call, verdict)
+    if not as_json:
+        out.write(summary.text() + "\n")
+    return summary.calls
