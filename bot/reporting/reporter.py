@@ -147,9 +147,9 @@ class SlackReporter:
         else:
             blocks = approval_decided_blocks(run, call)
             text = messages.decision_headline(call.decision, call.tool)
-            await self._settle_reminders(run, call)
         card = f"the card of {call.tool} (approval {call.approval_id})"
         ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
+        await self._settle_reminders(run, call)
         await self._reach.redraw_copies(run, call)
         return ts if ts != call.message_ts else None
 
