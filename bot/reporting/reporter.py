@@ -15,9 +15,10 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
 from bot.blocks.status import status_blocks, status_text
-from bot.reporting.copies import SlackReach
+from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.slack.directory import ApproverDirectory
+from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
 from runtime.record.deciders import is_group
@@ -220,6 +221,30 @@ class SlackReporter:
             thread_ts=run.conversation.thread,
             text=messages.call_refused(call.tool, call.digest),
         )
+
+    async def edit_previewed(self, run: RunView, call: PendingCall) -> None:
+        # The card first; the thread's line stays even if the web's redraw of the decision
+        # lands after this one.
+        if call.message_ts is not None and call.decision is not None:
+            blocks = approval_decided_blocks(run, call)
+            text = messages.decision_headline(call.decision, call.tool)
+            try:
+                await self._client.chat_update(
+                    channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+                )
+            except SLACK_ERRORS as error:
+                log.warning(
+                    "run %s: card not redrawn with the edit's preview: %s", run.run_id, error
+                )
+            await self._reach.redraw_copies(run, call)
+        try:
+            await self._client.chat_postMessage(
+                channel=run.conversation.channel,
+                thread_ts=run.conversation.thread,
+                text=choice_messages.edited_preview_line(call.tool, call.edited_preview or ""),
+            )
+        except SLACK_ERRORS as error:
+            log.warning("run %s: the edit's preview not posted: %s", run.run_id, error)
 
     async def run_finished(self, run: RunView, output: str) -> None:
         await self._client.chat_postMessage(
