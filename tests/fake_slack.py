@@ -32,7 +32,7 @@ NOTE_PREFIXES = (
     ":warning:",
     ":no_entry: Stopped by",
     ":rotating_light:",
-    ":mag:",  # an edited call's preview, just before it runs
+    ":eyes:",  # an edited call's preview, just before it runs
 )
 """Reminders, escalations and notes in a thread: neither status nor answer."""
 

@@ -230,8 +230,9 @@ async def test_an_edited_call_is_previewed_again_before_it_runs(bot: Harness) ->
     answer = await bot.final_answer(root)
     assert answer.text == "done"
     preview = "Would refund 9.00 of 48.00 to Grace Hopper's Visa ending 4242, leaving 39.00 paid."
-    [line] = [m for m in bot.slack.notes(root.ts) if m.text.startswith(":mag:")]
-    assert line.text.endswith(f"Their preview: {preview}"), line.text
+    [line] = [m for m in bot.slack.notes(root.ts) if m.text.startswith(":eyes:")]
+    said = ":eyes: `refund_order` runs now with the arguments <@UBOB> edited. Their preview: "
+    assert line.text == said + preview
     assert line.ts < answer.ts, "shown before the refund ran"
     await bot.slack.wait_for(
         lambda: f"*Preview of the edited call*\\n{preview}" in card.all_text(), what="card"

@@ -137,10 +137,11 @@ def edited_preview_section(text: str) -> str:
     return f"*Preview of the edited call*\n{shown}"
 
 
-def edited_preview_line(tool: str, text: str) -> str:
+def edited_preview_line(tool: str, editor: str | None, text: str) -> str:
     """The thread's line as an edited call is about to run: what its preview says now."""
     shown = escape(text) if text else "_no preview_"
-    return f":mag: `{escape(tool)}` runs with the edited arguments. Their preview: {shown}"
+    edited = f"the arguments {user(editor)} edited" if editor else "the edited arguments"
+    return f":eyes: `{escape(tool)}` runs now with {edited}. Their preview: {shown}"
 
 
 def preview_section(text: str) -> str:
