@@ -8,6 +8,7 @@ import aiohttp
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.reporting.reporter import SlackReporter
@@ -44,7 +45,13 @@ def slack_parts(
     return SlackParts(
         client=client,
         directory=directory,
-        reporter=SlackReporter(client, directory, reach, ReminderLines(redis, Keys.of(settings))),
+        reporter=SlackReporter(
+            client,
+            directory,
+            reach,
+            ReminderLines(redis, Keys.of(settings)),
+            CardDraws(redis, Keys.of(settings)),
+        ),
         reach=reach,
         links=ThreadLinks(client),
     )

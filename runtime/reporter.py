@@ -115,6 +115,11 @@ class Reporter(Protocol):
         """Say that an approved call was not run because it changed after the approval."""
         ...
 
+    async def edit_previewed(self, run: RunView, call: PendingCall) -> None:
+        """Show `call.edited_preview`, the preview of the edited arguments the tool is about to
+        run with, on its card (and copies) and in the thread. Best effort; never raises."""
+        ...
+
     async def run_finished(self, run: RunView, output: str) -> None: ...
 
     async def run_stopped(self, run: RunView, user_id: str) -> None:

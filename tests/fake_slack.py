@@ -27,7 +27,13 @@ STATUS_PREFIXES = (
     ":x: Failed",
     ":no_entry_sign: Nothing ran",
 )
-NOTE_PREFIXES = (":alarm_clock:", ":warning:", ":no_entry: Stopped by", ":rotating_light:")
+NOTE_PREFIXES = (
+    ":alarm_clock:",
+    ":warning:",
+    ":no_entry: Stopped by",
+    ":rotating_light:",
+    ":eyes:",  # an edited call's preview, just before it runs
+)
 """Reminders, escalations and notes in a thread: neither status nor answer."""
 
 

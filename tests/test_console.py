@@ -584,9 +584,13 @@ async def test_an_edit_in_the_modal_shows_errors_then_approves_the_edited_call(
     [answer] = await console.wait_for(console.answers, "the answer")
     assert "`refund_order`: (with the edited arguments) Refunded 9.00 on order o-5521" in answer
     assert "not with the arguments you sent" not in answer, "the note is for the model only"
+    previewed = "Would refund 9.00 of 48.00 to Grace Hopper's Visa ending 4242"
     for shown in (card, copy):
         assert "Edited and approved by <@UBOB>" in shown.all_text()
         assert "`1200` → `900`" in shown.all_text()
+        assert f"*Preview of the edited call*\\n{previewed}" in shown.all_text()
+    thread = [m.text for m in console.slack.messages.values() if m.thread_ts == card.thread_ts]
+    assert any(t.startswith(":eyes:") and previewed in t for t in thread), thread
     audit = await audit_text(console)
     assert re.search(r"\*edited\* `refund_order` by <@UBOB> run `\S+` digest `[0-9a-f]{12}`", audit)
 

@@ -7,11 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runtime.calls.digest import call_digest
+from runtime.examples.ops import REFUNDS
 from tests import agents
+from tests.conftest import with_env
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
+from tests.test_card_context import explain_then
 
 
 def edit_button(card: Message) -> dict[str, Any] | None:
@@ -206,3 +211,38 @@ async def test_edited_arguments_changed_after_approval_do_not_run(bot: Harness) 
     trail = await bot.audit_until("refused")
     [refused] = [e for e in trail if e["event"] == "refused"]
     assert refused["tool"] == "delete_user"
+
+
+@pytest.mark.usefixtures("pretend_world")
+@with_env(AGENTS="runtime.examples:AGENTS")
+async def test_an_edited_call_is_previewed_again_before_it_runs(bot: Harness) -> None:
+    """The card's preview was made for the model's amount; the edited amount is previewed just
+    before the refund runs, on the card and in the thread, and the refund runs once."""
+    order = {"order_id": "o-5521", "amount_cents": 1200}
+    bot.model.script = explain_then("refund_order", order, None)
+    root = await bot.start_run("billing: refund 12.00 on o-5521")
+    [card] = await bot.cards(root, 1)
+    assert "Would refund 12.00 of 48.00" in card.all_text()
+    modal = await open_editor(bot, card, user="UBOB")
+
+    edited = '{"order_id": "o-5521", "amount_cents": 900}'
+    assert await submit(bot, modal, edited, user="UBOB") == {}
+    answer = await bot.final_answer(root)
+    assert answer.text == "done"
+    preview = "Would refund 9.00 of 48.00 to Grace Hopper's Visa ending 4242, leaving 39.00 paid."
+    [line] = [m for m in bot.slack.notes(root.ts) if m.text.startswith(":eyes:")]
+    said = ":eyes: `refund_order` runs now with the arguments <@UBOB> edited. Their preview: "
+    assert line.text == said + preview
+    assert line.ts < answer.ts, "shown before the refund ran"
+    await bot.slack.wait_for(
+        lambda: f"*Preview of the edited call*\\n{preview}" in card.all_text(), what="card"
+    )
+    assert "Would refund 12.00" not in card.all_text()
+
+    told = bot.model.requests[-1].tool_outputs["call_1"]
+    assert told.endswith("Refunded 9.00 on order o-5521 (refund rf-0001)."), told
+    assert len(REFUNDS) == 1
+    trail = await bot.audit_until("finished")
+    [entry] = [e for e in trail if e["event"] == "edited"]
+    assert entry["digest"] == call_digest("refund_order", edited)
+    assert [e["tool"] for e in trail if e["event"] == "executed"] == ["refund_order"]

@@ -9,10 +9,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests import preview_agents
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.harness import Harness
+from tests.test_edits import open_editor, submit
 
 PREVIEW_AGENTS = {"AGENTS": "tests.preview_agents:REGISTRY"}
 
@@ -57,8 +60,9 @@ preview = false
 """
 
 
+@pytest.mark.parametrize("edited", [False, True], ids=["approved", "edited"])
 async def test_a_rule_with_preview_false_shows_no_preview_and_never_calls_it(
-    bot: Harness, tmp_path: Path
+    bot: Harness, tmp_path: Path, edited: bool
 ) -> None:
     path = tmp_path / "policy.toml"
     path.write_text(NO_PREVIEW)
@@ -69,10 +73,15 @@ async def test_a_rule_with_preview_false_shows_no_preview_and_never_calls_it(
     root = await bot.start_run("archive roadmap")
     [card] = await bot.cards(root, 1)
     assert "*Preview*" not in card.all_text()
-    await bot.sender.click(card, "approve", user="UBOB")
+    if edited:  # nor on the edited arguments, before they run
+        modal = await open_editor(bot, card, user="UBOB")
+        await submit(bot, modal, '{"project": "roadmap-2"}', user="UBOB")
+    else:
+        await bot.sender.click(card, "approve", user="UBOB")
     answer = await bot.final_answer(root)
-    assert answer.text == "done: archived roadmap"
+    assert answer.text.endswith("archived roadmap-2" if edited else "done: archived roadmap")
     assert preview_agents.PREVIEWED == [], "the preview was never called"
+    assert bot.slack.notes(root.ts) == []
 
 
 async def test_without_such_a_rule_the_synchronous_preview_is_shown(bot: Harness) -> None:

@@ -25,11 +25,21 @@ def context_blocks(run: RunView, call: PendingCall) -> list[Block]:
 def preview_blocks(call: PendingCall) -> list[Block]:
     """The preview, or "no preview" when the tool has one that failed; nothing without one.
     The worker made it for the model's arguments: once they are edited it says nothing true of
-    the call, so the card says that instead of showing it."""
+    the call, so the card says that instead of showing it (and once decided, the worker's
+    preview of the edited arguments: `edited_preview_blocks`)."""
     if call.preview is None:
         return []
     if call.shown_arguments != call.arguments:
         text = choice_messages.PREVIEW_BEFORE_EDIT
     else:
         text = choice_messages.preview_section(call.preview)[:3000]
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+
+
+def edited_preview_blocks(call: PendingCall) -> list[Block]:
+    """On a decided card, the preview of the edited arguments the approval binds, made by the
+    worker just before running them (`runtime.runs.edited_previews`); nothing until then."""
+    if call.edited_preview is None:
+        return []
+    text = choice_messages.edited_preview_section(call.edited_preview)[:3000]
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]

@@ -14,7 +14,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.blocks import Block as SlackBlock
 
-from bot.blocks.call_context import context_blocks, preview_blocks
+from bot.blocks.call_context import context_blocks, edited_preview_blocks, preview_blocks
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
 from bot.blocks.parts import button, context_block
@@ -178,7 +178,8 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
         )
         blocks.append(ActionsBlock(block_id="arguments", elements=[view]))
     drawn = [block.to_dict() for block in blocks]
-    return [*drawn[:3], *change_blocks(call), *drawn[3:], *granted_blocks(run, call)]
+    edited = [*change_blocks(call), *edited_preview_blocks(call)]
+    return [*drawn[:3], *edited, *drawn[3:], *granted_blocks(run, call)]
 
 
 def _plain(text: str, limit: int) -> Block:

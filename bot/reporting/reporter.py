@@ -15,9 +15,11 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
 from bot.blocks.status import status_blocks, status_text
-from bot.reporting.copies import SlackReach
+from bot.reporting.card_draws import CardDraws
+from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.slack.directory import ApproverDirectory
+from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
 from runtime.record.deciders import is_group
@@ -41,13 +43,16 @@ class SlackReporter:
         directory: ApproverDirectory,
         reach: SlackReach | None = None,
         reminder_lines: ReminderLines | None = None,
+        draws: CardDraws | None = None,
     ) -> None:
         """`reminder_lines`: where reminders are noted, so that they stop saying a call waits
-        once it is settled (None: they are left as posted)."""
+        once it is settled (None: they are left as posted). `draws`: where decided cards are
+        noted as drawn, so that a redraw by the other process comes after (None: no waiting)."""
         self._client = client
         self._directory = directory
         self._reach = reach or SlackReach(client, directory)
         self._reminder_lines = reminder_lines
+        self._draws = draws
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -151,6 +156,8 @@ class SlackReporter:
         ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
         await self._settle_reminders(run, call)
         await self._reach.redraw_copies(run, call)
+        if call.decision is not None and self._draws is not None:
+            await self._draws.drawn(run.run_id, call.approval_id)
         return ts if ts != call.message_ts else None
 
     async def _update_or_post(
@@ -220,6 +227,35 @@ class SlackReporter:
             thread_ts=run.conversation.thread,
             text=messages.call_refused(call.tool, call.digest),
         )
+
+    async def edit_previewed(self, run: RunView, call: PendingCall) -> None:
+        # The card first, once the web has drawn the decision on it (else that drawing could
+        # land last and hide the preview); the thread's line stays whatever happens to the card.
+        if call.message_ts is not None and call.decision is not None:
+            if self._draws is not None:
+                await self._draws.wait_drawn(run.run_id, call.approval_id)
+            blocks = approval_decided_blocks(run, call)
+            text = messages.decision_headline(call.decision, call.tool)
+            try:
+                await self._client.chat_update(
+                    channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+                )
+            except SLACK_ERRORS as error:
+                log.warning(
+                    "run %s: card not redrawn with the edit's preview: %s", run.run_id, error
+                )
+            await self._reach.redraw_copies(run, call)
+        edit = call.decision.edit if call.decision else None
+        try:
+            await self._client.chat_postMessage(
+                channel=run.conversation.channel,
+                thread_ts=run.conversation.thread,
+                text=choice_messages.edited_preview_line(
+                    call.tool, edit.user_id if edit else None, call.edited_preview or ""
+                ),
+            )
+        except SLACK_ERRORS as error:
+            log.warning("run %s: the edit's preview not posted: %s", run.run_id, error)
 
     async def run_finished(self, run: RunView, output: str) -> None:
         await self._client.chat_postMessage(

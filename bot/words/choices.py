@@ -126,9 +126,22 @@ def why_line(why: str) -> str:
 
 
 PREVIEW_BEFORE_EDIT = (
-    "*Preview*\n_Not shown: it was made for the arguments before the edit. The tool's own checks "
-    "still apply to the edited call._"
+    "*Preview*\n_Not shown: it was made for the arguments before the edit. The edited call's "
+    "preview is made just before it runs, and shown here and in the thread._"
 )
+
+
+def edited_preview_section(text: str) -> str:
+    """A card's preview once made again for the edited arguments, just before they run."""
+    shown = escape(text) if text else "_no preview_"
+    return f"*Preview of the edited call*\n{shown}"
+
+
+def edited_preview_line(tool: str, editor: str | None, text: str) -> str:
+    """The thread's line as an edited call is about to run: what its preview says now."""
+    shown = escape(text) if text else "_no preview_"
+    edited = f"the arguments {user(editor)} edited" if editor else "the edited arguments"
+    return f":eyes: `{escape(tool)}` runs now with {edited}. Their preview: {shown}"
 
 
 def preview_section(text: str) -> str:

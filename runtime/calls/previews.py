@@ -9,13 +9,14 @@ do, and the card shows it under "Preview" before anyone decides.
         return f"Would delete {USERS[user_id]['name']} and their 3 projects."
 
 A preview takes the tool's arguments as keyword arguments (sync or async) and returns text. It
-must not change anything: it runs for every card, also for calls that are then rejected. The
-worker runs the previews of a round's calls together before posting their cards; one that raises
-or takes longer than `PREVIEW_TIMEOUT_SECONDS` shows "no preview", and never holds a card back
-longer than that. A synchronous one runs on a thread of a bounded set
-(`runtime.calls.preview_threads`):
-while hung ones hold them all, a preview is not run and shows "no preview" at once. A rule may
-say `preview = false` (`runtime.policy`): its calls' previews are never called.
+must not change anything: it runs for every card, also for calls that are then rejected, and
+again on the edited arguments just before an edited call runs (`runtime.runs.edited_previews`).
+The worker runs the previews of a round's calls together before posting their cards; one that
+raises or takes longer than `PREVIEW_TIMEOUT_SECONDS` shows "no preview", and never holds a card
+back longer than that. A synchronous one runs on a thread of a bounded set
+(`runtime.calls.preview_threads`): while hung ones hold them all, a preview is not run and shows
+"no preview" at once. A rule may say `preview = false` (`runtime.policy`): its calls' previews
+are never called.
 """
 
 from __future__ import annotations

@@ -110,6 +110,11 @@ class Shard:
         message ts, comma-separated; redrawn once the call is settled."""
         return f"{self.prefix}reminder_lines:{run_id}"
 
+    def card_draws(self, run_id: str) -> str:
+        """(The Slack bot's) Hash of a run's decided cards the web has drawn: approval id -> 1,
+        so that the worker's later redraw of one lands after it (`bot.reporting.card_draws`)."""
+        return f"{self.prefix}card_draws:{run_id}"
+
     def grant_lines(self, grant_id: str) -> str:
         """Set of where a grant's quiet lines were posted (`channel:ts`), so that a revoke
         redraws each without its **Revoke**; expires with the grant."""
@@ -207,6 +212,9 @@ class Keys:
 
     def reminder_lines(self, run_id: str) -> str:
         return self.shard_of(run_id).reminder_lines(run_id)
+
+    def card_draws(self, run_id: str) -> str:
+        return self.shard_of(run_id).card_draws(run_id)
 
     def grant_shards(self, channel: str) -> str:
         return self.shard_of(channel).grant_shards(channel)

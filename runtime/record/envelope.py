@@ -17,7 +17,7 @@ Versions:
   call may also carry `external` (absent: only members of the installing workspace may decide
   it; no new version).
   A call asked about again because it may have run (`runtime.journal.lost_outcomes`) also carries
-  `lost` (written only when true: no new version).
+  `lost` (written only when true: no new version). `edited_preview` is never stored.
 """
 
 from __future__ import annotations
@@ -153,6 +153,10 @@ class PendingCall(BaseModel):
     """People outside the installing workspace may decide it too (its rule's `external`)."""
     lost: bool = False
     """The call may have run and its result was lost: its card asks whether to run it again."""
+    edited_preview: str | None = None
+    """The tool's preview of the edited arguments an approval binds, made just before the tool
+    runs with them (`runtime.runs.edited_previews`); "" when it failed. Never stored: only the
+    card drawn then shows it."""
 
     @property
     def shown_arguments(self) -> str:

@@ -36,6 +36,7 @@ from runtime.record.posted_messages import post_cards, record_or_retract
 from runtime.record.store import Fenced, Lease, RunRecord, RunStore
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
+from runtime.runs.edited_previews import preview_edits
 from runtime.runs.endings import RunEndings
 from runtime.runs.observer import RunObserver, not_run_notes
 from runtime.runs.planner import CallPlanner, requested
@@ -189,6 +190,7 @@ class RunExecutor:
             "run %s: resuming round %d, %d approved", job.run_id, job.round, len(applied.approved)
         )
         await self.endings.refused(envelope, applied.refused)
+        await preview_edits(state, envelope, store=self.store, reporter=self.reporter, lease=lease)
         await self._advance(envelope, record, agent, state, lease)
 
     async def on_dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
