@@ -41,7 +41,7 @@ def test_an_old_tool_author_path_warns_and_gives_the_same_function(
 
 def test_the_from_import_form_warns_too(fresh_import: None) -> None:
     with pytest.warns(DeprecationWarning, match="runtime.tool_journal has moved") as caught:
-        from runtime.tool_journal import idempotency_key  # type: ignore[import-not-found, unused-ignore]
+        from runtime.tool_journal import idempotency_key  # type: ignore[import-not-found, import-untyped, unused-ignore]
     assert idempotency_key is runtime.tools.idempotency_key
     # It points at the line with the old import, not into the import system.
     assert [w.filename for w in caught] == [__file__]
