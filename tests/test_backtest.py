@@ -225,7 +225,7 @@ async def test_a_grants_use_keeps_the_arguments_and_is_replayed_as_granted(
     bot: Harness, tmp_path: Path
 ) -> None:
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour")
+    await granted(bot, "delete_user in #general for 1 hour")
     second = await run_in(bot, "delete u-100 again")
     assert (await bot.final_answer(second)).text == "done: deleted u-100"
     trail = await bot.audit_until("grant_used")
