@@ -95,6 +95,9 @@ class _OpenCalls:
     calls: dict[str, PastCall] = field(default_factory=dict)
     approvals: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     """Per open call: who approved it so far, and when."""
+    of_run: dict[str, dict[str, None]] = field(default_factory=dict)
+    """Per run: its open calls in the order asked, so that a run's end finds them without
+    scanning every open call."""
 
     def read(self, entry: AuditEntry, *, late: bool) -> list[PastCall]:
         """The calls `entry` completes."""
@@ -107,7 +110,7 @@ class _OpenCalls:
             stopper = entry.details.get("user_id")
             was: Was = "stopped" if event == AuditEvent.STOPPED else "undecided"
             who = [str(stopper)] if stopper and was == "stopped" else []
-            ended = [aid for aid, call in self.calls.items() if call.run_id == entry.run_id]
+            ended = list(self.of_run.get(entry.run_id, {}))
             return [self.close(approval_id, was, who, at=entry.at) for approval_id in ended]
         return []
 
@@ -115,6 +118,10 @@ class _OpenCalls:
         self, approval_id: str, was: Was, people: list[str], *, at: float | None = None
     ) -> PastCall:
         call = self.calls.pop(approval_id)
+        open_here = self.of_run.get(call.run_id, {})
+        open_here.pop(approval_id, None)
+        if not open_here:
+            self.of_run.pop(call.run_id, None)
         approvals = self.approvals.pop(approval_id, [])
         call.was = was
         call.decided_by = people
@@ -127,6 +134,7 @@ class _OpenCalls:
         call = _call(entry)
         if entry.event == AuditEvent.REQUESTED:
             self.calls[call.approval_id] = call
+            self.of_run.setdefault(call.run_id, {})[call.approval_id] = None
             self.approvals[call.approval_id] = []
             return []
         call.was = _ASKED_NOBODY[entry.event]
