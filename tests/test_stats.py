@@ -17,6 +17,8 @@ from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.processes import ROOT
+from tests.test_edits import open_editor, submit
+from tests.test_grants import granted, run_in
 from tests.test_operations import scrape
 
 SLOW_SECONDS = 1.5
@@ -126,6 +128,29 @@ async def test_an_expired_call_is_counted_not_timed(bot: Harness) -> None:
     assert delete[1:8] == ["1", "0", "0", "1", "0", "-", "-"], body["text"]
     assert "Decided most" not in body["text"]
     assert "Quick approvals (within 5 s of the card appearing): none" in body["text"]
+
+
+async def test_grants_used_and_edits_are_counted_per_tool(bot: Harness) -> None:
+    """Bob approves with a grant (the next call runs without a card), then edits and approves a
+    third call's arguments in another channel, which the grant does not cover."""
+    bot.model.script = delete_then_answer
+    await granted(bot, "delete_user in #general for 1 hour")
+    second = await run_in(bot, "delete u-100 again")
+    await bot.final_answer(second)
+    await bot.audit_until("grant_used")
+    root = await run_in(bot, "delete u-7", channel="COTHER")
+    [card] = await bot.cards(root, 1)
+    modal = await open_editor(bot, card, user="UBOB")
+    await submit(bot, modal, '{"user_id": "u-8"}', user="UBOB")
+    await bot.final_answer(root)
+    await bot.audit_until("edited")
+
+    _, here = await bot.sender.command("stats")
+    delete = table(here["text"])["delete_user"]
+    assert delete[1:3] == ["1", "1"] and delete[-2:] == ["1", "0"], here["text"]
+    _, there = await bot.sender.command("stats", channel="COTHER")
+    delete = table(there["text"])["delete_user"]
+    assert delete[1:3] == ["1", "1"] and delete[-2:] == ["0", "1"], there["text"]
 
 
 def stats_process(bot: Harness, *more: str) -> subprocess.CompletedProcess[str]:
