@@ -106,9 +106,10 @@ async def stats(settings: RuntimeSettings, args: argparse.Namespace) -> int:
     finally:
         await redis.aclose()
     shown = {channel: figures for channel, figures in sorted(found.items()) if figures.tools}
-    if not shown:
+    if shown:
+        print("\n\n".join(text(channel, figures, quick) for channel, figures in shown.items()))
+    else:
         print(f"No tool call asked anyone since {args.since.isoformat()}.")
-    print("\n\n".join(text(channel, figures, quick) for channel, figures in shown.items()))
     if args.chart is not None:
         title = f"Time to decide per tool, since {args.since.date().isoformat()}"
         try:

@@ -69,8 +69,8 @@ DECISION_LATENCY = Histogram(
 )
 QUICK_APPROVALS = Counter(
     "countersign_quick_approvals_total",
-    "Approvals given within QUICK_APPROVAL_SECONDS of the card being posted (a sign of "
-    "rubber-stamping), by tool (web processes).",
+    "Calls approved within QUICK_APPROVAL_SECONDS of the card being posted (a sign of "
+    "rubber-stamping; under a quorum, by the approval that met it), by tool (web processes).",
     ["tool"],
 )
 RUNS = Counter(
@@ -107,11 +107,15 @@ for _outcome in RUN_OUTCOMES:
 
 
 def count_decision(
-    decision: Decision | None, *, tool: str, card_ts: str | None, quick_seconds: float = 0.0
+    decision: Decision | None,
+    *,
+    tool: str,
+    card_ts: str | None,
+    quick_seconds: float | None = None,
 ) -> None:
     """A decision on a call of `tool` was recorded; `card_ts` is its card's message id, which
     for Slack is the time the card was posted (when the person was asked). An approval within
-    `quick_seconds` of it is also a quick one."""
+    `quick_seconds` of it is also a quick one (None: an expiry's caller, no approvals)."""
     if decision is None:
         return
     DECISIONS.labels(decision.outcome).inc()
@@ -122,7 +126,8 @@ def count_decision(
     except ValueError:
         return
     DECISION_LATENCY.labels(tool, decision.outcome).observe(waited)
-    if decision.outcome in ("approved", "approved_always") and waited <= quick_seconds:
+    approved = decision.outcome in ("approved", "approved_always")
+    if approved and quick_seconds is not None and waited <= quick_seconds:
         QUICK_APPROVALS.labels(tool).inc()
 
 

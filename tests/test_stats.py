@@ -115,6 +115,9 @@ async def test_stats_after_known_decisions_report_counts_median_and_quick_approv
     assert "  quick approvals (within 1s): UBOB 1" in lines
     assert (tmp_path / "decisions.png").read_bytes().startswith(b"\x89PNG")
     assert "time to decide of 1 tool(s)" in printed.stderr
+    later = stats_process(bot, since="2999-01-01")
+    assert later.returncode == 0, later.stderr
+    assert later.stdout == "No tool call asked anyone since 2999-01-01T00:00:00+00:00.\n"
 
 
 @with_env(APPROVAL_TTL_SECONDS="1")
@@ -153,7 +156,9 @@ async def test_grants_used_and_edits_are_counted_per_tool(bot: Harness) -> None:
     assert delete[1:3] == ["1", "1"] and delete[-2:] == ["0", "1"], there["text"]
 
 
-def stats_process(bot: Harness, *more: str) -> subprocess.CompletedProcess[str]:
+def stats_process(
+    bot: Harness, *more: str, since: str | None = None
+) -> subprocess.CompletedProcess[str]:
     yesterday = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).date().isoformat()
     environ: dict[str, Any] = {
         **os.environ,
@@ -162,7 +167,7 @@ def stats_process(bot: Harness, *more: str) -> subprocess.CompletedProcess[str]:
         "QUICK_APPROVAL_SECONDS": "1",
     }
     return subprocess.run(
-        [sys.executable, "-m", "runtime", "stats", "--since", yesterday, *more],
+        [sys.executable, "-m", "runtime", "stats", "--since", since or yesterday, *more],
         cwd=ROOT,
         env=environ,
         capture_output=True,
