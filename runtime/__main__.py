@@ -11,6 +11,10 @@ the trail's calls against a proposed policy (`runtime.review.backtest`), with th
 environment (and `--demo`); `python -m runtime policy check POLICY.toml` warns of rules that
 cannot match and globs that match nothing in `AGENTS` (`runtime.review.check`). Both exit 2 when
 the file is invalid, with its line.
+
+`python -m runtime stats --since DATE [--chart FILE.png]` prints how decisions went in every
+channel since then, as `/agent stats` tells one channel (`runtime.review.stats`), and draws
+time to decide per tool (`runtime.review.chart`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.registry import RegistryError, load_registry
 from runtime.review.backtest import backtest
+from runtime.review.chart import ChartUnavailable, draw
 from runtime.review.check import Offered, warnings
+from runtime.review.stats import decision_stats, text
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
 
 
@@ -88,6 +94,33 @@ async def replay(settings: RuntimeSettings, policy: Policy, args: argparse.Names
         await redis.aclose()
 
 
+async def stats(settings: RuntimeSettings, args: argparse.Namespace) -> int:
+    redis = connect_to(settings)
+    try:
+        trail = AuditTrail(redis, Keys.of(settings))
+        note = retention_note(await trail.oldest(), args.since, settings.audit_retention_days)
+        if note is not None:
+            print(note.replace("exported", "counted"), file=sys.stderr)
+        quick = settings.quick_approval_seconds
+        found = await decision_stats(trail.since(args.since), quick_seconds=quick)
+    finally:
+        await redis.aclose()
+    shown = {channel: figures for channel, figures in sorted(found.items()) if figures.tools}
+    if shown:
+        print("\n\n".join(text(channel, figures, quick) for channel, figures in shown.items()))
+    else:
+        print(f"No tool call asked anyone since {args.since.isoformat()}.")
+    if args.chart is not None:
+        title = f"Time to decide per tool, since {args.since.date().isoformat()}"
+        try:
+            drawn = draw(shown, args.chart, title)
+        except ChartUnavailable as error:
+            print(error, file=sys.stderr)
+            return 2
+        print(f"{args.chart}: time to decide of {drawn} tool(s)", file=sys.stderr)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runtime")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
     replayed.add_argument("--demo", action="store_true", help=demo)
     checked = reviews.add_parser("check", help="warn of rules that cannot match")
     checked.add_argument("policy_file", metavar="POLICY.toml")
+    counted = commands.add_parser("stats", help="how decisions went, per channel and tool")
+    counted.add_argument("--since", type=_date, required=True)
+    counted.add_argument("--chart", type=Path, default=None, metavar="FILE.png")
+    counted.add_argument("--demo", action="store_true", help=demo)
     return parser
 
 
@@ -124,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "policy":
             return _review(args, environ)
         settings = RuntimeSettings.from_environ(environ)
+        if args.command == "stats":
+            return asyncio.run(stats(settings, args))
         count = asyncio.run(export(settings, args.since))
     except ValidationError as error:
         print(describe_settings_error(error, FIXES), file=sys.stderr)

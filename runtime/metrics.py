@@ -63,9 +63,15 @@ DECISIONS = Counter(
 )
 DECISION_LATENCY = Histogram(
     "countersign_decision_latency_seconds",
-    "From the approval card being posted to the decision, by outcome.",
-    ["outcome"],
+    "Time to decide: from the approval card being posted to the decision, by tool and outcome.",
+    ["tool", "outcome"],
     buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 86400, 7 * 86400),
+)
+QUICK_APPROVALS = Counter(
+    "countersign_quick_approvals_total",
+    "Calls approved within QUICK_APPROVAL_SECONDS of the card being posted (a sign of "
+    "rubber-stamping; under a quorum, by the approval that met it), by tool (web processes).",
+    ["tool"],
 )
 RUNS = Counter(
     "countersign_runs_total",
@@ -100,19 +106,29 @@ for _outcome in RUN_OUTCOMES:
     RUNS.labels(_outcome)
 
 
-def count_decision(decision: Decision | None, *, card_ts: str | None) -> None:
-    """A decision was recorded; `card_ts` is its card's message id, which for Slack is the
-    time the card was posted (when the person was asked)."""
+def count_decision(
+    decision: Decision | None,
+    *,
+    tool: str,
+    card_ts: str | None,
+    quick_seconds: float | None = None,
+) -> None:
+    """A decision on a call of `tool` was recorded; `card_ts` is its card's message id, which
+    for Slack is the time the card was posted (when the person was asked). An approval within
+    `quick_seconds` of it is also a quick one (None: an expiry's caller, no approvals)."""
     if decision is None:
         return
     DECISIONS.labels(decision.outcome).inc()
     if card_ts is None:
         return
     try:
-        waited = decision.decided_at - float(card_ts)
+        waited = max(0.0, decision.decided_at - float(card_ts))
     except ValueError:
         return
-    DECISION_LATENCY.labels(decision.outcome).observe(max(0.0, waited))
+    DECISION_LATENCY.labels(tool, decision.outcome).observe(waited)
+    approved = decision.outcome in ("approved", "approved_always")
+    if approved and quick_seconds is not None and waited <= quick_seconds:
+        QUICK_APPROVALS.labels(tool).inc()
 
 
 def count_denied() -> None:

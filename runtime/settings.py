@@ -53,6 +53,8 @@ FIXES: dict[str, str] = {
     "REMINDER_AT": "Use fractions of the approval's lifetime from 0 (no reminder) to 0.99, "
     "comma-separated: 0.5,0.9 reminds at half time and near the end.",
     "AUDIT_RETENTION_DAYS": "Use a whole number of days between 1 and 3650.",
+    "QUICK_APPROVAL_SECONDS": "Use a number of seconds between 0 and 3600: an approval given "
+    "this soon after the card appeared counts as quick in `/agent stats` and the metrics.",
     "AUDIT_ARGS": "Use on (the default: the trail keeps each call's arguments) or off (digests "
     "only).",
     "AUDIT_ARGS_MAX_BYTES": "Use a whole number of bytes between 0 and 1048576 (1 MiB); longer "
@@ -156,6 +158,11 @@ class RuntimeSettings(BaseSettings):
         8192, validation_alias="AUDIT_ARGS_MAX_BYTES", ge=0, le=1_048_576
     )
     """Arguments longer than this (UTF-8) are not kept: the entry says so, beside the digest."""
+    quick_approval_seconds: float = Field(
+        5.0, validation_alias="QUICK_APPROVAL_SECONDS", ge=0, le=3600
+    )
+    """An approval within this many seconds of the card appearing is a quick one (a sign of
+    rubber-stamping): counted per person by `/agent stats`, per tool in the metrics."""
     grant_max_seconds: int = Field(86400, validation_alias="GRANT_MAX_SECONDS", ge=0, le=604800)
     """The longest grant a card offers where the policy rule says nothing; 0 turns grants off."""
 

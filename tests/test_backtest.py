@@ -225,7 +225,7 @@ async def test_a_grants_use_keeps_the_arguments_and_is_replayed_as_granted(
     bot: Harness, tmp_path: Path
 ) -> None:
     bot.model.script = delete_then_answer
-    await granted(bot, "`delete_user` in #general for 1 hour")
+    await granted(bot, "delete_user in #general for 1 hour")
     second = await run_in(bot, "delete u-100 again")
     assert (await bot.final_answer(second)).text == "done: deleted u-100"
     trail = await bot.audit_until("grant_used")
@@ -260,3 +260,30 @@ async def test_a_call_the_policy_approved_keeps_its_arguments_and_would_now_ask(
     assert "would be blocked" in summary.stdout
     [blocked] = [line for line in summary.stdout.splitlines() if "would be blocked" in line]
     assert blocked.split()[3:] == ["1", "(were:", "1", "auto_approved)"]
+
+
+@with_env(APPROVERS="UALICE,UBOB,UCAROL", POLICY_FILE="bot/console/demo_policy.toml")
+async def test_the_demo_policy_replayed_with_its_approvers_changes_nothing(bot: Harness) -> None:
+    """The README's tour ends with this backtest: the demo's own policy, its own approvers."""
+    await approved_and_rejected(bot)
+    await finished_twice(bot)
+    done = demo_backtest(bot)
+    assert done.returncode == 0, done.stderr
+    assert "2 past call(s)" in done.stdout
+    assert "  unchanged" in done.stdout and done.stdout.rstrip().endswith("2"), done.stdout
+
+
+def demo_backtest(bot: Harness) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "runtime", "policy", "backtest", "bot/console/demo_policy.toml"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "REDIS_URL": bot.redis_url,
+            "REDIS_KEY_PREFIX": bot.prefix,
+            "APPROVERS": "UALICE,UBOB,UCAROL",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

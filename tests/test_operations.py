@@ -98,7 +98,8 @@ async def test_metrics_follow_an_approve_a_refused_click_and_a_reject(bot: Harne
     assert decisions(approved, "approved") - decisions(before, "approved") == 1
     assert decisions(approved, "rejected") == decisions(before, "rejected")
     latency = "countersign_decision_latency_seconds_count"
-    assert approved.value(latency, outcome="approved") - before.value(latency, outcome="approved")
+    tool = {"tool": "delete_user", "outcome": "approved"}
+    assert approved.value(latency, **tool) - before.value(latency, **tool) == 1
     await bot.final_answer(root)
 
     second = await bot.start_run("delete u-100 again")
@@ -313,7 +314,8 @@ async def test_a_deployment_logs_json_lines_and_each_process_serves_its_metrics(
     assert "countersign_approvals_pending" not in counted.names(), "Redis's truth is the web's"
     decided = await scrape(f"http://127.0.0.1:{deployment.port}")
     assert decisions(decided, "approved") == 1
-    assert decided.value("countersign_decision_latency_seconds_count", outcome="approved") == 1
+    latency = "countersign_decision_latency_seconds_count"
+    assert decided.value(latency, tool="delete_user", outcome="approved") == 1
 
     rows: Any = await deployment.redis.xrange(deployment.keys.audit)
     [run_id] = {fields[b"run_id"].decode() for _, fields in rows}

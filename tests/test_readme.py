@@ -10,6 +10,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from bot.listeners.commands import COMMANDS
 from bot.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,3 +235,12 @@ def test_the_screenshot_it_shows_is_committed() -> None:
     for page, text in PAGES.items():
         for image in re.findall(r"!\[[^]]*\]\(([^)]+)\)", text):
             assert ((ROOT / page).parent / image).is_file(), image
+
+
+def test_the_tour_ends_with_stats_and_a_backtest_of_the_demo_policy() -> None:
+    tour = README.split("## Try it in the console", 1)[1].split("\n## ", 1)[0]
+    last = re.split(r"^\d+\. ", tour, flags=re.MULTILINE)[-1]
+    assert "`/agent stats`" in last and "stats" in COMMANDS
+    backtest = "python -m runtime policy backtest bot/console/demo_policy.toml --demo"
+    assert backtest in last
+    assert (ROOT / "bot" / "console" / "demo_policy.toml").is_file()

@@ -42,6 +42,7 @@ def add_home_tab(
     stops: StopActions,
     tasks: TaskSet,
     members: WorkspaceMembers,
+    quick_approval_seconds: float,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
     `run_home_watch`."""
@@ -58,7 +59,12 @@ def add_home_tab(
     )
     actions = HomeActions(
         home=home,
-        gate=ApprovalGate(directory=parts.directory, recorder=recorder, members=members),
+        gate=ApprovalGate(
+            directory=parts.directory,
+            recorder=recorder,
+            members=members,
+            quick_approval_seconds=quick_approval_seconds,
+        ),
         reporter=parts.reporter,
         stops=stops,
         client=parts.client,

@@ -17,12 +17,14 @@ from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.listeners.grants import GrantActions
+from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.slack.payloads import SlashCommand
 from bot.words import audit as audit_messages
 from bot.words import commands as command_words
 from bot.words import runs as messages
+from bot.words import stats as stats_words
 from runtime.audit.trail import AuditTrail
 from runtime.db.replication import NotReplicated
 from runtime.jobs.contracts import Conversation, StartJob, new_run_id
@@ -46,6 +48,7 @@ _TAKES: dict[str, re.Pattern[str]] = {
     command_words.STOP.name: re.compile(rf"({_RUN_ID})"),
     command_words.GRANTS.name: re.compile(r""),
     command_words.AUDIT.name: re.compile(rf"({_RUN_ID}|[1-9][0-9]*)?"),
+    command_words.STATS.name: re.compile(r"([1-9][0-9]*)?"),
 }
 COMMANDS: dict[str, command_words.CommandWords] = {
     word: words for words in command_words.COMMANDS for word in (words.name, *words.aliases)
@@ -58,7 +61,8 @@ AUDIT_WINDOW_SECONDS = 3600.0
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
     kind: str
-    """A command's name (`help`, `status`, `stop`, `grants`, `audit`); `usage` (a command word
+    """A command's name (`help`, `status`, `stop`, `grants`, `audit`, `stats`); `usage` (a
+    command word
     followed by what it does not take: `agent` names the command); `unknown_agent`;
     `empty_task` (an agent named with nothing to do); or `task`."""
     agent: str = ""
@@ -74,7 +78,7 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     if first is not None and words is not None:
         rest = first.group(2).strip()
         taken = _TAKES[words.name].fullmatch(rest)
-        if taken is None or (words is command_words.AUDIT and _too_many(rest)):
+        if taken is None or _too_many(words, rest):
             return ParsedCommand("usage", words.name, rest)
         argument = taken.group(1) if taken.re.groups else ""
         return ParsedCommand(words.name, task=argument or "")
@@ -89,8 +93,16 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     return ParsedCommand("unknown_agent", name)
 
 
-def _too_many(count: str) -> bool:
-    return count.isdecimal() and int(count) > command_words.AUDIT_MOST
+_MOST = {
+    command_words.AUDIT.name: command_words.AUDIT_MOST,
+    command_words.STATS.name: stats_words.STATS_MOST_DAYS,
+}
+"""The largest number each command that takes one accepts."""
+
+
+def _too_many(words: command_words.CommandWords, count: str) -> bool:
+    most = _MOST.get(words.name)
+    return most is not None and count.isdecimal() and int(count) > most
 
 
 @dataclass(kw_only=True)
@@ -101,6 +113,7 @@ class AgentCommand:
     stops: StopActions
     statuses: RunStatus
     grants: GrantActions
+    stats: ChannelStatsAnswer
     mcp_listings: McpListings | None = None
     """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
 
@@ -112,42 +125,37 @@ class AgentCommand:
             await _reply(ack, messages.BUTTON_INVALID)
             return
         parsed = parse_command_text(command.text, self.agents)
-        if parsed.kind == "usage":
-            words = COMMANDS[parsed.agent]
-            usage = command_words.command_usage(command.command, words, parsed.task, self.agents[0])
-            await _reply(ack, usage)
-            return
-        if parsed.kind == "empty_task":
-            await _reply(ack, command_words.command_empty_task(command.command, parsed.agent))
-            return
-        if parsed.kind == "help":
-            mcp = await self._mcp()
-            await _reply(ack, command_words.command_help(command.command, self.agents, mcp))
-            return
-        if parsed.kind == "stop":
-            told = await self.stops.stop(
-                parsed.task, command.user_id, command.user_name, where=command.channel_id
-            )
-            await _reply(ack, told or messages.STOP_REQUESTED)
-            return
         if parsed.kind == "grants":
             text, blocks = await self.grants.listing(command.channel_id)
             await ack(response_type="ephemeral", text=text, blocks=blocks or None)
             return
-        if parsed.kind == "status":
-            text = await self.statuses.answer(command.channel_id, command.user_id, parsed.task)
-            await _reply(ack, text)
-            return
-        if parsed.kind == "audit":
-            await _reply(ack, await self._audit(command.command, parsed.task, command.channel_id))
-            return
-        if parsed.kind == "unknown_agent":
-            unknown = command_words.command_unknown_agent(
-                command.command, parsed.agent, self.agents
+        await _reply(ack, await self._answer(command, parsed))
+
+    async def _answer(self, command: SlashCommand, parsed: ParsedCommand) -> str:
+        """What to answer a command that is answered in words alone (a task: once enqueued)."""
+        if parsed.kind == "usage":
+            words = COMMANDS[parsed.agent]
+            return command_words.command_usage(command.command, words, parsed.task, self.agents[0])
+        if parsed.kind == "empty_task":
+            return command_words.command_empty_task(command.command, parsed.agent)
+        if parsed.kind == "help":
+            mcp = await self._mcp()
+            return command_words.command_help(command.command, self.agents, mcp)
+        if parsed.kind == "stop":
+            told = await self.stops.stop(
+                parsed.task, command.user_id, command.user_name, where=command.channel_id
             )
-            await _reply(ack, unknown)
-            return
-        await _reply(ack, await self._start(command, parsed.agent, parsed.task))
+            return told or messages.STOP_REQUESTED
+        if parsed.kind == "status":
+            return await self.statuses.answer(command.channel_id, command.user_id, parsed.task)
+        if parsed.kind == "audit":
+            return await self._audit(command.command, parsed.task, command.channel_id)
+        if parsed.kind == "stats":
+            days = int(parsed.task) if parsed.task else stats_words.STATS_DAYS
+            return await self.stats.answer(command.command, command.channel_id, days)
+        if parsed.kind == "unknown_agent":
+            return command_words.command_unknown_agent(command.command, parsed.agent, self.agents)
+        return await self._start(command, parsed.agent, parsed.task)
 
     async def _start(self, command: SlashCommand, agent: str, task: str) -> str:
         """Enqueue a run; what to answer."""

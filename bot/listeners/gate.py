@@ -93,6 +93,8 @@ class ApprovalGate:
     directory: ApproverDirectory
     recorder: DecisionRecorder
     members: WorkspaceMembers
+    quick_approval_seconds: float = 5.0
+    """`QUICK_APPROVAL_SECONDS`: an approval this soon after its card is counted as quick."""
 
     async def check(
         self, ref: ApprovalRef, user_id: str, channel: str, *, claimed_team: str | None = None
@@ -121,7 +123,12 @@ class ApprovalGate:
         if result.status == "recorded":
             call = answer.view.call if answer.view else None
             asked = call.message_ts if call and call.message_ts else message_ts
-            count_decision(result.decision, card_ts=asked)
+            count_decision(
+                result.decision,
+                tool=call.tool if call else "",
+                card_ts=asked,
+                quick_seconds=self.quick_approval_seconds,
+            )
         elif _is_own_retry(result, choice):
             result = RecordResult(
                 status="recorded",

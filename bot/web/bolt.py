@@ -22,6 +22,7 @@ from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
 from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
+from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.listeners.workspace import GroupMembershipEvents
@@ -73,6 +74,7 @@ def build_bolt(
         stops=listeners.stops,
         tasks=tasks,
         members=lookups.members,
+        quick_approval_seconds=settings.quick_approval_seconds,
     )
     add_catch_alls(bolt, listeners)
     return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token)
@@ -170,7 +172,12 @@ def _listeners(
         recorder=recorder,
         client=client,
         reporter=parts.reporter,
-        gate=ApprovalGate(directory=lookups.directory, recorder=recorder, members=members),
+        gate=ApprovalGate(
+            directory=lookups.directory,
+            recorder=recorder,
+            members=members,
+            quick_approval_seconds=settings.quick_approval_seconds,
+        ),
         tasks=tasks,
     )
     grants = GrantActions(
@@ -188,6 +195,9 @@ def _listeners(
         statuses=RunStatus(live=LiveRuns(redis, keys), links=parts.links),
         mcp_listings=McpListings(redis, keys),
         grants=grants,
+        stats=ChannelStatsAnswer(
+            audit=AuditTrail(redis, keys), quick_approval_seconds=settings.quick_approval_seconds
+        ),
     )
     return Listeners(
         command=command,

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.words.runs import PRODUCT, escape, mcp_tool_list, names_list, shortened
+from bot.words.stats import STATS_DAYS, STATS_MOST_DAYS
 
 AUDIT_MOST = 100
 """`/agent audit N` shows at most this many events."""
@@ -52,7 +53,17 @@ AUDIT = CommandWords(
     ),
     takes=f"how many events to show (1 to {AUDIT_MOST}) or a run id",
 )
-COMMANDS = (HELP, STATUS, STOP, GRANTS, AUDIT)
+STATS = CommandWords(
+    name="stats",
+    arguments="[days]",
+    summary=(
+        "how decisions went in this channel: per tool, calls asked, their outcomes and the time "
+        f"to decide; who decided most and who approved quickly (the last {STATS_DAYS} days, or "
+        "the last N)"
+    ),
+    takes=f"a number of days (1 to {STATS_MOST_DAYS})",
+)
+COMMANDS = (HELP, STATUS, STOP, GRANTS, AUDIT, STATS)
 """Every command word, in the order the help lists them."""
 
 

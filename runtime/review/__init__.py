@@ -1,1 +1,1 @@
-"""A proposed policy, reviewed before deploying it: its backtest and its check."""
+"""The audit trail reviewed: a proposed policy's backtest and check, and how decisions go."""

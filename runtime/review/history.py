@@ -64,6 +64,12 @@ class PastCall:
     decided_by: list[str] = field(default_factory=list)
     """The people whose decision made `was`: the approvers counted, who rejected, whose grant
     covered it, who stopped the run."""
+    decided_at: float | None = None
+    """When `was` was reached (the entry that met the quorum, rejected, expired or stopped);
+    None for a call that asked nobody or is undecided."""
+    approved_at: dict[str, float] = field(default_factory=dict)
+    """For an approved call: when each of `decided_by` approved (`runtime.review.stats` finds
+    the quick approvals in it)."""
 
 
 async def past_calls(
@@ -87,7 +93,11 @@ class _OpenCalls:
     """The calls that asked a person and whose outcome is not read yet."""
 
     calls: dict[str, PastCall] = field(default_factory=dict)
-    approvals: dict[str, list[str]] = field(default_factory=dict)
+    approvals: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    """Per open call: who approved it so far, and when."""
+    of_run: dict[str, dict[str, None]] = field(default_factory=dict)
+    """Per run: its open calls in the order asked, so that a run's end finds them without
+    scanning every open call."""
 
     def read(self, entry: AuditEntry, *, late: bool) -> list[PastCall]:
         """The calls `entry` completes."""
@@ -100,21 +110,31 @@ class _OpenCalls:
             stopper = entry.details.get("user_id")
             was: Was = "stopped" if event == AuditEvent.STOPPED else "undecided"
             who = [str(stopper)] if stopper and was == "stopped" else []
-            ended = [aid for aid, call in self.calls.items() if call.run_id == entry.run_id]
-            return [self.close(approval_id, was, who) for approval_id in ended]
+            ended = list(self.of_run.get(entry.run_id, {}))
+            return [self.close(approval_id, was, who, at=entry.at) for approval_id in ended]
         return []
 
-    def close(self, approval_id: str, was: Was, people: list[str]) -> PastCall:
+    def close(
+        self, approval_id: str, was: Was, people: list[str], *, at: float | None = None
+    ) -> PastCall:
         call = self.calls.pop(approval_id)
-        self.approvals.pop(approval_id, None)
+        open_here = self.of_run.get(call.run_id, {})
+        open_here.pop(approval_id, None)
+        if not open_here:
+            self.of_run.pop(call.run_id, None)
+        approvals = self.approvals.pop(approval_id, [])
         call.was = was
         call.decided_by = people
+        call.decided_at = at if was != "undecided" else None
+        if was == "approved":
+            call.approved_at = dict(approvals)
         return call
 
     def _asked(self, entry: AuditEntry) -> list[PastCall]:
         call = _call(entry)
         if entry.event == AuditEvent.REQUESTED:
             self.calls[call.approval_id] = call
+            self.of_run.setdefault(call.run_id, {})[call.approval_id] = None
             self.approvals[call.approval_id] = []
             return []
         call.was = _ASKED_NOBODY[entry.event]
@@ -128,17 +148,18 @@ class _OpenCalls:
         approval_id = str(details.get("approval_id", ""))
         if approval_id not in self.calls:
             return []  # asked before the range, or late
-        user = details.get("user_id")
+        user, at = details.get("user_id"), entry.at
         if entry.event == AuditEvent.REJECTED:
-            return [self.close(approval_id, "rejected", [str(user)] if user else [])]
+            return [self.close(approval_id, "rejected", [str(user)] if user else [], at=at)]
         if entry.event == AuditEvent.EXPIRED:
-            return [self.close(approval_id, "expired", [])]
-        people = self.approvals[approval_id]
-        people.append(str(user))
+            return [self.close(approval_id, "expired", [], at=at)]
+        approvals = self.approvals[approval_id]
+        approvals.append((str(user), at))
         counted, quorum = details.get("approvals"), details.get("quorum")
         if isinstance(counted, int) and isinstance(quorum, int) and counted < quorum:
             return []  # counted towards a quorum not yet met
-        return [self.close(approval_id, "approved", people)]
+        people = [person for person, _ in approvals]
+        return [self.close(approval_id, "approved", people, at=at)]
 
 
 def _call(entry: AuditEntry) -> PastCall:

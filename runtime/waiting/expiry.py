@@ -30,7 +30,12 @@ class Expiry:
         view = await self.recorder.view(run_id, approval_id)
         result = await self.recorder.expire(view)
         if result.status == "recorded":
-            count_decision(result.decision, card_ts=view.call.message_ts if view.call else None)
+            call = view.call
+            count_decision(
+                result.decision,
+                tool=call.tool if call else "",
+                card_ts=call.message_ts if call else None,
+            )
         if result.status == "early":
             return False
         decision = result.decision

@@ -1,0 +1,59 @@
+"""`python -m runtime stats --chart FILE.png`: time to decide per tool, drawn as box plots
+(median, quartiles, the fastest and the slowest), one box per tool, most decided first.
+
+matplotlib comes with the `bench` extra (`pip install -e '.[bench]'`); without it the chart is
+not drawn and the error says how to get it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from runtime.review.stats import ChannelStats
+
+INSTALL = "The chart needs matplotlib: pip install -e '.[bench]' (or pip install matplotlib)."
+
+
+class ChartUnavailable(Exception):
+    """matplotlib is not installed; the message says how to install it."""
+
+
+def waits_per_tool(channels: Mapping[str, ChannelStats]) -> dict[str, list[float]]:
+    """Every channel's times to decide, per tool, most decisions first."""
+    merged: dict[str, list[float]] = {}
+    for stats in channels.values():
+        for name, tool in stats.tools.items():
+            merged.setdefault(name, []).extend(tool.waits)
+    return dict(sorted(merged.items(), key=lambda item: (-len(item[1]), item[0])))
+
+
+def draw(channels: Mapping[str, ChannelStats], path: Path, title: str) -> int:
+    """Draw the chart into `path` (PNG); the number of tools drawn (those with decisions)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display: a file only
+        from matplotlib import pyplot
+    except ImportError:
+        raise ChartUnavailable(INSTALL) from None
+    # A log axis has no 0: a decision within 10 ms is drawn at 10 ms.
+    waits = {
+        name: [max(wait, 0.01) for wait in found]
+        for name, found in waits_per_tool(channels).items()
+        if found
+    }
+    figure, axes = pyplot.subplots(figsize=(max(6.0, 1.2 + 0.9 * len(waits)), 4.5))
+    if waits:
+        # Whiskers from the fastest to the slowest: no decision is drawn as an outlier.
+        axes.boxplot(list(waits.values()), whis=(0, 100))
+        axes.set_xticks(range(1, len(waits) + 1), labels=list(waits), rotation=30, ha="right")
+        axes.set_yscale("log")
+    else:
+        axes.text(0.5, 0.5, "no decisions in this range", ha="center", va="center")
+    axes.set_ylabel("seconds from asking to the decision (log)")
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)
+    return len(waits)
