@@ -198,7 +198,6 @@ def requested(
             envelope.run_id,
             **audit_fields(envelope, call),
             approvers=",".join(call.approvers),
-            **({"when": call.when} if call.when else {}),
             **audit.arguments.fields(call.arguments),
         )
         for call in calls
@@ -217,6 +216,8 @@ def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | in
         "channel": envelope.conversation.channel,
         "digest": call.digest,
         "quorum": call.quorum,
+        # The `when` of the rule that chose who decides, for whoever reads the trail.
+        **({"when": call.when} if call.when else {}),
     }
 
 
