@@ -4,6 +4,7 @@ processes with its line, and the backtest replays `when` on the arguments the tr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def env_overrides(tmp_path: Path) -> dict[str, str]:
     return {"POLICY_FILE": str(path)}
 
 
-def deleting(user_id: str) -> object:
+def deleting(user_id: str) -> Callable[[ModelRequest], list[Item]]:
     def script(request: ModelRequest) -> list[Item]:
         if not request.tool_outputs:
             return [tool_call("delete_user", {"user_id": user_id}, "call_del")]
