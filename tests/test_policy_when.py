@@ -18,6 +18,7 @@ from tests.harness import Harness
 from tests.processes import Process, procfile
 from tests.test_approvers import ephemeral_for
 from tests.test_backtest import lines, policy
+from tests.test_edits import open_editor, submit
 
 ADMINS = "args.user_id.startsWith('admin-')"
 POLICY = f"""
@@ -143,3 +144,27 @@ async def test_a_bad_expression_stops_both_processes_with_its_line(
         assert await process.wait(timeout=30) == 2, process.log()
         assert f"POLICY_FILE={path}: line 3: rule 1 `when`" in process.log(), process.log()
         assert "Syntax error" in process.log()
+
+
+async def test_an_edit_that_moves_the_call_under_a_stricter_rule_is_refused(
+    bot: Harness,
+) -> None:
+    bot.model.script = deleting("u-100")
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)  # bob's, under the second rule
+    modal = await open_editor(bot, card, user="UBOB")
+
+    answer = await submit(bot, modal, '{"user_id": "admin-7"}', user="UBOB")
+    assert answer["response_action"] == "errors"
+    assert answer["errors"]["arguments"] == (
+        f"These arguments fall under the rule `{ADMINS}`: UCAROL must approve. Nothing was "
+        "recorded: change them back, or reject the call and ask for it again."
+    )
+    trail = [e[b"event"] for e in await bot.entries(bot.keys.audit)]
+    assert b"edited" not in trail and b"approved" not in trail
+    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+
+    # An edit the call's own rule still covers goes through.
+    assert await submit(bot, modal, '{"user_id": "u-101"}', user="UBOB") == {}
+    assert (await bot.final_answer(root)).text.endswith("deleted u-101")
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-101"})]

@@ -37,7 +37,7 @@ from runtime.decisions.recorder import DecisionRecorder
 from runtime.grants.store import GrantStore
 from runtime.jobs.queue import JobQueue
 from runtime.mcp.listing import McpListings
-from runtime.policy import parse_principals
+from runtime.policy import load_policy, parse_principals
 from runtime.process.tasks import TaskSet
 from runtime.runs.live import LiveRuns
 from runtime.stops.stopper import Principals, RunStopper
@@ -193,7 +193,7 @@ def _listeners(
         command=command,
         approvals=approvals,
         grants=grants,
-        edits=EditActions(actions=approvals, client=client),
+        edits=EditActions(actions=approvals, client=client, policy=load_policy(settings)),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
     )
