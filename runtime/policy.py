@@ -7,6 +7,7 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     agent = "ops"              # optional glob on the agent name
     mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
     when = "args.amount_cents > 100000"   # optional CEL expression (runtime.conditions)
+    confirm = "order_id"       # approving needs the approver to type this argument's value
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
     anyone = false             # true instead of approvers: anyone in the channel may decide
@@ -94,6 +95,8 @@ class Rule(BaseModel):
     escalate_to: tuple[str, ...] = ()
     when: str | None = Field(None, min_length=1)
     """A CEL expression over the call (`runtime.conditions`), compiled as the file loads."""
+    confirm: str | None = Field(None, min_length=1)
+    """An argument's name: whoever approves types its value (checked by the decision script)."""
     _condition: Condition | None = PrivateAttr(None)
 
     @field_validator("when")
@@ -170,6 +173,8 @@ class CallRule:
     """The rule's `when`, shown on the card and kept in the audit trail."""
     undecided: bool = False
     """The `when` could not be evaluated for the call: nothing was loosened."""
+    confirm: str | None = None
+    """The argument whose value each approver types (no Approve always, grants or edits)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -215,6 +220,9 @@ class Policy:
     def resolve(self, match: Match) -> CallRule:
         """The rule a match names, defaults filled in; an undecided one loosens nothing."""
         resolved = self._resolve(match.index)
+        if resolved.confirm is not None:
+            # Each approval is typed: nothing may stand in for it, nor change what is typed for.
+            resolved = replace(resolved, allow_always=False, grant_max_seconds=0, allow_edit=False)
         if not match.undecided:
             return resolved
         return replace(
@@ -260,6 +268,7 @@ class Policy:
             escalate_to=rule.escalate_to,
             external=self.default_external if rule.external is None else rule.external,
             when=rule.when,
+            confirm=rule.confirm,
         )
 
 

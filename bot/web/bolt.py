@@ -18,6 +18,7 @@ from bot.home.routes import add_home_tab
 from bot.home.watch import HomeWatch
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.commands import AgentCommand
+from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
@@ -194,6 +195,7 @@ def _listeners(
         approvals=approvals,
         grants=grants,
         edits=EditActions(actions=approvals, client=client, policy=load_policy(settings)),
+        confirmations=ConfirmActions(actions=approvals, client=client),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
     )

@@ -154,6 +154,8 @@ class PendingCall(BaseModel):
     when: str | None = None
     """The `when` of the policy rule the call fell under (`runtime.policy`), for the card and
     the audit trail; None: a rule without one, or no rule."""
+    confirm: str | None = None
+    """The argument whose value an approver types to approve (its rule's `confirm`)."""
     lost: bool = False
     """The call may have run and its result was lost: its card asks whether to run it again."""
 

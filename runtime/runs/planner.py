@@ -122,6 +122,7 @@ class CallPlanner:
             inside=callers(result.last_agent, item.agent),
             external=rule.external,
             when=rule.when,
+            confirm=rule.confirm,
         )
         return call, rule
 
