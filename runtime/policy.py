@@ -6,6 +6,8 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     tool = "delete_*"          # glob on the tool name
     agent = "ops"              # optional glob on the agent name
     mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
+    when = "args.amount_cents > 100000"   # optional CEL expression (runtime.conditions)
+    confirm = "order_id"       # approving needs the approver to type this argument's value
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
     anyone = false             # true instead of approvers: anyone in the channel may decide
@@ -28,9 +30,12 @@ anyone decide must be said (`anyone = true`): an empty `approvers = []` is refus
 quorum larger than the user ids a rule lists (without groups, nobody else could ever approve).
 A rule with `mcp_server` matches only tools from a matching MCP server, and makes their calls
 need a person (or decides them, with `auto`) whatever the server's own `require_approval` says
-(see `runtime.mcp.tools`). The runtime stores the resolved rule with each pending call, so a
-policy change never changes what an open card promised. Grants are checked again at each call
-they would cover, against the rule that call falls under (`runtime.grants.check`).
+(see `runtime.mcp.tools`). A rule with `when` matches only calls its expression holds for; one
+it cannot be evaluated for (a missing field, a wrong type) still falls under it, but loosens
+nothing: no `auto = "approve"`, no grant, no "Approve always" (`Match.undecided`). The runtime
+stores the resolved rule with each pending call, so a policy change never changes what an open
+card promised. Grants are checked again at each call they would cover, against the rule that
+call falls under (`runtime.grants.check`).
 """
 
 from __future__ import annotations
@@ -38,12 +43,21 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from runtime.conditions import CallFacts, Condition
 from runtime.record.deciders import is_group
 from runtime.settings import RuntimeSettings
 
@@ -79,6 +93,25 @@ class Rule(BaseModel):
     notify: tuple[str, ...] = ()
     escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
     escalate_to: tuple[str, ...] = ()
+    when: str | None = Field(None, min_length=1)
+    """A CEL expression over the call (`runtime.conditions`), compiled as the file loads."""
+    confirm: str | None = Field(None, min_length=1)
+    """An argument's name: whoever approves types its value (checked by the decision script)."""
+    _condition: Condition | None = PrivateAttr(None)
+
+    @field_validator("when")
+    @classmethod
+    def _compiles(cls, when: str | None) -> str | None:
+        if when is not None:
+            Condition.compile(when)  # a ConditionError (a ValueError) names the parser's message
+        return when
+
+    def model_post_init(self, context: object, /) -> None:
+        self._condition = None if self.when is None else Condition.compile(self.when)
+
+    def holds_for(self, facts: CallFacts | None) -> bool | None:
+        """Whether the call meets `when` (True without one); None: it cannot be evaluated."""
+        return True if self._condition is None else self._condition.holds(facts)
 
     @model_validator(mode="after")
     def _escalation_is_whole(self) -> Rule:
@@ -87,6 +120,7 @@ class Rule(BaseModel):
         return self
 
     def matches(self, tool: str, agent: str, mcp_server: str | None = None) -> bool:
+        """Whether the call's names fall under the rule (its `when` aside)."""
         if self.mcp_server is not None and (
             mcp_server is None or not fnmatch.fnmatchcase(mcp_server, self.mcp_server)
         ):
@@ -100,6 +134,17 @@ class PolicyFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     rule: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Match:
+    """The rule a call falls under."""
+
+    index: int | None
+    """In the policy's rules; None: no rule, the environment's defaults."""
+    undecided: bool = False
+    """The rule's `when` could not be evaluated for the call (or no arguments were given):
+    the rule holds, with nothing loosened."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,6 +169,12 @@ class CallRule:
     """Still undecided after `escalate_after_seconds`: these may decide too, and are told."""
     external: bool = False
     """People outside the installing workspace (Slack Connect, guests) may decide too."""
+    when: str | None = None
+    """The rule's `when`, shown on the card and kept in the audit trail."""
+    undecided: bool = False
+    """The `when` could not be evaluated for the call: nothing was loosened."""
+    confirm: str | None = None
+    """The argument whose value each approver types (no Approve always, grants or edits)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -137,19 +188,52 @@ class Policy:
     rule_lines: tuple[int, ...] = ()
     """The line of each rule's `[[rule]]` in the policy file, for whoever points at one."""
 
-    def match(self, tool: str, agent: str, mcp_server: str | None = None) -> int | None:
-        """The index of the first rule a call falls under; None: the environment's defaults.
-        The one place a call meets the rules: the processes and the backtest
-        (`runtime.audit.backtest`) both ask here."""
-        return next(
-            (n for n, rule in enumerate(self.rules) if rule.matches(tool, agent, mcp_server)), None
+    def match(
+        self,
+        tool: str,
+        agent: str,
+        mcp_server: str | None = None,
+        facts: CallFacts | None = None,
+    ) -> Match:
+        """The first rule a call falls under, its `when` read from `facts` (None: the
+        arguments are not known, and a `when` rule holds undecided). The one place a call meets
+        the rules: the processes and the backtest (`runtime.review.backtest`) both ask here."""
+        for number, rule in enumerate(self.rules):
+            if not rule.matches(tool, agent, mcp_server):
+                continue
+            holds = rule.holds_for(facts)
+            if holds is None:
+                return Match(index=number, undecided=True)
+            if holds:
+                return Match(index=number)
+        return Match(index=None)
+
+    def rule_for(
+        self,
+        tool: str,
+        agent: str,
+        mcp_server: str | None = None,
+        facts: CallFacts | None = None,
+    ) -> CallRule:
+        return self.resolve(self.match(tool, agent, mcp_server, facts))
+
+    def resolve(self, match: Match) -> CallRule:
+        """The rule a match names, defaults filled in; an undecided one loosens nothing."""
+        resolved = self._resolve(match.index)
+        if resolved.confirm is not None:
+            # Each approval is typed: nothing may stand in for it, nor change what is typed for.
+            resolved = replace(resolved, allow_always=False, grant_max_seconds=0, allow_edit=False)
+        if not match.undecided:
+            return resolved
+        return replace(
+            resolved,
+            auto=None if resolved.auto == "approve" else resolved.auto,
+            allow_always=False,
+            grant_max_seconds=0,
+            undecided=True,
         )
 
-    def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
-        return self.resolve(self.match(tool, agent, mcp_server))
-
-    def resolve(self, index: int | None) -> CallRule:
-        """The rule at `index` (None: no rule), defaults filled in."""
+    def _resolve(self, index: int | None) -> CallRule:
         rule = None if index is None else self.rules[index]
         if rule is None:
             return CallRule(
@@ -183,6 +267,8 @@ class Policy:
             escalate_after_seconds=rule.escalate_after_seconds,
             escalate_to=rule.escalate_to,
             external=self.default_external if rule.external is None else rule.external,
+            when=rule.when,
+            confirm=rule.confirm,
         )
 
 

@@ -639,3 +639,18 @@ async def test_what_real_slack_would_refuse_shows_on_the_page(console: Console) 
     assert snapshot["refusals"] == 1
     assert snapshot["refused"][0]["method"] == "chat.postMessage"
     console.slack.refused.clear()  # made on purpose: the fixture fails on any other
+
+
+async def test_a_refund_over_the_limit_needs_two_people(console: Console) -> None:
+    """The README's tour: the demo's policy has a `when` rule for refunds over $1,000."""
+    text = "refund o-5521 150000"
+    await console.intent("UALICE", kind="command", command="/agent", text=text)
+    [card] = await console.wait_for(console.cards, "a card")
+    assert "Rule: `args.amount_cents &gt; 100000`" in card.all_text(), "escaped as Slack wants"
+    assert "0 of 2 approvals" in card.all_text()
+    await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    await console.wait_for(lambda: "1 of 2 approvals" in card.all_text(), "bob's approval")
+    assert console.answers() == []
+    await console.intent("UCAROL", kind="click", message_ts=card.ts, action_id="approve")
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "Refunded 1500.00 on order o-5521" in answer

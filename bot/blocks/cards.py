@@ -32,6 +32,8 @@ ZERO_WIDTH_SPACE = "\u200b"
 
 ACTION_APPROVE = "approve"
 ACTION_APPROVE_ALWAYS = "approve_always"
+ACTION_APPROVE_TYPED = "approve_typed"
+"""Approve on a call whose rule has `confirm`: opens the modal that asks for the value."""
 ACTION_REJECT = "reject"
 ACTION_VIEW_ARGUMENTS = "view_arguments"
 REJECT_CALLBACK = "reject_reason"
@@ -96,6 +98,8 @@ def _call_blocks(
         blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
     if call.description:
         blocks.append(context_block(messages.tool_description(call.description)))
+    if call.when:
+        blocks.append(context_block(messages.rule_line(call.when)))
     blocks += [
         {"type": "section", "fields": fields},
         *context_blocks(run, call),
@@ -132,7 +136,9 @@ def approval_request_blocks(
             context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
         )
     approve = messages.RUN_AGAIN if call.lost else messages.APPROVE
-    buttons = [button(ACTION_APPROVE, approve, value, "primary")]
+    # A typed confirmation first opens its modal (bot.listeners.confirmations).
+    action = ACTION_APPROVE_TYPED if call.confirm else ACTION_APPROVE
+    buttons = [button(action, approve, value, "primary")]
     if call.allow_always:
         buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
     buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))

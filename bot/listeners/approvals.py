@@ -167,10 +167,34 @@ class ApprovalActions:
         channel: str,
         message_ts: str | None,
     ) -> None:
+        answer = await self.ask(ref, choice, actor, channel, message_ts)
+        self.follow_up(answer, ref, choice, actor, channel, message_ts)
+
+    async def ask(
+        self,
+        ref: ApprovalRef,
+        choice: Choice,
+        actor: SlackUser,
+        channel: str,
+        message_ts: str | None,
+    ) -> GateAnswer:
+        """Record `choice` through the decision script, with nothing shown yet (see
+        `follow_up`): for a listener that answers its modal from the outcome."""
         bind_log_context(run_id=ref.run_id, approval_id=ref.approval_id, event=choice.outcome)
-        answer = await self.gate.decide(
+        return await self.gate.decide(
             ref, choice, channel, message_ts=message_ts, claimed_team=actor.team_id
         )
+
+    def follow_up(
+        self,
+        answer: GateAnswer,
+        ref: ApprovalRef,
+        choice: Choice,
+        actor: SlackUser,
+        channel: str,
+        message_ts: str | None,
+    ) -> None:
+        """What people see after a choice: the card redrawn, or the person told why not."""
         if answer.took_effect:
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
             self._redraw(answer, message_ts)

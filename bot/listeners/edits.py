@@ -2,10 +2,12 @@
 approves the edited call.
 
 The submission is parsed and checked against the tool's schema (written with the call by the
-worker) before anything is recorded; a problem comes back in the modal next to the field. A valid
-edit is a decision like a click on Approve, recorded by the decision script together with the
-edited arguments and their digest, and refused there if the editor may not decide, the policy
-does not allow edits, or the arguments changed since the modal opened.
+worker) before anything is recorded; a problem comes back in the modal next to the field, as
+does an edit whose arguments fall under a stricter policy rule than the call's (a rule's `when`,
+read at decision time). A valid edit is a decision like a click on Approve, recorded by the
+decision script together with the edited arguments and their digest, and refused there if the
+editor may not decide, the policy does not allow edits, or the arguments changed since the modal
+opened.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from bot.slack.payloads import MESSAGE_TS, SLACK_ID, ApprovalRef, ViewSubmission
 from bot.words import choices as choice_messages
 from bot.words import runs as messages
 from runtime.calls.digest import call_digest
-from runtime.decisions.edits import InvalidEdit, parse_edit
+from runtime.decisions.edits import InvalidEdit, parse_edit, stricter_rule
 from runtime.decisions.recorder import Choice, EditChoice
 from runtime.jobs.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
+from runtime.policy import Policy
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ class EditMetadata(_Payload):
 class EditActions:
     actions: ApprovalActions
     client: AsyncWebClient
+    policy: Policy
+    """Read at decision time: edited arguments may fall under another rule."""
 
     async def on_edit(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the editor, after the same checks as a decision (recording nothing)."""
@@ -101,6 +106,16 @@ class EditActions:
         except InvalidEdit as problem:
             # Nothing is recorded: the person fixes it in the modal.
             await ack(response_action="errors", errors={EDIT_BLOCK: str(problem)[:1000]})
+            return
+        stricter = None
+        if view.envelope is not None:
+            conversation = view.envelope.conversation
+            stricter = stricter_rule(self.policy, view.call, conversation, text)
+        if stricter is not None:
+            # Approving here would skip the stricter rule's approvers: nothing is recorded.
+            who = list(stricter.approvers) if stricter.auto != "reject" else []
+            refusal = choice_messages.edit_under_stricter_rule(stricter.when, who, stricter.quorum)
+            await ack(response_action="errors", errors={EDIT_BLOCK: refusal[:1000]})
             return
         await ack()
         digest = call_digest(view.call.tool, text, view.call.mcp_server)

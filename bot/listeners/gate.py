@@ -50,6 +50,7 @@ NOT_RECORDED = {
     "grant_not_offered": choice_messages.GRANT_NOT_OFFERED,
     "edit_not_offered": choice_messages.EDIT_NOT_OFFERED,
     "edit_stale": choice_messages.EDIT_STALE,
+    "confirm_needed": choice_messages.CONFIRM_NEEDED,
     "stale": messages.CALL_CHANGED,
 }
 REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable", "outside"})

@@ -14,15 +14,18 @@ from slack_bolt.app.async_app import AsyncApp
 from bot.blocks.cards import (
     ACTION_APPROVE,
     ACTION_APPROVE_ALWAYS,
+    ACTION_APPROVE_TYPED,
     ACTION_REJECT,
     ACTION_VIEW_ARGUMENTS,
     REJECT_CALLBACK,
 )
+from bot.blocks.confirmations import CONFIRM_CALLBACK
 from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
 from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
 from bot.blocks.status import ACTION_STOP
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.commands import AgentCommand
+from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
 from bot.listeners.stops import StopActions
@@ -35,6 +38,7 @@ class Listeners:
     approvals: ApprovalActions
     grants: GrantActions
     edits: EditActions
+    confirmations: ConfirmActions
     stops: StopActions
     groups: GroupMembershipEvents
 
@@ -52,6 +56,8 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(ACTION_EDIT)(edits.on_edit)
     bolt.view(EDIT_CALLBACK)(edits.on_edit_submitted)
     bolt.view(REJECT_CALLBACK)(approvals.on_reject_submitted)
+    bolt.action(ACTION_APPROVE_TYPED)(listeners.confirmations.on_approve_typed)
+    bolt.view(CONFIRM_CALLBACK)(listeners.confirmations.on_confirm_submitted)
 
 
 def add_catch_alls(bolt: AsyncApp, listeners: Listeners) -> None:

@@ -18,6 +18,7 @@ from bot.home.routes import add_home_tab
 from bot.home.watch import HomeWatch
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.commands import AgentCommand
+from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
@@ -38,7 +39,7 @@ from runtime.decisions.recorder import DecisionRecorder
 from runtime.grants.store import GrantStore
 from runtime.jobs.queue import JobQueue
 from runtime.mcp.listing import McpListings
-from runtime.policy import parse_principals
+from runtime.policy import load_policy, parse_principals
 from runtime.process.tasks import TaskSet
 from runtime.runs.live import LiveRuns
 from runtime.stops.stopper import Principals, RunStopper
@@ -203,7 +204,8 @@ def _listeners(
         command=command,
         approvals=approvals,
         grants=grants,
-        edits=EditActions(actions=approvals, client=client),
+        edits=EditActions(actions=approvals, client=client, policy=load_policy(settings)),
+        confirmations=ConfirmActions(actions=approvals, client=client),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
     )

@@ -91,6 +91,49 @@ EDIT_TITLE = "Edit, then approve"
 EDIT_SUBMIT = "Approve edited"
 EDIT_CANCEL = "Cancel"
 EDIT_LABEL = "Arguments (JSON)"
+
+
+def edit_under_stricter_rule(when: str | None, approvers: list[str], quorum: int) -> str:
+    """An edit whose arguments fall under a stricter rule than the call's (modal error: plain)."""
+    rule = f"the rule `{when}`" if when else "a stricter rule"
+    if not approvers:
+        who = "it is blocked"
+    else:
+        who = f"{quorum} of {', '.join(approvers)} must approve"
+        if quorum == 1:
+            who = f"{' or '.join(approvers)} must approve"
+    return (
+        f"These arguments fall under {rule}: {who}. Nothing was recorded: change them back, or "
+        "reject the call and ask for it again."
+    )
+
+
+CONFIRM_TITLE = "Confirm the call"
+CONFIRM_SUBMIT = "Approve"
+CONFIRM_CANCEL = "Cancel"
+CONFIRM_NEEDED = (
+    "Approving this call needs its value typed: press Approve on the card, type it, and submit. "
+    "Nothing was recorded."
+)
+
+
+def confirm_context(tool: str, name: str) -> str:
+    return (
+        f"The policy asks whoever approves `{escape(tool)}` to type the value of "
+        f"`{escape(name)}` exactly, as the card shows it."
+    )
+
+
+def confirm_label(name: str) -> str:
+    """The modal's field (plain text)."""
+    return f"Type the {name} to approve"
+
+
+def confirm_wrong(name: str) -> str:
+    """The modal's error (plain text)."""
+    return f"That is not this call's {name}. Nothing was recorded: type it exactly as shown."
+
+
 EDIT_NOT_OFFERED = "Editing is not allowed for this call, so nothing was recorded."
 EDIT_STALE = (
     "Someone changed these arguments after you opened the editor, so nothing was recorded. "

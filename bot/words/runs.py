@@ -141,6 +141,17 @@ def tool_description(description: str) -> str:
     return f"_Tool description:_ {escape(text)}"
 
 
+RULE_CHARS = 200
+
+
+def rule_line(when: str) -> str:
+    """The `when` of the policy rule that chose who decides (`Rule: args.amount_cents > …`)."""
+    text = " ".join(when.split()).replace("`", "'")
+    if len(text) > RULE_CHARS:
+        text = text[:RULE_CHARS] + "…"
+    return f"Rule: `{escape(text)}`"
+
+
 RUN_AGAIN = "Run again"
 
 

@@ -12,14 +12,18 @@ before the tool's output, so the model's next turn knows what ran.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
+from runtime.conditions import CallFacts
 from runtime.decisions.choices import ArgumentEdit
+from runtime.jobs.contracts import Conversation
+from runtime.policy import CallRule, Policy
+from runtime.record.envelope import PendingCall
 
 VALUE_CHARS = 120
 
@@ -65,6 +69,26 @@ def parse_edit(text: str, schema: dict[str, Any] | None) -> Any:
         where = f"`{path}`: " if path else ""
         raise InvalidEdit(f"{where}{first.message}")
     return parsed
+
+
+def stricter_rule(
+    policy: Policy, call: PendingCall, conversation: Conversation, arguments: str
+) -> CallRule | None:
+    """The rule the edited arguments fall under, when it asks more than the one the call was
+    asked under (blocked, a larger quorum, approvers of its own, no outsiders): approving them
+    under the looser one would skip it. None: the call's own rule still covers them."""
+    facts = replace(CallFacts.of(call, conversation), arguments=arguments)
+    rule = policy.rule_for(call.tool, call.agent, call.mcp_server, facts)
+    if rule.auto == "reject":
+        return rule
+    if rule.auto == "approve":
+        return None
+    if rule.quorum > call.quorum or (call.external and not rule.external):
+        return rule
+    # Other approvers, or some where anyone could decide: whoever edits may not be one of them.
+    if rule.approvers and set(rule.approvers) != set(call.approvers):
+        return rule
+    return None
 
 
 def pretty_arguments(arguments: str) -> str:

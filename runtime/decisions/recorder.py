@@ -51,6 +51,8 @@ Status = Literal[
     "grant_not_offered",  # no grant this long is offered for this call (or under a quorum)
     "edit_not_offered",  # the policy does not allow editing this call
     "edit_stale",  # the arguments changed since the editor opened them
+    "confirm_needed",  # approving this call needs its `confirm` argument typed
+    "confirm_wrong",  # the typed value is not the call's `confirm` argument
     "stale",  # the call changed since the person's screen showed it (its digest differs)
 ]
 
@@ -85,6 +87,8 @@ class Choice:
     edit: EditChoice | None = None
     team: str | None = None
     """The person's Slack team (for the audit trail), where known."""
+    confirm: str | None = None
+    """The value the approver typed for the call's `confirm` argument."""
     outside: bool = False
     """The person is no full member of the installing workspace (`bot.slack.members`):
     refused unless the call's gate says `external`."""
@@ -128,7 +132,7 @@ class UnconfirmedDecision(NotReplicated):
 CONFIRMED: frozenset[Status] = frozenset({"recorded", "counted", "already_approved", "decided"})
 """Replies that tell of a stored decision or approval: not given before the replicas have it."""
 
-CHOSEN = frozenset({"grant", "edit", "team"})
+CHOSEN = frozenset({"grant", "edit", "team", "confirm"})
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 

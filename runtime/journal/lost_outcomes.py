@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
+from runtime.conditions import CallFacts
 from runtime.failures import RunFailed
 from runtime.jobs.contracts import new_approval_id
 from runtime.journal.starts import OutcomeLost
@@ -91,7 +92,8 @@ def asked_again(
         return None
     if call.decision.edit is not None:
         return None
-    rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
+    facts = CallFacts.of(call, envelope.conversation)
+    rule = policy.rule_for(call.tool, call.agent, call.mcp_server, facts)
     again = call.model_copy(
         update={
             "approval_id": new_approval_id(),

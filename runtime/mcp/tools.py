@@ -106,9 +106,15 @@ class McpTools:
         self._listed[agent.name] = listed
 
     def _policy_requires_approval(self, tool: str, agent: str, server: str) -> bool:
-        index = self._policy.match(tool, agent, server)
-        rule = None if index is None else self._policy.rules[index]
-        return rule is not None and rule.mcp_server is not None and rule.auto != "approve"
+        # No arguments at listing: a `when` rule holds undecided, so it asks (its calls are put
+        # to the rule again, with their arguments, as they are made).
+        match = self._policy.match(tool, agent, server)
+        rule = None if match.index is None else self._policy.rules[match.index]
+        return (
+            rule is not None
+            and rule.mcp_server is not None
+            and (rule.auto != "approve" or match.undecided)
+        )
 
     # --- what runs and cards need ----------------------------------------------------------
 

@@ -151,6 +151,11 @@ class PendingCall(BaseModel):
     run's current agent asked itself."""
     external: bool = False
     """People outside the installing workspace may decide it too (its rule's `external`)."""
+    when: str | None = None
+    """The `when` of the policy rule the call fell under (`runtime.policy`), for the card and
+    the audit trail; None: a rule without one, or no rule."""
+    confirm: str | None = None
+    """The argument whose value an approver types to approve (its rule's `confirm`)."""
     lost: bool = False
     """The call may have run and its result was lost: its card asks whether to run it again."""
     edited_preview: str | None = None

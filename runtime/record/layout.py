@@ -28,6 +28,7 @@ redelivered start job cannot replay a finished run.
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -126,6 +127,10 @@ class CallGate(BaseModel):
     grants."""
     external: bool = False
     """People outside the installing workspace may decide (absent: members only)."""
+    confirm: str | None = None
+    confirm_value: str | None = None
+    """The argument an approver must type (`confirm`) and its value in the arguments the digest
+    binds (None: absent, so nobody can approve); compared by `choices.lua`."""
 
     def widened(self, principals: tuple[str, ...]) -> CallGate:
         """This gate with more users and groups who may decide (an escalation); channels in
@@ -161,6 +166,10 @@ class CallGate(BaseModel):
             allow_edit=call.allow_edit,
             grant_max_seconds=call.grant_max_seconds,
             external=call.external,
+            confirm=call.confirm,
+            confirm_value=None
+            if call.confirm is None
+            else confirm_text(call.arguments, call.confirm),
         )
 
 
@@ -228,3 +237,16 @@ replies) head their files in `runtime/record/lua/`."""
 def script(redis: aioredis.Redis, keys: Keys, name: str) -> OnceScript:
     """One of `SCRIPTS`, registered on `redis`."""
     return OnceScript(redis, keys, SCRIPTS[name])
+
+
+def confirm_text(arguments: str, name: str) -> str | None:
+    """What an approver types for argument `name`: a string as it is, any other value as its
+    JSON (`1200`); None when the arguments have no such argument."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or name not in parsed:
+        return None
+    value = parsed[name]
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

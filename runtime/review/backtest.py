@@ -3,7 +3,8 @@ backtest POLICY.toml [--since DATE] [--until DATE] [--json]`).
 
 Each call the trail holds (`runtime.review.history`) is put to the proposed policy through the
 same `Policy.match` the processes use, so whatever a rule can match on is replayed too; the call
-is judged on what the trail kept of it (tool, agent, MCP server, and its arguments when kept).
+is judged on what the trail kept of it (tool, agent, MCP server, channel, requester, and its
+arguments when kept: a `when` rule is replayed on them).
 `--json` writes one line per call; otherwise `Summary` counts the calls that would have run with
 no person, been blocked, asked a person where none was, gone to other approvers or needed
 another quorum, and lists the differences, most frequent first.
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
 from runtime.audit.trail import AuditTrail
+from runtime.conditions import CallFacts
 from runtime.policy import CallRule, Policy
 from runtime.review.history import PastCall, past_calls
 
@@ -50,11 +52,19 @@ class Verdict:
 
 def judge(call: PastCall, policy: Policy, source: str) -> Verdict:
     """What `policy` (read from `source`) would have done with `call`."""
-    # The processes' own matcher: a key it learns to read (a `when` on the arguments) is
-    # replayed by passing it `call.arguments`, None where the trail did not keep them.
-    index = policy.match(call.tool, call.agent, call.mcp_server)
-    rule = policy.resolve(index)
-    where = None if index is None else f"{source}:{policy.rule_lines[index]}"
+    # The processes' own matcher, with what the trail kept: a `when` rule is replayed on the
+    # kept arguments, and holds undecided (loosening nothing) where they were not kept.
+    facts = CallFacts(
+        arguments=call.arguments,
+        tool=call.tool,
+        agent=call.agent,
+        mcp_server=call.mcp_server,
+        channel=call.channel,
+        requester=call.requester,
+    )
+    match = policy.match(call.tool, call.agent, call.mcp_server, facts)
+    rule = policy.resolve(match)
+    where = None if match.index is None else f"{source}:{policy.rule_lines[match.index]}"
     would = _would(rule)
     return Verdict(
         would=would,

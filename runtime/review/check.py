@@ -107,6 +107,9 @@ def _guards(rule: Rule) -> bool:
 
 def _covers(earlier: Rule, later: Rule) -> bool:
     """Every call `later` matches, `earlier` matches too."""
+    # A `when` is not compared with another, only with the same text.
+    if earlier.when is not None and earlier.when != later.when:
+        return False
     if earlier.mcp_server is not None and (
         later.mcp_server is None or not glob_covers(earlier.mcp_server, later.mcp_server)
     ):

@@ -364,7 +364,9 @@ class RunExecutor:
         *audit: str,
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
-        reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at)
+        reach = plan_reach(
+            calls, self.policy, envelope.conversation, now=now, reminder_at=self.reminder_at
+        )
         await self.store.wait_for_approvals(
             waiting,
             state_json,

@@ -17,6 +17,7 @@ from runtime.calls.context import editable_schema, function_tool_of, why_of
 from runtime.calls.description import described_arguments, tool_kind
 from runtime.calls.digest import ArgumentsTooLarge, call_digest
 from runtime.calls.previews import PreviewFunction, preview_of, run_previews
+from runtime.conditions import CallFacts
 from runtime.grants.check import GrantCheck, GrantNotices
 from runtime.jobs.contracts import new_approval_id
 from runtime.mcp.origin import mcp_server_of
@@ -69,7 +70,15 @@ class CallPlanner:
         # What will run: the model's arguments, or a shell or patch call's own description.
         tool, agent_name, arguments = item.name or "?", item.agent.name, described_arguments(item)
         server, description = self._origin(item)
-        rule = self.policy.rule_for(tool, agent_name, server)
+        facts = CallFacts(
+            arguments=arguments,
+            tool=tool,
+            agent=agent_name,
+            mcp_server=server,
+            channel=envelope.conversation.channel,
+            requester=envelope.conversation.requester,
+        )
+        rule = self.policy.rule_for(tool, agent_name, server, facts)
         approval_id = new_approval_id()
         try:
             digest = call_digest(tool, arguments, server, kind=tool_kind(item))
@@ -112,6 +121,8 @@ class CallPlanner:
             grant_max_seconds=rule.grant_max_seconds,
             inside=callers(result.last_agent, item.agent),
             external=rule.external,
+            when=rule.when,
+            confirm=rule.confirm,
         )
         return call, rule
 
@@ -206,6 +217,8 @@ def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | in
         "channel": envelope.conversation.channel,
         "digest": call.digest,
         "quorum": call.quorum,
+        # The `when` of the rule that chose who decides, for whoever reads the trail.
+        **({"when": call.when} if call.when else {}),
     }
 
 

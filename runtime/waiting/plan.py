@@ -15,6 +15,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from runtime.conditions import CallFacts
+from runtime.jobs.contracts import Conversation
 from runtime.policy import Policy
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall
@@ -65,7 +67,12 @@ class ReachPlan:
 
 
 def plan_reach(
-    calls: Iterable[PendingCall], policy: Policy, *, now: float, reminder_at: tuple[float, ...]
+    calls: Iterable[PendingCall],
+    policy: Policy,
+    conversation: Conversation,
+    *,
+    now: float,
+    reminder_at: tuple[float, ...],
 ) -> ReachPlan:
     """The reach of each open call: its rule's `notify` and escalation, and the reminders."""
     fields: dict[str, str] = {}
@@ -73,7 +80,8 @@ def plan_reach(
     for call in calls:
         if call.decision is not None:
             continue
-        rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
+        facts = CallFacts.of(call, conversation)
+        rule = policy.rule_for(call.tool, call.agent, call.mcp_server, facts)
         lifetime = call.expires_at - now
         escalate_at = None
         if rule.escalate_after_seconds is not None and rule.escalate_to:

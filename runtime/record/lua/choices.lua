@@ -5,7 +5,8 @@
 --   every later approval (towards a quorum) counts for the edited arguments;
 -- - `choice_refusal(gate, choice)`: a grant is refused unless the call's gate offers one that
 --   long (never under a quorum); an edit unless the gate allows edits and the editor saw the
---   arguments as they stand (`previous_digest`);
+--   arguments as they stand (`previous_digest`); an approval of a call whose gate names a
+--   `confirm` argument unless the approver typed its value (`confirm_value`) exactly;
 -- - `apply_edit(...)`: store the edit (`edit:<aid>`), write the `edited` audit entry with both
 --   digests and restart the quorum's count on the new arguments;
 -- - `attach_choices(...)`: put the edit into an approving decision and, for a grant, create the
@@ -29,6 +30,15 @@ local function choice_refusal(gate, choice)
     if present(edit) or choice['outcome'] ~= 'approved' or tonumber(gate['quorum']) > 1
       or most <= 0 or tonumber(grant['seconds']) > most then
       return 'grant_not_offered'
+    end
+  end
+  -- A typed confirmation: the value of the gate's argument, bound with its digest.
+  local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
+  if approving and type(gate['confirm']) == 'string' then
+    local typed = choice['confirm']
+    if not present(typed) then return 'confirm_needed' end
+    if type(gate['confirm_value']) ~= 'string' or typed ~= gate['confirm_value'] then
+      return 'confirm_wrong'
     end
   end
   if present(edit) then
