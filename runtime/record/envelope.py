@@ -213,12 +213,20 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
 
 # Optional per-call fields written only when set, so that a function tool's call is stored
 # exactly as before they existed and a web process of the previous version still reads it.
-_OMITTED_WHEN_UNSET = ("mcp_server", "description", "inside", "external", "lost")
+_OMITTED_WHEN_UNSET = (
+    "mcp_server",
+    "description",
+    "inside",
+    "external",
+    "lost",
+    "when",
+    "confirm",
+)
 
 
 def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
-    per_call = {"message_ts", "decision", "approvals", "edit", "copies"}
+    per_call = {"message_ts", "decision", "approvals", "edit", "copies", "edited_preview"}
     data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
     for call in data["calls"]:
         for name in _OMITTED_WHEN_UNSET:

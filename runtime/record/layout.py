@@ -96,6 +96,9 @@ HOME_TAB: Final = "@home"
 """Where a decision made on the app's Home tab comes from, instead of a channel id."""
 
 
+_GATE_OMITTED_WHEN_UNSET = ("external", "confirm", "confirm_value")
+
+
 class CallGate(BaseModel):
     """Who may decide one call, written when the run stops for it and read by the decision script.
 
@@ -131,6 +134,17 @@ class CallGate(BaseModel):
     confirm_value: str | None = None
     """The argument an approver must type (`confirm`) and its value in the arguments the digest
     binds (None: absent, so nobody can approve); compared by `choices.lua`."""
+
+    def stored(self) -> str:
+        """The JSON written to `gate:<id>`. Fields newer than a version still in service are left
+        out while unset, so a process of that version (its gates are `extra="forbid"`) still
+        reads every gate that asks nothing new of it during a rolling deploy; a gate that does
+        (an outsider may decide, a typed confirmation) it refuses, which fails closed."""
+        data = self.model_dump(mode="json")
+        for name in _GATE_OMITTED_WHEN_UNSET:
+            if data.get(name) in (None, False):
+                data.pop(name, None)
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
     def widened(self, principals: tuple[str, ...]) -> CallGate:
         """This gate with more users and groups who may decide (an escalation); channels in

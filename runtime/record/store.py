@@ -259,7 +259,7 @@ class RunStore:
         for call in open_calls:
             fields[rr.DEADLINE + call.approval_id] = repr(call.expires_at)
             gate = CallGate.of(envelope, call, self_ok=self_ok)
-            fields[rr.GATE + call.approval_id] = gate.model_dump_json()
+            fields[rr.GATE + call.approval_id] = gate.stored()
         member = f"{envelope.run_id}:{{}}".format
         plan = {
             "delete": [f + c.approval_id for c in previous.calls for f in rr.PER_CALL] + [rr.FINAL],

@@ -72,7 +72,7 @@ class Escalation:
                 args=[
                     call.approval_id,
                     raw,
-                    widened.model_dump_json(),
+                    widened.stored(),
                     run.run_id,
                     AuditEvent.ESCALATED,
                     json.dumps(details),
