@@ -45,7 +45,8 @@ async def screenshot_card(console_url: str, out: Path, chromium: str) -> None:
             await page.press("#command", "Enter")
             approve = page.get_by_role("button", name="Approve", exact=True)
             card = page.locator(".message", has=approve)
-            await expect(card).to_contain_text("wants to run delete_user")
+            # The demo may start slowly on a busy machine: its first card can take a while.
+            await expect(card).to_contain_text("wants to run delete_user", timeout=30_000)
             out.parent.mkdir(parents=True, exist_ok=True)
             await card.screenshot(path=out)
         finally:

@@ -57,3 +57,10 @@ class CardDraws:
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(POLL_SECONDS)
+
+    async def forget(self, run_id: str, approval_id: str) -> None:
+        """The note has served (the worker's drawing is next): a finished run leaves no key."""
+        try:
+            await self._redis.hdel(self._keys.card_draws(run_id), approval_id)
+        except RedisError:
+            log.warning("run %s: card drawing not forgotten (Redis unreachable)", run_id)

@@ -156,7 +156,8 @@ class SlackReporter:
         ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
         await self._settle_reminders(run, call)
         await self._reach.redraw_copies(run, call)
-        if call.decision is not None and self._draws is not None:
+        # Only an edited call's card is drawn again by the worker (with the edit's preview).
+        if call.decision is not None and call.decision.edit is not None and self._draws is not None:
             await self._draws.drawn(run.run_id, call.approval_id)
         return ts if ts != call.message_ts else None
 
@@ -234,6 +235,7 @@ class SlackReporter:
         if call.message_ts is not None and call.decision is not None:
             if self._draws is not None:
                 await self._draws.wait_drawn(run.run_id, call.approval_id)
+                await self._draws.forget(run.run_id, call.approval_id)
             blocks = approval_decided_blocks(run, call)
             text = messages.decision_headline(call.decision, call.tool)
             try:
