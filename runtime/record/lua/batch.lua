@@ -1,5 +1,9 @@
+-- The batch script's second half: it closes `decide_one` (opened in `batch_open.lua`, whose
+-- body is `decide.lua`) and runs it per call, checks first, then decisions.
+--
+-- KEYS and ARGV: the batch's, as `batch_open.lua` lists them; each call's own decision-script
+-- ARGV is built here (`argv`), its KEYS are the batch's 1 to 5.
 end
--- (the end of `decide_one`, opened in `batch_open.lua`)
 local calls = cjson.decode(ARGV[1])
 local function argv(call, mode)
   return {call['aid'], ARGV[2], ARGV[3], mode, call['member'], ARGV[4], call['groups'], ARGV[5],
