@@ -10,7 +10,7 @@ implements it; a worker without one sends no copies.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -59,6 +59,12 @@ class RunView:
         )
 
 
+def batchable(calls: Iterable[PendingCall]) -> bool:
+    """Whether these open calls may be decided all at once (`Activity.batchable`)."""
+    listed = list(calls)
+    return len(listed) >= 2 and all(c.quorum <= 1 and c.confirm is None for c in listed)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Activity:
     """The run's progress so far, for its status message."""
@@ -72,6 +78,9 @@ class Activity:
     approvals_asked: int = 0
     """`waiting`: how many calls of this round needed an approval (open or already decided,
     e.g. by the policy)."""
+    batchable: bool = False
+    """`waiting`: two or more calls are open and none needs a quorum or a typed confirmation,
+    so the status message offers **Approve all** and **Reject all**."""
     ran: tuple[str, ...] = ()
     """`done`: the tools that ran during the run (from its tool journal)."""
     not_run: tuple[str, ...] = ()

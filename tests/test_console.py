@@ -654,3 +654,28 @@ async def test_a_refund_over_the_limit_needs_two_people(console: Console) -> Non
     await console.intent("UCAROL", kind="click", message_ts=card.ts, action_id="approve")
     [answer] = await console.wait_for(console.answers, "the answer")
     assert "Refunded 1500.00 on order o-5521" in answer
+
+
+async def test_approve_all_decides_both_calls_of_a_run_in_one_modal(console: Console) -> None:
+    """The README's tour: a run that asks twice offers **Approve all** on its status message."""
+    text = "delete u-101 and restart search"
+    await console.intent("UALICE", kind="command", command="/agent", text=text)
+    cards = await console.wait_for(lambda: c if len(c := console.cards()) == 2 else None, "cards")
+    [status] = await console.wait_for(
+        lambda: [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()],
+        "Approve all on the status message",
+    )
+    await console.intent("UBOB", kind="click", message_ts=status.ts, action_id="approve_all")
+    [opened] = await console.wait_for(
+        lambda: [v for v in console.slack.opened.values() if v.open], "the Approve all modal"
+    )
+    assert opened.view["callback_id"] == "batch_decision"
+    listed = json.dumps(opened.view)
+    assert "delete_user" in listed and "restart_service" in listed
+    code, _ = await console.intent("UBOB", kind="submit", view_id=opened.id, values={})
+    assert code == 200 and not opened.open
+    await console.wait_for(
+        lambda: all("approve" not in c.action_ids() for c in cards), "both cards decided"
+    )
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "u-101" in answer and "search" in answer, answer

@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
+from bot.blocks.batch import batch_buttons
 from bot.words import runs as messages
 from runtime.reporter import Activity
 
@@ -69,11 +70,15 @@ def status_text(activity: Activity) -> str:
     return "\n".join([status_headline(activity), *lines])
 
 
-def status_blocks(run_id: str, text: str, state: str) -> list[dict[str, Any]]:
+def status_blocks(
+    run_id: str, text: str, state: str, *, batch: bool = False
+) -> list[dict[str, Any]]:
+    """`batch`: two or more calls wait that may be decided at once (`Activity.batchable`)."""
     blocks: list[Any] = [SectionBlock(text=text)]
     if state in ALIVE_STATES:
         stop = ButtonElement(
             text=messages.STOP, action_id=ACTION_STOP, value=run_id, style="danger"
         )
-        blocks.append(ActionsBlock(elements=[stop]))
+        extra = batch_buttons(run_id) if batch and state == "waiting" else []
+        blocks.append(ActionsBlock(elements=[*extra, stop]))
     return [block.to_dict() for block in blocks]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from slack_bolt.app.async_app import AsyncApp
 
+from bot.blocks.batch import ACTION_APPROVE_ALL, ACTION_REJECT_ALL, BATCH_CALLBACK
 from bot.blocks.cards import (
     ACTION_APPROVE,
     ACTION_APPROVE_ALWAYS,
@@ -24,6 +25,7 @@ from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
 from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
 from bot.blocks.status import ACTION_STOP
 from bot.listeners.approvals import ApprovalActions
+from bot.listeners.batch import BatchActions
 from bot.listeners.commands import AgentCommand
 from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
@@ -41,6 +43,7 @@ class Listeners:
     confirmations: ConfirmActions
     stops: StopActions
     groups: GroupMembershipEvents
+    batch: BatchActions
 
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
@@ -58,6 +61,9 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.view(REJECT_CALLBACK)(approvals.on_reject_submitted)
     bolt.action(ACTION_APPROVE_TYPED)(listeners.confirmations.on_approve_typed)
     bolt.view(CONFIRM_CALLBACK)(listeners.confirmations.on_confirm_submitted)
+    bolt.action(ACTION_APPROVE_ALL)(listeners.batch.on_approve_all)
+    bolt.action(ACTION_REJECT_ALL)(listeners.batch.on_reject_all)
+    bolt.view(BATCH_CALLBACK)(listeners.batch.on_submitted)
 
 
 def add_catch_alls(bolt: AsyncApp, listeners: Listeners) -> None:

@@ -83,7 +83,7 @@ class SlackReporter:
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         text = status_text(activity)
-        blocks = status_blocks(run.run_id, text, activity.state)
+        blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
         try:
             return await self._update_or_post(run, message_id, text, blocks, "its status message")
         except (SlackApiError, ClientError, TimeoutError):

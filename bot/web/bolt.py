@@ -17,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.home.routes import add_home_tab
 from bot.home.watch import HomeWatch
 from bot.listeners.approvals import ApprovalActions
+from bot.listeners.batch import BatchActions
 from bot.listeners.commands import AgentCommand
 from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
@@ -35,6 +36,7 @@ from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit.trail import AuditTrail
 from runtime.db.keys import Keys
+from runtime.decisions.batch import BatchRecorder
 from runtime.decisions.recorder import DecisionRecorder
 from runtime.grants.store import GrantStore
 from runtime.jobs.queue import JobQueue
@@ -208,6 +210,9 @@ def _listeners(
         confirmations=ConfirmActions(actions=approvals, client=client),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
+        batch=BatchActions(
+            actions=approvals, batch=BatchRecorder(redis=redis, keys=keys, replication=replication)
+        ),
     )
 
 

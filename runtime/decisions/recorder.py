@@ -89,6 +89,9 @@ class Choice:
     """The person's Slack team (for the audit trail), where known."""
     confirm: str | None = None
     """The value the approver typed for the call's `confirm` argument."""
+    batch: str | None = None
+    """Set when one submission decided every waiting call of the run ("Approve all"): the
+    batch's id, in each call's audit entry."""
     outside: bool = False
     """The person is no full member of the installing workspace (`bot.slack.members`):
     refused unless the call's gate says `external`."""
@@ -132,7 +135,7 @@ class UnconfirmedDecision(NotReplicated):
 CONFIRMED: frozenset[Status] = frozenset({"recorded", "counted", "already_approved", "decided"})
 """Replies that tell of a stored decision or approval: not given before the replicas have it."""
 
-CHOSEN = frozenset({"grant", "edit", "team", "confirm"})
+CHOSEN = frozenset({"grant", "edit", "team", "confirm", "batch"})
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 
@@ -142,6 +145,7 @@ class DecisionRecorder:
     ) -> None:
         self._redis = redis
         self._keys = keys
+        self.redis, self.keys = redis, keys
         self._replication = replication
         self._decide = rr.script(redis, keys, "decide")
 
@@ -254,7 +258,7 @@ class DecisionRecorder:
             ],
         )
         parts = [_text(p) or "" for p in reply]
-        result = _result(parts)
+        result = result_of(parts)
         if mode != "check" and result.status in CONFIRMED:
             # Also for a retry that finds its own decision, which an earlier attempt stored but
             # could not confirm: the retry succeeds once the replicas have it. Raises otherwise;
@@ -271,7 +275,8 @@ class DecisionRecorder:
         await self._replication.confirm()
 
 
-def _result(parts: list[str]) -> RecordResult:
+def result_of(parts: list[str]) -> RecordResult:
+    """A decision-script reply, parsed (also each call's in a batch, `runtime.decisions.batch`)."""
     status = cast(Status, parts[0])
     if status in ("counted", "already_approved", "open", "stale"):
         approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))

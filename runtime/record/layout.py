@@ -239,6 +239,15 @@ SCRIPTS: Final[dict[str, str]] = {
         EVENT_EDITED=AuditEvent.EDITED,
         EVENT_GRANTED=AuditEvent.GRANTED,
     ),
+    # A batch ("Approve all") runs the decision script's body once per call (`batch_open.lua`).
+    "decide_batch": _script(
+        "choices",
+        "batch_open",
+        "decide",
+        "batch",
+        EVENT_EDITED=AuditEvent.EDITED,
+        EVENT_GRANTED=AuditEvent.GRANTED,
+    ),
     "stop": _script("stop"),
     "add_copies": _script("add_copies"),
     "escalate": _script("escalate"),

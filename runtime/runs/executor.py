@@ -377,8 +377,7 @@ class RunExecutor:
             fields=reach.fields,
             audit=(*audit, *requested(self.audit, waiting, calls)),
         )
-        open_tools = tuple(c.tool for c in calls if c.decision is None)
-        await observer.flush("waiting", waiting_for=open_tools, approvals_asked=len(calls))
+        await observer.waiting([c for c in calls if c.decision is None], asked=len(calls))
         await post_cards(self.store, self.reporter, self.copies, waiting, lease)
 
     async def _continue(self, lease: Lease) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agents import Agent, RunContextWrapper, RunHooks, Tool
@@ -12,7 +13,7 @@ from agents import Agent, RunContextWrapper, RunHooks, Tool
 from runtime.record.envelope import PendingCall
 from runtime.record.posted_messages import record_or_retract
 from runtime.record.store import Lease, RunStore
-from runtime.reporter import Activity, Reporter, RunView
+from runtime.reporter import Activity, Reporter, RunView, batchable
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +62,19 @@ class RunObserver(RunHooks[Any]):
         if self._clock() - self._last_sent >= MIN_UPDATE_INTERVAL_SECONDS:
             await self.flush("working")
 
+    async def waiting(self, open_calls: Sequence[PendingCall], *, asked: int) -> None:
+        """The run now waits for `open_calls` (of `asked` calls that needed an approval)."""
+        tools = tuple(c.tool for c in open_calls)
+        batch = batchable(open_calls)
+        await self.flush("waiting", waiting_for=tools, approvals_asked=asked, batchable=batch)
+
     async def flush(
         self,
         state: str,
         *,
         waiting_for: tuple[str, ...] = (),
         approvals_asked: int = 0,
+        batchable: bool = False,
         ran: tuple[str, ...] = (),
         not_run: tuple[str, ...] = (),
     ) -> None:
@@ -80,6 +88,7 @@ class RunObserver(RunHooks[Any]):
             state=state,
             waiting_for=waiting_for,
             approvals_asked=approvals_asked,
+            batchable=batchable,
             ran=ran,
             not_run=not_run,
         )

@@ -11,7 +11,7 @@ import redis.asyncio as aioredis
 from runtime.db.keys import Keys
 from runtime.record.reads import Whole
 from runtime.record.view import read_whole
-from runtime.reporter import Activity, RunView
+from runtime.reporter import Activity, RunView, batchable
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,11 +31,12 @@ async def waiting_status(redis: aioredis.Redis, keys: Keys, run_id: str) -> Wait
     envelope = whole.readable_envelope
     if envelope is None:
         return None
-    open_tools = tuple(
-        call.tool
+    open_calls = [
+        call
         for call in envelope.calls
         if call.decision is None and call.approval_id not in whole.decided
-    )
+    ]
+    open_tools = tuple(call.tool for call in open_calls)
     if not open_tools:
         return None
     activity = Activity(
@@ -43,5 +44,6 @@ async def waiting_status(redis: aioredis.Redis, keys: Keys, run_id: str) -> Wait
         state="waiting",
         waiting_for=open_tools,
         approvals_asked=len(envelope.calls),
+        batchable=batchable(open_calls),
     )
     return WaitingStatus(run=RunView.of(envelope), message_id=message_id, activity=activity)

@@ -18,7 +18,7 @@
 --   7 only with a grant: the channel's grants (a sorted set)
 -- ARGV
 --   1 the approval id
---   2 the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside)
+--   2 the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside, batch)
 --   3 where it was made: a channel of the card or of a copy, `HOME_TAB`, or '' (anywhere: an
 --     expiry)
 --   4 the mode: 'decide', 'check' (what a rejection would do, recording only a refusal) or
@@ -85,6 +85,7 @@ local choice = cjson.decode(ARGV[2])
 local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
 local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], at = now, team = choice['team']}
+if present(choice['batch']) then entry['batch'] = choice['batch'] end  -- "Approve all"
 if gate then
   for _, name in ipairs({'call_id', 'tool', 'agent', 'requester', 'channel', 'digest'}) do
     entry[name] = gate[name]

@@ -1,0 +1,68 @@
+"""The words of batch decisions (issue 20 item 2): **Approve all** and **Reject all** on a run's
+status message, their modal, and why a batch recorded nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.words.runs import escape, shortened
+
+APPROVE_ALL = "Approve all"
+REJECT_ALL = "Reject all"
+APPROVE_ALL_TITLE = "Approve all"
+REJECT_ALL_TITLE = "Reject all"
+APPROVE_ALL_SUBMIT = "Approve all"
+REJECT_ALL_SUBMIT = "Reject all"
+CANCEL = "Cancel"
+REJECT_ALL_LABEL = "Why? The agent reads this for each call."
+REJECT_ALL_PLACEHOLDER = "e.g. Not during the freeze; ask #ops first."
+REJECT_ALL_REASON_REQUIRED = "Please say why, so the agent can explain it."
+ARGUMENTS_LIMIT = 200
+MOST_CALLS = 20
+"""The most calls one batch decides: the modal carries each one's digest (3,000 characters)."""
+
+NOTHING_TO_BATCH = (
+    "Fewer than two calls of this run are waiting, so there is nothing to decide all at once. "
+    "Use the buttons on each card."
+)
+TOO_MANY = f"More than {MOST_CALLS} calls are waiting: decide them on their cards."
+TRY_AGAIN = "Could not reach the run's record just now, so nothing was recorded. Try again."
+
+
+def _tools(tools: Sequence[str]) -> str:
+    return ", ".join(f"`{escape(tool)}`" for tool in tools)
+
+
+def intro(count: int, approving: bool) -> str:
+    verb = "approves" if approving else "rejects"
+    return (
+        f"This {verb} these {count} calls, each exactly as shown here (its digest). If any of "
+        "them changes before you submit, or is not yours to decide, nothing is recorded."
+    )
+
+
+def call_line(tool: str, arguments: str, digest: str) -> str:
+    args = escape(shortened(arguments, ARGUMENTS_LIMIT))
+    return f"*`{escape(tool)}`* `{args}`\nDigest `{digest[:12]}`"
+
+
+def single_only(tools: Sequence[str]) -> str:
+    return (
+        f"{_tools(tools)} needs a quorum or a typed "
+        "confirmation, so this run's calls are decided on their cards, one by one."
+    )
+
+
+def not_yours(tools: Sequence[str]) -> str:
+    return f"You may not decide {_tools(tools)}, so nothing was recorded for any call of this run."
+
+
+def changed(tools: Sequence[str]) -> str:
+    return (
+        f"{_tools(tools)} changed or was decided since the "
+        "list was shown, so nothing was recorded. Look again at the cards."
+    )
+
+
+def done(count: int, approving: bool) -> str:
+    return f"{'Approved' if approving else 'Rejected'} all {count} calls."

@@ -1,0 +1,25 @@
+-- Batch decisions ("Approve all", "Reject all"): every waiting call of one run decided by one
+-- person, in one atomic step. The script is `choices.lua`, this line, `decide.lua` and then
+-- `batch.lua`: the decision script's body becomes the function `decide_one`, called once per
+-- call with that call's KEYS and ARGV, so a batch passes exactly the checks a click passes.
+--
+-- KEYS (all the run's, as the decision script's 1 to 5; no grant)
+--   1 the run's hash
+--   2 the deadlines (a due set) of the run's shard
+--   3 the job stream of the run's shard (the one resume job goes there)
+--   4 the audit stream
+--   5 the reminders (a due set)
+-- ARGV
+--   1 the calls (JSON list of {aid, digest, member, groups}: the approval id, the digest the
+--     person's modal showed, the due-set member, the gate's groups the person is in,
+--     itself JSON text)
+--   2 the choice (JSON `Choice`, the same for every call, with `batch` set)
+--   3 where it was made (the run's channel)
+--   4 the run id
+--   5 the resume job (JSON)
+--   6 the round the caller read
+--   7 the `denied` audit event's name
+-- Returns {'not_offered', aids} (a call needs a quorum or a typed confirmation),
+-- {'refused', [[aid, status], ...]} (some call would not take this choice now: nothing was
+-- decided), or {'recorded', [[aid, reply...], ...]} with each call's decision-script reply.
+local function decide_one(KEYS, ARGV)
