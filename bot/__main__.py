@@ -18,10 +18,9 @@ from bot.reporting.worker import slack_worker
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.web.app import create_web_app, requests_grace
 from bot.wiring import blocking_reads_redis, web_redis, worker_redis
-from runtime.models.client import share_openai_client
-from runtime.models.scripted import uses_scripted_model
+from runtime.models import share_openai_client, uses_scripted_model
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.process.logs import configure_logging
+from runtime.process import configure_logging
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.worker import serve_until_signalled
 

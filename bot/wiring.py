@@ -16,10 +16,13 @@ from bot.settings import Settings
 from bot.slack.client import slack_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.links import ThreadLinks
-from runtime.db.client import connect_to
-from runtime.db.connection import BLOCKING_READS_SOCKET_TIMEOUT, worker_pool_size
-from runtime.db.keys import Keys
-from runtime.db.replication import Replication
+from runtime.db import (
+    BLOCKING_READS_SOCKET_TIMEOUT,
+    Keys,
+    Replication,
+    connect_to,
+    worker_pool_size,
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -191,3 +191,32 @@ def test_the_web_and_the_worker_do_not_load_the_console() -> None:
         check=True,
     )
     assert loaded.stdout.strip() == "[]"
+
+
+def test_bot_reaches_runtimes_packages_through_their_faces() -> None:
+    """`bot` names what it uses from `runtime.<package>`, never the module inside that holds it,
+    so a package may move its modules about without touching the Slack side."""
+    inside = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (ROOT / "bot").rglob("*.py")
+        for name in imported_modules(path)
+        if name.startswith("runtime.") and name.count(".") >= 2
+    }
+    assert sorted(inside) == []
+
+
+def test_no_face_exports_a_name_its_package_has_a_module_of() -> None:
+    """Once such a module is imported it is the package's attribute, and `from runtime.db import
+    x` would hand out the module instead of the name the face promises."""
+    clashes = {}
+    for init in (ROOT / "runtime").glob("*/__init__.py"):
+        exported = set()
+        for node in ast.walk(ast.parse(init.read_text())):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
+                exported = set(ast.literal_eval(node.value))
+        modules = {path.stem for path in init.parent.glob("*.py")}
+        if exported & modules:
+            clashes[init.parent.name] = sorted(exported & modules)
+    assert clashes == {}

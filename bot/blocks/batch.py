@@ -9,7 +9,7 @@ from typing import Any
 from slack_sdk.models.blocks import ButtonElement
 
 from bot.words import batch as words
-from runtime.record.envelope import PendingCall
+from runtime.record import PendingCall
 
 ACTION_APPROVE_ALL = "approve_all"
 ACTION_REJECT_ALL = "reject_all"

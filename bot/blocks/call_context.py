@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.words import choices as choice_messages
-from runtime.record.envelope import PendingCall
+from runtime.record import PendingCall
 from runtime.reporter import RunView
 
 Block = dict[str, Any]

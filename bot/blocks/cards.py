@@ -20,7 +20,7 @@ from bot.blocks.grants import grant_menu_blocks, granted_blocks
 from bot.blocks.parts import button, context_block
 from bot.words import runs as messages
 from bot.words.nested_calls import asked_inside
-from runtime.record.envelope import PendingCall
+from runtime.record import PendingCall
 from runtime.reporter import RunView
 
 Block = dict[str, Any]

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.blocks.parts import context_block
 from bot.words import choices as messages
-from runtime.record.envelope import PendingCall
+from runtime.record import PendingCall
 
 CONFIRM_CALLBACK = "confirm_typed"
 CONFIRM_BLOCK = "confirm"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from bot.words import choices as choice_messages
-from runtime.decisions.edits import argument_changes, pretty_arguments
-from runtime.record.envelope import PendingCall
+from runtime.decisions import argument_changes, pretty_arguments
+from runtime.record import PendingCall
 
 Block = dict[str, Any]
 

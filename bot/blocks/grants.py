@@ -7,8 +7,8 @@ from typing import Any
 
 from bot.blocks.parts import context_block
 from bot.words import choices as choice_messages
-from runtime.grants.store import GRANT_CHOICES, Grant
-from runtime.record.envelope import PendingCall
+from runtime.grants import GRANT_CHOICES, Grant
+from runtime.record import PendingCall
 from runtime.reporter import RunView
 
 Block = dict[str, Any]

@@ -29,15 +29,10 @@ from bot.settings import (
 )
 from bot.web.app import create_web_app, requests_grace
 from bot.wiring import web_redis, worker_redis
-from runtime.db.local import (
-    DEMO_KEY_PREFIX,
-    DEMO_REDIS_FOLDER,
-    LocalRedisError,
-    redis_for_demo,
-)
-from runtime.models.scripted import uses_scripted_model
+from runtime.db import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
+from runtime.models import uses_scripted_model
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.process.logs import configure_logging
+from runtime.process import configure_logging
 from runtime.registry import AgentRegistry, RegistryError, load_registry
 from runtime.worker import serve_until_signalled
 

@@ -38,7 +38,7 @@ from bot.console.intents import (
 from bot.console.local_slack import LocalSlack
 from bot.console.workspace import CHANNEL, CHANNEL_NAME, PEOPLE
 from bot.settings import CONSOLE_PREFIX, Settings
-from runtime.db.keys import Keys
+from runtime.db import Keys
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from bot.reporting.reporter import SlackReporter
 from bot.slack.client import send_later
 from bot.slack.payloads import ApprovalRef, HomeClick, RejectMetadata
 from bot.words import runs as messages
-from runtime.decisions.recorder import Choice
-from runtime.process.tasks import TaskSet
-from runtime.record.layout import HOME_TAB
+from runtime.decisions import Choice
+from runtime.process import TaskSet
+from runtime.record import HOME_TAB
 
 log = logging.getLogger(__name__)
 

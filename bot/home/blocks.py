@@ -9,9 +9,9 @@ from bot.blocks.cards import button_value
 from bot.blocks.parts import button, context_block
 from bot.words import overviews as words
 from bot.words import runs as messages
-from runtime.record.envelope import PendingCall
+from runtime.record import PendingCall
 from runtime.reporter import RunView
-from runtime.runs.live import LiveRun
+from runtime.runs import LiveRun
 
 Block = dict[str, Any]
 

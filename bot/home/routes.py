@@ -23,11 +23,11 @@ from bot.listeners.gate import ApprovalGate
 from bot.listeners.stops import StopActions
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts
-from runtime.db.keys import Keys
-from runtime.decisions.recorder import DecisionRecorder
-from runtime.process.tasks import TaskSet
-from runtime.runs.live import LiveRuns
-from runtime.waiting.open_approvals import OpenApprovals
+from runtime.db import Keys
+from runtime.decisions import DecisionRecorder
+from runtime.process import TaskSet
+from runtime.runs import LiveRuns
+from runtime.waiting import OpenApprovals
 
 WATCH: web.AppKey[asyncio.Task[None]] = web.AppKey("home_watch", asyncio.Task)
 

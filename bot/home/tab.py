@@ -28,15 +28,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.home.blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
-from runtime.db.keys import Keys
-from runtime.decisions.recorder import DecisionRecorder
-from runtime.process.tasks import TaskSet
-from runtime.record import deciders
-from runtime.record.deciders import needs_groups
-from runtime.record.layout import CallGate
+from runtime.db import Keys
+from runtime.decisions import DecisionRecorder
+from runtime.process import TaskSet
+from runtime.record import CallGate, deciders, needs_groups
 from runtime.reporter import RunView
-from runtime.runs.live import LiveRuns
-from runtime.waiting.open_approvals import OpenApprovals
+from runtime.runs import LiveRuns
+from runtime.waiting import OpenApprovals
 
 log = logging.getLogger(__name__)
 

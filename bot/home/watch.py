@@ -27,15 +27,11 @@ from redis.exceptions import RedisError
 
 from bot.home.tab import HomeTab
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
-from runtime.audit.events import AuditEvent
-from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS, longest_block
-from runtime.db.keys import Keys
-from runtime.db.stream_tail import stream_tail
-from runtime.process.shutdown import Shutdown
-from runtime.process.tasks import TaskSet
+from runtime.audit import AuditEvent
+from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS, Keys, longest_block, stream_tail
+from runtime.process import Shutdown, TaskSet
+from runtime.record import Requester, parse_gate, read
 from runtime.record import layout as rr
-from runtime.record.reads import Requester, parse_gate
-from runtime.record.view import read
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,8 @@ from bot.reporting.reporter import SlackReporter
 from bot.slack.client import send_later
 from bot.slack.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.words import runs as messages
-from runtime.decisions.recorder import CallView, Choice, DecisionRecorder
-from runtime.process.logs import bind_log_context
-from runtime.process.tasks import TaskSet
+from runtime.decisions import CallView, Choice, DecisionRecorder
+from runtime.process import TaskSet, bind_log_context
 
 log = logging.getLogger(__name__)
 

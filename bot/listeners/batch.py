@@ -25,10 +25,16 @@ from bot.slack.payloads import SLACK_ID, ApprovalRef, ButtonClick, SlackUser, Vi
 from bot.words import batch as words
 from bot.words import members as member_messages
 from bot.words import runs as messages
-from runtime.db.replication import NotReplicated
-from runtime.decisions.batch import BatchRecorder, BatchResult, waiting_views
-from runtime.decisions.recorder import CallView, Choice, RecordResult
-from runtime.jobs.contracts import RUN_ID_PATTERN
+from runtime.db import NotReplicated
+from runtime.decisions import (
+    BatchRecorder,
+    BatchResult,
+    CallView,
+    Choice,
+    RecordResult,
+    waiting_views,
+)
+from runtime.jobs import RUN_ID_PATTERN
 from runtime.metrics import count_decision
 
 log = logging.getLogger(__name__)

@@ -25,11 +25,10 @@ from bot.words import audit as audit_messages
 from bot.words import commands as command_words
 from bot.words import runs as messages
 from bot.words import stats as stats_words
-from runtime.audit.trail import AuditTrail
-from runtime.db.replication import NotReplicated
-from runtime.jobs.contracts import Conversation, StartJob, new_run_id
-from runtime.jobs.queue import JobQueue
-from runtime.mcp.listing import McpListings
+from runtime.audit import AuditTrail
+from runtime.db import NotReplicated
+from runtime.jobs import Conversation, JobQueue, StartJob, new_run_id
+from runtime.mcp import McpListings
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from bot.listeners.approvals import ApprovalActions
 from bot.slack.client import send_later
 from bot.slack.payloads import ApprovalRef, RejectMetadata, ViewSubmission
 from bot.words import choices as messages
-from runtime.decisions.recorder import Choice
+from runtime.decisions import Choice
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,9 @@ from bot.slack.client import send_later
 from bot.slack.payloads import MESSAGE_TS, SLACK_ID, ApprovalRef, ViewSubmission, _Payload
 from bot.words import choices as choice_messages
 from bot.words import runs as messages
-from runtime.calls.digest import call_digest
-from runtime.decisions.edits import InvalidEdit, parse_edit, stricter_rule
-from runtime.decisions.recorder import Choice, EditChoice
-from runtime.jobs.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
+from runtime.calls import call_digest
+from runtime.decisions import Choice, EditChoice, InvalidEdit, parse_edit, stricter_rule
+from runtime.jobs import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
 from runtime.policy import Policy
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from bot.slack.payloads import ApprovalRef
 from bot.words import choices as choice_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
-from runtime.db.replication import NotReplicated
-from runtime.decisions.recorder import (
+from runtime.db import NotReplicated
+from runtime.decisions import (
     CallView,
     Choice,
     DecisionRecorder,
@@ -35,9 +35,7 @@ from runtime.decisions.recorder import (
     UnconfirmedDecision,
 )
 from runtime.metrics import count_decision, count_denied
-from runtime.record.deciders import needs_groups
-from runtime.record.envelope import PendingCall
-from runtime.record.layout import CallGate
+from runtime.record import CallGate, PendingCall, needs_groups
 from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,8 @@ from bot.slack.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Pa
 from bot.words import choices as choice_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
-from runtime.decisions.choices import GRANT_ID_PATTERN, GrantScope
-from runtime.decisions.recorder import Choice, GrantChoice
-from runtime.grants.store import GRANT_CHOICES, GrantStore
+from runtime.decisions import GRANT_ID_PATTERN, Choice, GrantChoice, GrantScope
+from runtime.grants import GRANT_CHOICES, GrantStore
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from redis.exceptions import RedisError
 
 from bot.words import stats as stats_words
-from runtime.audit.trail import AuditTrail
-from runtime.review.stats import decision_stats
+from runtime.audit import AuditTrail
+from runtime.review import decision_stats
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from redis.exceptions import RedisError
 
 from bot.slack.links import ThreadLinks
 from bot.words import overviews as messages
-from runtime.runs.live import LiveRuns
+from runtime.runs import LiveRuns
 
 SHOWN = 25
 """Runs listed in one answer; the rest are counted."""

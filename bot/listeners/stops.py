@@ -29,13 +29,13 @@ from bot.slack.members import Standing, StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ButtonClick
 from bot.words import members as member_messages
 from bot.words import runs as messages
-from runtime.db.replication import NotReplicated
-from runtime.jobs.contracts import RUN_ID_PATTERN
+from runtime.db import NotReplicated
+from runtime.jobs import RUN_ID_PATTERN
 from runtime.metrics import DECISIONS
-from runtime.process.tasks import TaskSet
-from runtime.record.envelope import Decision
+from runtime.process import TaskSet
+from runtime.record import Decision
 from runtime.reporter import Activity, RunView
-from runtime.stops.stopper import Principals, RunStopper, StopResult, StopView
+from runtime.stops import Principals, RunStopper, StopResult, StopView
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import time
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from runtime.db.keys import Keys
+from runtime.db import Keys
 
 log = logging.getLogger(__name__)
 

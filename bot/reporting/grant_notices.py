@@ -13,9 +13,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.blocks.grants import grant_used_blocks
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.words import choices as choice_messages
-from runtime.grants.check import MembershipUnavailable
-from runtime.grants.store import GrantStore
-from runtime.record.envelope import PendingCall
+from runtime.grants import GrantStore, MembershipUnavailable
+from runtime.record import PendingCall
 from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from runtime.db.keys import Keys
+from runtime.db import Keys
 
 KEPT_SECONDS = 8 * 86400
 """Longer than any approval waits (`APPROVAL_TTL_SECONDS` is at most 7 days)."""

@@ -22,8 +22,7 @@ from bot.slack.directory import ApproverDirectory
 from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
-from runtime.record.deciders import is_group
-from runtime.record.envelope import PendingCall
+from runtime.record import PendingCall, is_group
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from agents import RunConfig
 from bot.reporting.grant_notices import DirectoryMembership, SlackGrantNotices
 from bot.settings import Settings
 from bot.wiring import slack_parts
-from runtime.db.keys import Keys
-from runtime.grants.store import GrantStore
-from runtime.models.scripted import model_run_config
+from runtime.db import Keys
+from runtime.grants import GrantStore
+from runtime.models import model_run_config
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
 from runtime.worker import Agents, People, Worker, build_worker

@@ -24,8 +24,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
-from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
-from runtime.process.shutdown import Shutdown
+from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
+from runtime.process import Shutdown
 
 log = logging.getLogger(__name__)
 

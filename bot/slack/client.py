@@ -16,7 +16,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.call_counter import SlackCallCounter
-from runtime.process.tasks import TaskSet
+from runtime.process import TaskSet
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,8 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from runtime.db.keys import Keys
-from runtime.db.lua import lua_script
-from runtime.record.deciders import is_group
+from runtime.db import Keys, lua_script
+from runtime.record import is_group
 
 log = logging.getLogger(__name__)
 

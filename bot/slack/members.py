@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from runtime.db.keys import Keys
+from runtime.db import Keys
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from runtime.jobs.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
+from runtime.jobs import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
 
 SLACK_ID = r"^[A-Z0-9]{2,32}$"
 MESSAGE_TS = r"^\d{1,12}\.\d{1,9}$"

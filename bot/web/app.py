@@ -31,13 +31,9 @@ from bot.web.bolt import build_bolt
 from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
 from bot.wiring import blocking_reads_redis
-from runtime.db.connection import wait_until_reachable
-from runtime.db.eviction import EvictionPolicyLog
-from runtime.db.keys import Keys
-from runtime.models.scripted import uses_scripted_model
-from runtime.process.shutdown import Shutdown
-from runtime.process.shutdown_budget import ShutdownBudget
-from runtime.process.tasks import TaskSet
+from runtime.db import EvictionPolicyLog, Keys, wait_until_reachable
+from runtime.models import uses_scripted_model
+from runtime.process import Shutdown, ShutdownBudget, TaskSet
 
 log = logging.getLogger(__name__)
 

@@ -34,17 +34,16 @@ from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts, replication_for, slack_parts
-from runtime.audit.trail import AuditTrail
-from runtime.db.keys import Keys
-from runtime.decisions.batch import BatchRecorder
-from runtime.decisions.recorder import DecisionRecorder
-from runtime.grants.store import GrantStore
-from runtime.jobs.queue import JobQueue
-from runtime.mcp.listing import McpListings
+from runtime.audit import AuditTrail
+from runtime.db import Keys
+from runtime.decisions import BatchRecorder, DecisionRecorder
+from runtime.grants import GrantStore
+from runtime.jobs import JobQueue
+from runtime.mcp import McpListings
 from runtime.policy import load_policy, parse_principals
-from runtime.process.tasks import TaskSet
-from runtime.runs.live import LiveRuns
-from runtime.stops.stopper import Principals, RunStopper
+from runtime.process import TaskSet
+from runtime.runs import LiveRuns
+from runtime.stops import Principals, RunStopper
 
 log = logging.getLogger(__name__)
 

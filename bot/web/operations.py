@@ -17,11 +17,10 @@ from aiohttp import web
 from redis.exceptions import RedisError
 
 from bot.web.socket_mode import SocketModeConnection, SocketState
-from runtime.db.eviction import EvictionPolicyLog
-from runtime.db.keys import Keys
+from runtime.db import EvictionPolicyLog, Keys
 from runtime.metrics import Scrape, metrics_response
-from runtime.process.readiness import check_readiness
-from runtime.record.gauges import StateGauges, StateSnapshot, read_state
+from runtime.process import check_readiness
+from runtime.record import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.bot_token import REFUSED
-from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
-from runtime.process.shutdown import Shutdown
+from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
+from runtime.process import Shutdown
 
 log = logging.getLogger(__name__)
 

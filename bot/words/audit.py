@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.words import runs as messages
-from runtime.audit.trail import AuditEntry
+from runtime.audit import AuditEntry
 
 AUDIT_EVENT_WORDS = {
     "approved_always": "approved always",

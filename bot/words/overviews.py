@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.words.runs import PRODUCT, escape, slack_date, user
-from runtime.record.deciders import is_group
-from runtime.runs.live import LiveRun
+from runtime.record import is_group
+from runtime.runs import LiveRun
 
 # --- /agent status ------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from runtime.record.envelope import Decision
+from runtime.record import Decision
 from runtime.reporter import Failure
 
 PRODUCT = "Countersign"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bot.words.runs import PRODUCT, escape
-from runtime.review.stats import ChannelStats, most, tool_table
+from runtime.review import ChannelStats, most, tool_table
 
 STATS_DAYS = 7
 """`/agent stats` alone: the last week."""

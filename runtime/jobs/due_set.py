@@ -37,7 +37,7 @@ from redis.exceptions import RedisError
 from runtime.db.connection import longest_block
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
-from runtime.db.stream_tail import stream_tail
+from runtime.db.streams import stream_tail
 from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,55 @@
-"""The run record: one Redis hash per run, the scripts that touch it, the store."""
+"""The run record: one Redis hash per run, the scripts that touch it, the store.
+
+The names `bot` uses, loaded when first asked for: importing the package loads none of its
+modules, so a module inside it may import a sibling package without a cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.record.deciders import is_group, needs_groups
+    from runtime.record.envelope import CardCopy, Decision, PendingCall
+    from runtime.record.gauges import StateGauges, StateSnapshot, read_state
+    from runtime.record.layout import HOME_TAB, CallGate
+    from runtime.record.reads import Requester, parse_gate
+    from runtime.record.view import read
+
+_WHERE = {
+    "CallGate": "layout",
+    "CardCopy": "envelope",
+    "Decision": "envelope",
+    "HOME_TAB": "layout",
+    "PendingCall": "envelope",
+    "Requester": "reads",
+    "StateGauges": "gauges",
+    "StateSnapshot": "gauges",
+    "is_group": "deciders",
+    "needs_groups": "deciders",
+    "parse_gate": "reads",
+    "read": "view",
+    "read_state": "gauges",
+}
+__all__ = [
+    "HOME_TAB",
+    "CallGate",
+    "CardCopy",
+    "Decision",
+    "PendingCall",
+    "Requester",
+    "StateGauges",
+    "StateSnapshot",
+    "is_group",
+    "needs_groups",
+    "parse_gate",
+    "read",
+    "read_state",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from runtime.db.connection import longest_block
-from runtime.db.stream_tail import stream_tail
+from runtime.db.streams import stream_tail
 from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
