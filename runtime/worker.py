@@ -31,7 +31,7 @@ from runtime.jobs.due_set import DuePoller, longest_sleep
 from runtime.jobs.live_workers import LiveWorkers
 from runtime.jobs.queue import JobQueue
 from runtime.jobs.router import JobRouter
-from runtime.journal.invoker import install_journal
+from runtime.journal.install import install_journal
 from runtime.mcp.connections import McpConnections
 from runtime.mcp.listing import McpListings
 from runtime.mcp.tools import McpTools

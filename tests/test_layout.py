@@ -220,3 +220,8 @@ def test_no_face_exports_a_name_its_package_has_a_module_of() -> None:
         if exported & modules:
             clashes[init.parent.name] = sorted(exported & modules)
     assert clashes == {}
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No two modules import each other, however far round, `TYPE_CHECKING` imports included."""
+    assert [sorted(cycle) for cycle in import_cycles(import_graph())] == []

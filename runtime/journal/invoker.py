@@ -31,7 +31,6 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
@@ -43,8 +42,7 @@ from runtime.decisions.edits import edit_note
 from runtime.journal.starts import OutcomeLost, lost, may_repeat
 from runtime.metrics import count_tool
 from runtime.record.store import Fenced, Lease, RunStore
-from runtime.registry import AgentRegistry
-from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted, reachable_agents
+from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted
 from runtime.stops.mark import StopMark, Stopped
 
 log = logging.getLogger(__name__)
@@ -330,22 +328,3 @@ def _outcome(output: object) -> str:
 def ran_tools(entries: list[bytes]) -> list[str]:
     """The names of the tools recorded in a run's journal."""
     return sorted({str(json.loads(entry).get("tool", "?")) for entry in entries})
-
-
-def install_journal(registry: AgentRegistry) -> int:
-    """Wrap every tool that runs in the worker, of every agent the registry's agents reach
-    (once): function tools here, shell, local shell, apply_patch and custom tools in
-    `runtime.journal.tool_kinds`; return how many."""
-    # Imported here: that module builds on `JournaledInvoker`, defined above.
-    from runtime.journal.tool_kinds import journal_tool_kind
-
-    wrapped = 0
-    for agent in reachable_agents(agent for _name, agent in registry):
-        for tool in agent.tools:
-            if isinstance(tool, FunctionTool):
-                if not isinstance(tool.on_invoke_tool, JournaledInvoker):
-                    tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
-                    wrapped += 1
-            else:
-                wrapped += journal_tool_kind(agent, tool)
-    return wrapped

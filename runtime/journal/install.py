@@ -1,0 +1,26 @@
+"""Putting the journal around every tool a worker's agents can call, once, at start."""
+
+from __future__ import annotations
+
+from agents import FunctionTool
+
+from runtime.journal.invoker import JournaledInvoker
+from runtime.journal.tool_kinds import journal_tool_kind
+from runtime.registry import AgentRegistry
+from runtime.runs.agent_graph import reachable_agents
+
+
+def install_journal(registry: AgentRegistry) -> int:
+    """Wrap every tool that runs in the worker, of every agent the registry's agents reach
+    (once): function tools here, shell, local shell, apply_patch and custom tools in
+    `runtime.journal.tool_kinds`; return how many."""
+    wrapped = 0
+    for agent in reachable_agents(agent for _name, agent in registry):
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool):
+                if not isinstance(tool.on_invoke_tool, JournaledInvoker):
+                    tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+                    wrapped += 1
+            else:
+                wrapped += journal_tool_kind(agent, tool)
+    return wrapped
