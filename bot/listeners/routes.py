@@ -29,6 +29,7 @@ from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
 from bot.listeners.stops import StopActions
+from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import GroupMembershipEvents, app_event, unknown_action
 
 
@@ -41,6 +42,7 @@ class Listeners:
     confirmations: ConfirmActions
     stops: StopActions
     groups: GroupMembershipEvents
+    threads: ThreadReplies
 
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
@@ -58,6 +60,8 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.view(REJECT_CALLBACK)(approvals.on_reject_submitted)
     bolt.action(ACTION_APPROVE_TYPED)(listeners.confirmations.on_approve_typed)
     bolt.view(CONFIRM_CALLBACK)(listeners.confirmations.on_confirm_submitted)
+    bolt.event("message")(listeners.threads.on_message)
+    bolt.event("app_mention")(listeners.threads.on_mention)
 
 
 def add_catch_alls(bolt: AsyncApp, listeners: Listeners) -> None:

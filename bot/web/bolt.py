@@ -26,6 +26,7 @@ from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
 from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
+from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import GroupMembershipEvents
 from bot.settings import FIXES, Settings
 from bot.slack.bot_token import BotToken
@@ -34,6 +35,7 @@ from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit.trail import AuditTrail
+from runtime.conversations.threads import ThreadHistory
 from runtime.db.keys import Keys
 from runtime.decisions.recorder import DecisionRecorder
 from runtime.grants.store import GrantStore
@@ -208,6 +210,17 @@ def _listeners(
         confirmations=ConfirmActions(actions=approvals, client=client),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
+        threads=ThreadReplies(
+            history=ThreadHistory(
+                redis=redis,
+                keys=keys,
+                ttl_seconds=settings.conversation_ttl_seconds,
+                max_items=settings.conversation_max_items,
+            ),
+            queue=command.queue,
+            client=client,
+            agents=agent_names,
+        ),
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import redis.asyncio as aioredis
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
@@ -75,4 +75,3 @@ class ThreadSession:
 
 def _item(raw: bytes | str) -> TResponseInputItem:
     return cast("TResponseInputItem", json.loads(raw))
-
