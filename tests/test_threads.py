@@ -7,7 +7,11 @@ import json
 import time
 from typing import Any
 
+import pytest
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from bot.words import threads as words
+from runtime.jobs.contracts import JOB, Conversation, StartJob, new_run_id
 from tests import agents
 from tests.conftest import on_cluster_too
 from tests.fake_openai import Item, ModelRequest, message, tool_call
@@ -155,3 +159,29 @@ async def test_an_app_mention_in_a_channel_starts_a_run(bot: Harness) -> None:
     await answers(bot, root, 2)
     trail = await bot.audit_until("started")
     assert [entry["event"] for entry in trail].count("started") == 2
+
+
+class PreviousStartJob(BaseModel):
+    """The release before `continues`: it refuses fields it does not know."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    run_id: str
+    agent: str
+    task: str
+    conversation: Conversation
+    requested_at: float
+
+
+def test_a_start_job_that_continues_nothing_reads_as_the_previous_release_wrote_it() -> None:
+    conversation = Conversation(channel="C1", requester="U1")
+    job = StartJob(
+        run_id=new_run_id(), agent="ops", task="hi", conversation=conversation, requested_at=1.0
+    )
+    assert "continues" not in json.loads(job.payload())
+    PreviousStartJob.model_validate_json(job.payload())  # an older worker runs it
+    continuing = job.model_copy(update={"continues": new_run_id()})
+    assert JOB.validate_json(continuing.payload()) == continuing
+    with pytest.raises(ValidationError):  # an older worker drops it, with one log line
+        PreviousStartJob.model_validate_json(continuing.payload())
