@@ -170,7 +170,7 @@ function renderNote(note) {
   meta.append(el("i", "only-you", "Only visible to you"));
   const blocks = note.blocks || [];
   body.append(meta, blocks.length ? renderBlocks(blocks, { place: { note_id: note.id } }) : mrkdwn(note.text));
-  node.append(el("div", "avatar", message.user ? personName(message.user)[0] : "C"), body);
+  node.append(el("div", "avatar", "C"), body);
   return node;
 }
 
