@@ -35,6 +35,8 @@ FIXES: dict[str, str] = {
     "REDIS_KEY_PREFIX": "Use a short prefix such as countersign: (letters, digits, : _ -).",
     "AGENTS": "Name the registry as module:attribute, e.g. runtime.examples:AGENTS.",
     "APPROVAL_TTL_SECONDS": "Use a whole number of seconds between 1 and 604800 (7 days).",
+    "CONVERSATION_TTL_SECONDS": "Use a whole number of seconds between 60 and 7776000 (90 days).",
+    "CONVERSATION_MAX_ITEMS": "Use a whole number of history items between 2 and 5000.",
     "WORKER_CONCURRENCY": "Use a whole number of concurrent runs per worker between 1 and 256.",
     "MAX_TURNS": "Use a whole number of model turns per run between 1 and 100.",
     "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
@@ -106,6 +108,15 @@ class RuntimeSettings(BaseSettings):
     approval_ttl_seconds: int = Field(
         3600, validation_alias="APPROVAL_TTL_SECONDS", ge=1, le=604800
     )
+    conversation_ttl_seconds: int = Field(
+        604800, validation_alias="CONVERSATION_TTL_SECONDS", ge=60, le=7776000
+    )
+    """A thread's history is forgotten this long after its last turn."""
+    conversation_max_items: int = Field(
+        200, validation_alias="CONVERSATION_MAX_ITEMS", ge=2, le=5000
+    )
+    """A thread's history keeps at most this many items (messages, tool calls, outputs), the
+    newest."""
     worker_concurrency: int = Field(64, validation_alias="WORKER_CONCURRENCY", ge=1, le=256)
     """Runs one worker works on at once. A run costs the worker 12-20 ms of CPU and ~120 KiB
     while in flight, whatever the concurrency (bench/concurrency.py, 1 to 256); the rest of its

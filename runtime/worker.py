@@ -19,6 +19,7 @@ from aiohttp import web
 
 from runtime.audit.arguments import KeptArguments
 from runtime.audit.trail import AuditTrail, AuditTrimmer
+from runtime.conversations.threads import ThreadHistory
 from runtime.db.connection import wait_until_reachable
 from runtime.db.eviction import EvictionPolicyLog
 from runtime.db.keys import Keys
@@ -296,6 +297,12 @@ def _executor(
         copies=copies,
         mcp=mcp,
         stops=stops,
+        history=ThreadHistory(
+            redis=redis,
+            keys=keys,
+            ttl_seconds=settings.conversation_ttl_seconds,
+            max_items=settings.conversation_max_items,
+        ),
     )
 
 

@@ -229,8 +229,8 @@ class Harness:
     async def run_leftovers(self, settle: float = 5.0) -> list[str]:
         """Keys beyond the audit trail, the job streams, the workers' marks (`LiveWorkers`),
         the due sets' wake-up stream (at most about `WAKE_STREAM_LENGTH` entries), short-lived
-        job-id markers, the tombstones of ended runs and the people's cached standing (which
-        expire), once the run's record
+        job-id markers, the tombstones of ended runs, the threads' history and the people's
+        cached standing (which expire), once the run's record
         is closed: it is closed just after its answer is posted, so this waits up to `settle`
         seconds for none."""
         deadline = asyncio.get_running_loop().time() + settle
@@ -247,6 +247,8 @@ class Harness:
         markers = tuple(s.job_marker("") for s in shards)
         tombstones = tuple(s.tombstone("") for s in shards)
         onces = tuple(self.keys.once(s.run(""), "") for s in shards)
+        threads = tuple(name for s in shards for name in (s.thread(""), s.conversation("")))
+        history_ttl = self.settings.conversation_ttl_seconds
         left = []
         for key in await self.keys_left():
             if key in shared:
@@ -259,6 +261,8 @@ class Harness:
             ttl = await self.redis.ttl(key)
             if key.startswith(tombstones) and 0 < ttl <= TOMBSTONE_SECONDS:
                 continue
+            if key.startswith(threads) and 0 < ttl <= history_ttl:
+                continue  # the thread's, kept for a reply in it: it expires with the history
             if key.startswith(self.keys.person("")) and 0 < ttl <= STANDING_TTL_SECONDS:
                 continue  # not the run's: whether a person is a member of the workspace
             left.append(key)

@@ -679,3 +679,23 @@ async def test_approve_all_decides_both_calls_of_a_run_in_one_modal(console: Con
     )
     [answer] = await console.wait_for(console.answers, "the answer")
     assert "u-101" in answer and "search" in answer, answer
+
+
+async def test_a_reply_in_the_thread_continues_the_run_there(console: Console) -> None:
+    await console.intent("UALICE", kind="command", command="/agent", text="delete u-100")
+    [card] = await console.wait_for(console.cards, "a card")
+    await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    await console.wait_for(console.answers, "the answer")
+    root = console.slack.messages[str(card.thread_ts)]
+
+    status, _ = await console.intent(
+        "UCAROL", kind="reply", thread_ts=root.ts, text="now delete u-101"
+    )
+    assert status == 200
+    [mine] = [m for m in console.slack.messages.values() if m.user == "UCAROL"]
+    assert (mine.thread_ts, mine.text) == (root.ts, "now delete u-101"), "shown as carol's"
+    [second] = await console.wait_for(console.cards, "the reply's card")
+    assert second.ts != card.ts and second.thread_ts == root.ts
+    assert "u-101" in second.all_text()
+    status, _ = await console.intent("UBOB", kind="reply", thread_ts="1.000001", text="hi")
+    assert status == 404, "no such thread"

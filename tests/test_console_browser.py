@@ -322,3 +322,24 @@ async def test_edit_a_refund_amount_before_approving_it(
     await expect(copy).to_contain_text("A copy of a request in #demo")
     await expect(page.locator("#messages")).not_to_contain_text("asked ops")
     assert errors == []
+
+
+async def test_a_reply_in_the_thread_continues_the_run_there(browser: Browser, demo: str) -> None:
+    page, errors = await open_console(browser, demo)
+    card = await ask_to_restart(page)
+    await page.select_option("#person", "UBOB")
+    await card.get_by_role("button", name="Approve", exact=True).click()
+    await restarted(page, 1)
+
+    await page.select_option("#person", "UCAROL")
+    box = page.get_by_role("textbox", name="Reply in this thread")
+    await box.fill("now delete u-101")
+    await box.press("Enter")
+    by_carol = page.locator("#messages .message", has=page.locator(".meta", has_text="carol"))
+    await expect(by_carol.filter(has_text="now delete u-101")).to_have_count(1)
+    second = await new_card(page, "delete_user")
+    await expect(second).to_contain_text('"user_id": "u-101"')
+    await page.select_option("#person", "UBOB")
+    await second.get_by_role("button", name="Approve", exact=True).click()
+    await expect(page.get_by_text("Deleted user u-101")).to_be_visible()
+    assert errors == []

@@ -26,6 +26,9 @@ SCOPES = {
     "im:write",
     "usergroups:read",
     "users:read",
+    "app_mentions:read",
+    "channels:history",
+    "groups:history",
 }
 
 
@@ -51,7 +54,8 @@ def test_the_http_manifest_points_everything_at_slack_events() -> None:
     settings = app["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert app["features"]["app_home"]["home_tab_enabled"] is True
-    assert "app_home_opened" in settings["event_subscriptions"]["bot_events"]
+    events = settings["event_subscriptions"]["bot_events"]
+    assert {"app_home_opened", "app_mention", "message.channels", "message.groups"} <= set(events)
     assert settings["socket_mode_enabled"] is False
     found = urls(app)
     assert len(found) == 3, "command, interactivity and events"
@@ -88,7 +92,8 @@ async def test_subscribed_events_are_acknowledged(bot: Harness, event: str) -> N
             "type": "event_callback",
             "team_id": "T0001",
             "api_app_id": "A0001",
-            "event": {"type": event},
+            # `message.channels` and `message.groups` arrive as `message` events.
+            "event": {"type": event.split(".")[0]},
             "event_id": "Ev1",
             "event_time": 1,
         }

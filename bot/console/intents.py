@@ -29,6 +29,7 @@ from bot.console.slack_payloads import (
     home_click,
     home_opened,
     interaction_form,
+    message_event,
     new_trigger,
     signature_headers,
     slack_user,
@@ -90,15 +91,26 @@ class SubmitView(_Intent):
     """block id -> action id -> what was typed."""
 
 
+class ReplyInThread(_Intent):
+    """The person writes in a thread (Slack's "Reply…" box): a `message` event for the app."""
+
+    kind: Literal["reply"]
+    thread_ts: str = Field(pattern=MESSAGE_TS)
+    text: str = Field(min_length=1, max_length=COMMAND_TEXT_LIMIT)
+
+
 class CloseView(_Intent):
     kind: Literal["close"]
     view_id: str = Field(max_length=32)
 
 
 Intent = Annotated[
-    TypeCommand | Click | OpenHome | SubmitView | CloseView, Field(discriminator="kind")
+    TypeCommand | Click | OpenHome | SubmitView | CloseView | ReplyInThread,
+    Field(discriminator="kind"),
 ]
-INTENT = TypeAdapter[TypeCommand | Click | OpenHome | SubmitView | CloseView](Intent)
+INTENT = TypeAdapter[TypeCommand | Click | OpenHome | SubmitView | CloseView | ReplyInThread](
+    Intent
+)
 INTERACTIVE = frozenset({"button", "static_select", "overflow"})
 """The elements the bot sends that a person can use."""
 
@@ -151,6 +163,14 @@ class IntentSender:
                 self._answer_note(intent, answer)
         elif isinstance(intent, Click):
             status, answer = await self._post(base_url, self._click(intent, response_url))
+        elif isinstance(intent, ReplyInThread):
+            if intent.thread_ts not in self.slack.messages:
+                raise IntentRefused(f"no thread {intent.thread_ts}")
+            channel = self.slack.messages[intent.thread_ts].channel
+            text = intent.text.strip()
+            ts = self.slack.add_person_message(intent.user, channel, intent.thread_ts, text)
+            body = message_event(channel, intent.user, text, ts, intent.thread_ts)
+            status, answer = await self._post(base_url, body, JSON)
         elif isinstance(intent, OpenHome):
             body = home_opened(intent.user, self.slack.home_tabs.get(intent.user))
             status, answer = await self._post(base_url, body, JSON)

@@ -48,6 +48,8 @@ class Message:
     blocks: list[dict[str, Any]]
     thread_ts: str | None
     updates: int = 0
+    user: str | None = None
+    """Who wrote it, for a person's message (a reply in a thread); None: the app."""
 
     def actions(self) -> list[dict[str, Any]]:
         return [e for b in self.blocks if b.get("type") == "actions" for e in b["elements"]]
@@ -319,6 +321,12 @@ class LocalSlack:
         return {"ok": True, "channel": message.channel, "ts": message.ts}
 
     # --- what the console shows -----------------------------------------------------------------
+
+    def add_person_message(self, user: str, channel: str, thread_ts: str, text: str) -> str:
+        """A person's reply in a thread, as Slack shows it before telling the app; its ts."""
+        ts = self._next_ts()
+        self.messages[ts] = Message(channel, ts, text, [], thread_ts, user=user)
+        return ts
 
     def add_private_note(
         self,

@@ -246,6 +246,32 @@ def home_opened(user: str, view: dict[str, Any] | None = None) -> str:
     )
 
 
+def message_event(channel: str, user: str, text: str, ts: str, thread_ts: str) -> str:
+    """The Events API callback Slack sends for a person's reply in a thread (`message.channels`),
+    JSON-bodied like `home_opened`."""
+    event = {
+        "type": "message",
+        "channel": channel,
+        "channel_type": "channel",
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "thread_ts": thread_ts,
+        "event_ts": ts,
+    }
+    return json.dumps(
+        {
+            "token": "unused",
+            "team_id": TEAM,
+            "api_app_id": "A0001",
+            "type": "event_callback",
+            "event_id": f"Ev{time.time_ns()}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+    )
+
+
 def _button(action_id: str, block_id: str, value: str) -> dict[str, Any]:
     return element_action({"type": "button", "action_id": action_id, "value": value}, block_id)
 

@@ -31,6 +31,7 @@ from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
 from bot.listeners.stops import StopActions
+from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import GroupMembershipEvents, app_event, unknown_action
 
 
@@ -44,6 +45,7 @@ class Listeners:
     stops: StopActions
     groups: GroupMembershipEvents
     batch: BatchActions
+    threads: ThreadReplies
 
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
@@ -64,6 +66,8 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(ACTION_APPROVE_ALL)(listeners.batch.on_approve_all)
     bolt.action(ACTION_REJECT_ALL)(listeners.batch.on_reject_all)
     bolt.view(BATCH_CALLBACK)(listeners.batch.on_submitted)
+    bolt.event("message")(listeners.threads.on_message)
+    bolt.event("app_mention")(listeners.threads.on_mention)
 
 
 def add_catch_alls(bolt: AsyncApp, listeners: Listeners) -> None:

@@ -27,6 +27,7 @@ from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
 from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
+from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import GroupMembershipEvents
 from bot.settings import FIXES, Settings
 from bot.slack.bot_token import BotToken
@@ -35,6 +36,7 @@ from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit import AuditTrail
+from runtime.conversations import ThreadHistory
 from runtime.db import Keys
 from runtime.decisions import BatchRecorder, DecisionRecorder
 from runtime.grants import GrantStore
@@ -211,6 +213,17 @@ def _listeners(
         groups=GroupMembershipEvents(directory=lookups.directory),
         batch=BatchActions(
             actions=approvals, batch=BatchRecorder(redis=redis, keys=keys, replication=replication)
+        ),
+        threads=ThreadReplies(
+            history=ThreadHistory(
+                redis=redis,
+                keys=keys,
+                ttl_seconds=settings.conversation_ttl_seconds,
+                max_items=settings.conversation_max_items,
+            ),
+            queue=command.queue,
+            client=client,
+            agents=agent_names,
         ),
     )
 

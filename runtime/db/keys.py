@@ -60,6 +60,15 @@ class Shard:
         """Hash holding one run's record: envelope, compressed SDK state, decisions."""
         return f"{self.prefix}run:{run_id}"
 
+    def conversation(self, conversation_id: str) -> str:
+        """List of one thread's conversation items (the SDK's session items, as JSON), oldest
+        first: `runtime.conversations.session`."""
+        return f"{self.prefix}conversation:{conversation_id}"
+
+    def thread(self, conversation_id: str) -> str:
+        """A run's thread: its last run and that run's agent (`runtime.conversations.threads`)."""
+        return f"{self.prefix}thread:{conversation_id}"
+
     def tombstone(self, run_id: str) -> str:
         """Left behind when a run ends, so that no redelivered job can replay it."""
         return f"{self.prefix}done:{run_id}"
@@ -203,6 +212,14 @@ class Keys:
 
     def tombstone(self, run_id: str) -> str:
         return self.shard_of(run_id).tombstone(run_id)
+
+    def conversation(self, conversation_id: str) -> str:
+        """In the shard of the conversation's own id (a thread's, not a run's: each turn of it
+        is a run of its own)."""
+        return self.shard_of(conversation_id).conversation(conversation_id)
+
+    def thread(self, conversation_id: str) -> str:
+        return self.shard_of(conversation_id).thread(conversation_id)
 
     def grant(self, grant_id: str) -> str:
         return self.shard_of(grant_id).grant(grant_id)

@@ -51,10 +51,19 @@ class StartJob(BaseModel):
     task: str = Field(min_length=1, max_length=4000)
     conversation: Conversation
     requested_at: float
+    continues: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
+    """A reply in a run's thread: the run it continues (the thread is `conversation.thread`).
+    Left out of the JSON while unset (`payload`), so an older worker, which forbids unknown
+    fields, reads every job it knew; a continuing job reaches an older worker only during a
+    rolling deploy, which drops it as malformed (one log line, the reply goes unanswered)."""
 
     @property
     def job_id(self) -> str:
         return f"start:{self.run_id}"
+
+    def payload(self) -> str:
+        """The job as queued: without `continues` when it continues nothing."""
+        return self.model_dump_json(exclude=None if self.continues else {"continues"})
 
 
 class ResumeJob(BaseModel):

@@ -102,7 +102,8 @@ def _field(item: Any, name: str) -> Any:
 
 
 def _task(items: list[Any]) -> str:
-    for item in items:
+    """The person's latest words: a reply in a thread follows the earlier turns."""
+    for item in reversed(items):
         if _field(item, "role") == "user":
             content = _field(item, "content")
             if isinstance(content, str):

@@ -75,6 +75,12 @@ class RunEndings:
             AuditEvent.FAILED, run_id, failure=Failure.UNSUPPORTED_ENVELOPE.value
         )
 
+    async def unreachable(self, run_id: str, lease: Lease) -> None:
+        """The run's root message cannot be posted: nobody would see the run, so it ends."""
+        await self.store.close(run_id, lease=lease, outcome="failed")
+        count_run("conversation_unavailable")
+        await self.audit.record(AuditEvent.FAILED, run_id, failure="conversation_unavailable")
+
     async def dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
         """A job for this run failed too often: tell its thread and stop trying."""
         conversation = await self.store.locate(job.run_id)

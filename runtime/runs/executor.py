@@ -16,9 +16,11 @@ from typing import Any
 
 from agents import Agent, RunConfig, Runner, RunState
 from agents.exceptions import AgentsException
+from agents.items import TResponseInputItem
 
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
+from runtime.conversations import threads
 from runtime.failures import RunFailed, describe_run_error
 from runtime.grants.check import GrantCheck, GrantNotices
 from runtime.jobs.contracts import ResumeJob, StartJob
@@ -29,7 +31,7 @@ from runtime.journal.starts import OutcomeLost
 from runtime.mcp.connections import McpServerUnavailable
 from runtime.mcp.origin import mcp_server_of
 from runtime.mcp.tools import McpTools
-from runtime.metrics import count_model_error, count_run
+from runtime.metrics import count_model_error
 from runtime.policy import Policy
 from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.record.posted_messages import post_cards, record_or_retract
@@ -72,6 +74,8 @@ class RunExecutor:
     """The registry's MCP tools and their servers' connections; None when no agent has any."""
     stops: StopListener | None = None
     """Tells a working run at once that it was stopped; None: each run polls for it."""
+    history: threads.ThreadHistory | None = None
+    """Each thread's turns, for a reply in it to continue from; None: every run starts anew."""
 
     def __post_init__(self) -> None:
         self.endings = RunEndings(store=self.store, reporter=self.reporter, audit=self.audit)
@@ -112,29 +116,26 @@ class RunExecutor:
 
     async def _start(self, job: StartJob, record: RunRecord, lease: Lease) -> None:
         envelope = record.envelope
+        started = threads.started_details(job)
         if envelope.conversation.thread is None:
             try:
                 thread = await self.reporter.run_started(RunView.of(envelope))
             except ConversationUnavailable as error:
                 log.warning("run %s: conversation unavailable (%s)", job.run_id, error)
-                await self.store.close(job.run_id, lease=lease, outcome="failed")
-                count_run("conversation_unavailable")
-                await self.audit.record(
-                    AuditEvent.FAILED, job.run_id, failure="conversation_unavailable"
-                )
+                await self.endings.unreachable(job.run_id, lease)
                 return
             conversation = envelope.conversation.model_copy(update={"thread": thread})
             envelope = envelope.model_copy(update={"conversation": conversation})
-            started = self.audit.entry(
-                AuditEvent.STARTED,
-                job.run_id,
-                agent=job.agent,
-                task=job.task,
-                requester=conversation.requester,
-                channel=conversation.channel,
+            entry = self.audit.entry(
+                AuditEvent.STARTED, job.run_id, **started, channel=conversation.channel
             )
-            recorded = self.store.update_envelope(envelope, lease, audit=started)
+            recorded = self.store.update_envelope(envelope, lease, audit=entry)
             await record_or_retract(self.reporter, RunView.of(envelope), thread, recorded)
+            if self.history is not None:
+                await self.history.remember(conversation.channel, thread, job.run_id, job.agent)
+        elif job.continues:
+            channel = envelope.conversation.channel
+            await self.audit.record(AuditEvent.STARTED, job.run_id, **started, channel=channel)
         # As loaded before the claim, which changed only the fence; with the envelope as written.
         record = replace(record, envelope=envelope, state=None)
         try:
@@ -145,7 +146,8 @@ class RunExecutor:
         if not await self._servers_ready(envelope, agent, lease, keep=False):
             return
         context = {"run_id": job.run_id, "requester": job.conversation.requester}
-        await self._advance(envelope, record, agent, job.task, lease, context=context)
+        run_input = await threads.opening_input(self.history, job, envelope.conversation)
+        await self._advance(envelope, record, agent, run_input, lease, context=context)
 
     async def resume(self, job: ResumeJob) -> None:
         claim = await self.store.claim(job.run_id, kind="resume", round_=job.round)
@@ -249,7 +251,7 @@ class RunExecutor:
         envelope: RunEnvelope,
         record: RunRecord,
         agent: Agent[Any],
-        run_input: str | RunState[Any, Any],
+        run_input: str | list[TResponseInputItem] | RunState[Any, Any],
         lease: Lease,
         *,
         context: dict[str, Any] | None = None,
@@ -292,7 +294,7 @@ class RunExecutor:
         self,
         envelope: RunEnvelope,
         agent: Agent[Any],
-        run_input: str | RunState[Any, Any],
+        run_input: str | list[TResponseInputItem] | RunState[Any, Any],
         observer: RunObserver,
         scope: JournalScope,
         context: dict[str, Any] | None,
@@ -336,6 +338,7 @@ class RunExecutor:
                 return
             if not result.interruptions:
                 output = str(result.final_output)
+                await threads.add_turn(self.history, envelope, output)  # before a reply can come
                 await self.store.mark_finishing(lease, output)
                 ran = ran_tools(await self.store.journal(envelope.run_id))
                 await observer.flush("done", ran=tuple(ran), not_run=not_run_notes(decided))

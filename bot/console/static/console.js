@@ -125,12 +125,41 @@ function renderMessage(message) {
   node.dataset.ts = message.ts;
   const body = el("div", "body");
   const meta = el("div", "meta");
-  meta.append(el("b", "", BOT.name), el("span", "app-tag", "APP"), clock(Number(message.ts)));
+  if (message.user) meta.append(el("b", "", personName(message.user)), clock(Number(message.ts)));
+  else meta.append(el("b", "", BOT.name), el("span", "app-tag", "APP"), clock(Number(message.ts)));
   if (message.updates) meta.append(" (edited)");
   const where = { place: { message_ts: message.ts } };
   body.append(meta, message.blocks.length ? renderBlocks(message.blocks, where) : mrkdwn(message.text));
-  node.append(el("div", "avatar", "C"), body);
+  node.append(el("div", "avatar", message.user ? personName(message.user)[0] : "C"), body);
   return node;
+}
+
+// Slack's "Reply…" box under a thread: a person's message in it continues the run's conversation.
+// Kept across redraws (the snapshot redraws every thread), so what is typed is not lost.
+const replyDrafts = new Map();
+let replyFocused = null;
+
+function replyBox(threadTs) {
+  const form = el("form", "reply");
+  const input = el("input");
+  input.placeholder = "Reply…";
+  input.value = replyDrafts.get(threadTs) || "";
+  input.setAttribute("aria-label", "Reply in this thread");
+  input.dataset.thread = threadTs;
+  input.oninput = () => replyDrafts.set(threadTs, input.value);
+  input.onfocus = () => { replyFocused = threadTs; };
+  // A redraw removes the box (and may blur it): only a blur of a box still shown is the person's.
+  input.onblur = () => { if (input.isConnected && replyFocused === threadTs) replyFocused = null; };
+  form.append(input);
+  form.onsubmit = async (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    replyDrafts.delete(threadTs);
+    if (!(await send({ kind: "reply", thread_ts: threadTs, text }))) replyDrafts.set(threadTs, text);
+    follow();
+  };
+  return form;
 }
 
 function renderNote(note) {
@@ -170,6 +199,7 @@ function renderConversation(channel) {
     if (replies.length) {
       const thread = el("div", "thread");
       thread.append(...replies.map((r) => r[1]));
+      if (!root.missing && !channel.startsWith("D")) thread.append(replyBox(root.ts));
       group.append(thread);
     }
     timeline.push([Number(root.ts), group]);
@@ -180,6 +210,8 @@ function renderConversation(channel) {
   timeline.sort((a, b) => a[0] - b[0]);
   box.replaceChildren(...timeline.map((t) => t[1]));
   if (!timeline.length) box.append(emptyHint(channel));
+  const focused = replyFocused && box.querySelector(`input[data-thread="${replyFocused}"]`);
+  if (focused) focused.focus();
   if (nearBottom || Date.now() < followUntil) box.scrollTop = box.scrollHeight;
 }
 

@@ -1,0 +1,17 @@
+-- Append items to a thread's history, keep only the newest, and start its time to live again.
+--
+-- KEYS
+--   1 the conversation's list
+-- ARGV
+--   1 the time to live, in seconds
+--   2 the most items kept
+--   3... the items, as JSON, oldest first
+-- Returns the list's length afterwards.
+if #ARGV > 2 then
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+end
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+end
+return redis.call('LLEN', KEYS[1])

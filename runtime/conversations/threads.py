@@ -1,0 +1,124 @@
+"""Which run a thread belongs to, and the turns a reply in it continues from.
+
+A run's thread is remembered (`Keys.thread`) with its last run and that run's agent: the worker
+writes it when it posts a run's root message, the web when it enqueues a reply's run, so a
+second reply sees the newest run even before a worker took it. Both expire with the history
+(`CONVERSATION_TTL_SECONDS` after the last turn).
+
+Each run that answers adds its turn to the thread's `ThreadSession`: the person's words and the
+answer. A reply's run reads them back as the model's input before the reply, so the model sees
+the conversation whatever its provider, and none of it depends on a provider's stored responses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import redis.asyncio as aioredis
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from runtime.conversations.session import ThreadSession, conversation_id
+from runtime.db.keys import Keys
+from runtime.jobs.contracts import Conversation, StartJob
+from runtime.record import layout as rr
+from runtime.record.envelope import RunEnvelope
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+BUSY = frozenset({"running", "waiting", "ready", "resuming"})
+"""A run in one of these states is still working or waiting: a reply must wait for its answer.
+Not `finishing`: its answer is written (and its turn is in the history), only its posting and
+closing are left, and a person may read the answer and reply before the record is closed."""
+
+
+class ThreadRun(BaseModel):
+    """The last run of a thread."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    run_id: str
+    agent: str
+
+
+@dataclass(kw_only=True)
+class ThreadHistory:
+    redis: aioredis.Redis
+    keys: Keys
+    ttl_seconds: int
+    max_items: int
+
+    def session(self, channel: str, thread: str) -> ThreadSession:
+        return ThreadSession(
+            redis=self.redis,
+            keys=self.keys,
+            session_id=conversation_id(channel, thread),
+            ttl_seconds=self.ttl_seconds,
+            max_items=self.max_items,
+        )
+
+    async def remember(self, channel: str, thread: str, run_id: str, agent: str) -> None:
+        """`run_id` is now the thread's last run."""
+        key = self.keys.thread(conversation_id(channel, thread))
+        value = ThreadRun(run_id=run_id, agent=agent).model_dump_json()
+        await self.redis.set(key, value, ex=self.ttl_seconds)
+
+    async def last_run(self, channel: str, thread: str) -> ThreadRun | None:
+        """The thread's last run, if the thread is a run's (and not forgotten)."""
+        raw = await self.redis.get(self.keys.thread(conversation_id(channel, thread)))
+        if raw is None:
+            return None
+        try:
+            return ThreadRun.model_validate_json(raw)
+        except ValidationError:
+            return None
+
+    async def busy(self, run_id: str) -> bool:
+        """Is the run still working or waiting? (Ended: its record is gone, or kept as failed.)"""
+        status = await self.redis.hget(self.keys.run(run_id), rr.STATUS)
+        if status is None:
+            return False
+        text = status.decode() if isinstance(status, bytes) else str(status)
+        return text in BUSY
+
+    async def input_for(self, conversation: Conversation, task: str) -> list[TResponseInputItem]:
+        """The earlier turns of the run's thread, then the reply."""
+        earlier: list[TResponseInputItem] = []
+        if conversation.thread is not None:
+            earlier = await self.session(conversation.channel, conversation.thread).get_items()
+        return [*earlier, _said("user", task)]
+
+    async def add_turn(self, conversation: Conversation, task: str, answer: str) -> None:
+        if conversation.thread is None:
+            return
+        session = self.session(conversation.channel, conversation.thread)
+        await session.add_items([_said("user", task), _said("assistant", answer)])
+
+
+def started_details(job: StartJob) -> dict[str, str]:
+    """The `started` audit entry's details; a reply's run names the run it `continues`."""
+    details = {"agent": job.agent, "task": job.task, "requester": job.conversation.requester}
+    if job.continues:
+        details["continues"] = job.continues
+    return details
+
+
+async def opening_input(
+    history: ThreadHistory | None, job: StartJob, conversation: Conversation
+) -> str | list[TResponseInputItem]:
+    """The model's first input: the task, after the thread's earlier turns for a reply."""
+    if job.continues is None or history is None:
+        return job.task
+    return await history.input_for(conversation, job.task)
+
+
+async def add_turn(history: ThreadHistory | None, envelope: RunEnvelope, answer: str) -> None:
+    """The run answered: its task and answer join its thread's history."""
+    if history is not None:
+        await history.add_turn(envelope.conversation, envelope.task, answer)
+
+
+def _said(role: str, text: str) -> TResponseInputItem:
+    item: dict[str, Any] = {"role": role, "content": text}
+    return cast("TResponseInputItem", item)
