@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from bot.home.tab import HomeTab
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
@@ -97,7 +97,7 @@ class HomeWatch:
                         last = entry_id
                         if viewers:
                             await self._changed(fields)
-            except RedisError:
+            except (RedisError, RedisClusterException):
                 # Backs off as the connection's own message does: one line per attempt.
                 log.warning("home tabs: the audit trail cannot be read; retrying in %g s", delay)
                 await self._stopping.sleep(delay)
