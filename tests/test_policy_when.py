@@ -206,6 +206,8 @@ async def test_an_edit_under_a_stricter_rule_is_refused_and_the_card_asks_under_
     await bot.sender.click(card, "approve", user="UDAVE")
     assert (await bot.final_answer(root)).text.endswith("refunded 150000 on o-5521")
     assert agents.EXECUTIONS == [("refund_order", {"order_id": "o-5521", "amount_cents": 150000})]
+    await bot.slack.wait_for(lambda: "approved `refund_order`" in card.all_text(), what="decided")
+    assert "Edited by <@UBOB>" in card.all_text(), "bob edited; carol and dave approved"
 
 
 async def test_an_edit_that_moves_the_call_under_another_rules_approvers_asks_them(

@@ -166,7 +166,11 @@ def edit_context(agent: str, tool: str) -> str:
     )
 
 
-def edited_line(user_id: str, decided: bool) -> str:
+def edited_line(user_id: str, decided: bool, approved: bool = True) -> str:
+    """`approved`: the editor's approval is among the decision's (not so after an edit that
+    moved the call under a stricter rule, which approves nothing)."""
+    if decided and not approved:
+        return f":pencil2: Edited by {user(user_id)}"
     if decided:
         return f":pencil2: Edited and approved by {user(user_id)}"
     return f":pencil2: Edited by {user(user_id)}; approvals count from this edit"
