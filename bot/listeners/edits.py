@@ -120,7 +120,9 @@ class EditActions:
         stricter = None
         if view.envelope is not None:
             conversation = view.envelope.conversation
-            stricter = stricter_rule(self.policy, view.call, conversation, text)
+            # Against the rule the call is under now: an earlier edit may have re-gated it.
+            current = view.gate.applied_to(view.call) if view.gate else view.call
+            stricter = stricter_rule(self.policy, current, conversation, text)
         digest = call_digest(view.call.tool, text, view.call.mcp_server)
         if stricter is not None and (
             stricter.auto == "reject" or view.gate is None or digest == meta.digest
