@@ -93,6 +93,8 @@ class Rule(BaseModel):
     notify: tuple[str, ...] = ()
     escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
     escalate_to: tuple[str, ...] = ()
+    name: str | None = Field(None, min_length=1, max_length=80)
+    """What the card calls the rule ("refunds over $1,000"); unset: its `when`."""
     when: str | None = Field(None, min_length=1)
     """A CEL expression over the call (`runtime.conditions`), compiled as the file loads."""
     confirm: str | None = Field(None, min_length=1)
@@ -171,6 +173,8 @@ class CallRule:
     """People outside the installing workspace (Slack Connect, guests) may decide too."""
     when: str | None = None
     """The rule's `when`, shown on the card and kept in the audit trail."""
+    name: str | None = None
+    """The rule's `name`, shown on the card instead of its `when`."""
     undecided: bool = False
     """The `when` could not be evaluated for the call: nothing was loosened."""
     confirm: str | None = None
@@ -268,6 +272,7 @@ class Policy:
             escalate_to=rule.escalate_to,
             external=self.default_external if rule.external is None else rule.external,
             when=rule.when,
+            name=rule.name,
             confirm=rule.confirm,
         )
 

@@ -78,6 +78,13 @@ async def delete_user(ctx: ToolContext[Any], user_id: str) -> str:
 
 
 @function_tool(needs_approval=True)
+async def refund_order(ctx: ToolContext[Any], order_id: str, amount_cents: int) -> str:
+    """Refund an order (its rules, in the tests' policies, go by `amount_cents`)."""
+    await _record(ctx, "refund_order", {"order_id": order_id, "amount_cents": amount_cents})
+    return f"refunded {amount_cents} on {order_id}"
+
+
+@function_tool(needs_approval=True)
 async def restart_service(ctx: ToolContext[Any], service: str) -> str:
     """Restart a service."""
     await _record(ctx, "restart_service", {"service": service})
@@ -148,7 +155,7 @@ helper = Agent[Any](name="helper", instructions="You restart services.", tools=[
 ops = Agent[Any](
     name="ops",
     instructions="You manage users.",
-    tools=[list_users, delete_user, restart_service, explode, write_ledger, migrate],
+    tools=[list_users, delete_user, restart_service, explode, write_ledger, migrate, refund_order],
     handoffs=[helper],
 )
 

@@ -646,7 +646,7 @@ async def test_a_refund_over_the_limit_needs_two_people(console: Console) -> Non
     text = "refund o-5521 150000"
     await console.intent("UALICE", kind="command", command="/agent", text=text)
     [card] = await console.wait_for(console.cards, "a card")
-    assert "Rule: `args.amount_cents &gt; 100000`" in card.all_text(), "escaped as Slack wants"
+    assert "Rule: refunds over $1,000" in card.all_text(), "the rule's name"
     assert "0 of 2 approvals" in card.all_text()
     await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
     await console.wait_for(lambda: "1 of 2 approvals" in card.all_text(), "bob's approval")

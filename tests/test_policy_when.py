@@ -32,6 +32,19 @@ approvers = ["UCAROL"]
 tool = "delete_user"
 approvers = ["UBOB"]
 
+# Refunds: over $1,000 two people of finance, up to $100 anyone.
+[[rule]]
+name = "refunds over $1,000"
+tool = "refund_order"
+when = "args.amount_cents > 100000"
+approvers = ["UCAROL", "UDAVE"]
+quorum = 2
+
+[[rule]]
+tool = "refund_order"
+when = "args.amount_cents <= 10000"
+anyone = true
+
 # Restarts of a named service need nobody: the rule needs an argument no call sends.
 [[rule]]
 tool = "restart_service"
@@ -64,7 +77,7 @@ async def test_a_when_rule_chooses_the_approvers_by_argument(bot: Harness) -> No
     await bot.sender.click(card, "approve", user="UBOB")
     assert "Only UCAROL may decide" in await ephemeral_for(bot, "UBOB")
     await bot.sender.click(card, "approve", user="UCAROL")
-    assert (await bot.final_answer(root)).text == "done: deleted admin-7"
+    assert (await bot.final_answer(root)).text.endswith("deleted admin-7")
     trail = await bot.audit_until("finished")
     [asked] = [e for e in trail if e["event"] == "requested"]
     assert (asked["approvers"], asked["when"]) == ("UCAROL", ADMINS)
@@ -146,7 +159,58 @@ async def test_a_bad_expression_stops_both_processes_with_its_line(
         assert "Syntax error" in process.log()
 
 
-async def test_an_edit_that_moves_the_call_under_a_stricter_rule_is_refused(
+def refunding(order_id: str, cents: int) -> Callable[[ModelRequest], list[Item]]:
+    def script(request: ModelRequest) -> list[Item]:
+        if not request.tool_outputs:
+            arguments = {"order_id": order_id, "amount_cents": cents}
+            return [tool_call("refund_order", arguments, "call_ref")]
+        return [message("done: " + request.tool_outputs["call_ref"])]
+
+    return script
+
+
+async def test_an_edit_under_a_stricter_rule_is_refused_and_the_card_asks_under_it(
+    bot: Harness,
+) -> None:
+    bot.model.script = refunding("o-5521", 5000)
+    root = await bot.start_run("refund o-5521 5000")
+    [card] = await bot.cards(root, 1)
+    assert "Rule: `args.amount_cents &lt;= 10000`" in card.all_text(), "anyone may decide"
+    modal = await open_editor(bot, card, user="UBOB")
+
+    edited = '{"order_id": "o-5521", "amount_cents": 150000}'
+    assert await submit(bot, modal, edited, user="UBOB") == {}, "the modal closes"
+    told = await ephemeral_for(bot, "UBOB")
+    assert told.startswith(
+        "Your edit was not approved: the edited call falls under the rule "
+        "*refunds over $1,000*, so 2 of <@UCAROL>, <@UDAVE> must approve it."
+    ), told
+
+    await bot.slack.wait_for(
+        lambda: "Rule: refunds over $1,000" in card.all_text(), what="the card under the new rule"
+    )
+    text = card.all_text()
+    assert "0 of 2 approvals" in text and "150000" in text, text
+    assert "approve" in card.action_ids(), "still open"
+    trail = [e[b"event"] for e in await bot.entries(bot.keys.audit)]
+    assert b"edited" in trail and b"regated" in trail and b"approved" not in trail
+
+    # Anyone could approve under the old rule; under the new one only carol and dave, both.
+    notes = len(bot.slack.ephemerals)
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.slack.wait_for(lambda: len(bot.slack.ephemerals) > notes, what="bob's refusal")
+    assert "UCAROL" in bot.slack.ephemerals[-1]["text"], bot.slack.ephemerals[-1]
+    await bot.sender.click(card, "approve", user="UCAROL")
+    await bot.slack.wait_for(lambda: "1 of 2 approvals" in card.all_text(), what="1 of 2")
+    assert agents.EXECUTIONS == [], "one approval of two runs nothing"
+    await bot.sender.click(card, "approve", user="UDAVE")
+    assert (await bot.final_answer(root)).text.endswith("refunded 150000 on o-5521")
+    assert agents.EXECUTIONS == [("refund_order", {"order_id": "o-5521", "amount_cents": 150000})]
+    await bot.slack.wait_for(lambda: "approved `refund_order`" in card.all_text(), what="decided")
+    assert "Edited by <@UBOB>" in card.all_text(), "bob edited; carol and dave approved"
+
+
+async def test_an_edit_that_moves_the_call_under_another_rules_approvers_asks_them(
     bot: Harness,
 ) -> None:
     bot.model.script = deleting("u-100")
@@ -154,17 +218,13 @@ async def test_an_edit_that_moves_the_call_under_a_stricter_rule_is_refused(
     [card] = await bot.cards(root, 1)  # bob's, under the second rule
     modal = await open_editor(bot, card, user="UBOB")
 
-    answer = await submit(bot, modal, '{"user_id": "admin-7"}', user="UBOB")
-    assert answer["response_action"] == "errors"
-    assert answer["errors"]["arguments"] == (
-        f"These arguments fall under the rule `{ADMINS}`: UCAROL must approve. Nothing was "
-        "recorded: change them back, or reject the call and ask for it again."
-    )
-    trail = [e[b"event"] for e in await bot.entries(bot.keys.audit)]
-    assert b"edited" not in trail and b"approved" not in trail
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+    assert await submit(bot, modal, '{"user_id": "admin-7"}', user="UBOB") == {}
+    told = await ephemeral_for(bot, "UBOB")
+    assert f"falls under the rule `{ADMINS}`, so <@UCAROL> must approve it" in told, told
+    await bot.slack.wait_for(lambda: f"Rule: `{ADMINS}`" in card.all_text(), what="new rule")
+    assert "approve" in card.action_ids(), "still open"
 
-    # An edit the call's own rule still covers goes through.
-    assert await submit(bot, modal, '{"user_id": "u-101"}', user="UBOB") == {}
-    assert (await bot.final_answer(root)).text.endswith("deleted u-101")
-    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-101"})]
+    # The new card binds the edited arguments: carol's approval runs exactly them, once.
+    await bot.sender.click(card, "approve", user="UCAROL")
+    assert (await bot.final_answer(root)).text.endswith("deleted admin-7")
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "admin-7"})]

@@ -98,8 +98,8 @@ def _call_blocks(
         blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
     if call.description:
         blocks.append(context_block(messages.tool_description(call.description)))
-    if call.when:
-        blocks.append(context_block(messages.rule_line(call.when)))
+    if call.when or call.rule_name:
+        blocks.append(context_block(messages.rule_line(call.when, call.rule_name)))
     blocks += [
         {"type": "section", "fields": fields},
         *context_blocks(run, call),

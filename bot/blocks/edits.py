@@ -46,7 +46,11 @@ def change_blocks(call: PendingCall) -> list[Block]:
     if edit is None:
         return []
     changes = argument_changes(call.arguments, edit.arguments)
-    lines = [choice_messages.edited_line(edit.user_id, decided)]
+    approvers = set()
+    if call.decision is not None:
+        approvers = {call.decision.user_id, *(a.user_id for a in call.decision.approvals)}
+    approved = edit.user_id in approvers
+    lines = [choice_messages.edited_line(edit.user_id, decided, approved)]
     lines += [choice_messages.argument_change(c.where, c.old, c.new) for c in changes[:10]]
     return [{"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}]
 

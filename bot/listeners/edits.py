@@ -3,17 +3,19 @@ approves the edited call.
 
 The submission is parsed and checked against the tool's schema (written with the call by the
 worker) before anything is recorded; a problem comes back in the modal next to the field, as
-does an edit whose arguments fall under a stricter policy rule than the call's (a rule's `when`,
-read at decision time). A valid edit is a decision like a click on Approve, recorded by the
-decision script together with the edited arguments and their digest, and refused there if the
-editor may not decide, the policy does not allow edits, or the arguments changed since the modal
-opened.
+does an edit whose arguments a rule blocks. A valid edit is a decision like a click on Approve,
+recorded by the decision script together with the edited arguments and their digest, and refused
+there if the editor may not decide, the policy does not allow edits, or the arguments changed
+since the modal opened. An edit whose arguments fall under a stricter rule than the call's (a
+rule's `when`, read at decision time) is not approved: the script stores it and puts the call
+under that rule's gate (`CallGate.regated_to`), the card is redrawn under the new rule, and the
+editor is told why.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import Field
@@ -24,13 +26,22 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.blocks.edits import EDIT_ACTION, EDIT_BLOCK, edit_modal, editable
 from bot.listeners.approvals import ApprovalActions
 from bot.slack.client import send_later
-from bot.slack.payloads import MESSAGE_TS, SLACK_ID, ApprovalRef, ViewSubmission, _Payload
+from bot.slack.payloads import (
+    MESSAGE_TS,
+    SLACK_ID,
+    ApprovalRef,
+    SlackUser,
+    ViewSubmission,
+    _Payload,
+)
 from bot.words import choices as choice_messages
 from bot.words import runs as messages
+from bot.words.runs import user
 from runtime.calls import call_digest
 from runtime.decisions import Choice, EditChoice, InvalidEdit, parse_edit, stricter_rule
 from runtime.jobs import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
 from runtime.policy import Policy
+from runtime.record import CallGate, is_group
 
 log = logging.getLogger(__name__)
 
@@ -109,24 +120,60 @@ class EditActions:
         stricter = None
         if view.envelope is not None:
             conversation = view.envelope.conversation
-            stricter = stricter_rule(self.policy, view.call, conversation, text)
-        if stricter is not None:
-            # Approving here would skip the stricter rule's approvers: nothing is recorded.
+            # Against the rule the call is under now: an earlier edit may have re-gated it.
+            current = view.gate.applied_to(view.call) if view.gate else view.call
+            stricter = stricter_rule(self.policy, current, conversation, text)
+        digest = call_digest(view.call.tool, text, view.call.mcp_server)
+        if stricter is not None and (
+            stricter.auto == "reject" or view.gate is None or digest == meta.digest
+        ):
+            # Blocked (or nothing edited to re-gate): nothing is recorded.
             who = list(stricter.approvers) if stricter.auto != "reject" else []
             refusal = choice_messages.edit_under_stricter_rule(stricter.when, who, stricter.quorum)
             await ack(response_action="errors", errors={EDIT_BLOCK: refusal[:1000]})
             return
         await ack()
-        digest = call_digest(view.call.tool, text, view.call.mcp_server)
         edit = None
         if digest != meta.digest:
             edit = EditChoice(arguments=text, digest=digest, previous_digest=meta.digest)
+        regate = None
+        if stricter is not None and view.gate is not None:
+            # Approving here would skip the stricter rule's approvers: the call takes its gate.
+            regate = view.gate.regated_to(stricter, text, digest)
         choice = Choice(
             outcome="approved",
             user_id=submission.user.id,
             user_name=submission.user.display,
             edit=edit,
+            regate=regate.stored() if regate is not None else None,
         )
         # Approving unchanged or edited, what the modal showed must still be the call.
         ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id, digest=meta.digest)
-        await self.actions.record(ref, choice, submission.user, meta.channel, meta.message_ts)
+        if regate is None:
+            await self.actions.record(ref, choice, submission.user, meta.channel, meta.message_ts)
+        else:
+            await self._regate(ref, choice, regate, submission.user, meta)
+
+    async def _regate(
+        self,
+        ref: ApprovalRef,
+        choice: Choice,
+        regate: CallGate,
+        actor: SlackUser,
+        meta: EditMetadata,
+    ) -> None:
+        """Store the edit and put the call under the stricter rule's gate (the decision script),
+        redraw the card under it and tell the editor why their edit was not approved."""
+        answer = await self.actions.ask(ref, choice, actor, meta.channel, meta.message_ts)
+        view = answer.view
+        if answer.result is None or answer.result.status != "regated" or view is None:
+            self.actions.follow_up(answer, ref, choice, actor, meta.channel, meta.message_ts)
+            return
+        # The card is drawn from the gate the script just wrote, not the one read before.
+        answer = replace(answer, view=replace(view, gate=regate))
+        self.actions.follow_up(answer, ref, choice, actor, meta.channel, meta.message_ts)
+        approvers = () if regate.anyone else (*regate.users, *regate.groups)
+        mentions = [f"<!subteam^{p}>" if is_group(p) else user(p) for p in approvers]
+        text = choice_messages.edit_regated(regate.when, regate.rule_name, mentions, regate.quorum)
+        thread = view.envelope.conversation.thread if view.envelope else None
+        self.actions.tell(meta.channel, actor.id, thread, text)

@@ -84,7 +84,7 @@ class GateAnswer:
     def took_effect(self) -> bool:
         """(After `decide`) the choice is in: recorded now, counted towards a quorum, or found
         already recorded by this same person (a retried request)."""
-        return self.result is not None and self.result.status in ("recorded", "counted")
+        return self.result is not None and self.result.status in ("recorded", "counted", "regated")
 
 
 @dataclass(kw_only=True)

@@ -18,6 +18,7 @@ AUDIT_EVENT_WORDS = {
     "granted": "granted",
     "revoked": "grant revoked",
     "edited": "edited",
+    "regated": "moved under a stricter rule by an edit",
 }
 
 

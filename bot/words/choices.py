@@ -108,6 +108,24 @@ def edit_under_stricter_rule(when: str | None, approvers: list[str], quorum: int
     )
 
 
+def edit_regated(when: str | None, name: str | None, mentions: list[str], quorum: int) -> str:
+    """To the editor, privately: an edit that moved the call under a stricter rule was stored
+    but not approved; its card now asks that rule's approvers (`mentions`: none, anyone)."""
+    rule = f"the rule *{escape(name)}*" if name else "a stricter rule"
+    if when and not name:
+        rule = f"the rule `{escape(when)}`"
+    if not mentions:
+        who = "anyone in the channel may decide it"
+    elif quorum == 1:
+        who = f"{' or '.join(mentions)} must approve it"
+    else:
+        who = f"{quorum} of {', '.join(mentions)} must approve it"
+    return (
+        f"Your edit was not approved: the edited call falls under {rule}, so {who}. The card "
+        "now shows the edited arguments under that rule."
+    )
+
+
 CONFIRM_TITLE = "Confirm the call"
 CONFIRM_SUBMIT = "Approve"
 CONFIRM_CANCEL = "Cancel"
@@ -148,7 +166,11 @@ def edit_context(agent: str, tool: str) -> str:
     )
 
 
-def edited_line(user_id: str, decided: bool) -> str:
+def edited_line(user_id: str, decided: bool, approved: bool = True) -> str:
+    """`approved`: the editor's approval is among the decision's (not so after an edit that
+    moved the call under a stricter rule, which approves nothing)."""
+    if decided and not approved:
+        return f":pencil2: Edited by {user(user_id)}"
     if decided:
         return f":pencil2: Edited and approved by {user(user_id)}"
     return f":pencil2: Edited by {user(user_id)}; approvals count from this edit"

@@ -144,12 +144,16 @@ def tool_description(description: str) -> str:
 RULE_CHARS = 200
 
 
-def rule_line(when: str) -> str:
-    """The `when` of the policy rule that chose who decides (`Rule: args.amount_cents > …`)."""
-    text = " ".join(when.split()).replace("`", "'")
+def rule_line(when: str | None, name: str | None = None) -> str:
+    """The policy rule that chose who decides: its name (`Rule: refunds over $1,000`), else its
+    `when` (`Rule: args.amount_cents > …`)."""
+    text = " ".join((name or when or "").split())
     if len(text) > RULE_CHARS:
         text = text[:RULE_CHARS] + "…"
-    return f"Rule: `{escape(text)}`"
+    if name:
+        return f"Rule: {escape(text)}"
+    code = text.replace("`", "'")
+    return f"Rule: `{escape(code)}`"
 
 
 RUN_AGAIN = "Run again"

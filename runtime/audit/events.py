@@ -33,6 +33,9 @@ class AuditEvent(StrEnum):
     """A grant ended by a person before its time."""
     EDITED = "edited"
     """A person changed a call's arguments and approved the edited call."""
+    REGATED = "regated"
+    """An edit moved a call under a stricter rule: it was not approved, and the call now asks
+    that rule's approvers (written with the `edited` entry by the decision script)."""
     ESCALATED = "escalated"
     """A call still undecided was escalated: more people may decide it (the escalation script
     writes it as it widens the call's gate)."""

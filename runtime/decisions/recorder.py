@@ -54,6 +54,7 @@ Status = Literal[
     "confirm_needed",  # approving this call needs its `confirm` argument typed
     "confirm_wrong",  # the typed value is not the call's `confirm` argument
     "stale",  # the call changed since the person's screen showed it (its digest differs)
+    "regated",  # an edit under a stricter rule: stored, not approved, the call under its gate
 ]
 
 
@@ -95,6 +96,9 @@ class Choice:
     outside: bool = False
     """The person is no full member of the installing workspace (`bot.slack.members`):
     refused unless the call's gate says `external`."""
+    regate: str | None = None
+    """With `edit`, when the edited call falls under a stricter rule: that rule's gate (JSON
+    `CallGate`, `CallGate.regated_to`), which the script writes instead of approving."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -106,7 +110,7 @@ class RecordResult:
     """For `counted`, `already_approved`, `open` and `stale`: the approvals so far."""
     resume_enqueued: bool = False
     edit: ArgumentEdit | None = None
-    """For `counted`: the edit this choice made (the count restarted on it)."""
+    """For `counted` and `regated`: the edit this choice made (the count restarted on it)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,10 +136,12 @@ class UnconfirmedDecision(NotReplicated):
         self.result = result
 
 
-CONFIRMED: frozenset[Status] = frozenset({"recorded", "counted", "already_approved", "decided"})
+CONFIRMED: frozenset[Status] = frozenset(
+    {"recorded", "counted", "already_approved", "decided", "regated"}
+)
 """Replies that tell of a stored decision or approval: not given before the replicas have it."""
 
-CHOSEN = frozenset({"grant", "edit", "team", "confirm", "batch"})
+CHOSEN = frozenset({"grant", "edit", "team", "confirm", "batch", "regate"})
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 
@@ -278,7 +284,7 @@ class DecisionRecorder:
 def result_of(parts: list[str]) -> RecordResult:
     """A decision-script reply, parsed (also each call's in a batch, `runtime.decisions.batch`)."""
     status = cast(Status, parts[0])
-    if status in ("counted", "already_approved", "open", "stale"):
+    if status in ("counted", "already_approved", "open", "stale", "regated"):
         approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
         raw_edit = parts[2] if len(parts) > 2 else ""
         edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None

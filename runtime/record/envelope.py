@@ -154,6 +154,8 @@ class PendingCall(BaseModel):
     when: str | None = None
     """The `when` of the policy rule the call fell under (`runtime.policy`), for the card and
     the audit trail; None: a rule without one, or no rule."""
+    rule_name: str | None = None
+    """The `name` of that rule, shown on the card instead of its `when`."""
     confirm: str | None = None
     """The argument whose value an approver types to approve (its rule's `confirm`)."""
     lost: bool = False
@@ -220,6 +222,7 @@ _OMITTED_WHEN_UNSET = (
     "external",
     "lost",
     "when",
+    "rule_name",
     "confirm",
 )
 

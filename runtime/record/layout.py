@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from runtime.db.keys import Keys
+    from runtime.policy import CallRule as GateRule
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -96,7 +97,14 @@ HOME_TAB: Final = "@home"
 """Where a decision made on the app's Home tab comes from, instead of a channel id."""
 
 
-_GATE_OMITTED_WHEN_UNSET = ("external", "confirm", "confirm_value")
+_GATE_OMITTED_WHEN_UNSET = (
+    "external",
+    "confirm",
+    "confirm_value",
+    "regated",
+    "when",
+    "rule_name",
+)
 
 
 class CallGate(BaseModel):
@@ -134,6 +142,12 @@ class CallGate(BaseModel):
     confirm_value: str | None = None
     """The argument an approver must type (`confirm`) and its value in the arguments the digest
     binds (None: absent, so nobody can approve); compared by `choices.lua`."""
+    regated: bool = False
+    """An edit moved the call under a stricter rule (`regated_to`): this gate, not the call
+    stored in the run's state, says who decides, how many, and under which rule."""
+    when: str | None = None
+    rule_name: str | None = None
+    """With `regated`: the `when` and `name` of the rule the edited call fell under."""
 
     def stored(self) -> str:
         """The JSON written to `gate:<id>`. Fields newer than a version still in service are left
@@ -156,9 +170,48 @@ class CallGate(BaseModel):
     def applied_to(self, call: PendingCall) -> PendingCall:
         """`call` naming who may decide it now: an escalation widens the gate, not the call
         stored in the run's state, and a card must not name fewer people than may decide."""
-        if self.anyone:
-            return call
-        return call.model_copy(update={"approvers": (*self.users, *self.groups)})
+        approvers = () if self.anyone else (*self.users, *self.groups)
+        if not self.regated:
+            return call if self.anyone else call.model_copy(update={"approvers": approvers})
+        return call.model_copy(
+            update={
+                "approvers": approvers,
+                "quorum": self.quorum,
+                "allow_always": self.allow_always,
+                "allow_edit": self.allow_edit,
+                "grant_max_seconds": self.grant_max_seconds,
+                "external": self.external,
+                "confirm": self.confirm,
+                "when": self.when,
+                "rule_name": self.rule_name,
+            }
+        )
+
+    def regated_to(self, rule: GateRule, arguments: str, digest: str) -> CallGate:
+        """This gate under the stricter rule an edit moved the call to: its approvers, quorum
+        and loosenings, bound to the edited arguments (`digest`), the count to restart. Written
+        by the decision script with the edit (`decide.lua`), never around it."""
+        users = tuple(p for p in rule.approvers if not is_group(p))
+        return self.model_copy(
+            update={
+                "users": users,
+                "groups": tuple(p for p in rule.approvers if is_group(p)),
+                "anyone": not rule.approvers,
+                "quorum": rule.quorum,
+                "allow_always": self.allow_always and rule.allow_always,
+                "allow_edit": self.allow_edit and rule.allow_edit,
+                "grant_max_seconds": min(self.grant_max_seconds, rule.grant_max_seconds),
+                "external": rule.external,
+                "confirm": rule.confirm,
+                "confirm_value": None
+                if rule.confirm is None
+                else confirm_text(arguments, rule.confirm),
+                "digest": digest,
+                "regated": True,
+                "when": rule.when,
+                "rule_name": rule.name,
+            }
+        )
 
     @classmethod
     def of(cls, envelope: RunEnvelope, call: PendingCall, *, self_ok: bool) -> CallGate:
@@ -238,6 +291,7 @@ SCRIPTS: Final[dict[str, str]] = {
         "decide",
         EVENT_EDITED=AuditEvent.EDITED,
         EVENT_GRANTED=AuditEvent.GRANTED,
+        EVENT_REGATED=AuditEvent.REGATED,
     ),
     # A batch ("Approve all") runs the decision script's body once per call (`batch_open.lua`).
     "decide_batch": _script(
@@ -247,6 +301,7 @@ SCRIPTS: Final[dict[str, str]] = {
         "batch",
         EVENT_EDITED=AuditEvent.EDITED,
         EVENT_GRANTED=AuditEvent.GRANTED,
+        EVENT_REGATED=AuditEvent.REGATED,
     ),
     "stop": _script("stop"),
     "add_copies": _script("add_copies"),

@@ -122,6 +122,7 @@ class CallPlanner:
             inside=callers(result.last_agent, item.agent),
             external=rule.external,
             when=rule.when,
+            rule_name=rule.name,
             confirm=rule.confirm,
         )
         return call, rule
@@ -219,6 +220,7 @@ def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | in
         "quorum": call.quorum,
         # The `when` of the rule that chose who decides, for whoever reads the trail.
         **({"when": call.when} if call.when else {}),
+        **({"rule": call.rule_name} if call.rule_name else {}),
     }
 
 

@@ -34,7 +34,8 @@
 -- Returns {'gone'}, {'unknown'}, {'unreadable'}, {'decided', decision}, {'closed'},
 -- {'expired'}, {'early'}, {refusal}, {'stale', approvals, edit}, {'already_approved',
 -- approvals}, {'open', approvals} (a check), {'counted', approvals, edit} (towards a quorum), or
--- {'recorded', decision, '1' when the resume job was enqueued else '0'}.
+-- {'recorded', decision, '1' when the resume job was enqueued else '0'}, or {'regated', '[]',
+-- edit} (a choice with `regate`: the edit stored, the call under the stricter rule's gate).
 local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
 local run = KEYS[1]
 local aid = ARGV[1]
@@ -146,6 +147,24 @@ end
 
 local approvals = cjson.decode(seen[8] or '[]')
 local edited = ''
+if present(choice['regate']) then
+  -- An edit under a stricter rule: the call takes that rule's gate, bound to the edited digest,
+  -- and nobody's approval counts yet (not even the editor's).
+  local ok, next_gate = pcall(cjson.decode, choice['regate'])
+  if mode ~= 'decide' or not present(choice['edit']) or not ok or type(next_gate) ~= 'table'
+    or next_gate['v'] ~= GATE_VERSION or next_gate['round'] ~= gate['round']
+    or next_gate['call_id'] ~= gate['call_id'] or next_gate['regated'] ~= true
+    or next_gate['digest'] ~= choice['edit']['digest'] then
+    return {'unreadable'}
+  end
+  edited = apply_edit(run, aid, gate, choice, entry, now, audit)
+  redis.call('HSET', run, F.gate .. aid, choice['regate'])
+  entry['quorum'] = next_gate['quorum']
+  entry['rule'] = next_gate['rule_name']
+  entry['when'] = next_gate['when']
+  audit(EVENT_REGATED)
+  return {'regated', '[]', edited}
+end
 if mode == 'decide' and present(choice['edit']) then
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
   raw_edit = edited
