@@ -39,6 +39,9 @@ UNCHANGED = frozenset({AuditEvent.DENIED, AuditEvent.EXECUTED, AuditEvent.REPLAY
 OWN_RUNS_ONLY = frozenset({AuditEvent.STARTED, AuditEvent.RESUMED, AuditEvent.FINISHED})
 """Events that change no one's "Waiting for you": a run starts with no open call, resumes after
 the decisions that closed them, and finishes with every call decided."""
+CLAIM_SECONDS = 60.0
+"""How long a web process's claim on an audit entry keeps the others from republishing the tabs
+it concerns (longer than any process takes to read the entry after another did)."""
 GATE_WAIT_SECONDS = 3.0
 """`requested` is written just before the call's gate: how long to look for the gate."""
 
@@ -96,7 +99,7 @@ class HomeWatch:
                     for entry_id, fields in entries:
                         last = entry_id
                         if viewers:
-                            await self._changed(fields)
+                            await self._changed(stream, entry_id, fields)
             except RedisError:
                 # Backs off as the connection's own message does: one line per attempt.
                 log.warning("home tabs: the audit trail cannot be read; retrying in %g s", delay)
@@ -106,9 +109,15 @@ class HomeWatch:
     async def _tail(self, stream: str) -> str:
         return await stream_tail(self.redis, stream, self._stopping, follower="home tabs")
 
-    async def _changed(self, fields: dict[bytes, bytes]) -> None:
+    async def _changed(
+        self, stream: str, entry_id: bytes | str, fields: dict[bytes, bytes]
+    ) -> None:
         event = _text(fields.get(b"event", b""))
         if event in UNCHANGED:
+            return
+        # Every web process follows every change; one republishes what it concerns.
+        claim = self.keys.home_change(stream, _text(entry_id))
+        if not await self.redis.set(claim, "1", nx=True, px=int(CLAIM_SECONDS * 1000)):
             return
         run_id = _text(fields.get(b"run_id", b""))
         try:
