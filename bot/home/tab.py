@@ -30,7 +30,7 @@ from bot.home.shared import SharedRead
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from runtime.db import Keys
-from runtime.decisions import DecisionRecorder
+from runtime.decisions import CallView, DecisionRecorder
 from runtime.process import TaskSet
 from runtime.record import CallGate, deciders, needs_groups
 from runtime.reporter import RunView
@@ -75,6 +75,10 @@ class HomeTab:
     after that."""
     _open: SharedRead[list[OpenApproval]] = field(init=False)
     _runs: SharedRead[list[LiveRun]] = field(init=False)
+    _views_of: list[OpenApproval] | None = None
+    _views: dict[tuple[str, str], asyncio.Future[CallView]] = field(default_factory=dict)
+    """The calls read for the tabs drawn from `_views_of` (one read of the open approvals), so
+    that a call shown on 200 tabs is read once."""
 
     def __post_init__(self) -> None:
         self._open = SharedRead(self.approvals.all)
@@ -186,20 +190,33 @@ class HomeTab:
         and how many more there are."""
         since = time.monotonic() if since is None else since
         groups: dict[str, set[str] | None] = {}
-        mine = [
-            a
-            for a in await self._open.since(since)
-            if await self._may_decide(user_id, a.gate, groups)
-        ]
+        snapshot = await self._open.since(since)
+        mine = [a for a in snapshot if await self._may_decide(user_id, a.gate, groups)]
         found: list[WaitingCall] = []
         for approval in mine[:WAITING_SHOWN]:
-            view = await self.recorder.view(approval.run_id, approval.approval_id)
+            view = await self._view(snapshot, approval)
             if view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
             link = await self.links.thread(run.conversation.channel, run.conversation.thread)
             found.append(WaitingCall(run=run, call=view.call, link=link))
         return found, max(0, len(mine) - WAITING_SHOWN)
+
+    async def _view(self, snapshot: list[OpenApproval], approval: OpenApproval) -> CallView:
+        if self._views_of is not snapshot:
+            self._views_of, self._views = snapshot, {}
+        key = (approval.run_id, approval.approval_id)
+        if key not in self._views:
+            reading = asyncio.ensure_future(self.recorder.view(*key))
+            reading.add_done_callback(lambda done: self._unless_failed(key, done))
+            self._views[key] = reading
+        # Shielded: one publish giving up does not cancel the read the others wait for.
+        return await asyncio.shield(self._views[key])
+
+    def _unless_failed(self, key: tuple[str, str], reading: asyncio.Future[CallView]) -> None:
+        failed = reading.cancelled() or reading.exception() is not None
+        if failed and self._views.get(key) is reading:
+            del self._views[key]
 
     async def may_decide(self, user_id: str, gate: CallGate) -> bool:
         """Whether `user_id` may approve the call here: a call "anyone" may decide is decided
