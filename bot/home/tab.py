@@ -43,6 +43,9 @@ DEBOUNCE_SECONDS = 2.0
 SETTLE_SECONDS = 0.2
 """A change waits this long before its publish, so that a burst (a decision, then the resume)
 is one publish."""
+PUBLISHES_AT_ONCE = 4
+"""Tabs one web process reads and publishes at a time: a fan-out to 200 people otherwise takes
+the Redis pool and the event loop from the clicks, whose acknowledgement Slack wants in 3 s."""
 VIEWER_DAYS = 30
 """People who opened the tab within this many days get it republished on changes."""
 VIEWERS_RELOAD_SECONDS = 600.0
@@ -75,6 +78,9 @@ class HomeTab:
     after that."""
     _open: SharedRead[list[OpenApproval]] = field(init=False)
     _runs: SharedRead[list[LiveRun]] = field(init=False)
+    _publishing: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(PUBLISHES_AT_ONCE)
+    )
     _views_of: list[OpenApproval] | None = None
     _views: dict[tuple[str, str], asyncio.Future[CallView]] = field(default_factory=dict)
     """The calls read for the tabs drawn from `_views_of` (one read of the open approvals), so
@@ -155,8 +161,9 @@ class HomeTab:
                 if wait > 0:
                     await asyncio.sleep(wait)
                     continue
-                self._dirty[user_id] = False
-                await self.publish(user_id, since=self._asked.get(user_id))
+                async with self._publishing:
+                    self._dirty[user_id] = False
+                    await self.publish(user_id, since=self._asked.get(user_id))
         except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
             log.warning("home tab of %s not published", user_id, exc_info=True)
         finally:
