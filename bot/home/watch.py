@@ -5,13 +5,17 @@ decided, expired or escalated, a run resumed, stopped, finished or failed), from
 process made it. The web process follows the trail and refreshes the tabs of the people each
 event concerns who opened theirs lately: the run's requester ("Your runs"), whoever decided, and
 everyone who may decide the run's open calls ("Waiting for you"). `HomeTab.refresh` debounces.
+Every web process follows the trail; the first to claim an entry in Redis (`Keys.home_change`)
+republishes the tabs it concerns, also of viewers who opened theirs through another process, and
+the others leave it.
 
 What it costs: nothing while nobody has opened a Home tab lately (the viewers are read again
 every `VIEWERS_RELOAD_SECONDS`; one opening through this process starts the watch at once).
 Otherwise one blocking read of the trail per batch of events (and one per
 `BLOCKING_READ_SECONDS` while nothing happens), on a client of its own whose socket timeout
 allows the long wait; and per event the run's gates for the events that change who may decide
-what, or only its requester for those that change nothing but their own list of runs.
+what, or only its requester for those that change nothing but their own list of runs, and one
+`SET NX` per entry per process for the claim.
 """
 
 from __future__ import annotations
