@@ -46,7 +46,7 @@ is one publish."""
 PUBLISHES_AT_ONCE = 1
 """Tabs one web process reads and publishes at a time: a fan-out to 200 people otherwise takes
 the Redis pool and the event loop from the clicks, whose acknowledgement Slack wants in 3 s
-(`bench/home_fanout.py`: click p99 204 ms with four at a time, 20 ms with one)."""
+(`bench/home_fanout.py`, 1 web: click p99 204 ms with four at a time, 20 to 87 ms with one)."""
 VIEWER_DAYS = 30
 """People who opened the tab within this many days get it republished on changes."""
 VIEWERS_RELOAD_SECONDS = 600.0
