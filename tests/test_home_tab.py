@@ -3,6 +3,7 @@ right there; and the tab keeps up without being reopened."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from pathlib import Path
@@ -198,3 +199,53 @@ async def test_a_burst_of_changes_republishes_a_tab_at_most_once_per_two_seconds
     published = [c.at for c in bot.slack.calls_to("views.publish") if c.args["user_id"] == "UBOB"]
     gaps = [later - earlier for earlier, later in itertools.pairwise(published)]
     assert gaps and min(gaps) >= 1.9, gaps
+
+
+async def test_a_change_republishes_only_the_tabs_of_the_people_it_concerns(bot: Harness) -> None:
+    bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UDAVE"]}
+    bot.model.script = by_task
+    for user in ("UBOB", "UCAROL", "UDAVE"):
+        await open_home(bot, user)
+    await asyncio.sleep(2.1)  # the openings' debounce lapses
+    before = len(bot.slack.calls_to("views.publish"))
+    await start(bot, "restart api", "CGENERAL")  # only Carol may decide it
+    await bot.slack.wait_for(
+        lambda: "wants to run" in home_text(bot, "UCAROL"), what="the call on Carol's tab"
+    )
+    await asyncio.sleep(1.0)  # any other tab would have been published by now
+    published = [c.args["user_id"] for c in bot.slack.calls_to("views.publish")[before:]]
+    assert published == ["UCAROL"], published
+
+
+async def commands_per_publish(bot: Harness, viewers: list[str], shown: int) -> float:
+    """Redis commands (everyone's) per tab published for one more call the viewers may decide."""
+    await asyncio.sleep(2.1)  # earlier publishes' debounce lapses
+    before = len(bot.slack.calls_to("views.publish"))
+    info: Any = await bot.redis.info("stats")
+    start_commands = int(info["total_commands_processed"])
+    await start(bot, "delete u-100", "CGENERAL")
+    await bot.slack.wait_for(
+        lambda: all(home_text(bot, v).count("wants to run") == shown for v in viewers),
+        what=f"{shown} calls on every tab",
+    )
+    info = await bot.redis.info("stats")
+    publishes = len(bot.slack.calls_to("views.publish")) - before
+    return (int(info["total_commands_processed"]) - start_commands) / publishes
+
+
+async def test_commands_per_publish_do_not_grow_with_the_open_approvals(bot: Harness) -> None:
+    viewers = [f"UM{n}" for n in range(8)]
+    bot.slack.groups["S0SRE"] = {"handle": "sre", "users": viewers}
+    bot.model.script = by_task
+    for user in viewers:
+        await open_home(bot, user)
+    few = await commands_per_publish(bot, viewers, 1)
+    for _ in range(12):
+        await start(bot, "delete u-100", "CGENERAL")
+    await bot.slack.wait_for(
+        lambda: all(home_text(bot, v).count("wants to run") == 13 for v in viewers),
+        what="13 calls on every tab",
+    )
+    many = await commands_per_publish(bot, viewers, 14)
+    # Each publish reading every open approval cost about 5 commands more per approval.
+    assert many < few + 15, (few, many)

@@ -26,15 +26,16 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.home.blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
+from bot.home.shared import SharedRead
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from runtime.db import Keys
-from runtime.decisions import DecisionRecorder
+from runtime.decisions import CallView, DecisionRecorder
 from runtime.process import TaskSet
 from runtime.record import CallGate, deciders, needs_groups
 from runtime.reporter import RunView
-from runtime.runs import LiveRuns
-from runtime.waiting import OpenApprovals
+from runtime.runs import LiveRun, LiveRuns
+from runtime.waiting import OpenApproval, OpenApprovals
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,10 @@ DEBOUNCE_SECONDS = 2.0
 SETTLE_SECONDS = 0.2
 """A change waits this long before its publish, so that a burst (a decision, then the resume)
 is one publish."""
+PUBLISHES_AT_ONCE = 1
+"""Tabs one web process reads and publishes at a time: a fan-out to 200 people otherwise takes
+the Redis pool and the event loop from the clicks, whose acknowledgement Slack wants in 3 s
+(`bench/home_fanout.py`, 1 web: click p99 204 ms with four at a time, 20 to 87 ms with one)."""
 VIEWER_DAYS = 30
 """People who opened the tab within this many days get it republished on changes."""
 VIEWERS_RELOAD_SECONDS = 600.0
@@ -69,6 +74,22 @@ class HomeTab:
     _viewers_read_at: float | None = None
     _opened: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when someone opens their tab through this process."""
+    _asked: dict[str, float] = field(default_factory=dict)
+    """Per person: when (`time.monotonic()`) their tab was last asked for; what it shows is read
+    after that."""
+    _open: SharedRead[list[OpenApproval]] = field(init=False)
+    _runs: SharedRead[list[LiveRun]] = field(init=False)
+    _publishing: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(PUBLISHES_AT_ONCE)
+    )
+    _views_of: list[OpenApproval] | None = None
+    _views: dict[tuple[str, str], asyncio.Future[CallView]] = field(default_factory=dict)
+    """The calls read for the tabs drawn from `_views_of` (one read of the open approvals), so
+    that a call shown on 200 tabs is read once."""
+
+    def __post_init__(self) -> None:
+        self._open = SharedRead(self.approvals.all)
+        self._runs = SharedRead(self.live.every)
 
     async def opened(self, user_id: str) -> None:
         """The person opened the tab: remember them as a viewer and show it fresh."""
@@ -85,9 +106,17 @@ class HomeTab:
         self.refresh(user_id)
 
     async def viewers(self, people: set[str]) -> set[str]:
-        """Those of `people` who opened the tab recently."""
+        """Those of `people` who opened the tab recently, through any web process (the one that
+        republishes a change's tabs does it for all): one ZMSCORE."""
         since = time.time() - VIEWER_DAYS * 86400
-        return {p for p in people if self._viewers.get(p, 0.0) >= since}
+        asked = sorted(people)
+        if not asked:
+            return set()
+        scores: Any = await self.redis.zmscore(self.keys.home_viewers, asked)
+        for person, score in zip(asked, scores, strict=True):
+            if score is not None:
+                self._viewers[person] = max(self._viewers.get(person, 0.0), float(score))
+        return {p for p in asked if self._viewers.get(p, 0.0) >= since}
 
     async def any_viewers(self) -> bool:
         """Whether anyone opened the tab recently: if not, no change needs looking into.
@@ -118,6 +147,7 @@ class HomeTab:
 
     def refresh(self, user_id: str) -> None:
         """Publish the person's tab soon (debounced)."""
+        self._asked[user_id] = time.monotonic()
         if user_id in self._dirty:
             self._dirty[user_id] = True
             return
@@ -132,8 +162,9 @@ class HomeTab:
                 if wait > 0:
                     await asyncio.sleep(wait)
                     continue
-                self._dirty[user_id] = False
-                await self.publish(user_id)
+                async with self._publishing:
+                    self._dirty[user_id] = False
+                    await self.publish(user_id, since=self._asked.get(user_id))
         except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
             log.warning("home tab of %s not published", user_id, exc_info=True)
         finally:
@@ -147,22 +178,31 @@ class HomeTab:
         remaining = await self.redis.pttl(key)
         return max(remaining, 50) / 1000
 
-    async def publish(self, user_id: str) -> None:
-        waiting, more = await self.waiting_for(user_id)
+    async def publish(self, user_id: str, *, since: float | None = None) -> None:
+        """Read what the tab shows (from reads begun at or after `since`, `time.monotonic()`;
+        now if None) and publish it."""
+        since = time.monotonic() if since is None else since
+        waiting, more = await self.waiting_for(user_id, since=since)
         runs = [
             OwnRun(run=run, link=await self.links.thread(run.channel, run.thread))
-            for run in await self.live.of_requester(user_id)
+            for run in await self._runs.since(since)
+            if run.requester == user_id
         ]
         view = home_view(waiting, runs, more_waiting=more)
         await self.client.views_publish(user_id=user_id, view=view)
 
-    async def waiting_for(self, user_id: str) -> tuple[list[WaitingCall], int]:
+    async def waiting_for(
+        self, user_id: str, *, since: float | None = None
+    ) -> tuple[list[WaitingCall], int]:
         """The open approvals `user_id` may decide, newest first (as many as the tab shows),
         and how many more there are."""
-        mine = [a for a in await self.approvals.all() if await self.may_decide(user_id, a.gate)]
+        since = time.monotonic() if since is None else since
+        groups: dict[str, set[str] | None] = {}
+        snapshot = await self._open.since(since)
+        mine = [a for a in snapshot if await self._may_decide(user_id, a.gate, groups)]
         found: list[WaitingCall] = []
         for approval in mine[:WAITING_SHOWN]:
-            view = await self.recorder.view(approval.run_id, approval.approval_id)
+            view = await self._view(snapshot, approval)
             if view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
@@ -170,19 +210,44 @@ class HomeTab:
             found.append(WaitingCall(run=run, call=view.call, link=link))
         return found, max(0, len(mine) - WAITING_SHOWN)
 
+    async def _view(self, snapshot: list[OpenApproval], approval: OpenApproval) -> CallView:
+        if self._views_of is not snapshot:
+            self._views_of, self._views = snapshot, {}
+        key = (approval.run_id, approval.approval_id)
+        if key not in self._views:
+            reading = asyncio.ensure_future(self.recorder.view(*key))
+            reading.add_done_callback(lambda done: self._unless_failed(key, done))
+            self._views[key] = reading
+        # Shielded: one publish giving up does not cancel the read the others wait for.
+        return await asyncio.shield(self._views[key])
+
+    def _unless_failed(self, key: tuple[str, str], reading: asyncio.Future[CallView]) -> None:
+        failed = reading.cancelled() or reading.exception() is not None
+        if failed and self._views.get(key) is reading:
+            del self._views[key]
+
     async def may_decide(self, user_id: str, gate: CallGate) -> bool:
         """Whether `user_id` may approve the call here: a call "anyone" may decide is decided
         only in its channel (the decision script refuses it from the Home tab)."""
+        return await self._may_decide(user_id, gate, {})
+
+    async def _may_decide(
+        self, user_id: str, gate: CallGate, groups: dict[str, set[str] | None]
+    ) -> bool:
+        """`groups`: the members of each group looked up so far (None: Slack cannot say), so
+        that a tab looks each group up once however many calls name it."""
         if gate.anyone:
             return False
         member_of: list[str] = []
         # No lookup when being in every group would not do either (the requester).
         if needs_groups(gate, user_id) and deciders.may_decide(gate, user_id, gate.groups):
             for group in gate.groups:
-                try:
-                    if user_id in await self.directory.members(group):
-                        member_of.append(group)
-                        break
-                except DirectoryUnavailable:
-                    continue
+                if group not in groups:
+                    try:
+                        groups[group] = await self.directory.members(group)
+                    except DirectoryUnavailable:
+                        groups[group] = None
+                if user_id in (groups[group] or ()):
+                    member_of.append(group)
+                    break
         return deciders.may_decide(gate, user_id, member_of)

@@ -5,13 +5,17 @@ decided, expired or escalated, a run resumed, stopped, finished or failed), from
 process made it. The web process follows the trail and refreshes the tabs of the people each
 event concerns who opened theirs lately: the run's requester ("Your runs"), whoever decided, and
 everyone who may decide the run's open calls ("Waiting for you"). `HomeTab.refresh` debounces.
+Every web process follows the trail; the first to claim an entry in Redis (`Keys.home_change`)
+republishes the tabs it concerns, also of viewers who opened theirs through another process, and
+the others leave it.
 
 What it costs: nothing while nobody has opened a Home tab lately (the viewers are read again
 every `VIEWERS_RELOAD_SECONDS`; one opening through this process starts the watch at once).
 Otherwise one blocking read of the trail per batch of events (and one per
 `BLOCKING_READ_SECONDS` while nothing happens), on a client of its own whose socket timeout
 allows the long wait; and per event the run's gates for the events that change who may decide
-what, or only its requester for those that change nothing but their own list of runs.
+what, or only its requester for those that change nothing but their own list of runs, and one
+`SET NX` per entry per process for the claim.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ UNCHANGED = frozenset({AuditEvent.DENIED, AuditEvent.EXECUTED, AuditEvent.REPLAY
 OWN_RUNS_ONLY = frozenset({AuditEvent.STARTED, AuditEvent.RESUMED, AuditEvent.FINISHED})
 """Events that change no one's "Waiting for you": a run starts with no open call, resumes after
 the decisions that closed them, and finishes with every call decided."""
+CLAIM_SECONDS = 60.0
+"""How long a web process's claim on an audit entry keeps the others from republishing the tabs
+it concerns (longer than any process takes to read the entry after another did)."""
 GATE_WAIT_SECONDS = 3.0
 """`requested` is written just before the call's gate: how long to look for the gate."""
 
@@ -96,7 +103,7 @@ class HomeWatch:
                     for entry_id, fields in entries:
                         last = entry_id
                         if viewers:
-                            await self._changed(fields)
+                            await self._changed(stream, entry_id, fields)
             except (RedisError, RedisClusterException):
                 # Backs off as the connection's own message does: one line per attempt.
                 log.warning("home tabs: the audit trail cannot be read; retrying in %g s", delay)
@@ -106,9 +113,15 @@ class HomeWatch:
     async def _tail(self, stream: str) -> str:
         return await stream_tail(self.redis, stream, self._stopping, follower="home tabs")
 
-    async def _changed(self, fields: dict[bytes, bytes]) -> None:
+    async def _changed(
+        self, stream: str, entry_id: bytes | str, fields: dict[bytes, bytes]
+    ) -> None:
         event = _text(fields.get(b"event", b""))
         if event in UNCHANGED:
+            return
+        # Every web process follows every change; one republishes what it concerns.
+        claim = self.keys.home_change(stream, _text(entry_id))
+        if not await self.redis.set(claim, "1", nx=True, px=int(CLAIM_SECONDS * 1000)):
             return
         run_id = _text(fields.get(b"run_id", b""))
         try:

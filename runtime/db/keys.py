@@ -330,6 +330,11 @@ class Keys:
         """Exists for a short while after a person's Home tab was published (the debounce)."""
         return f"{self.prefix}home:published:{user_id}"
 
+    def home_change(self, stream: str, entry_id: str) -> str:
+        """Set by the web process that republishes the tabs an audit entry concerns, so that the
+        others leave them (it lapses after `bot.home.watch.CLAIM_SECONDS`)."""
+        return f"{self.prefix}home:change:{stream}:{entry_id}"
+
     @property
     def mcp_tools(self) -> str:
         """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""

@@ -61,6 +61,10 @@ class LiveRuns:
         """The runs `user_id` started that are still live, newest first."""
         return await self._select(lambda _channel, requester: requester == user_id)
 
+    async def every(self) -> list[LiveRun]:
+        """Every live run, newest first (the Home tab shares one read across its viewers)."""
+        return await self._select(lambda _channel, _requester: True)
+
     async def one(self, run_id: str) -> LiveRun | None:
         """One run, if it is live."""
         score = await self._redis.zscore(self._keys.shard_of(run_id).live_runs, run_id)

@@ -10,12 +10,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.waiting.open_approvals import OpenApprovals
+    from runtime.waiting.open_approvals import OpenApproval, OpenApprovals
 
 _WHERE = {
+    "OpenApproval": "open_approvals",
     "OpenApprovals": "open_approvals",
 }
-__all__ = ["OpenApprovals"]
+__all__ = ["OpenApproval", "OpenApprovals"]
 
 
 def __getattr__(name: str) -> Any:

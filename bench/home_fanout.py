@@ -1,0 +1,184 @@
+"""The Home tab at scale: what one change costs when 200 people have the tab open.
+
+    .venv/bin/python -m bench.home_fanout [--viewers 200] [--open 100] [--webs 1,2]
+
+Real `web` (one or two, sharing the Redis) and `worker` processes, a private Redis, a fake Slack
+and an instant model. `APPROVERS` names one user group of `--viewers` members, so every call may
+be decided by each of them. First `--open` approvals are left waiting; then every member opens
+the Home tab (half through each web when there are two); then one more run asks for a call: a
+change that concerns every viewer (they may all decide it). While its fan-out runs, members
+approve earlier cards (signed clicks, 20 per second), and their acknowledgements are timed.
+The publishes and commands are counted for a first change alone; the clicks come with a second.
+
+Printed per web count: `views.publish` calls for the change (in all and per affected viewer),
+Redis commands per publish (`total_commands_processed` over the window, the clicks' own work
+included, divided by the publishes), whether every viewer's tab was published, and click -> ack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.harness import approve_then_answer, header, percentile, poll_until, waiting_cards
+from runtime.db.local import RedisServer, free_port
+from tests.deployment import Deployment
+from tests.processes import Process, procfile, wait_until_healthy
+from tests.slack_requests import SlackSender
+
+GROUP = "S0APPROVERS"
+CLICKS = 20
+CLICK_RATE = 20.0
+OPEN_RATE = 20.0
+QUIET_SECONDS = 3.0
+"""The fan-out is over when no tab has been published for this long."""
+
+
+def member(number: int) -> str:
+    return f"UM{number:05d}"
+
+
+async def commands(running: Deployment) -> int:
+    info: Any = await running.redis.info("stats")
+    return int(info["total_commands_processed"])
+
+
+def publishes(running: Deployment) -> list[Any]:
+    return running.slack.calls_to("views.publish")
+
+
+async def quiet(running: Deployment, within: float = 120.0) -> None:
+    """Until no publish for `QUIET_SECONDS`."""
+    deadline = time.monotonic() + within
+    seen, since = len(publishes(running)), time.monotonic()
+    while time.monotonic() - since < QUIET_SECONDS:
+        if time.monotonic() > deadline:
+            raise AssertionError("the Home tabs never settled")
+        await asyncio.sleep(0.1)
+        if (now := len(publishes(running))) != seen:
+            seen, since = now, time.monotonic()
+
+
+async def measure(viewers: int, open_calls: int, webs: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as directory:
+        server = RedisServer(directory=Path(directory) / "redis")
+        server.start()
+        running = Deployment(server.url, "home:", Path(directory))
+        people = [member(n) for n in range(viewers)]
+        running.slack.groups[GROUP] = {"handle": "approvers", "users": people}
+        env = {"APPROVERS": GROUP}
+        try:
+            await running.start()
+            running.model.script = approve_then_answer
+            await running.web(**env)
+            senders = [running.sender]
+            for number in range(2, webs + 1):
+                port = free_port()
+                process = Process(
+                    f"web.{number}",
+                    procfile()["web"],
+                    running.env(PORT=str(port), **env),
+                    running.logs,
+                )
+                running.processes.append(process)
+                await wait_until_healthy(f"http://127.0.0.1:{port}/healthz", process)
+                senders.append(
+                    SlackSender(
+                        running.session,
+                        f"http://127.0.0.1:{port}/slack/events",
+                        running.sender.secret,
+                        running.slack,
+                    )
+                )
+            running.worker("worker.1", **env)
+            cards = await waiting_cards(running, open_calls + 1)  # one more: the warm-up's
+            for number, person in enumerate(people):
+                # Paced: 200 people do not open the tab in the same second.
+                await asyncio.sleep(1 / OPEN_RATE)
+                event = {"type": "app_home_opened", "user": person, "channel": f"D{person}"}
+                status, _ = await senders[number % webs].event({**event, "tab": "home"})
+                assert status == 200
+            await quiet(running)
+            first = {c.args["user_id"] for c in publishes(running)} & set(people)
+            await asyncio.sleep(2.5)  # the openings' debounce lapses
+
+            # One change alone: what it costs.
+            before_publishes, before_commands = len(publishes(running)), await commands(running)
+            change_at = time.time()
+            status, _ = await running.sender.command("delete u-100 (the change)")
+            assert status == 200
+            await poll_until(lambda: len(running.slack.cards()) > len(cards), 60, "the card", 0.02)
+            await quiet(running)
+            after = publishes(running)[before_publishes:]
+            spent = await commands(running) - before_commands - 1
+            await asyncio.sleep(2.5)
+
+            # Another, and clicks on earlier cards while its fan-out runs.
+            latencies: list[float] = []
+
+            async def click(number: int, card: Any) -> None:
+                await asyncio.sleep(number / CLICK_RATE)
+                sent = time.perf_counter()
+                status, _ = await senders[number % webs].click(
+                    card, "approve", user=people[number % viewers]
+                )
+                latencies.append((time.perf_counter() - sent) * 1000)
+                assert status == 200, status
+
+            shown = len(running.slack.cards())
+            status, _ = await running.sender.command("delete u-100 (the second change)")
+            assert status == 200
+            await poll_until(lambda: len(running.slack.cards()) > shown, 60, "the card", 0.02)
+            async with asyncio.TaskGroup() as group:
+                for number, card in enumerate(cards[1 : CLICKS + 1]):
+                    group.create_task(click(number, card))
+            await quiet(running)
+        finally:
+            await running.stop()
+            server.stop()
+    published = {c.args["user_id"] for c in after if c.at >= change_at}
+    return {
+        "webs": webs,
+        "first_tabs": len(first),
+        "publishes": len(after),
+        "per_viewer": len(after) / viewers,
+        "commands_per_publish": spent / max(1, len(after)),
+        "commands": spent,
+        "every_tab": set(people) <= published,
+        "tabs_published": len(published & set(people)),
+        "ack_p50": statistics.median(latencies),
+        "ack_p99": percentile(latencies, 99),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--viewers", type=int, default=200)
+    parser.add_argument("--open", type=int, default=100)
+    parser.add_argument("--webs", default="1,2")
+    options = parser.parse_args()
+    header(
+        f"Home tab fan-out: {options.viewers} viewers, {options.open} open approvals",
+        "python -m bench.home_fanout",
+    )
+    for webs in (int(w) for w in options.webs.split(",")):
+        found = asyncio.run(measure(options.viewers, options.open, webs))
+        print(
+            f"{webs} web(s): {found['publishes']} publishes for the change "
+            f"({found['per_viewer']:.2f} per affected viewer), "
+            f"{found['commands_per_publish']:.0f} Redis commands per publish "
+            f"({found['commands']} in all), every tab published: {found['every_tab']} "
+            f"({found['tabs_published']}/{options.viewers}), click ack p50 "
+            f"{found['ack_p50']:.1f} ms p99 {found['ack_p99']:.1f} ms; "
+            f"first tabs on opening: {found['first_tabs']}/{options.viewers}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
