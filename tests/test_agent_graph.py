@@ -24,8 +24,7 @@ from tests.fake_openai import Item, ModelError, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.test_edits import edit_button
-from tests.test_faults import ledger, wait_for_ledger
-from tests.test_lost_outcomes import lost_card
+from tests.test_faults import ledger, lost_card, wait_for_ledger
 
 GRAPH = {"AGENTS": "tests.graph_agents:REGISTRY"}
 

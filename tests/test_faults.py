@@ -67,12 +67,24 @@ async def killed_inside_the_tool(
 
 
 @on_cluster_too
+async def lost_card(deployment: Deployment, root: Message) -> Message:
+    """The run's "may have run" card. Waited for by what it says, not by counting the run's
+    cards: a delivery that was overtaken may take back a card it posted (`Reporter.retract`)."""
+
+    def ready() -> Message | None:
+        cards = [c for c in deployment.slack.cards() if c.thread_ts == root.ts]
+        return next((c for c in cards if "may have run; its result was lost" in c.all_text()), None)
+
+    card: Message = await deployment.slack.wait_for(ready, 30, "the 'may have run' card")
+    return card
+
+
 async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deployment) -> None:
     deployment.model.script = migrate_then_answer
     root, _ = await killed_inside_the_tool(deployment, "migrate users")
 
     # It may have run: the other worker asks before running it again (tests/test_lost_outcomes).
-    [_, again] = await deployment.cards(root, 2)
+    again = await lost_card(deployment, root)
     assert "`migrate` may have run; its result was lost" in again.all_text()
     await deployment.sender.click(again, "approve", user="UBOB")
     [answer] = await deployment.final_answers(root)

@@ -16,7 +16,13 @@ from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.fake_slack import Message
-from tests.test_faults import killed_inside_the_tool, ledger, migrate_then_answer, wait_for_ledger
+from tests.test_faults import (
+    killed_inside_the_tool,
+    ledger,
+    lost_card,
+    migrate_then_answer,
+    wait_for_ledger,
+)
 
 LOST = "`migrate` may have run; its result was lost"
 
@@ -29,18 +35,6 @@ def warm_then_answer(request: ModelRequest) -> list[dict[str, object]]:
 
 async def events(deployment: Deployment) -> list[str]:
     return [fields[b"event"].decode() for fields in await deployment.audit_entries()]
-
-
-async def lost_card(deployment: Deployment, root: Message) -> Message:
-    """The run's "may have run" card. Waited for by what it says, not by counting the run's
-    cards: a delivery that was overtaken may take back a card it posted (`Reporter.retract`)."""
-
-    def ready() -> Message | None:
-        cards = [c for c in deployment.slack.cards() if c.thread_ts == root.ts]
-        return next((c for c in cards if "may have run; its result was lost" in c.all_text()), None)
-
-    card: Message = await deployment.slack.wait_for(ready, 30, "the 'may have run' card")
-    return card
 
 
 def labels(card: Message) -> list[str]:
