@@ -1,13 +1,13 @@
 """The models runs talk to: the shared OpenAI client and the offline scripted model.
 
-The names `bot` uses, loaded when first asked for: importing the package loads none of its
-modules, so a module inside it may import a sibling package without a cycle.
+The names `bot` uses, loaded on first use (`runtime._faces`).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
     from runtime.models.client import share_openai_client
@@ -20,8 +20,4 @@ _WHERE = {
 }
 __all__ = ["model_run_config", "share_openai_client", "uses_scripted_model"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+__getattr__ = lazy_names(__name__, _WHERE)
