@@ -44,6 +44,9 @@ def cluster_port() -> int:
 @dataclass(kw_only=True)
 class LocalCluster:
     directory: Path
+    durable: bool = False
+    """Every write in each node's append-only file: a test that stops and starts its nodes
+    (`restart`) finds its data again, as on a managed cluster failing over."""
     nodes: list[RedisServer] = field(default_factory=list)
 
     @property
@@ -62,6 +65,7 @@ class LocalCluster:
                 str((directory / "nodes.conf").resolve()),
                 "--cluster-node-timeout",
                 "5000",
+                *(["--appendonly", "yes", "--appendfsync", "always"] if self.durable else []),
             ]
             node.start()
             self.nodes.append(node)
@@ -78,6 +82,13 @@ class LocalCluster:
             capture_output=True,
             timeout=60,
         )
+        self._wait_until_ready()
+
+    def restart(self, *nodes: RedisServer) -> None:
+        """Start stopped nodes again (each on its port, with its files and cluster config), and
+        wait until every node says the cluster is whole."""
+        for node in nodes:
+            node.start()
         self._wait_until_ready()
 
     def _wait_until_ready(self) -> None:

@@ -13,6 +13,7 @@ from runtime.process.shutdown import Shutdown
 async def test_a_cluster_with_no_node_answering_is_waited_for_until_shutdown() -> None:
     # redis-py's cluster client says so with RedisClusterException, which is no RedisError: the
     # Home tab watch died of it at a web's stop (seen once in CI, teardown of a cluster test).
+    # Our client (`runtime.db.cluster`) raises ClusterUnavailable, a RedisError, instead.
     cluster = connect_cluster(f"redis://127.0.0.1:{free_port()}")
     stopping = Shutdown()
     asyncio.get_running_loop().call_later(1.5, stopping.set)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import RedisError
 
 from bot.home.tab import HomeTab
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
@@ -104,7 +104,7 @@ class HomeWatch:
                         last = entry_id
                         if viewers:
                             await self._changed(stream, entry_id, fields)
-            except (RedisError, RedisClusterException):
+            except RedisError:
                 # Backs off as the connection's own message does: one line per attempt.
                 log.warning("home tabs: the audit trail cannot be read; retrying in %g s", delay)
                 await self._stopping.sleep(delay)

@@ -4,7 +4,23 @@
 the node holding its key's slot and follows the cluster when slots move or a replica is
 promoted. The keys are laid out so that every script and transaction touches one slot
 (`runtime.db.keys`), which is all the code here asks of a client: so the cluster client is handed
-around as the `redis.asyncio.Redis` it stands in for.
+around as the `redis.asyncio.Redis` it stands in for, and it fails as one Redis's client does,
+with a `RedisError`, which every caller already handles ("try again", a retry in place):
+
+RedisError
+├── ClusterUnavailable   no node answered, or the slots are not all served: redis-py's
+│                        `RedisClusterException` from finding the cluster, `SlotNotCoveredError`
+├── UnroutableCommand    a command the client cannot send to one node (keys of several slots, no
+│                        key): any other `RedisClusterException`, a bug here, not an outage
+└── (redis-py's own)     ConnectionError, TimeoutError, ClusterDownError ("the cluster is down",
+                         while a failed primary is not yet replaced), ...
+
+redis-py raises `RedisClusterException`, no `RedisError`, from the cluster client's own
+checks: it escaped every `except RedisError` (a task dead of it, a click answered with nothing).
+`_Cluster` and `_Pipeline` turn it into one of the two above, keeping it as `__cause__`, where
+a call leaves redis-py: a command (scripts and blocking reads are commands too), discovering the
+cluster (`initialize`, also before a pipeline), a pipeline's commands and its `execute`.
+Inside redis-py nothing changes: its own retries see its own exceptions.
 """
 
 from __future__ import annotations
@@ -12,19 +28,57 @@ from __future__ import annotations
 from typing import Any, cast
 
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
 
 from runtime.db.connection import ClientOptions, redis_kwargs
 
 
+class ClusterUnavailable(RedisError):
+    """No node of the cluster answered, or not every slot is served: Redis is away."""
+
+
+class UnroutableCommand(RedisError):
+    """redis-py's cluster client refused a command it cannot send to one node."""
+
+
+def as_redis_error(error: RedisClusterException) -> RedisError:
+    """`error` as the `RedisError` it stands for (raise it `from error`)."""
+    kind = ClusterUnavailable if isinstance(error, SlotNotCoveredError) else UnroutableCommand
+    return kind(str(error))
+
+
 class _Cluster(RedisCluster):
-    """redis-py's cluster client, finding the stream of XREAD and XREADGROUP itself.
+    """redis-py's cluster client, failing with `RedisError`s only, and finding the stream of
+    XREAD and XREADGROUP itself.
 
     Their keys can move in the command, and redis-py asks a node which they are (`COMMAND
     GETKEYS`) before every read: a round trip per read, over one connection shared by all
     callers, which under concurrent blocking reads fails with a connection closed under it.
     Our reads name one stream (`runtime.db.keys`): the first after `STREAMS`.
     """
+
+    async def initialize(self, *args: Any, **kwargs: Any) -> RedisCluster:
+        try:
+            return await super().initialize(*args, **kwargs)
+        except RedisClusterException as error:
+            # Whatever stops it finding the cluster (no node reachable, slots uncovered, nodes
+            # that disagree) passes once the cluster is back: an outage, not a bug.
+            raise ClusterUnavailable(str(error)) from error
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().execute_command(*args, **kwargs)
+        except RedisClusterException as error:
+            raise as_redis_error(error) from error
+
+    def pipeline(
+        self, transaction: Any | None = None, shard_hint: Any | None = None
+    ) -> ClusterPipeline:
+        if shard_hint:
+            raise UnroutableCommand("a cluster pipeline takes no shard_hint")
+        # As redis-py's own `pipeline` builds it: the abstract attribute is only its typing's.
+        return _Pipeline(self, transaction)  # type: ignore[abstract]
 
     async def _determine_slot(self, command: str, *args: Any) -> int:
         if str(command).upper() in ("XREAD", "XREADGROUP"):
@@ -37,8 +91,32 @@ class _Cluster(RedisCluster):
         return await super()._determine_slot(command, *args)
 
 
+class _Pipeline(ClusterPipeline):
+    """redis-py's cluster pipeline, failing with `RedisError`s only (`_Cluster`'s).
+
+    A transaction's command runs at once, when queued, to find its slot (redis-py's
+    `TransactionStrategy`), so queueing can fail as well as `execute`. No caller here `watch`es
+    a key, so `watch` is left as redis-py's.
+    """
+
+    __slots__ = ()
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().execute_command(*args, **kwargs)
+        except RedisClusterException as error:
+            raise as_redis_error(error) from error
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
+        try:
+            return await super().execute(raise_on_error, allow_redirections)
+        except RedisClusterException as error:
+            raise as_redis_error(error) from error
+
+
 def connect_cluster(url: str, options: ClientOptions | None = None) -> aioredis.Redis:
-    """A cluster client with the same timeouts, retries and TLS checks as `connect`'s.
+    """A cluster client with the same timeouts, retries and TLS checks as `connect`'s, whose
+    every failure is a `RedisError`.
 
     `max_connections` is per node. A worker keeps one blocking read per shard in flight
     (`runtime.jobs.queue`), so each node needs about `REDIS_SHARDS / nodes` more than on one Redis.

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import MasterNotFoundError
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import AuthenticationError, RedisClusterException, RedisError
+from redis.exceptions import AuthenticationError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -167,7 +167,7 @@ async def wait_until_reachable(
         try:
             if await stopping.unless_stopped(_ping(redis)) is None:
                 return False
-        except (RedisError, RedisClusterException) as error:
+        except RedisError as error:
             failures += 1
             log.warning(
                 "cannot reach Redis at %s (%s): %s; retrying in %g s",
@@ -205,7 +205,7 @@ def address(redis: aioredis.Redis) -> str:
     return f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
 
 
-def _reason(error: RedisError | RedisClusterException) -> str:
+def _reason(error: RedisError) -> str:
     """Why a connection failed, in a few words an operator can act on."""
     cause: BaseException | None = error
     while cause is not None:

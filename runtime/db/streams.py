@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import RedisError
 
 from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
 from runtime.process.shutdown import Shutdown
@@ -25,8 +25,7 @@ async def stream_tail(
     while not stopping.is_set():
         try:
             newest: Any = await redis.xrevrange(stream, count=1)
-        # A cluster none of whose nodes answers raises RedisClusterException, not a RedisError.
-        except (RedisError, RedisClusterException):
+        except RedisError:
             log.warning("%s: %s cannot be read; retrying in %g s", follower, stream, delay)
             await stopping.sleep(delay)
             delay = min(delay * 2, MAX_RETRY_SECONDS)

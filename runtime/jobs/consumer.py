@@ -6,10 +6,11 @@ is due, else with a new one; running jobs are heartbeated until they finish or o
 `JOB_TIMEOUT_SECONDS`; on stop, running jobs get most of the shutdown budget and the rest are
 cancelled and handed back within it.
 
-A job that fails because Redis is away (no answer, replicas that do not confirm under
-`REDIS_MIN_REPLICAS`, or full and refusing writes) is not at fault: it is retried in place,
-kept and heartbeated, within its timeout. Given back, each try would spend one of its
-`JOB_MAX_DELIVERIES`, and an outage of a few idle timeouts would end the run as given up. A
+A job that fails because Redis is away (no answer, a cluster down, replicas that do not
+confirm under `REDIS_MIN_REPLICAS`, or full and refusing writes: `runtime.jobs.outages`) is not
+at fault: it is retried in place, kept and heartbeated, within its timeout. Given back, each try
+would spend one of its `JOB_MAX_DELIVERIES`, and an outage of a few idle timeouts would end the
+run as given up. A
 job whose primary changed while it ran (a failover: `PrimaryChanged`) runs again on the new one
 before it is acknowledged.
 """
@@ -21,17 +22,15 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError
 
-from runtime.db.replication import NotReplicated, PrimaryChanged
+from runtime.db.replication import PrimaryChanged
 from runtime.jobs.live_workers import FULL_SCAN_SECONDS, LiveWorkers
+from runtime.jobs.outages import redis_away, setting_to_check
 from runtime.jobs.queue import START, Delivery, Handler, JobQueue, Overtaken
 from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.process.tasks import TaskSet
-from runtime.stops.safe_point import caused_by
 
 log = logging.getLogger(__name__)
 
@@ -346,10 +345,10 @@ class JobConsumer:
                 await work(delivery)
                 return
             except Exception as error:
-                away = _redis_away(error)
+                away = redis_away(error)
                 if away is None:
                     raise
-                setting = _SETTING_TO_CHECK.get(type(away), "REDIS_URL")
+                setting = setting_to_check(away)
                 log.warning(
                     "job %s: Redis is away (%s: %s; check %s); kept, and tried again in %g s",
                     delivery.entry_id,
@@ -370,22 +369,6 @@ class JobConsumer:
             pause = min(2 * pause, REDIS_AWAY_RETRY_MAX_SECONDS)
             if not await self._still_held(delivery):
                 raise _TakenOver
-
-
-_SETTING_TO_CHECK: dict[type[BaseException], str] = {
-    NotReplicated: "REDIS_MIN_REPLICAS",
-    OutOfMemoryError: "Redis's maxmemory",
-}
-
-
-def _redis_away(error: BaseException) -> BaseException | None:
-    """What in `error` says Redis is away rather than the job at fault, if anything: replicas
-    that do not confirm, a Redis that does not answer, or one full that refuses writes (under
-    `noeviction`, `runtime.db.eviction`) (the SDK wraps what a tool raises)."""
-    for kind in (NotReplicated, RedisConnectionError, RedisTimeoutError, OutOfMemoryError):
-        if (found := caused_by(error, kind)) is not None:
-            return found
-    return None
 
 
 class _RunAgain(Exception):

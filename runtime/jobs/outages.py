@@ -1,0 +1,43 @@
+"""When a job fails because Redis is away, not because the job is at fault: the errors that say
+so, and the setting an operator checks for each (`runtime.jobs.consumer` retries such a job in
+place instead of spending one of its deliveries)."""
+
+from __future__ import annotations
+
+from redis.exceptions import ClusterDownError, OutOfMemoryError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from runtime.db.cluster import ClusterUnavailable
+from runtime.db.replication import NotReplicated
+from runtime.stops.safe_point import caused_by
+
+_AWAY: tuple[type[RedisError], ...] = (
+    NotReplicated,
+    RedisConnectionError,
+    RedisTimeoutError,
+    OutOfMemoryError,
+    ClusterUnavailable,
+    ClusterDownError,
+)
+_SETTING_TO_CHECK: dict[type[BaseException], str] = {
+    NotReplicated: "REDIS_MIN_REPLICAS",
+    OutOfMemoryError: "Redis's maxmemory",
+}
+
+
+def redis_away(error: BaseException) -> BaseException | None:
+    """What in `error` says Redis is away rather than the job at fault, if anything: replicas
+    that do not confirm, a Redis that does not answer, one full that refuses writes (under
+    `noeviction`, `runtime.db.eviction`), or a cluster none of whose nodes answers or whose
+    failed primary is not replaced yet ("the cluster is down"). The SDK wraps what a tool
+    raises, so the causes are searched too."""
+    for kind in _AWAY:
+        if (found := caused_by(error, kind)) is not None:
+            return found
+    return None
+
+
+def setting_to_check(away: BaseException) -> str:
+    """The setting (or Redis's own) that an operator looks at for `away`."""
+    return _SETTING_TO_CHECK.get(type(away), "REDIS_URL")
