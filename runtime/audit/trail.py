@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from redis.exceptions import RedisError
 
 from runtime.audit.arguments import KeptArguments
+from runtime.db.connection import describe_failure
 from runtime.db.keys import Keys
 from runtime.process.shutdown import Shutdown
 
@@ -241,6 +242,6 @@ class AuditTrimmer:
         while not self._stopping.is_set():
             try:
                 await self.audit.trim(self.retention_days)
-            except RedisError:
-                log.warning("audit trim failed; retrying later", exc_info=True)
+            except RedisError as error:
+                log.warning("audit trim failed (%s); retrying later", describe_failure(error))
             await self._stopping.sleep(TRIM_INTERVAL_SECONDS)

@@ -9,15 +9,18 @@ with a `RedisError`, which every caller already handles ("try again", a retry in
 
 RedisError
 ├── ClusterUnavailable   no node answered, or the slots are not all served: redis-py's
-│                        `RedisClusterException` from finding the cluster, `SlotNotCoveredError`
+│                        `RedisClusterException` from finding the cluster, `SlotNotCoveredError`;
+│                        or a connection closed under a command (`AttributeError` in redis-py's
+│                        connection code: told "the cluster is down", redis-py closes every
+│                        connection, also those other commands are using)
 ├── UnroutableCommand    a command the client cannot send to one node (keys of several slots, no
 │                        key): any other `RedisClusterException`, a bug here, not an outage
 └── (redis-py's own)     ConnectionError, TimeoutError, ClusterDownError ("the cluster is down",
                          while a failed primary is not yet replaced), ...
 
-redis-py raises `RedisClusterException`, no `RedisError`, from the cluster client's own
-checks: it escaped every `except RedisError` (a task dead of it, a click answered with nothing).
-`_Cluster` and `_Pipeline` turn it into one of the two above, keeping it as `__cause__`, where
+Neither `RedisClusterException` nor that `AttributeError` is a `RedisError`: they escaped every
+`except RedisError` (a task dead of it, a click answered with nothing, a traceback per shard).
+`_Cluster` and `_Pipeline` turn them into one of the two above, the original as `__cause__`, where
 a call leaves redis-py: a command (scripts and blocking reads are commands too), discovering the
 cluster (`initialize`, also before a pipeline), a pipeline's commands and its `execute`.
 Inside redis-py nothing changes: its own retries see its own exceptions.
@@ -25,9 +28,13 @@ Inside redis-py nothing changes: its own retries see its own exceptions.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import redis.asyncio as aioredis
+import redis.asyncio.connection
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
 
@@ -42,10 +49,30 @@ class UnroutableCommand(RedisError):
     """redis-py's cluster client refused a command it cannot send to one node."""
 
 
-def as_redis_error(error: RedisClusterException) -> RedisError:
-    """`error` as the `RedisError` it stands for (raise it `from error`)."""
-    kind = ClusterUnavailable if isinstance(error, SlotNotCoveredError) else UnroutableCommand
-    return kind(str(error))
+_CONNECTION_CODE = Path(redis.asyncio.connection.__file__)
+
+
+@contextlib.contextmanager
+def redis_errors_only() -> Iterator[None]:
+    """Raise what redis-py's cluster client raises besides `RedisError`s as the `RedisError`
+    it stands for (`ClusterUnavailable`, `UnroutableCommand`), from the original."""
+    try:
+        yield
+    except RedisClusterException as error:
+        kind = ClusterUnavailable if isinstance(error, SlotNotCoveredError) else UnroutableCommand
+        raise kind(str(error)) from error
+    except AttributeError as error:
+        if not _raised_in_connection_code(error):
+            raise  # ours: a bug, not an outage
+        raise ClusterUnavailable("a connection was closed under the command") from error
+
+
+def _raised_in_connection_code(error: BaseException) -> bool:
+    """Whether `error` was raised in redis-py's connection module (its innermost frame)."""
+    frames = error.__traceback__
+    while frames is not None and frames.tb_next is not None:
+        frames = frames.tb_next
+    return frames is not None and Path(frames.tb_frame.f_code.co_filename) == _CONNECTION_CODE
 
 
 class _Cluster(RedisCluster):
@@ -67,10 +94,8 @@ class _Cluster(RedisCluster):
             raise ClusterUnavailable(str(error)) from error
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with redis_errors_only():
             return await super().execute_command(*args, **kwargs)
-        except RedisClusterException as error:
-            raise as_redis_error(error) from error
 
     def pipeline(
         self, transaction: Any | None = None, shard_hint: Any | None = None
@@ -102,16 +127,12 @@ class _Pipeline(ClusterPipeline):
     __slots__ = ()
 
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with redis_errors_only():
             return super().execute_command(*args, **kwargs)
-        except RedisClusterException as error:
-            raise as_redis_error(error) from error
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
-        try:
+        with redis_errors_only():
             return await super().execute(raise_on_error, allow_redirections)
-        except RedisClusterException as error:
-            raise as_redis_error(error) from error
 
 
 def connect_cluster(url: str, options: ClientOptions | None = None) -> aioredis.Redis:

@@ -173,7 +173,7 @@ async def wait_until_reachable(
                 "cannot reach Redis at %s (%s): %s; retrying in %g s",
                 address(redis),
                 setting,
-                _reason(error),
+                describe_failure(error),
                 delay,
             )
         else:
@@ -205,8 +205,9 @@ def address(redis: aioredis.Redis) -> str:
     return f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
 
 
-def _reason(error: RedisError) -> str:
-    """Why a connection failed, in a few words an operator can act on."""
+def describe_failure(error: RedisError) -> str:
+    """Why a Redis call failed, in a few words an operator can act on: for a loop's one log
+    line per failed attempt, where a traceback per attempt would bury the log in an outage."""
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, ssl.SSLCertVerificationError):

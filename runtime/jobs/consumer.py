@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
+from runtime.db.connection import describe_failure
 from runtime.db.replication import PrimaryChanged
 from runtime.jobs.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.jobs.outages import redis_away, setting_to_check
@@ -153,7 +154,7 @@ class JobConsumer:
                 self._release(free)
                 if await self.queue.remade_if_lost(error):
                     continue
-                log.warning("job queue unreachable; retrying in 1 s", exc_info=True)
+                log.warning("job queue unreachable (%s); retrying in 1 s", describe_failure(error))
                 await self._stopping.sleep(1.0)
                 continue
             for delivery in deliveries:
@@ -248,8 +249,8 @@ class JobConsumer:
             await asyncio.sleep(self.idle_timeout / 3)
             try:
                 await self.queue.heartbeat(self.consumer, list(self._running))
-            except RedisError:
-                log.warning("job heartbeat failed; retrying", exc_info=True)
+            except RedisError as error:
+                log.warning("job heartbeat failed (%s); retrying", describe_failure(error))
                 continue  # no mark either: it must not outlive the jobs' heartbeat
             await self._say_alive()
 
@@ -258,8 +259,8 @@ class JobConsumer:
             return
         try:
             self._others_overdue = await self.live.beat(self.consumer)
-        except RedisError:
-            log.warning("could not mark this worker alive; retrying", exc_info=True)
+        except RedisError as error:
+            log.warning("could not mark this worker alive (%s); retrying", describe_failure(error))
             self._others_overdue = True  # cannot tell: scan as before
 
     def _start(self, delivery: Delivery) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from runtime.db.connection import longest_block
+from runtime.db.connection import describe_failure, longest_block
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
 from runtime.db.streams import stream_tail
@@ -124,8 +124,8 @@ class DuePoller:
         while not self._stopping.is_set():
             try:
                 tick = await self.tick()
-            except RedisError:
-                log.warning("%s tick failed; retrying", self.name, exc_info=True)
+            except RedisError as error:
+                log.warning("%s tick failed (%s); retrying", self.name, describe_failure(error))
                 await self._stopping.sleep(min(1.0, self.interval))
                 continue
             if tick.announced is not None:

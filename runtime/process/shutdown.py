@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
@@ -43,6 +43,12 @@ class Shutdown:
         stopped = asyncio.ensure_future(self._event.wait())
         try:
             await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The caller is cancelled (a sibling in its task group failed, say): the work goes
+            # with it, and how it ends is nobody's business, not an "exception never retrieved".
+            task.cancel()
+            task.add_done_callback(_forget)
+            raise
         finally:
             stopped.cancel()
         if task.done():
@@ -51,3 +57,8 @@ class Shutdown:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         return None
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
