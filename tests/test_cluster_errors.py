@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+import redis.asyncio.connection
 from redis.exceptions import ClusterDownError, RedisClusterException, RedisError
 
-from runtime.db.cluster import ClusterUnavailable, UnroutableCommand, connect_cluster
+from runtime.db.cluster import (
+    ClusterUnavailable,
+    UnroutableCommand,
+    connect_cluster,
+    redis_errors_only,
+)
 from runtime.db.local import free_port
 from runtime.jobs.outages import redis_away
 from tests.redis_cluster import LocalCluster
@@ -47,7 +53,7 @@ CALLS: dict[str, Call] = {
     "pipeline": _pipeline,
     "transaction": _transaction,
     "blocking read": _blocking_read,
-    "initialize": lambda redis: redis.initialize(),  # type: ignore[attr-defined]
+    "initialize": lambda redis: redis.initialize(),
 }
 
 
@@ -78,6 +84,18 @@ def test_a_cluster_down_is_redis_away_for_a_job() -> None:
     wrapped = RuntimeError("Error running tool")
     wrapped.__cause__ = down
     assert redis_away(wrapped) is down
+
+
+def test_a_connection_closed_under_a_command_is_the_cluster_unavailable() -> None:
+    # Told "the cluster is down", redis-py closes every connection, also those other commands
+    # use: they fail with AttributeError in its connection code (`self._writer` is None).
+    closed_under_it = compile("None.writelines", redis.asyncio.connection.__file__, "exec")
+    with pytest.raises(ClusterUnavailable) as raised, redis_errors_only():
+        exec(closed_under_it)
+    assert isinstance(raised.value.__cause__, AttributeError)
+    assert redis_away(raised.value) is not None
+    with pytest.raises(AttributeError), redis_errors_only():
+        exec("None.writelines")  # raised elsewhere: a bug, raised as it is
 
 
 @pytest.fixture
