@@ -42,7 +42,8 @@ from runtime.db.connection import ClientOptions, redis_kwargs
 
 
 class ClusterUnavailable(RedisError):
-    """No node of the cluster answered, or not every slot is served: Redis is away."""
+    """No node of the cluster answered, not every slot is served, or a connection was closed
+    under the command: Redis is away."""
 
 
 class UnroutableCommand(RedisError):
