@@ -24,7 +24,14 @@ from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.test_deciders import Case, waiting_call
-from tests.test_home_tab import home_buttons, home_text, open_home
+from tests.test_home_tab import (
+    by_task,
+    commands_per_publish,
+    home_buttons,
+    home_text,
+    open_home,
+    start,
+)
 from tests.test_outsiders import OTHER_ORG
 
 WAITS = "wants to run `delete_user`"
@@ -183,6 +190,29 @@ async def test_the_members_of_a_copys_channel_may_decide_from_their_tabs(bot: Ha
     await bot.sender.click_home("UDAVE", "home_approve", approve["value"])
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     assert len(agents.EXECUTIONS) == 1
+
+
+async def test_what_a_publish_costs_does_not_grow_with_the_calls_anyone_may_decide(
+    bot: Harness,
+) -> None:
+    """Each tab asks Redis for the channel's members and the person's standing once, however
+    many of its calls want them; Slack is asked once per channel until the cache lapses."""
+    viewers = [f"UM{n}" for n in range(8)]
+    bot.slack.channel_members["CGENERAL"] = ["UALICE", *viewers]
+    bot.model.script = by_task
+    for user in viewers:
+        await open_home(bot, user)
+    few = await commands_per_publish(bot, viewers, 1)
+    for _ in range(12):
+        await start(bot, "delete u-100", "CGENERAL")
+    await bot.slack.wait_for(
+        lambda: all(home_text(bot, v).count("wants to run") == 13 for v in viewers),
+        what="13 calls on every tab",
+    )
+    many = await commands_per_publish(bot, viewers, 14)
+    assert many < few + 15, (few, many)
+    assert len(bot.slack.calls_to("conversations.members")) == 1
+    assert len(bot.slack.calls_to("users.info")) <= len(viewers) + 1
 
 
 # --- the script, on its own --------------------------------------------------------------------
