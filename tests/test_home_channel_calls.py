@@ -6,6 +6,7 @@ person in the call's channel or a copy's."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,10 +21,12 @@ from runtime.record.layout import HOME_TAB
 from runtime.record.store import RunStore
 from tests import agents
 from tests.conftest import with_env
+from tests.deployment import Deployment
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.test_deciders import Case, waiting_call
+from tests.test_faults import ledger
 from tests.test_home_tab import (
     by_task,
     commands_per_publish,
@@ -79,6 +82,31 @@ async def test_a_default_policy_call_waits_on_its_channel_members_tabs_and_is_ap
     await bot.slack.wait_for(
         lambda: "Nothing waits for you" in home_text(bot, "UBOB"), what="Bob's tab emptied"
     )
+
+
+async def test_on_the_procfiles_processes_a_member_approves_from_the_home_tab_once(
+    deployment: Deployment,
+) -> None:
+    deployment.slack.channel_members["CGENERAL"] = ["UALICE", "UBOB"]
+    deployment.model.script = delete_then_answer
+    await deployment.web()
+    deployment.worker("worker.1")
+    root = await deployment.start_run("delete u-100")
+    await deployment.cards(root, 1)
+    await deployment.sender.event({"type": "app_home_opened", "user": "UBOB", "tab": "home"})
+    tabs = deployment.slack.home_tabs
+    await deployment.slack.wait_for(lambda: WAITS in json.dumps(tabs.get("UBOB")), 20, "Bob's tab")
+    [approve] = [
+        e
+        for b in tabs["UBOB"]["blocks"]
+        if b.get("type") == "actions"
+        for e in b["elements"]
+        if e["action_id"] == "home_approve"
+    ]
+    await deployment.sender.click_home("UBOB", "home_approve", approve["value"])
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == "done: deleted u-100"
+    assert [e["tool"] for e in await ledger(deployment)] == ["delete_user"]
 
 
 async def test_a_forged_home_click_by_someone_outside_the_channel_is_refused_by_the_script(
