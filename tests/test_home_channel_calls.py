@@ -10,12 +10,16 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 import redis.asyncio as aioredis
 
+from bot.console.workspace import demo_defaults
+from bot.settings import load_settings, with_console_defaults
 from bot.words.members import CHANNEL_UNAVAILABLE, OUTSIDE_WORKSPACE, not_in_channel
 from runtime.db.connection import connect
 from runtime.db.keys import Keys
+from runtime.db.local import free_port
 from runtime.decisions.recorder import Choice, DecisionRecorder
 from runtime.record.layout import HOME_TAB
 from runtime.record.store import RunStore
@@ -25,6 +29,7 @@ from tests.deployment import Deployment
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
+from tests.test_console import Console, block_index
 from tests.test_deciders import Case, waiting_call
 from tests.test_faults import ledger
 from tests.test_home_tab import (
@@ -268,3 +273,43 @@ async def test_the_script_takes_a_home_decision_of_an_anyone_call_only_from_its_
     choice = Choice(outcome="approved", user_id="UBOB", in_channel=in_channel)
     result = await recorder.decide(view, choice, channel=HOME_TAB, member_of=(), seen=call.digest)
     assert result.status == status
+
+
+# --- the console ---------------------------------------------------------------------------------
+
+
+async def test_the_console_lists_a_call_anyone_in_demo_may_decide_on_each_members_tab(
+    redis_url: str, prefix: str, pretend_world: None
+) -> None:
+    """With nobody named in `APPROVERS`, anyone in #demo may decide: the console's stand-in
+    Slack lists its three people there, so bob finds alice's call on his tab and decides it."""
+    environ = {
+        **demo_defaults(),
+        "APPROVERS": "",
+        "CONSOLE": "true",
+        "PORT": str(free_port()),
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": prefix,
+    }
+    settings = load_settings(with_console_defaults(environ))
+    async with aiohttp.ClientSession() as session:
+        console = Console(settings, redis_url, session)
+        await console.start()
+        try:
+            await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+            [card] = await console.wait_for(console.cards, "a card")
+            await console.intent("UBOB", kind="home")
+            await console.wait_for(lambda: "restart_service" in console.home("UBOB"), "bob's tab")
+            await console.intent("UALICE", kind="home")
+            await console.wait_for(lambda: console.home("UALICE") != "{}", "alice's tab")
+            assert "Nothing waits for you" in console.home("UALICE")
+            blocks = console.slack.home_tabs["UBOB"]["blocks"]
+            index = block_index(blocks, "home_approve")
+            await console.intent(
+                "UBOB", kind="click", home=True, block_index=index, action_id="home_approve"
+            )
+            await console.wait_for(console.answers, "the answer")
+            assert "<@UBOB> approved `restart_service`" in card.all_text()
+        finally:
+            await console.stop()
+    assert console.refused == [], "real Slack would have refused these"
