@@ -32,14 +32,7 @@ from tests.model_scripts import delete_then_answer
 from tests.test_console import Console, block_index
 from tests.test_deciders import Case, waiting_call
 from tests.test_faults import ledger
-from tests.test_home_tab import (
-    by_task,
-    commands_per_publish,
-    home_buttons,
-    home_text,
-    open_home,
-    start,
-)
+from tests.test_home_tab import home_buttons, home_text, open_home, publish_costs
 from tests.test_outsiders import OTHER_ORG
 
 WAITS = "wants to run `delete_user`"
@@ -232,17 +225,7 @@ async def test_what_a_publish_costs_does_not_grow_with_the_calls_anyone_may_deci
     many of its calls want them; Slack is asked once per channel until the cache lapses."""
     viewers = [f"UM{n}" for n in range(8)]
     bot.slack.channel_members["CGENERAL"] = ["UALICE", *viewers]
-    bot.model.script = by_task
-    for user in viewers:
-        await open_home(bot, user)
-    few = await commands_per_publish(bot, viewers, 1)
-    for _ in range(12):
-        await start(bot, "delete u-100", "CGENERAL")
-    await bot.slack.wait_for(
-        lambda: all(home_text(bot, v).count("wants to run") == 13 for v in viewers),
-        what="13 calls on every tab",
-    )
-    many = await commands_per_publish(bot, viewers, 14)
+    few, many = await publish_costs(bot, viewers)
     assert many < few + 15, (few, many)
     assert len(bot.slack.calls_to("conversations.members")) == 1
     assert len(bot.slack.calls_to("users.info")) <= len(viewers) + 1

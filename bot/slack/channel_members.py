@@ -10,7 +10,9 @@ channel it posts in without having joined is kept fresh by the TTL alone.
 Fail closed: when Slack cannot say (an error such as `not_in_channel` or `channel_not_found`, a
 429 after the client's retries, no answer within `lookup_seconds`, more members than
 `MAX_PAGES` pages), `ChannelUnavailable` (a `DirectoryUnavailable`) is raised, and the call is
-neither listed nor decided from the Home tab for that channel.
+neither listed nor decided from the Home tab for that channel. A click that finds nothing cached
+asks within its own bound (`CLICK_LOOKUP_SECONDS`); the tab republished after it asks without
+one, so that a retry a few seconds later finds even a large channel cached.
 """
 
 from __future__ import annotations
