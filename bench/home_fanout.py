@@ -1,14 +1,17 @@
 """The Home tab at scale: what one change costs when 200 people have the tab open.
 
     .venv/bin/python -m bench.home_fanout [--viewers 200] [--open 100] [--webs 1,2]
+        [--deciders group|channel]
 
 Real `web` (one or two, sharing the Redis) and `worker` processes, a private Redis, a fake Slack
-and an instant model. `APPROVERS` names one user group of `--viewers` members, so every call may
-be decided by each of them. First `--open` approvals are left waiting; then every member opens
-the Home tab (half through each web when there are two); then one more run asks for a call: a
-change that concerns every viewer (they may all decide it). While its fan-out runs, members
-approve earlier cards (signed clicks, 20 per second), and their acknowledgements are timed.
-The publishes and commands are counted for a first change alone; the clicks come with a second.
+and an instant model. `APPROVERS` names one user group of `--viewers` members, so every call may be
+decided by each of them; with `--deciders channel`, nobody is named (the default policy: anyone in
+the channel) and Slack lists the viewers in the runs' channel (`conversations.members`). First
+`--open` approvals are left waiting; then every member opens the Home tab (half through each web
+when there are two); then one more run asks for a call: a change that concerns every viewer (they
+may all decide it). While its fan-out runs, members approve earlier cards (signed clicks, 20 per
+second), and their acknowledgements are timed. The publishes and commands are counted for a first
+change alone; the clicks come with a second.
 
 Printed per web count: `views.publish` calls for the change (in all and per affected viewer),
 Redis commands per publish (`total_commands_processed` over the window, the clicks' own work
@@ -64,14 +67,15 @@ async def quiet(running: Deployment, within: float = 120.0) -> None:
             seen, since = now, time.monotonic()
 
 
-async def measure(viewers: int, open_calls: int, webs: int) -> dict[str, Any]:
+async def measure(viewers: int, open_calls: int, webs: int, deciders: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         server = RedisServer(directory=Path(directory) / "redis")
         server.start()
         running = Deployment(server.url, "home:", Path(directory))
         people = [member(n) for n in range(viewers)]
         running.slack.groups[GROUP] = {"handle": "approvers", "users": people}
-        env = {"APPROVERS": GROUP}
+        env = {"APPROVERS": GROUP} if deciders == "group" else {}
+        running.slack.channel_members["CGENERAL"] = ["UALICE", *people]
         try:
             await running.start()
             running.model.script = approve_then_answer
@@ -161,13 +165,15 @@ def main() -> None:
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--open", type=int, default=100)
     parser.add_argument("--webs", default="1,2")
+    parser.add_argument("--deciders", choices=("group", "channel"), default="group")
     options = parser.parse_args()
     header(
-        f"Home tab fan-out: {options.viewers} viewers, {options.open} open approvals",
+        f"Home tab fan-out: {options.viewers} viewers, {options.open} open approvals, "
+        f"deciders by {options.deciders}",
         "python -m bench.home_fanout",
     )
     for webs in (int(w) for w in options.webs.split(",")):
-        found = asyncio.run(measure(options.viewers, options.open, webs))
+        found = asyncio.run(measure(options.viewers, options.open, webs, options.deciders))
         print(
             f"{webs} web(s): {found['publishes']} publishes for the change "
             f"({found['per_viewer']:.2f} per affected viewer), "

@@ -15,7 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.console.local_slack import BOT_USER, LocalSlack, Message, request_arguments
+from bot.console.local_directory import BOT_USER
+from bot.console.local_slack import LocalSlack, Message, request_arguments
 from tests.local_server import serve
 
 __all__ = ["BOT_USER", "Call", "FakeSlack", "Message"]

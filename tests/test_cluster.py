@@ -75,6 +75,7 @@ def test_on_a_cluster_each_runs_keys_and_its_shards_structures_share_one_slot() 
     assert used == set(range(16)), "runs spread over every shard"
     assert len({slot(shard.jobs) for shard in keys.shards}) == 16
     assert slot(keys.group_members("S1")) == slot(keys.group_generation("S1"))
+    assert slot(keys.channel_members("C1")) == slot(keys.channel_generation("C1"))
     with pytest.raises(ValueError, match="per shard"):
         _ = keys.audit
 

@@ -29,6 +29,10 @@ SCOPES = {
     "app_mentions:read",
     "channels:history",
     "groups:history",
+    "channels:read",
+    "groups:read",
+    "im:read",
+    "mpim:read",
 }
 
 
@@ -56,6 +60,7 @@ def test_the_http_manifest_points_everything_at_slack_events() -> None:
     assert app["features"]["app_home"]["home_tab_enabled"] is True
     events = settings["event_subscriptions"]["bot_events"]
     assert {"app_home_opened", "app_mention", "message.channels", "message.groups"} <= set(events)
+    assert {"member_joined_channel", "member_left_channel"} <= set(events)
     assert settings["socket_mode_enabled"] is False
     found = urls(app)
     assert len(found) == 3, "command, interactivity and events"

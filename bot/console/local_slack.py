@@ -7,8 +7,9 @@ class plus failure injection.
 
 It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
 `chat.postEphemeral`, `views.open`, `views.publish` (Home tabs), `conversations.open` (a direct
-message's channel is `D` + the user id), `users.info`, `conversations.info`, `usergroups.list`,
-`usergroups.users.list`, and `response_url` posts. Anything else answers `unknown_method`, as
+message's channel is `D` + the user id), who is who (`bot.console.local_directory`: `users.info`,
+`conversations.info`, `conversations.members`, `usergroups.list`, `usergroups.users.list`), and
+`response_url` posts. Anything else answers `unknown_method`, as
 Slack would for a typo.
 What real Slack would refuse (`bot.console.slack_limits`: blocks and views judged by
 `slack_sdk`'s models) is refused the same way, logged, and kept in `refused`, so a test or the
@@ -27,12 +28,11 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.console.local_directory import BOT_USER, TEAM, LocalDirectory
 from bot.console.slack_limits import Refusal, plain_text_marks, refusal
 
 log = logging.getLogger(__name__)
 
-BOT_USER = "UBOT0001"
-TEAM = "T0001"
 MESSAGE_LIMIT = 500
 """Messages kept; older ones are dropped (a console runs for hours at most)."""
 REFUSALS_SHOWN = 3
@@ -90,8 +90,9 @@ class OpenedView:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-class LocalSlack:
+class LocalSlack(LocalDirectory):
     def __init__(self, *, token: str | None = None, message_limit: int | None = MESSAGE_LIMIT):
+        super().__init__()
         self.token = token
         self.message_limit = message_limit
         """Messages kept (oldest dropped first); None keeps all (tests, benchmarks)."""
@@ -107,17 +108,6 @@ class LocalSlack:
         self.private_notes: list[Note] = []
         self.home_tabs: dict[str, dict[str, Any]] = {}
         """The Home tab each person sees, as last published (`views.publish`)."""
-        self.users: dict[str, str] = {}
-        """Display names by user id (`users.info`)."""
-        self.people: dict[str, dict[str, Any]] = {}
-        """What `users.info` says of a person beyond a full member of `TEAM` (the default for
-        any id): another `team_id` (Slack Connect), `is_restricted` (a guest), `enterprise_user`."""
-        self.enterprise: str | None = None
-        """The Enterprise Grid organisation the workspace is part of (`auth.test`), if any."""
-        self.channels: dict[str, str] = {}
-        """Channel names by id (`conversations.info`)."""
-        self.groups: dict[str, dict[str, Any]] = {}
-        """User groups by id, `{"handle": ..., "users": [...]}` (`usergroups.*`)."""
         self.triggers: dict[str, str] = {}
         """trigger id -> user, for triggers the console made (so a modal finds its person)."""
         self.refused: list[Refusal] = []
@@ -234,7 +224,7 @@ class LocalSlack:
             if not users or "," in users:
                 return {"ok": False, "error": "invalid_arguments"}
             return {"ok": True, "channel": {"id": f"D{users}"}}
-        return self._directory(method, args)
+        return self.directory_answer(method, args)
 
     def _publish(self, args: dict[str, Any]) -> dict[str, Any]:
         view = args.get("view")
@@ -245,44 +235,6 @@ class LocalSlack:
         view["id"] = f"VHOME{user}"
         self.home_tabs[user] = view
         return {"ok": True, "view": {"id": view["id"], "type": "home"}}
-
-    def _directory(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Who people are and which groups they are in."""
-        if method == "users.info":
-            # Anyone who can click is someone here: a full member of TEAM unless `people` says
-            # otherwise (Slack's shape: `team_id`, `is_restricted`, `enterprise_user`, ...).
-            user_id = str(args.get("user"))
-            name = self.users.get(user_id)
-            profile = {"display_name": name or "", "real_name": name or ""}
-            user = {
-                "id": user_id,
-                "team_id": TEAM,
-                "name": name.lower() if name else user_id,
-                "deleted": False,
-                "is_restricted": False,
-                "is_ultra_restricted": False,
-                "is_bot": False,
-                "profile": profile,
-                **self.people.get(user_id, {}),
-            }
-            return {"ok": True, "user": user}
-        if method == "conversations.info":
-            channel_id = str(args.get("channel"))
-            if channel_id not in self.channels:
-                return {"ok": False, "error": "channel_not_found"}
-            return {"ok": True, "channel": {"id": channel_id, "name": self.channels[channel_id]}}
-        if method == "usergroups.list":
-            groups = [
-                {"id": gid, "handle": g["handle"], "name": g["handle"]}
-                for gid, g in self.groups.items()
-            ]
-            return {"ok": True, "usergroups": groups}
-        if method == "usergroups.users.list":
-            group = self.groups.get(str(args.get("usergroup")))
-            if group is None:
-                return {"ok": False, "error": "no_such_subteam"}
-            return {"ok": True, "users": list(group["users"])}
-        return {"ok": False, "error": "unknown_method"}
 
     def _next_ts(self) -> str:
         """Like Slack's: the posting time, unique within the channel.

@@ -68,6 +68,8 @@ def add_console(
     store = ChannelStore(redis=redis, key=Keys.of(settings).console, slack=slack)
     slack.users.update({person.id: person.name for person in PEOPLE})
     slack.channels[CHANNEL] = CHANNEL_NAME
+    # Everyone is in #demo: a call anyone there may decide waits on each Home tab.
+    slack.channel_members[CHANNEL] = [person.id for person in PEOPLE]
     app[LOCAL_SLACK] = slack
     app[SENDER] = IntentSender(
         slack=slack,

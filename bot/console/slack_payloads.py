@@ -14,7 +14,8 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.console.local_slack import TEAM, Message
+from bot.console.local_directory import TEAM
+from bot.console.local_slack import Message
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"

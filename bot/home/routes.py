@@ -21,6 +21,7 @@ from bot.home.tab import HomeTab
 from bot.home.watch import HomeWatch
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.stops import StopActions
+from bot.slack.channel_members import ChannelMembers
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts
 from runtime.db import Keys
@@ -42,10 +43,14 @@ def add_home_tab(
     stops: StopActions,
     tasks: TaskSet,
     members: WorkspaceMembers,
+    channels: ChannelMembers,
     quick_approval_seconds: float,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
-    `run_home_watch`."""
+    `run_home_watch`. `members` and `channels` answer within a click's time; the tabs ask who
+    is in a channel with the client that waits out Slack's 429s."""
+    # Shares its cache with `channels` (in Redis): only the lookups' bounds differ.
+    listed = ChannelMembers(redis, keys, parts.client)
     home = HomeTab(
         redis=redis,
         keys=keys,
@@ -56,6 +61,8 @@ def add_home_tab(
         live=LiveRuns(redis, keys),
         links=parts.links,
         tasks=tasks,
+        channels=listed,
+        members=members,
     )
     actions = HomeActions(
         home=home,
@@ -64,6 +71,7 @@ def add_home_tab(
             recorder=recorder,
             members=members,
             quick_approval_seconds=quick_approval_seconds,
+            channels=channels,
         ),
         reporter=parts.reporter,
         stops=stops,
@@ -76,7 +84,14 @@ def add_home_tab(
     bolt.action(ACTION_HOME_REJECT)(actions.on_reject)
     bolt.action(ACTION_HOME_STOP)(actions.on_stop)
     bolt.action(ACTION_HOME_VIEW_ARGUMENTS)(actions.on_view_arguments)
-    return HomeWatch(redis=redis, keys=keys, home=home, directory=parts.directory, tasks=tasks)
+    return HomeWatch(
+        redis=redis,
+        keys=keys,
+        home=home,
+        directory=parts.directory,
+        channels=listed,
+        tasks=tasks,
+    )
 
 
 def run_home_watch(app: web.Application, watch: HomeWatch) -> None:

@@ -6,8 +6,10 @@ short-lived Redis key says a tab was just published, and a change meanwhile publ
 when it lapses.
 
 "May decide" is the decision script's rule read from each open call's gate: listed by id or in
-a listed user group, and not the requester (unless self-approval is allowed). Calls that anyone
-in their channel may decide stay in their channel: who is in a channel is not known here.
+a listed user group, and not the requester (unless self-approval is allowed). A call that anyone
+in its channel may decide is listed for the members of its channel or of a copy's
+(`bot.slack.channel_members`), and for someone outside the workspace only where the call lets
+such people decide; when Slack cannot say, it is not listed.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.home.blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
 from bot.home.shared import SharedRead
+from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
+from bot.slack.members import StandingUnknown, WorkspaceMembers
 from runtime.db import Keys
 from runtime.decisions import CallView, DecisionRecorder
 from runtime.process import TaskSet
@@ -66,6 +70,8 @@ class HomeTab:
     live: LiveRuns
     links: ThreadLinks
     tasks: TaskSet
+    channels: ChannelMembers
+    members: WorkspaceMembers
     debounce_seconds: float = DEBOUNCE_SECONDS
     _dirty: dict[str, bool] = field(default_factory=dict)
     """Per person with a publish under way: whether something changed since it read."""
@@ -198,8 +204,11 @@ class HomeTab:
         and how many more there are."""
         since = time.monotonic() if since is None else since
         groups: dict[str, set[str] | None] = {}
+        seen = _ChannelsSeen()
         snapshot = await self._open.since(since)
-        mine = [a for a in snapshot if await self._may_decide(user_id, a.gate, groups)]
+        mine = [
+            a for a in snapshot if await self._may_decide(user_id, a.gate, groups, seen, a.copies)
+        ]
         found: list[WaitingCall] = []
         for approval in mine[:WAITING_SHOWN]:
             view = await self._view(snapshot, approval)
@@ -226,18 +235,19 @@ class HomeTab:
         if failed and self._views.get(key) is reading:
             del self._views[key]
 
-    async def may_decide(self, user_id: str, gate: CallGate) -> bool:
-        """Whether `user_id` may approve the call here: a call "anyone" may decide is decided
-        only in its channel (the decision script refuses it from the Home tab)."""
-        return await self._may_decide(user_id, gate, {})
-
     async def _may_decide(
-        self, user_id: str, gate: CallGate, groups: dict[str, set[str] | None]
+        self,
+        user_id: str,
+        gate: CallGate,
+        groups: dict[str, set[str] | None],
+        seen: _ChannelsSeen,
+        copies: tuple[str, ...] = (),
     ) -> bool:
         """`groups`: the members of each group looked up so far (None: Slack cannot say), so
-        that a tab looks each group up once however many calls name it."""
+        that a tab looks each group up once however many calls name it; `seen` the same for
+        channels. `copies`: the channels of the call's copies."""
         if gate.anyone:
-            return False
+            return await self._may_decide_in_channel(user_id, gate, seen, copies)
         member_of: list[str] = []
         # No lookup when being in every group would not do either (the requester).
         if needs_groups(gate, user_id) and deciders.may_decide(gate, user_id, gate.groups):
@@ -251,3 +261,30 @@ class HomeTab:
                     member_of.append(group)
                     break
         return deciders.may_decide(gate, user_id, member_of)
+
+    async def _may_decide_in_channel(
+        self, user_id: str, gate: CallGate, seen: _ChannelsSeen, copies: tuple[str, ...]
+    ) -> bool:
+        """A call anyone in its channel may decide: for the members of its channel or a copy's,
+        not the requester (unless self-approval is allowed), not someone outside the workspace
+        (unless the call lets such people decide); never when Slack cannot say."""
+        if not deciders.may_decide(gate, user_id):
+            return False  # the requester: no lookup would change that
+        try:
+            if await self.channels.channel_with(user_id, (gate.channel, *copies), seen.members):
+                if seen.inside is None:
+                    seen.inside = (await self.members.standing(user_id)).inside
+                return deciders.may_decide(gate, user_id, outside=not seen.inside)
+        except (DirectoryUnavailable, StandingUnknown):
+            pass
+        return False
+
+
+@dataclass(kw_only=True, slots=True)
+class _ChannelsSeen:
+    """What one tab found out for its calls that anyone in a channel may decide."""
+
+    members: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    """Each channel's members (None: Slack cannot say)."""
+    inside: bool | None = None
+    """Whether the tab's person is a member of the workspace (None: not asked yet)."""

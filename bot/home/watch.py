@@ -4,7 +4,10 @@ Every change worth showing already lands in the audit trail (a run started, a ca
 decided, expired or escalated, a run resumed, stopped, finished or failed), from whichever
 process made it. The web process follows the trail and refreshes the tabs of the people each
 event concerns who opened theirs lately: the run's requester ("Your runs"), whoever decided, and
-everyone who may decide the run's open calls ("Waiting for you"). `HomeTab.refresh` debounces.
+everyone who may decide the run's open calls ("Waiting for you"): for a call anyone in its
+channel may decide, the members of its channel and of its copies'
+(`bot.slack.channel_members`). Someone joining or leaving a channel (`member_moved`) has their
+own tab republished. `HomeTab.refresh` debounces.
 Every web process follows the trail; the first to claim an entry in Redis (`Keys.home_change`)
 republishes the tabs it concerns, also of viewers who opened theirs through another process, and
 the others leave it.
@@ -30,11 +33,12 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from bot.home.tab import HomeTab
+from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from runtime.audit import AuditEvent
 from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS, Keys, longest_block, stream_tail
 from runtime.process import Shutdown, TaskSet
-from runtime.record import Requester, parse_gate, read
+from runtime.record import CallGate, Requester, parse_copies, parse_gate, read
 from runtime.record import layout as rr
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,7 @@ class HomeWatch:
     keys: Keys
     home: HomeTab
     directory: ApproverDirectory
+    channels: ChannelMembers
     tasks: TaskSet
     reads: aioredis.Redis | None = None
     """The client for the blocking read of the trail (`bot.wiring.blocking_reads_redis`), so that it
@@ -64,6 +69,15 @@ class HomeWatch:
 
     def stop(self) -> None:
         self._stopping.set()
+
+    async def member_moved(self, user_id: str) -> None:
+        """Someone joined or left a channel: the calls anyone there may decide come to their
+        tab or leave it (republished if they opened it lately)."""
+        try:
+            for person in await self.home.viewers({user_id}):
+                self.home.refresh(person)
+        except RedisError:
+            log.warning("home tab of %s: not republished after a channel change", user_id)
 
     async def run(self) -> None:
         # One follower per shard's audit stream (one without a cluster). Where each starts is
@@ -167,20 +181,31 @@ class HomeWatch:
                     people.add(found.requester)
             return people
         names: Any = await self.redis.hkeys(key)
-        gate_fields = [_text(n) for n in names if _text(n).startswith(rr.GATE)]
-        values: Any = await self.redis.hmget(key, [rr.REQUESTER, *gate_fields])
+        calls = [_text(n)[len(rr.GATE) :] for n in names if _text(n).startswith(rr.GATE)]
+        fields = [f for aid in calls for f in (rr.GATE + aid, rr.COPIES + aid)]
+        values: Any = await self.redis.hmget(key, [rr.REQUESTER, *fields])
         if values and values[0]:
             people.add(_text(values[0]))
-        for raw in values[1:]:
+        for raw, copies in zip(values[1::2], values[2::2], strict=True):
             # None: the gate went since its name was read.
-            if raw is None or (gate := parse_gate(raw)) is None:
+            if raw is not None and (gate := parse_gate(raw)) is not None:
+                people.update(await self._deciders(gate, copies))
+        return people
+
+    async def _deciders(self, gate: CallGate, copies: bytes | None) -> set[str]:
+        """Who may decide the call, as far as Slack says: its users, its groups' members, and
+        for a call anyone may decide, the members of its channel and of its copies'."""
+        people = set(gate.users)
+        channels = [gate.channel, *(copy.channel for copy in parse_copies(copies))]
+        places = [
+            *((self.directory.members, group) for group in gate.groups),
+            *((self.channels.members, c) for c in dict.fromkeys(channels) if gate.anyone),
+        ]
+        for members_of, place in places:
+            try:
+                people.update(await members_of(place))
+            except DirectoryUnavailable:
                 continue
-            people.update(gate.users)
-            for group in gate.groups:
-                try:
-                    people.update(await self.directory.members(group))
-                except DirectoryUnavailable:
-                    continue
         return people
 
 

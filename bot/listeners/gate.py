@@ -1,9 +1,11 @@
 """The one path every click on a call takes, wherever the button is (the card, a copy, the Home
 tab, the grant menu, the edit modal): read the call, find which of its approver groups the
 clicker is in and whether they are a member of the installing workspace (`bot.slack.members`),
-then ask the decision script (`runtime.record.layout`) to check or record. Every click carries the
-digest of the call as its element showed it (`ApprovalRef.digest`); the script refuses it
-(`stale`) once the call has changed, e.g. by an edit.
+from the Home tab for a call anyone in its channel may decide also whether they are in that
+channel (`bot.slack.channel_members`), then ask the decision script (`runtime.record.layout`) to
+check or record. Every click carries the digest of the call as its element showed it
+(`ApprovalRef.digest`); the script refuses it (`stale`) once the call has changed, e.g. by an
+edit.
 
 The decision itself is enforced by the script from the call's gate; a refused click records
 nothing but one `denied` entry per person and call. What the clicker is then told is worded
@@ -19,6 +21,7 @@ from dataclasses import dataclass, replace
 from redis.exceptions import RedisError
 
 from bot.reporting.reporter import SlackReporter
+from bot.slack.channel_members import ChannelMembers, ChannelUnavailable
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ApprovalRef
@@ -35,7 +38,7 @@ from runtime.decisions import (
     UnconfirmedDecision,
 )
 from runtime.metrics import count_decision, count_denied
-from runtime.record import CallGate, PendingCall, needs_groups
+from runtime.record import HOME_TAB, CallGate, PendingCall, needs_groups
 from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,9 @@ class ApprovalGate:
     members: WorkspaceMembers
     quick_approval_seconds: float = 5.0
     """`QUICK_APPROVAL_SECONDS`: an approval this soon after its card is counted as quick."""
+    channels: ChannelMembers | None = None
+    """Who is in a channel, for a call anyone there may decide, decided from the Home tab
+    (None: such decisions are refused there, as the script refuses them without it)."""
 
     async def check(
         self, ref: ApprovalRef, user_id: str, channel: str, *, claimed_team: str | None = None
@@ -239,6 +245,19 @@ class ApprovalGate:
                 return (group,)
         return ()
 
+    async def _channel_of(self, user_id: str, view: CallView, where: str) -> str | None:
+        """From the Home tab, for a call anyone in its channel may decide: the call's channel
+        (or a copy's) that Slack lists `user_id` in, for the script to check against the call's
+        own; None elsewhere, or when Slack lists them in none. Raises `ChannelUnavailable` when
+        Slack cannot say, so the click is refused rather than guessed."""
+        gate = view.gate
+        if where != HOME_TAB or gate is None or not gate.anyone or self.channels is None:
+            return None
+        copies = view.call.copies if view.call is not None else ()
+        return await self.channels.channel_with(
+            user_id, (gate.channel, *(copy.channel for copy in copies))
+        )
+
     async def refusal(self, status: Status, gate: CallGate | None) -> str | None:
         """What to tell a person whose click the script refused; None for other outcomes."""
         if status == "self":
@@ -249,6 +268,8 @@ class ApprovalGate:
             return messages.OTHER_VERSION
         if status == "outside":
             return member_messages.OUTSIDE_WORKSPACE
+        if status == "not_allowed" and gate is not None and gate.anyone:
+            return member_messages.not_in_channel(gate.channel, gate.tool)
         if status == "not_allowed" and gate is not None:
             principals = [*gate.users, *gate.groups]
             names = await self.directory.names(principals)
@@ -272,6 +293,7 @@ class ApprovalGate:
             standing = await self.members.standing(user_id, claimed_team=claimed_team)
             outside = not standing.inside
             member_of = await self.groups_of(user_id, view.gate)
+            in_channel = await self._channel_of(user_id, view, channel)
             if choice is None:
                 result = await self.recorder.check(
                     view,
@@ -281,9 +303,10 @@ class ApprovalGate:
                     seen=ref.digest,
                     team=standing.team,
                     outside=outside,
+                    in_channel=in_channel,
                 )
             else:
-                chosen = replace(choice, team=standing.team, outside=outside)
+                chosen = replace(choice, team=standing.team, outside=outside, in_channel=in_channel)
                 result = await self.recorder.decide(
                     view, chosen, channel=channel, member_of=member_of, seen=ref.digest
                 )
@@ -298,6 +321,9 @@ class ApprovalGate:
         except RedisError:
             log.warning("run %s: click not recorded, Redis unreachable", ref.run_id)
             return GateAnswer(view=view, failure=messages.TRY_AGAIN)
+        except ChannelUnavailable:
+            log.warning("run %s: click not recorded, channel members unknown", ref.run_id)
+            return GateAnswer(view=view, failure=member_messages.CHANNEL_UNAVAILABLE)
         except DirectoryUnavailable:
             log.warning("run %s: click not recorded, group members unknown", ref.run_id)
             return GateAnswer(view=view, failure=messages.DIRECTORY_UNAVAILABLE)

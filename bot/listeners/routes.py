@@ -32,7 +32,12 @@ from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
 from bot.listeners.stops import StopActions
 from bot.listeners.threads import ThreadReplies
-from bot.listeners.workspace import GroupMembershipEvents, app_event, unknown_action
+from bot.listeners.workspace import (
+    ChannelMembershipEvents,
+    GroupMembershipEvents,
+    app_event,
+    unknown_action,
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,11 +75,14 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.event("app_mention")(listeners.threads.on_mention)
 
 
-def add_catch_alls(bolt: AsyncApp, listeners: Listeners) -> None:
-    """After every other listener: an unknown click, and the workspace's events."""
+def add_catch_alls(bolt: AsyncApp, listeners: Listeners, channels: ChannelMembershipEvents) -> None:
+    """After every other listener: an unknown click, and the workspace's events. `channels`
+    comes with the Home tab, which it keeps up to date."""
     bolt.action(re.compile(r".*"))(unknown_action)
     bolt.event("subteam_members_changed")(listeners.groups.on_members_changed)
     bolt.event("subteam_updated")(listeners.groups.on_group_updated)
+    bolt.event("member_joined_channel")(channels.on_member_changed)
+    bolt.event("member_left_channel")(channels.on_member_changed)
     # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
     bolt.event("app_uninstalled")(app_event)
     bolt.event("tokens_revoked")(app_event)

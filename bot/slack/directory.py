@@ -8,15 +8,13 @@ A click waits on these lookups while Slack waits for its acknowledgement (3 s), 
 process builds its directory with `lookup_seconds` and a client that never waits out a 429
 (`bot.slack.client.directory_client`); a directory that cannot answer in time raises
 `DirectoryUnavailable` and the click is refused politely. To keep clicks off Slack altogether,
-the worker looks a card's groups up as it posts it (`warm`), concurrent lookups of one group in a
-process share one request, and a lookup that began before a `forget_group` never caches what it
-found (a generation counter per group, compared in Redis as the answer is stored).
+the worker looks a card's groups up as it posts it (`warm`). The cache is
+`bot.slack.member_cache`'s, as for the members of channels (`bot.slack.channel_members`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -26,20 +24,16 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from runtime.db import Keys, lua_script
+from bot.slack.member_cache import DirectoryUnavailable, MemberCache
+from runtime.db import Keys
 from runtime.record import is_group
+
+__all__ = ["ApproverDirectory", "DirectoryUnavailable"]
 
 log = logging.getLogger(__name__)
 
 MEMBERS_TTL_SECONDS = 300
 NAMES_TTL_SECONDS = 3600
-
-# Caches a group's members unless the group changed while Slack was asked.
-_STORE_IF_UNCHANGED = lua_script("bot.slack", "store_members")
-
-
-class DirectoryUnavailable(Exception):
-    """Slack could not tell us who is in a group; deciding must wait."""
 
 
 class ApproverDirectory:
@@ -56,9 +50,13 @@ class ApproverDirectory:
         self._keys = keys
         self._client = client
         self._lookup_seconds = lookup_seconds
-        self._store_members = redis.register_script(_STORE_IF_UNCHANGED)
-        self._lookups: dict[str, asyncio.Future[frozenset[str]]] = {}
-        """Lookups of group members in flight in this process, by group."""
+        self._groups = MemberCache(
+            redis=redis,
+            members_key=keys.group_members,
+            generation_key=keys.group_generation,
+            ask=self._ask_slack,
+            ttl_seconds=MEMBERS_TTL_SECONDS,
+        )
 
     async def may_decide(self, user_id: str, approvers: Sequence[str]) -> bool:
         """Empty `approvers` means anyone; otherwise the user or one of their groups is listed."""
@@ -70,12 +68,7 @@ class ApproverDirectory:
         return False
 
     async def members(self, group_id: str) -> set[str]:
-        cached, generation = await self._redis.mget(
-            self._keys.group_members(group_id), self._keys.group_generation(group_id)
-        )
-        if cached is not None:
-            return set(json.loads(cached))
-        return set(await self._lookup(group_id, generation))
+        return set(await self._groups.members(group_id))
 
     async def warm(self, approvers: Sequence[str]) -> None:
         """Ask Slack now who is in each group among `approvers`, so that clicks find it cached.
@@ -83,50 +76,11 @@ class ApproverDirectory:
         A group Slack will not answer for is only logged: the clicks will ask again.
         """
         for group_id in (p for p in approvers if is_group(p)):
-            generation = await self._redis.get(self._keys.group_generation(group_id))
-            try:
-                await self._lookup(group_id, generation)
-            except DirectoryUnavailable:
-                log.info("members of %s not cached ahead of the clicks", group_id)
+            await self._groups.warm(group_id)
 
     async def forget_group(self, group_id: str) -> None:
         """Slack says the group changed: ask again next time, and cache nothing asked before."""
-        # A lookup already in flight here may have its answer from before the change.
-        self._lookups.pop(group_id, None)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.incr(self._keys.group_generation(group_id))
-            pipe.delete(self._keys.group_members(group_id))
-            await pipe.execute()
-
-    async def _lookup(self, group_id: str, generation: bytes | str | None) -> frozenset[str]:
-        """Slack's answer, cached unless the group changed since `generation` was read.
-
-        Concurrent lookups of one group share the first one's request: a burst of clicks on a
-        card whose cache just expired must not become a burst of calls, nor of 429s.
-        """
-        pending = self._lookups.get(group_id)
-        if pending is not None:
-            # Shielded: a click that gives up must not cancel the others' lookup.
-            return await asyncio.shield(pending)
-        pending = asyncio.get_running_loop().create_future()
-        self._lookups[group_id] = pending
-        try:
-            users = await self._ask_slack(group_id)
-            await self._store_members(
-                keys=[self._keys.group_generation(group_id), self._keys.group_members(group_id)],
-                args=[generation or b"0", json.dumps(sorted(users)), MEMBERS_TTL_SECONDS],
-            )
-            pending.set_result(users)
-            return users
-        except BaseException as error:
-            # Those waiting get the same answer (cancelled: the directory could not answer).
-            shared = error if isinstance(error, Exception) else DirectoryUnavailable(group_id)
-            pending.set_exception(shared)
-            pending.exception()  # retrieved: with nobody else waiting, nothing to report
-            raise
-        finally:
-            if self._lookups.get(group_id) is pending:
-                del self._lookups[group_id]
+        await self._groups.forget(group_id)
 
     async def _ask_slack(self, group_id: str) -> frozenset[str]:
         try:

@@ -28,9 +28,10 @@ from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.listeners.threads import ThreadReplies
-from bot.listeners.workspace import GroupMembershipEvents
+from bot.listeners.workspace import ChannelMembershipEvents, GroupMembershipEvents
 from bot.settings import FIXES, Settings
 from bot.slack.bot_token import BotToken
+from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
@@ -78,9 +79,13 @@ def build_bolt(
         stops=listeners.stops,
         tasks=tasks,
         members=lookups.members,
+        channels=lookups.channels,
         quick_approval_seconds=settings.quick_approval_seconds,
     )
-    add_catch_alls(bolt, listeners)
+    channel_events = ChannelMembershipEvents(
+        channels=lookups.channels, moved=home_watch.member_moved
+    )
+    add_catch_alls(bolt, listeners, channel_events)
     return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token)
 
 
@@ -131,6 +136,8 @@ class _ClickLookups:
 
     directory: ApproverDirectory
     members: WorkspaceMembers
+    channels: ChannelMembers
+    """Who is in a channel, for a Home-tab click on a call anyone there may decide."""
 
 
 def _click_lookups(
@@ -145,6 +152,7 @@ def _click_lookups(
     return _ClickLookups(
         directory=ApproverDirectory(redis, keys, client, lookup_seconds=CLICK_LOOKUP_SECONDS),
         members=WorkspaceMembers(redis, keys, client, lookup_seconds=CLICK_LOOKUP_SECONDS),
+        channels=ChannelMembers(redis, keys, client, lookup_seconds=CLICK_LOOKUP_SECONDS),
     )
 
 

@@ -1,7 +1,10 @@
-"""The words for people outside the installing workspace (issue 18): why they were refused.
-Part of `bot.words.runs`, kept apart only for size."""
+"""The words for who is in: people outside the installing workspace (issue 18), and people outside
+the channel of a call that anyone there may decide, clicking on the Home tab. Part of
+`bot.words.runs`, kept apart only for size."""
 
 from __future__ import annotations
+
+from bot.words.runs import escape
 
 OUTSIDE_WORKSPACE = (
     ":no_entry: Only full members of this workspace may approve, reject, grant, stop or revoke "
@@ -11,3 +14,16 @@ STANDING_UNKNOWN = (
     "Slack did not tell Countersign whether you are a member of this workspace just now, so "
     "nothing was recorded. Please try again in a few seconds."
 )
+CHANNEL_UNAVAILABLE = (
+    "Slack did not tell Countersign who is in this call's channel just now, so nothing was "
+    "recorded. Please try again in a few seconds, or decide on the card in the channel."
+)
+
+
+def not_in_channel(channel: str, tool: str) -> str:
+    """A call anyone in `channel` may decide, decided from the Home tab by someone Slack does
+    not list there."""
+    return (
+        f"Only people in <#{channel}> may decide `{escape(tool)}`, and Slack does not list you "
+        "there, so nothing was recorded."
+    )

@@ -292,11 +292,21 @@ class Keys:
 
     def group_generation(self, group_id: str) -> str:
         """Counts the times a user group changed: a lookup that began before the latest change
-        must not cache what it found (no TTL; one small counter per group that ever changed)."""
+        must not cache what it found (for a day after the change, `bot.slack.member_cache`)."""
         return f"{self._group_prefix(group_id)}group-generation:{group_id}"
 
+    def channel_members(self, channel_id: str) -> str:
+        """Cached members of a Slack channel (short TTL; refreshed on `member_joined_channel`
+        and `member_left_channel`), for calls anyone in the channel may decide."""
+        return f"{self._group_prefix(channel_id)}channel-members:{channel_id}"
+
+    def channel_generation(self, channel_id: str) -> str:
+        """Counts the times a channel's members changed, as `group_generation` a group's."""
+        return f"{self._group_prefix(channel_id)}channel-generation:{channel_id}"
+
     def _group_prefix(self, group_id: str) -> str:
-        """A group's two keys change together (one script, one transaction): one slot."""
+        """A group's (or channel's) two keys change together (one script, one transaction): one
+        slot."""
         return f"{{{self.prefix}{group_id}}}:" if self.cluster else self.prefix
 
     def display_name(self, principal: str) -> str:

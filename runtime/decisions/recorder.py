@@ -99,6 +99,10 @@ class Choice:
     regate: str | None = None
     """With `edit`, when the edited call falls under a stricter rule: that rule's gate (JSON
     `CallGate`, `CallGate.regated_to`), which the script writes instead of approving."""
+    in_channel: str | None = None
+    """For a decision from the Home tab on a call anyone in its channel may decide: the call's
+    channel (or a copy's) that the web process found the person in (`conversations.members`).
+    Without it the script refuses such a decision there."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -141,7 +145,7 @@ CONFIRMED: frozenset[Status] = frozenset(
 )
 """Replies that tell of a stored decision or approval: not given before the replicas have it."""
 
-CHOSEN = frozenset({"grant", "edit", "team", "confirm", "batch", "regate"})
+CHOSEN = frozenset({"grant", "edit", "team", "confirm", "batch", "regate", "in_channel"})
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 
@@ -201,9 +205,12 @@ class DecisionRecorder:
         seen: str | None,
         team: str | None = None,
         outside: bool = False,
+        in_channel: str | None = None,
     ) -> RecordResult:
         """What a rejection by `user_id` would do now, recording nothing but a refusal."""
-        choice = Choice(outcome="rejected", user_id=user_id, team=team, outside=outside)
+        choice = Choice(
+            outcome="rejected", user_id=user_id, team=team, outside=outside, in_channel=in_channel
+        )
         return await self._run(view, choice, channel, member_of, seen, mode="check")
 
     async def waiting_status(self, run_id: str) -> WaitingStatus | None:

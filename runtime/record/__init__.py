@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from runtime.record.envelope import CardCopy, Decision, PendingCall
     from runtime.record.gauges import StateGauges, StateSnapshot, read_state
     from runtime.record.layout import HOME_TAB, CallGate
-    from runtime.record.reads import Requester, parse_gate
+    from runtime.record.reads import Requester, parse_copies, parse_gate
     from runtime.record.view import read
 
 _WHERE = {
@@ -28,6 +28,7 @@ _WHERE = {
     "StateSnapshot": "gauges",
     "is_group": "deciders",
     "needs_groups": "deciders",
+    "parse_copies": "reads",
     "parse_gate": "reads",
     "read": "view",
     "read_state": "gauges",
@@ -43,6 +44,7 @@ __all__ = [
     "StateSnapshot",
     "is_group",
     "needs_groups",
+    "parse_copies",
     "parse_gate",
     "read",
     "read_state",

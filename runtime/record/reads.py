@@ -182,6 +182,7 @@ class OpenRead(Shape):
     decided = Present(rr.DECISION)
     has_reach = Present(rr.REACH)
     reach = Field(rr.REACH, parse_reach)
+    copies = Field(rr.COPIES, parse_copies)
 
 
 class PendingRead(Shape):

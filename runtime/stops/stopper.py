@@ -140,8 +140,9 @@ class RunStopper:
         team: str | None = None,
     ) -> StopResult:
         """Stop the run for `user_id`, asking from `where` (a channel id, or
-        `run_record.HOME_TAB`): "anyone" may decide a call only in its channel. `team`: the
-        person's Slack team, for the audit trail."""
+        `run_record.HOME_TAB`): "anyone" may stop for a call only in its channel (the Home tab
+        offers Stop on the requester's own runs). `team`: the person's Slack team, for the
+        audit trail."""
         run_id = view.run_id
         who = {"user_id": user_id, "user_name": user_name, **({"team": team} if team else {})}
         reply = await self._stop(

@@ -30,6 +30,9 @@ class OpenApproval:
     deadline: float
     asked_at: float
     """When the run stopped for it (its deadline when an older version did not say)."""
+    copies: tuple[str, ...] = ()
+    """The channels of the card's copies (a direct message's too): a call anyone may decide
+    may be decided by anyone in one of them as in its own channel."""
 
 
 class OpenApprovals:
@@ -71,6 +74,7 @@ class OpenApprovals:
                     gate=gate,
                     deadline=deadline,
                     asked_at=reach.asked_at if reach else deadline,
+                    copies=tuple(copy.channel for copy in view.copies or ()),
                 )
             )
         return sorted(found, key=lambda approval: approval.asked_at, reverse=True)

@@ -18,7 +18,8 @@
 --   7 only with a grant: the channel's grants (a sorted set)
 -- ARGV
 --   1 the approval id
---   2 the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside, batch)
+--   2 the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside, batch,
+--     in_channel)
 --   3 where it was made: a channel of the card or of a copy, `HOME_TAB`, or '' (anywhere: an
 --     expiry)
 --   4 the mode: 'decide', 'check' (what a rejection would do, recording only a refusal) or
@@ -59,19 +60,26 @@ end
 gate = with_edit(raw_edit, gate)  -- an edited call binds its edited digest
 -- Fail closed: nobody decides a call whose gate this code cannot read.
 if mode ~= 'expire' and gate == nil then return {'unreadable'} end
--- A decision comes from the card in the run's channel, from any copy of it, or from the Home
--- tab (only for a call that names who may decide: "anyone in the channel" cannot be checked
--- there). A wrong run and approval pair found no deadline above.
-if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then
-  local copy = false
-  if ARGV[3] == HOME_TAB then
-    copy = gate['anyone'] ~= true
-  else
-    for _, c in ipairs(cjson.decode(seen[4] or '[]')) do
-      if c['channel'] == ARGV[3] then copy = true end
-    end
+local choice = cjson.decode(ARGV[2])
+local copies = cjson.decode(seen[4] or '[]')
+local function is_copy(channel)
+  for _, c in ipairs(copies) do
+    if c['channel'] == channel then return true end
   end
-  if not copy then return {'unknown'} end
+  return false
+end
+-- A decision comes from the card in the run's channel, from any copy of it, or from the Home
+-- tab. A wrong run and approval pair found no deadline above.
+local absent = false
+if ARGV[3] ~= '' and gate['channel'] ~= ARGV[3] then
+  if ARGV[3] == HOME_TAB then
+    -- "Anyone in the channel", from the Home tab: only someone the web process found in the
+    -- call's channel or a copy's (`in_channel`, asked of Slack); an older web never says so.
+    local where = choice['in_channel']
+    absent = gate['anyone'] == true and not (where == gate['channel'] or is_copy(where))
+  elseif not is_copy(ARGV[3]) then
+    return {'unknown'}
+  end
 end
 local existing = seen[5]
 if existing then return {'decided', existing} end
@@ -82,7 +90,6 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 if mode ~= 'expire' and now >= tonumber(deadline) then return {'expired'} end
 if mode == 'expire' and now < tonumber(deadline) then return {'early'} end
 
-local choice = cjson.decode(ARGV[2])
 local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
 local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], at = now, team = choice['team']}
@@ -100,7 +107,7 @@ end
 
 if mode ~= 'expire' then
   local user = choice['user_id']
-  local allowed = gate['anyone'] == true
+  local allowed = gate['anyone'] == true and not absent
   for _, u in ipairs(gate['users']) do if u == user then allowed = true end end
   for _, g in ipairs(cjson.decode(ARGV[7])) do
     for _, allowed_group in ipairs(gate['groups']) do

@@ -1,8 +1,9 @@
 -- Stopping a run, racing decisions in the same way decisions race each other: a stop and a
 -- decision on one run resolve in one order, each seeing the other's outcome.
--- Who may stop: the requester, anyone who may decide one of its open calls, and `ADMINS`. As for
--- a decision, "anyone" means anyone in the call's channel (the card's or a copy's): a stop from
--- elsewhere (another channel, the Home tab) does not count as one.
+-- Who may stop: the requester, anyone who may decide one of its open calls, and `ADMINS`.
+-- "Anyone" means anyone stopping in the call's channel (the card's or a copy's): a stop from
+-- elsewhere (another channel, the Home tab, which offers Stop on the requester's runs only)
+-- does not count as one.
 -- A run nobody is working on (waiting for people, or decided and not yet resumed) stops here
 -- and now: its open approvals are decided `stopped`, their due entries go, the run turns
 -- `stopped` and its tombstone is laid. A working run gets the `stopped` field and its worker
