@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -144,3 +145,35 @@ async def test_a_member_whose_claimer_died_is_handled_when_its_lease_lapses(
         survivor.stop()
         await asyncio.wait_for(surviving, timeout=2)
     assert await redis.zrange(due, 0, -1) == []
+
+
+async def test_a_poller_backs_off_while_redis_does_not_answer(
+    prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through an outage a poller ticking every 20 ms would retry (and log) every 20 ms; it
+    doubles its wait instead, the first retry after its interval."""
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]  # nothing listens on it once closed
+    client = connect(f"redis://127.0.0.1:{port}/0")
+    keys = Keys(prefix)
+    poller = DuePoller(redis=client, due={keys.deadlines: _never}, name="expiry", interval=0.02)
+    caplog.set_level(logging.WARNING, logger="runtime.jobs.due_set")
+    task = asyncio.create_task(poller.run())
+
+    def failed() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "tick failed" in r.getMessage()]
+
+    async def three_tries() -> bool:
+        return len(failed()) >= 3
+
+    await eventually(three_tries, "three failed ticks", timeout=20)
+    poller.stop()
+    await asyncio.wait_for(task, 5)
+    await client.aclose()
+    waits = [float(line.rsplit(" ", 2)[-2]) for line in failed()]
+    assert waits == [0.02 * 2**n for n in range(len(waits))], failed()
+
+
+async def _never(member: str) -> bool:
+    raise AssertionError(f"nothing is due without Redis: {member}")

@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 
 MAX_SLEEP_SECONDS = 300.0
 """The longest a poller sleeps between ticks (`longest_sleep`)."""
+RETRY_CAP_SECONDS = 8.0
+"""The longest wait between ticks while Redis does not answer: a deadline that passed meanwhile
+expires within this long of Redis answering again (a late expiry is safe: the decision script
+refuses a click after the deadline)."""
 
 
 def longest_sleep(shard_count: int) -> float:
@@ -121,13 +125,22 @@ class DuePoller:
 
     async def run(self) -> None:
         woken = await self._wake_tail()
+        delay = min(1.0, self.interval)
         while not self._stopping.is_set():
             try:
                 tick = await self.tick()
             except RedisError as error:
-                log.warning("%s tick failed (%s); retrying", self.name, describe_failure(error))
-                await self._stopping.sleep(min(1.0, self.interval))
+                log.warning(
+                    "%s tick failed (%s); retrying in %g s",
+                    self.name,
+                    describe_failure(error),
+                    delay,
+                )
+                await self._stopping.sleep(delay)
+                # Backs off: one line per attempt, not one a second per shard through an outage.
+                delay = min(delay * 2, RETRY_CAP_SECONDS)
                 continue
+            delay = min(1.0, self.interval)
             if tick.announced is not None:
                 woken = tick.announced  # the tick that follows covers every wake-up until it
             if tick.claimed:
