@@ -4,7 +4,8 @@ A reply in a run's thread (a person's `message` whose `thread_ts` is a run's roo
 starts a new run of the thread's last agent, posting in the same thread, with the earlier turns
 as its history (`runtime.conversations.threads`) and the person who replied as its requester,
 so the self-approval rules apply to them. While the last run still works or waits, the reply
-is answered in the thread and starts nothing. A mention of the app (`app_mention`) in a run's
+is answered in the thread and starts nothing; of replies racing, one takes the turn in one
+step (`ThreadHistory.follow`) and the others are answered so. A mention of the app (`app_mention`) in a run's
 thread is such a reply; anywhere else it starts a run as `/agent` does.
 
 Slack sends a mention in a thread twice (as `app_mention` and as `message`): both map to the
@@ -103,10 +104,12 @@ class ThreadReplies:
                 return False
             if last.run_id == message.run_id:
                 return True  # Slack's other delivery of this very message
-            if await self.history.busy(last.run_id):
+            busy = await self.history.busy(last)
+            if busy or not await self.history.follow(
+                message.channel, thread, last.run_id, message.run_id, last.agent
+            ):
                 await self._say(message, words.STILL_WORKING, thread=thread)
                 return True
-            await self.history.remember(message.channel, thread, message.run_id, last.agent)
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
             return True

@@ -25,6 +25,11 @@ def new_run_id(seed: str | None = None) -> str:
     return "r" + hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 
+def start_job_id(run_id: str) -> str:
+    """The id of a run's start job (its marker says it was enqueued: `Shard.job_marker`)."""
+    return f"start:{run_id}"
+
+
 def new_approval_id() -> str:
     return "a" + secrets.token_hex(5)
 
@@ -59,7 +64,7 @@ class StartJob(BaseModel):
 
     @property
     def job_id(self) -> str:
-        return f"start:{self.run_id}"
+        return start_job_id(self.run_id)
 
     def payload(self) -> str:
         """The job as queued: without `continues` when it continues nothing."""
