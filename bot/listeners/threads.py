@@ -5,8 +5,9 @@ starts a new run of the thread's last agent, posting in the same thread, with th
 as its history (`runtime.conversations.threads`) and the person who replied as its requester,
 so the self-approval rules apply to them. While the last run still works or waits, the reply
 is answered in the thread and starts nothing; of replies racing, one takes the turn in one
-step (`ThreadHistory.follow`) and the others are answered so. A mention of the app (`app_mention`) in a run's
-thread is such a reply; anywhere else it starts a run as `/agent` does.
+step (`ThreadHistory.follow`) and the others are answered so. A mention of the app
+(`app_mention`) in a run's thread is such a reply; anywhere else it starts a run as `/agent`
+does.
 
 Slack sends a mention in a thread twice (as `app_mention` and as `message`): both map to the
 same run id (seeded by the message), so the second is one enqueue the queue drops, and is not
