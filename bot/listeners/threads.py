@@ -131,7 +131,9 @@ class ThreadReplies:
             continues=continues,
         )
         try:
-            await self.queue.enqueue(job.job_id, job.payload(), run_id=job.run_id)
+            await self.queue.enqueue(
+                job.job_id, job.payload(), run_id=job.run_id, version=job.version
+            )
         except NotReplicated as error:  # written, not yet on a replica: it may well run
             log.warning("run %s: enqueued, not confirmed: %s", job.run_id, error)
             return

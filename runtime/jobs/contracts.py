@@ -59,12 +59,20 @@ class StartJob(BaseModel):
     continues: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
     """A reply in a run's thread: the run it continues (the thread is `conversation.thread`).
     Left out of the JSON while unset (`payload`), so an older worker, which forbids unknown
-    fields, reads every job it knew; a continuing job reaches an older worker only during a
-    rolling deploy, which drops it as malformed (one log line, the reply goes unanswered)."""
+    fields, reads every job it knew. An older worker would drop a continuing job as malformed
+    (acknowledged, one log line, the reply unanswered): it goes to the stream only workers of
+    this version read (`version`)."""
 
     @property
     def job_id(self) -> str:
         return start_job_id(self.run_id)
+
+    @property
+    def version(self) -> int:
+        """The oldest version of the job contract that reads this job, which picks its stream
+        (`Shard.job_streams`): 2 for a reply's start, which workers before `continues` cannot
+        read, else 1."""
+        return 2 if self.continues else 1
 
     def payload(self) -> str:
         """The job as queued: without `continues` when it continues nothing."""
