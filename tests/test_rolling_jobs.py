@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import on_cluster_too
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message
 from tests.processes import release
@@ -24,6 +25,7 @@ def counts_the_turns(request: ModelRequest) -> list[Item]:
     return [message(f"turn {len(said)}: {said[-1].get('content')}")]
 
 
+@on_cluster_too
 async def test_a_reply_enqueued_for_a_newer_worker_waits_for_one_and_is_not_dropped(
     deployment: Deployment, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.words import threads as words
 from runtime.db.local import free_port
+from tests.conftest import on_cluster_too
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.fake_slack import Message
@@ -53,6 +54,7 @@ async def second_web(deployment: Deployment) -> SlackSender:
     return SlackSender(deployment.sender.session, url, SIGNING_SECRET, deployment.slack)
 
 
+@on_cluster_too
 async def test_of_replies_racing_in_a_thread_exactly_one_starts_a_run(
     deployment: Deployment,
 ) -> None:
