@@ -16,6 +16,7 @@ mistaken for a reply during that run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -114,12 +115,18 @@ class ThreadReplies:
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
             return True
-        await self._enqueue(message, last.agent, message.text, thread, continues=last.run_id)
+        if not await self._enqueue(
+            message, last.agent, message.text, thread, continues=last.run_id
+        ):
+            # Told to try again: the turn goes back, or the retry would be told to wait.
+            with contextlib.suppress(RedisError):
+                await self.history.give_back(message.channel, thread, message.run_id, last)
         return True
 
     async def _enqueue(
         self, message: Said, agent: str, task: str, thread: str | None, continues: str | None
-    ) -> None:
+    ) -> bool:
+        """Enqueue the message's run; False (and the person told so) if the queue is away."""
         job = StartJob(
             run_id=message.run_id,
             agent=agent,
@@ -136,14 +143,15 @@ class ThreadReplies:
             )
         except NotReplicated as error:  # written, not yet on a replica: it may well run
             log.warning("run %s: enqueued, not confirmed: %s", job.run_id, error)
-            return
+            return True
         except RedisError:
             log.warning("run %s not started: job queue unreachable", job.run_id)
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
-            return
+            return False
         log.info(
             "run %s: enqueued for %s (%s), continues %s", job.run_id, message.user, agent, continues
         )
+        return True
 
     async def _say(self, message: Said, text: str, *, thread: str | None = None) -> None:
         try:

@@ -29,7 +29,6 @@ from runtime.conversations.session import ThreadSession, conversation_id
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
 from runtime.jobs.contracts import Conversation, StartJob, start_job_id
-from runtime.jobs.queue import MARKER_TTL_SECONDS
 from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope
 
@@ -43,6 +42,9 @@ closing are left, and a person may read the answer and reply before the record i
 
 
 FOLLOW_SCRIPT = lua_script("runtime.conversations", "follow")
+TURN_TAKEN_SECONDS = 60.0
+"""How long a reply's run that took the turn counts as on its way without its start job's
+marker: one enqueue, with redis-py's retries and the replicas' confirmation, fits well inside."""
 
 
 class ThreadRun(BaseModel):
@@ -90,6 +92,14 @@ class ThreadHistory:
         taken = await self._follow(keys=[key], args=[last, value, run_id, self.ttl_seconds])
         return int(taken) == 1
 
+    async def give_back(self, channel: str, thread: str, run_id: str, last: ThreadRun) -> None:
+        """The reply's run `run_id` took the turn but its job could not be enqueued: `last` is
+        the thread's last run again, so the person's retry is not told to wait. Kept when the
+        job got in after all (its marker is set: only the enqueue's answer was lost)."""
+        if await self.redis.exists(self.keys.shard_of(run_id).job_marker(start_job_id(run_id))):
+            return
+        await self.follow(channel, thread, run_id, last.run_id, last.agent)
+
     async def last_run(self, channel: str, thread: str) -> ThreadRun | None:
         """The thread's last run, if the thread is a run's (and not forgotten)."""
         raw = await self.redis.get(self.keys.thread(conversation_id(channel, thread)))
@@ -113,10 +123,11 @@ class ThreadHistory:
             pipe.exists(shard.job_marker(start_job_id(run_id)))
             status, ended, enqueued = await pipe.execute()
         if status is None:
-            # A reply's run that never began (its job dropped or dead-lettered) frees the
-            # thread once its start job's marker would have expired.
+            # Not begun: on its way while its start job's marker lasts (a job dropped or
+            # dead-lettered frees the thread when it expires), or, before it has one, for as
+            # long as one enqueue may take.
             since = time.time() - (last.taken_at or 0.0)
-            return not ended and (bool(enqueued) or since < MARKER_TTL_SECONDS)
+            return not ended and (bool(enqueued) or since < TURN_TAKEN_SECONDS)
         text = status.decode() if isinstance(status, bytes) else str(status)
         return text in BUSY
 
