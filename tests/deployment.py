@@ -79,6 +79,14 @@ class Deployment:
         self.processes.append(process)
         return process
 
+    def older_worker(self, dyno: str, code: Path) -> Process:
+        """A worker of another release's tree (`tests.processes.release`), as in a rolling
+        deploy."""
+        command = procfile()["worker"]
+        process = Process(dyno, command, self.env(DYNO=dyno), self.logs, code=code)
+        self.processes.append(process)
+        return process
+
     async def __aenter__(self) -> Deployment:
         await self.start()
         return self

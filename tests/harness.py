@@ -242,7 +242,7 @@ class Harness:
 
     async def _leftovers(self) -> list[str]:
         shards = self.keys.shards
-        shared = {key for s in shards for key in (s.audit, s.jobs, s.dead_jobs, s.due_wake)}
+        shared = {key for s in shards for key in (s.audit, *s.job_streams, s.dead_jobs, s.due_wake)}
         shared.add(self.keys.live_workers)  # the workers', not the run's
         markers = tuple(s.job_marker("") for s in shards)
         tombstones = tuple(s.tombstone("") for s in shards)

@@ -15,13 +15,33 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def release(commit: str, into: Path) -> Path | None:
+    """This repository's tree at `commit`, written under `into`, to run an older release's
+    processes beside this one's (a rolling deploy); None when the clone lacks that history."""
+    known = subprocess.run(
+        ["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ROOT, capture_output=True
+    )
+    if known.returncode != 0:
+        return None
+    tree = into / "release"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
 def procfile() -> dict[str, str]:
     lines = (ROOT / "Procfile").read_text().splitlines()
     return dict(line.split(": ", 1) for line in lines if line.strip())
 
 
 class Process:
-    def __init__(self, name: str, command: str, env: dict[str, str], logs: Path) -> None:
+    def __init__(
+        self, name: str, command: str, env: dict[str, str], logs: Path, *, code: Path = ROOT
+    ) -> None:
+        """`code`: the tree to run, this one unless a test runs an older release's."""
         self.name = name
         self.log_path = logs / f"{name}.log"
         environ = {**os.environ, **env}
@@ -31,7 +51,7 @@ class Process:
         with self.log_path.open("ab") as log:
             self.popen = subprocess.Popen(
                 ["/bin/sh", "-c", f"exec {command}"],
-                cwd=ROOT,
+                cwd=code,
                 env=environ,
                 stdout=log,
                 stderr=subprocess.STDOUT,

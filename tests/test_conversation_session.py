@@ -11,9 +11,11 @@ import redis.asyncio as aioredis
 from agents.memory import Session
 
 from runtime.conversations.session import ThreadSession, conversation_id
+from runtime.conversations.threads import ThreadHistory
 from runtime.db.cluster import connect_cluster
 from runtime.db.connection import ClientOptions, connect
 from runtime.db.keys import Keys
+from runtime.jobs.contracts import new_run_id, start_job_id
 from tests.conftest import on_cluster_too
 
 
@@ -83,3 +85,33 @@ async def test_only_the_newest_items_are_kept_and_each_turn_starts_the_ttl_again
     assert await client.ttl(key) > 5
     if redis_mode == "cluster":
         assert key.startswith("{")  # in its shard's slot, as every other key
+
+
+@on_cluster_too
+async def test_a_reply_that_took_the_turn_but_was_not_enqueued_gives_it_back(
+    client: aioredis.Redis, prefix: str, redis_mode: str
+) -> None:
+    keys = Keys(prefix, 8, cluster=True) if redis_mode == "cluster" else Keys(prefix)
+    history = ThreadHistory(redis=client, keys=keys, ttl_seconds=600, max_items=5)
+    ended, reply, again = new_run_id(), new_run_id(), new_run_id()
+    await history.remember("C1", "1.0", ended, "ops")
+    await client.set(keys.tombstone(ended), "1")
+    last = await history.last_run("C1", "1.0")
+    assert last is not None and not await history.busy(last)
+
+    assert await history.follow("C1", "1.0", ended, reply, "ops")
+    taken = await history.last_run("C1", "1.0")
+    assert taken is not None and taken.run_id == reply
+    assert await history.busy(taken), "on its way before its job is enqueued"
+    assert not await history.follow("C1", "1.0", ended, again, "ops"), "one turn at a time"
+
+    await history.give_back("C1", "1.0", reply, last)  # its enqueue failed
+    back = await history.last_run("C1", "1.0")
+    assert back is not None and back.run_id == ended and not await history.busy(back)
+    assert await history.follow("C1", "1.0", ended, again, "ops"), "the retry takes the turn"
+
+    marker = keys.shard_of(again).job_marker(start_job_id(again))
+    await client.set(marker, "1")  # it got in, only the answer was lost
+    await history.give_back("C1", "1.0", again, last)
+    kept = await history.last_run("C1", "1.0")
+    assert kept is not None and kept.run_id == again

@@ -251,7 +251,7 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
         events = {fields[b"event"] for _, fields in decided}
         assert not events & {b"approved", b"approved_always", b"rejected"}
         shared = {
-            deployment.keys.jobs,
+            *deployment.keys.only.job_streams,
             deployment.keys.dead_jobs,
             deployment.keys.deadlines,
             deployment.keys.reminders,

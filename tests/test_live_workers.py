@@ -92,8 +92,9 @@ async def test_idle_workers_scan_the_shards_only_when_a_worker_went_quiet(
     for worker in workers:
         worker.stop()
     await asyncio.gather(*tasks)
-    # One pass over the shards each, at start; a scan every 0.2 s would have been 80.
-    assert idle_scans == 2 * SHARDS
+    # One pass over the shards' two streams each, at start; a scan every 0.2 s would have
+    # been 160.
+    assert idle_scans == 2 * SHARDS * 2
     assert await redis.zcard(keys.live_workers) == 0, "stopped cleanly, they left no mark"
 
     # Another worker said it was alive, took a job and died.

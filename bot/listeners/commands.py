@@ -171,7 +171,9 @@ class AgentCommand:
             requested_at=time.time(),
         )
         try:
-            await self.queue.enqueue(job.job_id, job.payload(), run_id=job.run_id)
+            await self.queue.enqueue(
+                job.job_id, job.payload(), run_id=job.run_id, version=job.version
+            )
         except NotReplicated as error:
             log.warning("run %s: enqueued, not confirmed: %s", job.run_id, error)
             return messages.RUN_NOT_CONFIRMED

@@ -4,8 +4,10 @@ A reply in a run's thread (a person's `message` whose `thread_ts` is a run's roo
 starts a new run of the thread's last agent, posting in the same thread, with the earlier turns
 as its history (`runtime.conversations.threads`) and the person who replied as its requester,
 so the self-approval rules apply to them. While the last run still works or waits, the reply
-is answered in the thread and starts nothing. A mention of the app (`app_mention`) in a run's
-thread is such a reply; anywhere else it starts a run as `/agent` does.
+is answered in the thread and starts nothing; of replies racing, one takes the turn in one
+step (`ThreadHistory.follow`) and the others are answered so. A mention of the app
+(`app_mention`) in a run's thread is such a reply; anywhere else it starts a run as `/agent`
+does.
 
 Slack sends a mention in a thread twice (as `app_mention` and as `message`): both map to the
 same run id (seeded by the message), so the second is one enqueue the queue drops, and is not
@@ -14,6 +16,7 @@ mistaken for a reply during that run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -103,19 +106,27 @@ class ThreadReplies:
                 return False
             if last.run_id == message.run_id:
                 return True  # Slack's other delivery of this very message
-            if await self.history.busy(last.run_id):
+            busy = await self.history.busy(last)
+            if busy or not await self.history.follow(
+                message.channel, thread, last.run_id, message.run_id, last.agent
+            ):
                 await self._say(message, words.STILL_WORKING, thread=thread)
                 return True
-            await self.history.remember(message.channel, thread, message.run_id, last.agent)
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
             return True
-        await self._enqueue(message, last.agent, message.text, thread, continues=last.run_id)
+        if not await self._enqueue(
+            message, last.agent, message.text, thread, continues=last.run_id
+        ):
+            # Told to try again: the turn goes back, or the retry would be told to wait.
+            with contextlib.suppress(RedisError):
+                await self.history.give_back(message.channel, thread, message.run_id, last)
         return True
 
     async def _enqueue(
         self, message: Said, agent: str, task: str, thread: str | None, continues: str | None
-    ) -> None:
+    ) -> bool:
+        """Enqueue the message's run; False (and the person told so) if the queue is away."""
         job = StartJob(
             run_id=message.run_id,
             agent=agent,
@@ -127,17 +138,20 @@ class ThreadReplies:
             continues=continues,
         )
         try:
-            await self.queue.enqueue(job.job_id, job.payload(), run_id=job.run_id)
+            await self.queue.enqueue(
+                job.job_id, job.payload(), run_id=job.run_id, version=job.version
+            )
         except NotReplicated as error:  # written, not yet on a replica: it may well run
             log.warning("run %s: enqueued, not confirmed: %s", job.run_id, error)
-            return
+            return True
         except RedisError:
             log.warning("run %s not started: job queue unreachable", job.run_id)
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
-            return
+            return False
         log.info(
             "run %s: enqueued for %s (%s), continues %s", job.run_id, message.user, agent, continues
         )
+        return True
 
     async def _say(self, message: Said, text: str, *, thread: str | None = None) -> None:
         try:

@@ -5,6 +5,12 @@ writes it when it posts a run's root message, the web when it enqueues a reply's
 second reply sees the newest run even before a worker took it. Both expire with the history
 (`CONVERSATION_TTL_SECONDS` after the last turn).
 
+A reply takes the thread's turn in one step (`follow`, a script on the thread's key): the web
+reads the last run, finds it no longer busy, and the script makes the reply's run the last one
+only if that run still is. Of two replies racing, one takes the turn and starts a run; the
+other finds a run that is not its own and is told to wait. A run that took the turn but has no
+record yet (its job about to be enqueued, or waiting for a worker) counts as busy too.
+
 Each run that answers adds its turn to the thread's `ThreadSession`: the person's words and the
 answer. A reply's run reads them back as the model's input before the reply, so the model sees
 the conversation whatever its provider, and none of it depends on a provider's stored responses.
@@ -12,6 +18,7 @@ the conversation whatever its provider, and none of it depends on a provider's s
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime.conversations.session import ThreadSession, conversation_id
 from runtime.db.keys import Keys
-from runtime.jobs.contracts import Conversation, StartJob
+from runtime.db.lua import lua_script
+from runtime.jobs.contracts import Conversation, StartJob, start_job_id
 from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope
 
@@ -33,6 +41,12 @@ Not `finishing`: its answer is written (and its turn is in the history), only it
 closing are left, and a person may read the answer and reply before the record is closed."""
 
 
+FOLLOW_SCRIPT = lua_script("runtime.conversations", "follow")
+TURN_TAKEN_SECONDS = 60.0
+"""How long a reply's run that took the turn counts as on its way without its start job's
+marker: one enqueue, with redis-py's retries and the replicas' confirmation, fits well inside."""
+
+
 class ThreadRun(BaseModel):
     """The last run of a thread."""
 
@@ -40,6 +54,9 @@ class ThreadRun(BaseModel):
 
     run_id: str
     agent: str
+    taken_at: float | None = None
+    """When a reply's run took the thread's turn (epoch s), before its job was enqueued: until
+    a worker makes its record, this says it is on its way. Left out while unset."""
 
 
 @dataclass(kw_only=True)
@@ -48,6 +65,9 @@ class ThreadHistory:
     keys: Keys
     ttl_seconds: int
     max_items: int
+
+    def __post_init__(self) -> None:
+        self._follow = self.redis.register_script(FOLLOW_SCRIPT)
 
     def session(self, channel: str, thread: str) -> ThreadSession:
         return ThreadSession(
@@ -61,8 +81,24 @@ class ThreadHistory:
     async def remember(self, channel: str, thread: str, run_id: str, agent: str) -> None:
         """`run_id` is now the thread's last run."""
         key = self.keys.thread(conversation_id(channel, thread))
-        value = ThreadRun(run_id=run_id, agent=agent).model_dump_json()
+        value = ThreadRun(run_id=run_id, agent=agent).model_dump_json(exclude_none=True)
         await self.redis.set(key, value, ex=self.ttl_seconds)
+
+    async def follow(self, channel: str, thread: str, last: str, run_id: str, agent: str) -> bool:
+        """`run_id` is now the thread's last run, if `last` still was (the web found it no longer
+        busy): False when another reply's run took the turn first."""
+        key = self.keys.thread(conversation_id(channel, thread))
+        value = ThreadRun(run_id=run_id, agent=agent, taken_at=time.time()).model_dump_json()
+        taken = await self._follow(keys=[key], args=[last, value, run_id, self.ttl_seconds])
+        return int(taken) == 1
+
+    async def give_back(self, channel: str, thread: str, run_id: str, last: ThreadRun) -> None:
+        """The reply's run `run_id` took the turn but its job could not be enqueued: `last` is
+        the thread's last run again, so the person's retry is not told to wait. Kept when the
+        job got in after all (its marker is set: only the enqueue's answer was lost)."""
+        if await self.redis.exists(self.keys.shard_of(run_id).job_marker(start_job_id(run_id))):
+            return
+        await self.follow(channel, thread, run_id, last.run_id, last.agent)
 
     async def last_run(self, channel: str, thread: str) -> ThreadRun | None:
         """The thread's last run, if the thread is a run's (and not forgotten)."""
@@ -74,11 +110,24 @@ class ThreadHistory:
         except ValidationError:
             return None
 
-    async def busy(self, run_id: str) -> bool:
-        """Is the run still working or waiting? (Ended: its record is gone, or kept as failed.)"""
-        status = await self.redis.hget(self.keys.run(run_id), rr.STATUS)
+    async def busy(self, last: ThreadRun) -> bool:
+        """Is the thread's last run still working or waiting, or on its way (taken the turn or
+        enqueued, no worker has made its record yet)? Ended: its record is gone and its
+        tombstone stays, or the record is kept as failed. Its keys share a shard; read in this
+        order, a run that starts or ends meanwhile is not missed."""
+        run_id = last.run_id
+        shard = self.keys.shard_of(run_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hget(shard.run(run_id), rr.STATUS)
+            pipe.exists(shard.tombstone(run_id))
+            pipe.exists(shard.job_marker(start_job_id(run_id)))
+            status, ended, enqueued = await pipe.execute()
         if status is None:
-            return False
+            # Not begun: on its way while its start job's marker lasts (a job dropped or
+            # dead-lettered frees the thread when it expires), or, before it has one, for as
+            # long as one enqueue may take.
+            since = time.time() - (last.taken_at or 0.0)
+            return not ended and (bool(enqueued) or since < TURN_TAKEN_SECONDS)
         text = status.decode() if isinstance(status, bytes) else str(status)
         return text in BUSY
 

@@ -42,6 +42,19 @@ class Shard:
         return f"{self.prefix}jobs"
 
     @property
+    def jobs_v2(self) -> str:
+        """Stream of jobs that a worker of a version before them cannot read (a reply's start,
+        `StartJob.continues`), read by the same group beside `jobs`: an older worker, which
+        reads `jobs` only, leaves them for the newer ones during a rolling deploy instead of
+        dropping them as malformed (`StartJob.version`)."""
+        return f"{self.prefix}jobs:v2"
+
+    @property
+    def job_streams(self) -> tuple[str, str]:
+        """The shard's job streams, by the version a job needs: `jobs` (1), `jobs_v2` (2)."""
+        return (self.jobs, self.jobs_v2)
+
+    @property
     def dead_jobs(self) -> str:
         """Stream of jobs that failed too often (the dead-letter stream)."""
         return f"{self.prefix}jobs:dead"

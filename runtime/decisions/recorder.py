@@ -19,6 +19,7 @@ from runtime.db.replication import NO_REPLICAS, NotReplicated, Replication
 from runtime.decisions.choices import ArgumentEdit, GrantScope
 from runtime.grants.store import note_grant_shard
 from runtime.jobs.contracts import ResumeJob
+from runtime.jobs.due_set import WAKE_STREAM_LENGTH
 from runtime.record import layout as rr
 from runtime.record.envelope import (
     Approval,
@@ -272,6 +273,12 @@ class DecisionRecorder:
         )
         parts = [_text(p) or "" for p in reply]
         result = result_of(parts)
+        if result.status == "regated":
+            # The script put the call's nudges at now (the stricter rule's escalation may be
+            # due): a sleeping poller hears of it at once, not at its next tick.
+            await self._redis.xadd(
+                shard.due_wake, {"due": "0"}, maxlen=WAKE_STREAM_LENGTH, approximate=True
+            )
         if mode != "check" and result.status in CONFIRMED:
             # Also for a retry that finds its own decision, which an earlier attempt stored but
             # could not confirm: the retry succeeds once the replicas have it. Raises otherwise;

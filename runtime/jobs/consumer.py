@@ -91,7 +91,8 @@ class JobConsumer:
 
     async def run(self) -> None:
         """Run jobs until stop(); then let running ones finish within the grace period."""
-        await self.queue.ensure_group()
+        with contextlib.suppress(RedisError):  # away again: the read loop waits, then makes it
+            await self.queue.ensure_group()
         drained = asyncio.Event()
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop(drained))
         try:
@@ -209,8 +210,7 @@ class JobConsumer:
             self._reclaim_cursor = page.cursor
             for delivery in page.deliveries:
                 if delivery.entry_id in self._running:
-                    # Ours, and running: it looked idle only while heartbeats could not reach
-                    # Redis (a failover). A second delivery here would race the first one.
+                    # Ours, running, idle only while heartbeats missed Redis: never run it twice.
                     continue
                 if delivery.deliveries <= self.max_deliveries:
                     log.warning(

@@ -25,6 +25,11 @@ def new_run_id(seed: str | None = None) -> str:
     return "r" + hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 
+def start_job_id(run_id: str) -> str:
+    """The id of a run's start job (its marker says it was enqueued: `Shard.job_marker`)."""
+    return f"start:{run_id}"
+
+
 def new_approval_id() -> str:
     return "a" + secrets.token_hex(5)
 
@@ -54,12 +59,20 @@ class StartJob(BaseModel):
     continues: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
     """A reply in a run's thread: the run it continues (the thread is `conversation.thread`).
     Left out of the JSON while unset (`payload`), so an older worker, which forbids unknown
-    fields, reads every job it knew; a continuing job reaches an older worker only during a
-    rolling deploy, which drops it as malformed (one log line, the reply goes unanswered)."""
+    fields, reads every job it knew. An older worker would drop a continuing job as malformed
+    (acknowledged, one log line, the reply unanswered): it goes to the stream only workers of
+    this version read (`version`)."""
 
     @property
     def job_id(self) -> str:
-        return f"start:{self.run_id}"
+        return start_job_id(self.run_id)
+
+    @property
+    def version(self) -> int:
+        """The oldest version of the job contract that reads this job, which picks its stream
+        (`Shard.job_streams`): 2 for a reply's start, which workers before `continues` cannot
+        read, else 1."""
+        return 2 if self.continues else 1
 
     def payload(self) -> str:
         """The job as queued: without `continues` when it continues nothing."""

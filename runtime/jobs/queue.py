@@ -5,6 +5,11 @@ with a blocking XREADGROUP, keeps its running jobs fresh with `XCLAIM ... JUSTID
 and steals jobs whose owner went quiet with XAUTOCLAIM. A job delivered more than
 `max_deliveries` times goes to the dead-letter stream instead of running again. The loop that
 does all this is `runtime.jobs.consumer.JobConsumer`.
+
+Each shard has two streams (`Shard.job_streams`): `jobs`, which every version reads, and
+`jobs_v2` for jobs an older worker cannot read (`StartJob.version`), which only this version
+reads, with the same group, in the same XREADGROUP. During a rolling deploy an older worker so
+never sees such a job (it would drop it as malformed); it waits for a newer worker.
 """
 
 from __future__ import annotations
@@ -32,12 +37,15 @@ log = logging.getLogger(__name__)
 
 # How long an enqueued job id is remembered, to drop a duplicate of the same request.
 MARKER_TTL_SECONDS = 3600
+V2 = "v2:"
+"""Begins the entry id of a delivery from a shard's `jobs_v2` (after its `<shard>/`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
     entry_id: str
-    """The stream entry's id; on a cluster `<shard>/<id>`, as every entry id given back here."""
+    """The stream entry's id; on a cluster `<shard>/<id>`, as every entry id given back here;
+    `v2:<id>` (`<shard>/v2:<id>`) for one of `jobs_v2`."""
     payload: str
     deliveries: int
 
@@ -95,18 +103,21 @@ class JobQueue:
         self._known: set[str] = set()
         """Streams this process has seen exist: one missing later was lost, not new."""
 
-    async def enqueue(self, job_id: str, payload: str, *, run_id: str | None = None) -> bool:
+    async def enqueue(
+        self, job_id: str, payload: str, *, run_id: str | None = None, version: int = 1
+    ) -> bool:
         """Add a job unless one with this id was enqueued recently. True if added. It goes to
-        the stream of `run_id`'s shard (one stream without a cluster).
+        `run_id`'s shard, to the stream of the contract `version` that can read it.
 
         Returns once the replicas have it (`REDIS_MIN_REPLICAS`), a duplicate's first copy
         too; raises `NotReplicated` if they do not confirm in time."""
         shard = self._keys.shard_of(run_id or job_id)
+        stream, other = shard.job_streams[version - 1], shard.job_streams[2 - version]
         added, made = await self._enqueue(
-            keys=[shard.jobs, shard.job_marker(job_id)],
-            args=[payload, MARKER_TTL_SECONDS],
+            keys=[stream, shard.job_marker(job_id), other], args=[payload, MARKER_TTL_SECONDS]
         )
-        self._made(shard.jobs, bool(made))
+        self._made(stream, bool(made))
+        self._known.add(other)
         await self._replication.confirm()
         return added is not None
 
@@ -116,8 +127,11 @@ class JobQueue:
         if not (isinstance(error, ResponseError) and str(error).startswith("NOGROUP")):
             return False
         try:
-            for shard in self._keys.shards:
-                self._made(shard.jobs, await self._make_group(shard.jobs))
+            made = [stream for _, stream in self._streams() if await self._make_group(stream)]
+            if any(stream in self._known for stream in made):
+                # One line however many: a shard's two streams are lost together.
+                log.error(STREAM_LOST, ", ".join(made))
+            self._known.update(made)
         except RedisError:
             return False  # away again: the caller's retry tries once more
         return True
@@ -135,9 +149,15 @@ class JobQueue:
         return True
 
     async def ensure_group(self) -> None:
-        for shard in self._keys.shards:
-            await self._make_group(shard.jobs)
-            self._known.add(shard.jobs)
+        for _, stream in self._streams():
+            await self._make_group(stream)
+            self._known.add(stream)
+
+    def _streams(self) -> list[tuple[int, str]]:
+        """Every job stream, with its shard: each shard's `jobs`, then its `jobs_v2`."""
+        return [
+            (shard.index, stream) for shard in self._keys.shards for stream in shard.job_streams
+        ]
 
     def _made(self, stream: str, made: bool) -> None:
         """A stream made anew is news only if this process saw it before (a first deploy's
@@ -164,7 +184,11 @@ class JobQueue:
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Delivery]:
         if self._keys.shard_count == 1:
-            return await self._read_shard(0, consumer, count, block_ms)
+            # Each stream of the read gives up to `count`: the rest waits in `_ready`.
+            if not self._ready:
+                self._ready = await self._read_shard(0, consumer, count, block_ms)
+            taken, self._ready = self._ready[:count], self._ready[count:]
+            return taken
         loop = asyncio.get_running_loop()
         deadline = loop.time() + block_ms / 1000
         # A shard's read that ends empty is sent again at once: every stream stays watched,
@@ -209,37 +233,37 @@ class JobQueue:
     async def _read_shard(
         self, index: int, consumer: str, count: int, block_ms: int
     ) -> list[Delivery]:
-        stream = self._keys.shard(index).jobs
+        streams = self._keys.shard(index).job_streams
         reply: Any = await self._reads.xreadgroup(
-            JOB_GROUP, consumer, {stream: ">"}, count=count, block=block_ms
+            JOB_GROUP, consumer, dict.fromkeys(streams, ">"), count=count, block=block_ms
         )
         return [
-            self._delivery(index, entry, 1) for _stream, entries in reply or [] for entry in entries
+            self._delivery(index, _text(stream), entry, 1)
+            for stream, entries in reply or []
+            for entry in entries
         ]
 
     async def reclaim(
         self, consumer: str, min_idle_ms: int, count: int, cursor: str = START
     ) -> Reclaimed:
-        """Take over jobs whose owner stopped heartbeating, scanning on from `cursor` (on a
-        cluster `<shard>|<id>`: the shards' pending lists one after another)."""
+        """Take over jobs whose owner stopped heartbeating, scanning on from `cursor`
+        (`<n>|<id>`: the pending lists of every stream, `_streams`, one after another)."""
         index, _, at = cursor.rpartition("|")
-        shard = int(index or 0)
+        streams = self._streams()
+        n = int(index or 0)
+        n = n if n < len(streams) else 0
         while True:
-            found, at = await self._reclaim_shard(shard, consumer, min_idle_ms, count, at)
+            shard, stream = streams[n]
+            found, at = await self._reclaim_stream(shard, stream, consumer, min_idle_ms, count, at)
             if at != START:
-                return Reclaimed(found, self._cursor(shard, at))
-            if found or shard + 1 >= self._keys.shard_count:
-                following = self._cursor(shard + 1, START)
-                return Reclaimed(found, following if shard + 1 < self._keys.shard_count else START)
-            shard += 1
+                return Reclaimed(found, f"{n}|{at}")
+            if found or n + 1 >= len(streams):
+                return Reclaimed(found, f"{n + 1}|{START}" if n + 1 < len(streams) else START)
+            n += 1
 
-    def _cursor(self, shard: int, at: str) -> str:
-        return at if self._keys.shard_count == 1 else f"{shard}|{at}"
-
-    async def _reclaim_shard(
-        self, index: int, consumer: str, min_idle_ms: int, count: int, cursor: str
+    async def _reclaim_stream(
+        self, index: int, stream: str, consumer: str, min_idle_ms: int, count: int, cursor: str
     ) -> tuple[list[Delivery], str]:
-        stream = self._keys.shard(index).jobs
         reply = await self._redis.xautoclaim(
             stream, JOB_GROUP, consumer, min_idle_ms, start_id=cursor, count=count
         )
@@ -249,7 +273,8 @@ class JobQueue:
             return [], next_cursor
         counts = await self._delivery_counts(stream, [_text(entry_id) for entry_id, _ in entries])
         deliveries = [
-            self._delivery(index, entry, counts.get(_text(entry[0]), 1)) for entry in entries
+            self._delivery(index, stream, entry, counts.get(_text(entry[0]), 1))
+            for entry in entries
         ]
         return deliveries, next_cursor
 
@@ -305,14 +330,14 @@ class JobQueue:
         self._in_flight.clear()
         self._ready.clear()
         handed = 0
-        for shard in self._keys.shards:
+        for _, stream in self._streams():
             rows: Any = await self._redis.xpending_range(
-                shard.jobs, JOB_GROUP, "-", "+", 1000, consumername=consumer
+                stream, JOB_GROUP, "-", "+", 1000, consumername=consumer
             )
             entry_ids: list[Any] = [_text(row["message_id"]) for row in rows]
             if entry_ids:
                 await self._redis.xclaim(
-                    shard.jobs, JOB_GROUP, consumer, 0, entry_ids, idle=idle_ms, justid=True
+                    stream, JOB_GROUP, consumer, 0, entry_ids, idle=idle_ms, justid=True
                 )
             handed += len(entry_ids)
         return handed
@@ -333,23 +358,25 @@ class JobQueue:
             await pipe.execute()
 
     async def forget_consumer(self, consumer: str) -> None:
-        for shard in self._keys.shards:
-            await self._redis.xgroup_delconsumer(shard.jobs, JOB_GROUP, consumer)
+        for _, stream in self._streams():
+            await self._redis.xgroup_delconsumer(stream, JOB_GROUP, consumer)
 
     async def forget_idle_consumers(self, min_idle_ms: int) -> list[str]:
         """Drop consumers that hold no jobs and have not read for `min_idle_ms`."""
         gone: set[str] = set()
-        for shard in self._keys.shards:
+        for _, stream in self._streams():
             names: list[bytes | str] = await self._forget_idle(
-                keys=[shard.jobs], args=[JOB_GROUP, min_idle_ms]
+                keys=[stream], args=[JOB_GROUP, min_idle_ms]
             )
             gone.update(_text(name) for name in names)
         return sorted(gone)
 
-    def _delivery(self, shard: int, entry: Any, deliveries: int) -> Delivery:
+    def _delivery(self, shard: int, stream: str, entry: Any, deliveries: int) -> Delivery:
         entry_id, fields = entry
         payload = fields.get(b"job", fields.get("job", b""))
         token = _text(entry_id)
+        if stream == self._keys.shard(shard).jobs_v2:
+            token = f"{V2}{token}"
         if self._keys.shard_count > 1:
             token = f"{shard}/{token}"
         return Delivery(token, _text(payload), deliveries)
@@ -361,7 +388,10 @@ class JobQueue:
     def _where(self, token: str) -> tuple[str, str]:
         """The stream and stream entry id of an entry id given out here."""
         _, _, entry = token.rpartition("/")
-        return self._keys.shard(self._shard_of_token(token)).jobs, entry
+        shard = self._keys.shard(self._shard_of_token(token))
+        if entry.startswith(V2):
+            return shard.jobs_v2, entry.removeprefix(V2)
+        return shard.jobs, entry
 
 
 def _text(value: bytes | str) -> str:

@@ -84,26 +84,25 @@ async def read_state(redis: aioredis.Redis, keys: Keys, *, sample: int = SAMPLE)
         for shard in keys.shards:  # one on a single Redis
             pipe.zcard(shard.deadlines)
             pipe.zrange(shard.deadlines, 0, max(1, sample // keys.shard_count) - 1)
-            pipe.xlen(shard.jobs)
-            pipe.xrange(shard.jobs, count=1)
             pipe.xlen(shard.dead_jobs)
+            for stream in shard.job_streams:  # a reply's start waits in `jobs_v2`
+                pipe.xlen(stream)
+                pipe.xrange(stream, count=1)
         replies: list[Any] = await pipe.execute()
     now_ms = seconds * 1000 + micros // 1000
     total = length = dead = 0
     members: list[bytes] = []
     first_ms: list[int] = []
     for k in range(keys.shard_count):
-        shard_total, shard_members, shard_length, first, shard_dead = replies[5 * k : 5 * k + 5]
-        total, length, dead = (
-            total + int(shard_total),
-            length + int(shard_length),
-            dead + int(shard_dead),
-        )
+        shard_total, shard_members, shard_dead, *streams = replies[7 * k : 7 * k + 7]
+        total, dead = total + int(shard_total), dead + int(shard_dead)
         members.extend(shard_members)
-        if first:
-            entry_id = first[0][0]
-            entry_id = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-            first_ms.append(int(entry_id.split("-")[0]))
+        for shard_length, first in zip(streams[::2], streams[1::2], strict=True):
+            length += int(shard_length)
+            if first:
+                entry_id = first[0][0]
+                entry_id = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+                first_ms.append(int(entry_id.split("-")[0]))
     oldest = max(0.0, (now_ms - min(first_ms)) / 1000) if first_ms else 0.0
     pending = await _pending_by_tool(redis, keys, [m.decode() for m in members])
     pending[UNSAMPLED] = max(0, int(total) - len(members))

@@ -104,6 +104,8 @@ _GATE_OMITTED_WHEN_UNSET = (
     "regated",
     "when",
     "rule_name",
+    "escalate_after_seconds",
+    "escalate_to",
 )
 
 
@@ -148,6 +150,10 @@ class CallGate(BaseModel):
     when: str | None = None
     rule_name: str | None = None
     """With `regated`: the `when` and `name` of the rule the edited call fell under."""
+    escalate_after_seconds: int | None = None
+    escalate_to: tuple[str, ...] = ()
+    """With `regated`: the stricter rule's escalation, which replaces the looser rule's planned
+    with the call (`CallReach.under`)."""
 
     def stored(self) -> str:
         """The JSON written to `gate:<id>`. Fields newer than a version still in service are left
@@ -156,7 +162,7 @@ class CallGate(BaseModel):
         (an outsider may decide, a typed confirmation) it refuses, which fails closed."""
         data = self.model_dump(mode="json")
         for name in _GATE_OMITTED_WHEN_UNSET:
-            if data.get(name) in (None, False):
+            if data.get(name) in (None, False, []):
                 data.pop(name, None)
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
@@ -190,7 +196,18 @@ class CallGate(BaseModel):
     def regated_to(self, rule: GateRule, arguments: str, digest: str) -> CallGate:
         """This gate under the stricter rule an edit moved the call to: its approvers, quorum
         and loosenings, bound to the edited arguments (`digest`), the count to restart. Written
-        by the decision script with the edit (`decide.lua`), never around it."""
+        by the decision script with the edit (`decide.lua`), never around it.
+
+        Who may decide then is the stricter rule's approvers only. People an escalation added
+        under the looser rule are not carried over: they were asked to help with the looser
+        rule's calls, and keeping them would let the looser rule's escalation decide a call the
+        stricter rule keeps from them; they decide only if the stricter rule names them. The
+        stricter rule's own escalation applies as if the call had been asked under it, counted
+        from when it was asked (`CallReach.asked_at`): a call that has already waited past the
+        rule's `escalate_after_seconds` escalates to its `escalate_to` at once (the script puts
+        the call's reminders entry at now, and the worker's escalation widens this gate, with
+        its audit entry, mention and copies), a later one when that time comes; the looser
+        rule's escalation never widens this gate (`runtime.waiting.reminders`)."""
         users = tuple(p for p in rule.approvers if not is_group(p))
         return self.model_copy(
             update={
@@ -210,6 +227,8 @@ class CallGate(BaseModel):
                 "regated": True,
                 "when": rule.when,
                 "rule_name": rule.name,
+                "escalate_after_seconds": rule.escalate_after_seconds,
+                "escalate_to": rule.escalate_to,
             }
         )
 

@@ -44,6 +44,22 @@ class CallReach(BaseModel):
     escalate_at: float | None = None
     escalate_to: tuple[str, ...] = ()
 
+    def under(self, gate: rr.CallGate | None, expires_at: float) -> CallReach:
+        """This reach once an edit moved the call under a stricter rule (`gate.regated`): that
+        rule's escalation, counted from when the call was asked, replaces the looser rule's
+        (`CallGate.regated_to` says why)."""
+        if gate is None or not gate.regated:
+            return self
+        at = None
+        if gate.escalate_after_seconds is not None and gate.escalate_to:
+            at = self.asked_at + gate.escalate_after_seconds
+        return self.model_copy(
+            update={
+                "escalate_at": at if at is not None and at < expires_at else None,
+                "escalate_to": gate.escalate_to,
+            }
+        )
+
     def nudges(self) -> list[Nudge]:
         found = [Nudge(at, "remind") for at in self.remind_at]
         if self.escalate_at is not None and self.escalate_to:

@@ -8,6 +8,12 @@ does not repeat them), the entry moves to the next nudge, or goes after the last
 
 A reminder mentions who may decide now (the gate, widened by an escalation), never the requester
 who may not approve their own run; when anyone in the channel may decide, it mentions nobody.
+
+Once an edit moved a call under a stricter rule, the escalation is that rule's, from when the
+call was asked (`CallReach.under`): the looser rule's never widens the stricter gate, and the
+stricter rule's is done even when the call's nudges were marked done past its time (it had
+waited longer than the stricter rule allows before the edit), as long as its people are not in
+the gate yet.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from runtime.record.store import RunStore
 from runtime.record.view import read
 from runtime.reporter import Reporter, RunView
 from runtime.waiting.escalation import Escalation
-from runtime.waiting.plan import CallReach
+from runtime.waiting.plan import CallReach, Nudge
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +66,10 @@ class Reminders:
         reach, gate, done_until = await self._read(run_id, approval_id)
         if reach is None:  # asked by an older version: its one reminder
             return await self._remind(run, call, gate)
+        reach = reach.under(gate, call.expires_at)
         now = await self.store.server_time()
-        for nudge in reach.due(done_until, now):
+        done = done_until
+        for nudge in _due(reach, gate, done_until, now):
             if nudge.kind == "escalate" and self.escalation is not None:
                 try:
                     gate = await self.escalation.escalate(run, call, reach.escalate_to) or gate
@@ -74,7 +82,7 @@ class Reminders:
                 return False
             await self._set(
                 keys=[self.keys.run(run_id), self.keys.shard_of(run_id).audit],
-                args=["", "", rr.NUDGED + approval_id, repr(nudge.at)],
+                args=["", "", rr.NUDGED + approval_id, repr(done := max(done, nudge.at))],
             )
         following = reach.next_after(now)
         if following is None:
@@ -104,3 +112,13 @@ class Reminders:
             )
             return False
         return True
+
+
+def _due(reach: CallReach, gate: CallGate | None, done_until: float, now: float) -> list[Nudge]:
+    """The nudges due by `now`; with a re-gated call, also the stricter rule's escalation when
+    its time is before the nudges marked done and the gate still lacks its people."""
+    due = reach.due(done_until, now)
+    late = reach.escalate_at is not None and reach.escalate_at <= done_until
+    if late and gate is not None and gate.regated and gate.widened(reach.escalate_to) != gate:
+        due.insert(0, Nudge(reach.escalate_at or 0.0, "escalate"))
+    return due

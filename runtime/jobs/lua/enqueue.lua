@@ -4,21 +4,26 @@
 -- the script's constants.
 --
 -- KEYS
---   1 the job stream of the shard
+--   1 the job stream of the shard (of the job's version: `Shard.job_streams`)
 --   2 the job id's marker (`Shard.job_marker`)
+--   3 the shard's other job stream, made with the first when missing (one emptied Redis, one
+--     stream made again as far as anyone reading it can tell)
 -- ARGV
 --   1 the job (JSON)
 --   2 the marker's TTL in seconds
 -- Returns {the entry id, or false for a duplicate; 1 if the stream had to be made, else 0}.
-local function enqueue(stream, marker, job, marker_ttl)
+local function enqueue(stream, marker, job, marker_ttl, other)
   local made = 0
   if redis.call('EXISTS', stream) == 0 then
     redis.call('XGROUP', 'CREATE', stream, JOB_GROUP, '0', 'MKSTREAM')
     made = 1
+    if redis.call('EXISTS', other) == 0 then
+      redis.call('XGROUP', 'CREATE', other, JOB_GROUP, '0', 'MKSTREAM')
+    end
   end
   if redis.call('SET', marker, '1', 'NX', 'EX', marker_ttl) then
     return {redis.call('XADD', stream, '*', 'job', job), made}
   end
   return {false, made}
 end
-return enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+return enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2], KEYS[3])

@@ -166,6 +166,9 @@ if present(choice['regate']) then
   end
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
   redis.call('HSET', run, F.gate .. aid, choice['regate'])
+  -- The stricter rule's escalation counts from when the call was asked, and may be due
+  -- already: the call's nudges are looked at again now (`runtime.waiting.reminders`).
+  redis.call('ZADD', KEYS[5], now, ARGV[5])
   entry['quorum'] = next_gate['quorum']
   entry['rule'] = next_gate['rule_name']
   entry['when'] = next_gate['when']
