@@ -17,17 +17,20 @@ from bot.home.blocks import (
     ACTION_HOME_STOP,
     ACTION_HOME_VIEW_ARGUMENTS,
 )
+from bot.home.pace import PUBLISHES_PER_MINUTE, PublishRate
 from bot.home.tab import HomeTab
 from bot.home.watch import HomeWatch
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.stops import StopActions
+from bot.slack.client import publish_client
+from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts
 from runtime.db import Keys
 from runtime.decisions import DecisionRecorder
 from runtime.process import TaskSet
 from runtime.runs import LiveRuns
-from runtime.waiting import OpenApprovals
+from runtime.waiting import WaitingIndex
 
 WATCH: web.AppKey[asyncio.Task[None]] = web.AppKey("home_watch", asyncio.Task)
 
@@ -43,19 +46,23 @@ def add_home_tab(
     tasks: TaskSet,
     members: WorkspaceMembers,
     quick_approval_seconds: float,
+    publishes_per_minute: int = PUBLISHES_PER_MINUTE,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
-    `run_home_watch`."""
+    `run_home_watch`. `redis` is the tab's own (`bot.wiring.home_tab_redis`): what a tab shows
+    is read on it, the decisions taken on the tab go through `recorder`, on the clicks' own."""
+    directory = ApproverDirectory(redis, keys, parts.client)
     home = HomeTab(
         redis=redis,
         keys=keys,
-        client=parts.client,
-        directory=parts.directory,
-        recorder=recorder,
-        approvals=OpenApprovals(redis, keys),
+        client=publish_client(parts.client),
+        directory=directory,
+        recorder=DecisionRecorder(redis, keys),
+        index=WaitingIndex(redis, keys),
         live=LiveRuns(redis, keys),
         links=parts.links,
         tasks=tasks,
+        rate=PublishRate(redis=redis, keys=keys, per_minute=publishes_per_minute),
     )
     actions = HomeActions(
         home=home,
@@ -76,7 +83,7 @@ def add_home_tab(
     bolt.action(ACTION_HOME_REJECT)(actions.on_reject)
     bolt.action(ACTION_HOME_STOP)(actions.on_stop)
     bolt.action(ACTION_HOME_VIEW_ARGUMENTS)(actions.on_view_arguments)
-    return HomeWatch(redis=redis, keys=keys, home=home, directory=parts.directory, tasks=tasks)
+    return HomeWatch(redis=redis, keys=keys, home=home, directory=directory, tasks=tasks)
 
 
 def run_home_watch(app: web.Application, watch: HomeWatch) -> None:

@@ -5,9 +5,21 @@ them (`bot.home.watch`), at most once per `DEBOUNCE_SECONDS` per person across w
 short-lived Redis key says a tab was just published, and a change meanwhile publishes once more
 when it lapses.
 
+What a tab lists is read by index (`runtime.waiting.index`), so that a publish, a tab opened
+alone too, costs a number of Redis commands that does not grow with what waits: the person's own
+set, the sets of the user groups with open calls they are in (`bot.slack.directory`) and, with
+`channels`, of the channels they are in, `INDEX_DEPTH` newest of each, then only those calls.
+A group's set and each call are read once for all the tabs of a fan-out (`bot.home.shared`).
+Calls a worker of an earlier version opened have no index entries: they show on their cards and
+not here until their run stops again (a rolling deploy's few minutes).
+
 "May decide" is the decision script's rule read from each open call's gate: listed by id or in
 a listed user group, and not the requester (unless self-approval is allowed). Calls that anyone
 in their channel may decide stay in their channel: who is in a channel is not known here.
+The decision script stays the judge of every click, whatever a tab listed.
+
+Publishes are paced across web processes (`bot.home.pace`) and read on a Redis pool of their
+own (`bot.wiring.home_tab_redis`): clicks wait behind neither.
 """
 
 from __future__ import annotations
@@ -17,7 +29,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from aiohttp import ClientError
@@ -25,8 +37,9 @@ from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.home.blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
-from bot.home.shared import SharedRead
+from bot.home.blocks import RUNS_SHOWN, WAITING_SHOWN, OwnRun, WaitingCall, home_view
+from bot.home.pace import PublishRate
+from bot.home.shared import SharedRead, SharedReads
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from runtime.db import Keys
@@ -34,8 +47,8 @@ from runtime.decisions import CallView, DecisionRecorder
 from runtime.process import TaskSet
 from runtime.record import CallGate, deciders, needs_groups
 from runtime.reporter import RunView
-from runtime.runs import LiveRun, LiveRuns
-from runtime.waiting import OpenApproval, OpenApprovals
+from runtime.runs import LiveRuns
+from runtime.waiting import Listed, OpenApproval, WaitingIndex
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +60,23 @@ PUBLISHES_AT_ONCE = 1
 """Tabs one web process reads and publishes at a time: a fan-out to 200 people otherwise takes
 the Redis pool and the event loop from the clicks, whose acknowledgement Slack wants in 3 s
 (`bench/home_fanout.py`, 1 web: click p99 204 ms with four at a time, 20 to 87 ms with one)."""
+INDEX_DEPTH = WAITING_SHOWN + 10
+"""Calls read of each of a person's index sets (theirs, each group's, each channel's): what
+the tab shows, and a margin for calls the person turns out not to decide (their own requests,
+a quorum they approved towards), so that the read does not grow with what waits."""
 VIEWER_DAYS = 30
 """People who opened the tab within this many days get it republished on changes."""
 VIEWERS_RELOAD_SECONDS = 600.0
 """How often a web process reads again who the viewers are. Each process knows at once who
 opened the tab through it, and every process follows every change: the one a person opened
 their tab through republishes it, the others learn of them within this long."""
+
+
+class ChannelMembership(Protocol):
+    """Who is in a channel (`bot.slack.channel_members`); raises `DirectoryUnavailable` when
+    Slack cannot say."""
+
+    async def members(self, channel: str) -> frozenset[str]: ...
 
 
 @dataclass(kw_only=True)
@@ -62,11 +86,16 @@ class HomeTab:
     client: AsyncWebClient
     directory: ApproverDirectory
     recorder: DecisionRecorder
-    approvals: OpenApprovals
+    index: WaitingIndex
     live: LiveRuns
     links: ThreadLinks
     tasks: TaskSet
     debounce_seconds: float = DEBOUNCE_SECONDS
+    rate: PublishRate | None = None
+    """Paces the publishes of every web process (`bot.home.pace`); None: unpaced."""
+    channels: ChannelMembership | None = None
+    """Lists calls anyone in a channel may decide to its members, by the index's channel sets;
+    None: not listed (they are decided in their channel)."""
     _dirty: dict[str, bool] = field(default_factory=dict)
     """Per person with a publish under way: whether something changed since it read."""
     _viewers: dict[str, float] = field(default_factory=dict)
@@ -77,19 +106,27 @@ class HomeTab:
     _asked: dict[str, float] = field(default_factory=dict)
     """Per person: when (`time.monotonic()`) their tab was last asked for; what it shows is read
     after that."""
-    _open: SharedRead[list[OpenApproval]] = field(init=False)
-    _runs: SharedRead[list[LiveRun]] = field(init=False)
+    _groups: SharedRead[set[str]] = field(init=False)
+    _channels: SharedRead[set[str]] = field(init=False)
+    _listed: SharedReads[str, Listed] = field(init=False)
+    """A group's or channel's index set, read once for the tabs of a fan-out."""
+    _calls: SharedReads[str, OpenApproval | None] = field(init=False)
+    _views: SharedReads[tuple[str, str], CallView] = field(init=False)
+    """The calls shown, so that a call shown on 200 tabs is read once."""
     _publishing: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(PUBLISHES_AT_ONCE)
     )
-    _views_of: list[OpenApproval] | None = None
-    _views: dict[tuple[str, str], asyncio.Future[CallView]] = field(default_factory=dict)
-    """The calls read for the tabs drawn from `_views_of` (one read of the open approvals), so
-    that a call shown on 200 tabs is read once."""
 
     def __post_init__(self) -> None:
-        self._open = SharedRead(self.approvals.all)
-        self._runs = SharedRead(self.live.every)
+        self._groups = SharedRead(self.index.groups)
+        self._channels = SharedRead(self.index.channels)
+        self._listed = SharedReads(lambda ps: self.index.latest(ps, INDEX_DEPTH))
+        self._calls = SharedReads(self.index.open)
+        self._views = SharedReads(self._read_views)
+
+    async def _read_views(self, calls: list[tuple[str, str]]) -> dict[tuple[str, str], CallView]:
+        views = await asyncio.gather(*(self.recorder.view(*call) for call in calls))
+        return dict(zip(calls, views, strict=True))
 
     async def opened(self, user_id: str) -> None:
         """The person opened the tab: remember them as a viewer and show it fresh."""
@@ -163,8 +200,18 @@ class HomeTab:
                     await asyncio.sleep(wait)
                     continue
                 async with self._publishing:
+                    if self.rate is not None:
+                        await self.rate.wait_for_turn()
                     self._dirty[user_id] = False
-                    await self.publish(user_id, since=self._asked.get(user_id))
+                    try:
+                        await self.publish(user_id, since=self._asked.get(user_id))
+                    except SlackApiError as error:
+                        if (pause := _retry_after(error)) is None or self.rate is None:
+                            raise
+                        # Not dropped: published, read afresh, once Slack allows.
+                        log.info("home tabs: Slack asks for a %g s pause", pause)
+                        await self.rate.pause(pause)
+                        self._dirty[user_id] = True
         except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
             log.warning("home tab of %s not published", user_id, exc_info=True)
         finally:
@@ -182,49 +229,79 @@ class HomeTab:
         """Read what the tab shows (from reads begun at or after `since`, `time.monotonic()`;
         now if None) and publish it."""
         since = time.monotonic() if since is None else since
-        waiting, more = await self.waiting_for(user_id, since=since)
+        waiting, more, about = await self.waiting_for(user_id, since=since)
+        mine, count = await self.live.of_requester(user_id, RUNS_SHOWN)
         runs = [
-            OwnRun(run=run, link=await self.links.thread(run.channel, run.thread))
-            for run in await self._runs.since(since)
-            if run.requester == user_id
+            OwnRun(run=run, link=await self.links.thread(run.channel, run.thread)) for run in mine
         ]
-        view = home_view(waiting, runs, more_waiting=more)
+        view = home_view(
+            waiting, runs, more_waiting=more, about=about, more_runs=max(0, count - len(runs))
+        )
         await self.client.views_publish(user_id=user_id, view=view)
 
     async def waiting_for(
         self, user_id: str, *, since: float | None = None
-    ) -> tuple[list[WaitingCall], int]:
+    ) -> tuple[list[WaitingCall], int, bool]:
         """The open approvals `user_id` may decide, newest first (as many as the tab shows),
-        and how many more there are."""
+        how many more there are, and whether that count is approximate (from the index's
+        sizes: `runtime.waiting.index`)."""
         since = time.monotonic() if since is None else since
         groups: dict[str, set[str] | None] = {}
-        snapshot = await self._open.since(since)
-        mine = [a for a in snapshot if await self._may_decide(user_id, a.gate, groups)]
-        found: list[WaitingCall] = []
+        principals = [user_id, *await self._principals(user_id, groups, since)]
+        # Their own set is theirs alone; a group's or channel's is shared by the fan-out.
+        own = await self.index.latest([user_id], INDEX_DEPTH)
+        shared = await self._listed.since(principals[1:], since)
+        listed = [*own.values(), *shared.values()]
+        newest: dict[str, float] = {}
+        for found in listed:
+            newest.update(found.entries)
+        members = sorted(newest, key=lambda member: newest[member], reverse=True)
+        complete = all(len(found.entries) == found.total for found in listed)
+        calls = await self._calls.since(members, since)
+        if stale := [m for m in members if m in calls and calls[m] is None]:
+            await self.index.prune(stale, principals)
+        mine: list[OpenApproval] = []
+        for member in members:
+            approval = calls.get(member)
+            if approval is not None and await self._may_decide(user_id, approval.gate, groups):
+                mine.append(approval)
+        shown: list[WaitingCall] = []
         for approval in mine[:WAITING_SHOWN]:
-            view = await self._view(snapshot, approval)
-            if view.envelope is None or view.call is None:
+            view = (await self._views.since([(approval.run_id, approval.approval_id)], since)).get(
+                (approval.run_id, approval.approval_id)
+            )
+            if view is None or view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
             link = await self.links.thread(run.conversation.channel, run.conversation.thread)
-            found.append(WaitingCall(run=run, call=view.call, link=link))
-        return found, max(0, len(mine) - WAITING_SHOWN)
+            shown.append(WaitingCall(run=run, call=view.call, link=link))
+        if complete:
+            return shown, max(0, len(mine) - WAITING_SHOWN), False
+        total = sum(found.total for found in listed)
+        return shown, max(0, len(mine) - WAITING_SHOWN, total - len(stale) - len(shown)), True
 
-    async def _view(self, snapshot: list[OpenApproval], approval: OpenApproval) -> CallView:
-        if self._views_of is not snapshot:
-            self._views_of, self._views = snapshot, {}
-        key = (approval.run_id, approval.approval_id)
-        if key not in self._views:
-            reading = asyncio.ensure_future(self.recorder.view(*key))
-            reading.add_done_callback(lambda done: self._unless_failed(key, done))
-            self._views[key] = reading
-        # Shielded: one publish giving up does not cancel the read the others wait for.
-        return await asyncio.shield(self._views[key])
-
-    def _unless_failed(self, key: tuple[str, str], reading: asyncio.Future[CallView]) -> None:
-        failed = reading.cancelled() or reading.exception() is not None
-        if failed and self._views.get(key) is reading:
-            del self._views[key]
+    async def _principals(
+        self, user_id: str, groups: dict[str, set[str] | None], since: float
+    ) -> list[str]:
+        """The user groups (of those with open calls) `user_id` is in, and, with `channels`,
+        the channels (of those with calls anyone there may decide) they are a member of."""
+        found: list[str] = []
+        for group in sorted(await self._groups.since(since)):
+            if group not in groups:
+                try:
+                    groups[group] = await self.directory.members(group)
+                except DirectoryUnavailable:
+                    groups[group] = None
+            if user_id in (groups[group] or ()):
+                found.append(group)
+        if self.channels is not None:
+            for channel in sorted(await self._channels.since(since)):
+                try:
+                    if user_id in await self.channels.members(channel):
+                        found.append(channel)
+                except DirectoryUnavailable:
+                    continue  # fail closed: not listed
+        return found
 
     async def may_decide(self, user_id: str, gate: CallGate) -> bool:
         """Whether `user_id` may approve the call here: a call "anyone" may decide is decided
@@ -251,3 +328,14 @@ class HomeTab:
                     member_of.append(group)
                     break
         return deciders.may_decide(gate, user_id, member_of)
+
+
+def _retry_after(error: SlackApiError) -> float | None:
+    """Seconds Slack asked to wait (a 429's Retry-After), None for another refusal."""
+    if error.response.status_code != 429:
+        return None
+    headers = {name.lower(): value for name, value in (error.response.headers or {}).items()}
+    try:
+        return max(1.0, float(headers.get("retry-after", 1)))
+    except (TypeError, ValueError):
+        return 1.0

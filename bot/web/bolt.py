@@ -54,6 +54,7 @@ def build_bolt(
     settings: Settings,
     *,
     redis: aioredis.Redis,
+    home_redis: aioredis.Redis,
     session: aiohttp.ClientSession,
     agent_names: list[str],
     tasks: TaskSet,
@@ -71,7 +72,7 @@ def build_bolt(
     add_listeners(bolt, listeners)
     home_watch = add_home_tab(
         bolt,
-        redis=redis,
+        redis=home_redis,
         keys=Keys.of(settings),
         parts=parts,
         recorder=listeners.approvals.recorder,
@@ -79,6 +80,7 @@ def build_bolt(
         tasks=tasks,
         members=lookups.members,
         quick_approval_seconds=settings.quick_approval_seconds,
+        publishes_per_minute=settings.home_publishes_per_minute,
     )
     add_catch_alls(bolt, listeners)
     return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token)

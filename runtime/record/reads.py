@@ -182,6 +182,7 @@ class OpenRead(Shape):
     decided = Present(rr.DECISION)
     has_reach = Present(rr.REACH)
     reach = Field(rr.REACH, parse_reach)
+    deadline = Field(rr.DEADLINE, number)
 
 
 class PendingRead(Shape):

@@ -10,12 +10,15 @@ from typing import TYPE_CHECKING
 from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
+    from runtime.waiting.index import Listed, WaitingIndex
     from runtime.waiting.open_approvals import OpenApproval, OpenApprovals
 
 _WHERE = {
+    "Listed": "index",
+    "WaitingIndex": "index",
     "OpenApproval": "open_approvals",
     "OpenApprovals": "open_approvals",
 }
-__all__ = ["OpenApproval", "OpenApprovals"]
+__all__ = ["Listed", "OpenApproval", "OpenApprovals", "WaitingIndex"]
 
 __getattr__ = lazy_names(__name__, _WHERE)
