@@ -1,6 +1,6 @@
 """The Home tab at scale: what one change costs when 200 people have the tab open.
 
-    .venv/bin/python -m bench.home_fanout [--viewers 200] [--open 100] [--webs 1,2]
+    .venv/bin/python -m bench.home_fanout [--viewers 200] [--open 100] [--webs 1,2] [--rate 100]
 
 Real `web` (one or two, sharing the Redis) and `worker` processes, a private Redis, a fake Slack
 and an instant model. `APPROVERS` names one user group of `--viewers` members, so every call may
@@ -9,6 +9,9 @@ the Home tab (half through each web when there are two); then one more run asks 
 change that concerns every viewer (they may all decide it). While its fan-out runs, members
 approve earlier cards (signed clicks, 20 per second), and their acknowledgements are timed.
 The publishes and commands are counted for a first change alone; the clicks come with a second.
+Last, one viewer opens their tab alone, and the commands until it is published are counted.
+`--rate` is `HOME_PUBLISHES_PER_MINUTE` (Slack's Tier 4 floor by default): at 100 a minute a
+fan-out to 200 tabs takes two minutes, by design.
 
 Printed per web count: `views.publish` calls for the change (in all and per affected viewer),
 Redis commands per publish (`total_commands_processed` over the window, the clicks' own work
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import approve_then_answer, header, percentile, poll_until, waiting_cards
+from bot.home.pace import PUBLISHES_PER_MINUTE
 from runtime.db.local import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.processes import Process, procfile, wait_until_healthy
@@ -52,7 +56,7 @@ def publishes(running: Deployment) -> list[Any]:
     return running.slack.calls_to("views.publish")
 
 
-async def quiet(running: Deployment, within: float = 120.0) -> None:
+async def quiet(running: Deployment, within: float = 600.0) -> None:
     """Until no publish for `QUIET_SECONDS`."""
     deadline = time.monotonic() + within
     seen, since = len(publishes(running)), time.monotonic()
@@ -64,14 +68,14 @@ async def quiet(running: Deployment, within: float = 120.0) -> None:
             seen, since = now, time.monotonic()
 
 
-async def measure(viewers: int, open_calls: int, webs: int) -> dict[str, Any]:
+async def measure(viewers: int, open_calls: int, webs: int, rate: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         server = RedisServer(directory=Path(directory) / "redis")
         server.start()
         running = Deployment(server.url, "home:", Path(directory))
         people = [member(n) for n in range(viewers)]
         running.slack.groups[GROUP] = {"handle": "approvers", "users": people}
-        env = {"APPROVERS": GROUP}
+        env = {"APPROVERS": GROUP, "HOME_PUBLISHES_PER_MINUTE": str(rate)}
         try:
             await running.start()
             running.model.script = approve_then_answer
@@ -138,6 +142,21 @@ async def measure(viewers: int, open_calls: int, webs: int) -> dict[str, Any]:
                 for number, card in enumerate(cards[1 : CLICKS + 1]):
                     group.create_task(click(number, card))
             await quiet(running)
+
+            # One tab opened alone, once its debounce and the bucket allow.
+            await asyncio.sleep(2.5)
+            alone, before_alone = people[-1], len(publishes(running))
+            before_commands = await commands(running)
+            event = {"type": "app_home_opened", "user": alone, "channel": f"D{alone}"}
+            status, _ = await running.sender.event({**event, "tab": "home"})
+            assert status == 200
+            await poll_until(
+                lambda: any(c.args["user_id"] == alone for c in publishes(running)[before_alone:]),
+                30,
+                "the tab opened alone",
+                0.01,
+            )
+            alone_commands = await commands(running) - before_commands - 1
         finally:
             await running.stop()
             server.stop()
@@ -153,6 +172,8 @@ async def measure(viewers: int, open_calls: int, webs: int) -> dict[str, Any]:
         "tabs_published": len(published & set(people)),
         "ack_p50": statistics.median(latencies),
         "ack_p99": percentile(latencies, 99),
+        "alone_commands": alone_commands,
+        "fanout_seconds": max(c.at for c in after) - change_at,
     }
 
 
@@ -161,13 +182,14 @@ def main() -> None:
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--open", type=int, default=100)
     parser.add_argument("--webs", default="1,2")
+    parser.add_argument("--rate", type=int, default=PUBLISHES_PER_MINUTE)
     options = parser.parse_args()
     header(
         f"Home tab fan-out: {options.viewers} viewers, {options.open} open approvals",
         "python -m bench.home_fanout",
     )
     for webs in (int(w) for w in options.webs.split(",")):
-        found = asyncio.run(measure(options.viewers, options.open, webs))
+        found = asyncio.run(measure(options.viewers, options.open, webs, options.rate))
         print(
             f"{webs} web(s): {found['publishes']} publishes for the change "
             f"({found['per_viewer']:.2f} per affected viewer), "
@@ -175,7 +197,9 @@ def main() -> None:
             f"({found['commands']} in all), every tab published: {found['every_tab']} "
             f"({found['tabs_published']}/{options.viewers}), click ack p50 "
             f"{found['ack_p50']:.1f} ms p99 {found['ack_p99']:.1f} ms; "
-            f"first tabs on opening: {found['first_tabs']}/{options.viewers}",
+            f"first tabs on opening: {found['first_tabs']}/{options.viewers}; "
+            f"fan-out {found['fanout_seconds']:.0f} s at {options.rate}/min; "
+            f"a tab opened alone: {found['alone_commands']} commands",
             flush=True,
         )
 

@@ -61,7 +61,7 @@ class LiveRuns:
         """The newest `limit` runs `user_id` started that are still live, and how many they
         have (about: one that ended unseen counts until read), by their own set
         (`Shard.live_runs_of`): a read that does not grow with the others' runs. A run an
-        earlier version started is not in it (it is in `every`)."""
+        earlier version started is not in it (it is in `Keys.live_runs`)."""
         ids: list[tuple[str, float]] = []
         total = 0
         for shard in self._keys.shards:  # one on a single Redis; newest of all, merged
@@ -78,10 +78,6 @@ class LiveRuns:
             await self._redis.zrem(self._keys.shard_of(run_id).live_runs_of(user_id), run_id)
             total -= 1
         return runs, max(total, len(runs))
-
-    async def every(self) -> list[LiveRun]:
-        """Every live run, newest first (the Home tab shares one read across its viewers)."""
-        return await self._select(lambda _channel, _requester: True)
 
     async def one(self, run_id: str) -> LiveRun | None:
         """One run, if it is live."""

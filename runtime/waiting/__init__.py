@@ -10,15 +10,13 @@ from typing import TYPE_CHECKING
 from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
-    from runtime.waiting.index import Listed, WaitingIndex
-    from runtime.waiting.open_approvals import OpenApproval, OpenApprovals
+    from runtime.waiting.index import Listed, OpenApproval, WaitingIndex
 
 _WHERE = {
     "Listed": "index",
     "WaitingIndex": "index",
-    "OpenApproval": "open_approvals",
-    "OpenApprovals": "open_approvals",
+    "OpenApproval": "index",
 }
-__all__ = ["Listed", "OpenApproval", "OpenApprovals", "WaitingIndex"]
+__all__ = ["Listed", "OpenApproval", "WaitingIndex"]
 
 __getattr__ = lazy_names(__name__, _WHERE)

@@ -29,9 +29,19 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
+from runtime.record.layout import CallGate
 from runtime.record.reads import OpenRead
 from runtime.record.view import of_queued, queue
-from runtime.waiting.open_approvals import OpenApproval
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpenApproval:
+    run_id: str
+    approval_id: str
+    gate: CallGate
+    deadline: float
+    asked_at: float
+    """When the run stopped for it (its deadline when an older version did not say)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
