@@ -14,8 +14,10 @@ Last, one viewer opens their tab alone, and the commands until it is published a
 fan-out to 200 tabs takes two minutes, by design.
 
 Printed per web count: `views.publish` calls for the change (in all and per affected viewer),
-Redis commands per publish (`total_commands_processed` over the window, the clicks' own work
-included, divided by the publishes), whether every viewer's tab was published, and click -> ack.
+Redis commands per publish (`total_commands_processed` over the window, the change's own work
+included, divided by the publishes; and beyond what the processes spend idle over as long,
+measured for `IDLE_SECONDS` first: a paced fan-out lasts minutes), whether every viewer's tab
+was published, and click -> ack.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ GROUP = "S0APPROVERS"
 CLICKS = 20
 CLICK_RATE = 20.0
 OPEN_RATE = 20.0
+IDLE_SECONDS = 5.0
+"""Commands are counted this long with nothing changing, as the processes' idle rate."""
 QUIET_SECONDS = 3.0
 """The fan-out is over when no tab has been published for this long."""
 
@@ -111,15 +115,21 @@ async def measure(viewers: int, open_calls: int, webs: int, rate: int) -> dict[s
             first = {c.args["user_id"] for c in publishes(running)} & set(people)
             await asyncio.sleep(2.5)  # the openings' debounce lapses
 
+            # What the processes spend idle (pollers, heartbeats), to tell the fan-out's own.
+            idle_from, idle_at = await commands(running), time.monotonic()
+            await asyncio.sleep(IDLE_SECONDS)
+            idle_rate = (await commands(running) - idle_from - 1) / (time.monotonic() - idle_at)
+
             # One change alone: what it costs.
             before_publishes, before_commands = len(publishes(running)), await commands(running)
-            change_at = time.time()
+            change_at, change_clock = time.time(), time.monotonic()
             status, _ = await running.sender.command("delete u-100 (the change)")
             assert status == 200
             await poll_until(lambda: len(running.slack.cards()) > len(cards), 60, "the card", 0.02)
             await quiet(running)
             after = publishes(running)[before_publishes:]
             spent = await commands(running) - before_commands - 1
+            idle_share = idle_rate * (time.monotonic() - change_clock)
             await asyncio.sleep(2.5)
 
             # Another, and clicks on earlier cards while its fan-out runs.
@@ -167,6 +177,8 @@ async def measure(viewers: int, open_calls: int, webs: int, rate: int) -> dict[s
         "publishes": len(after),
         "per_viewer": len(after) / viewers,
         "commands_per_publish": spent / max(1, len(after)),
+        "net_per_publish": (spent - idle_share) / max(1, len(after)),
+        "idle_rate": idle_rate,
         "commands": spent,
         "every_tab": set(people) <= published,
         "tabs_published": len(published & set(people)),
@@ -194,7 +206,8 @@ def main() -> None:
             f"{webs} web(s): {found['publishes']} publishes for the change "
             f"({found['per_viewer']:.2f} per affected viewer), "
             f"{found['commands_per_publish']:.0f} Redis commands per publish "
-            f"({found['commands']} in all), every tab published: {found['every_tab']} "
+            f"({found['commands']} in all; {found['net_per_publish']:.1f} per publish beyond "
+            f"the idle {found['idle_rate']:.1f}/s), every tab published: {found['every_tab']} "
             f"({found['tabs_published']}/{options.viewers}), click ack p50 "
             f"{found['ack_p50']:.1f} ms p99 {found['ack_p99']:.1f} ms; "
             f"first tabs on opening: {found['first_tabs']}/{options.viewers}; "

@@ -111,6 +111,8 @@ class HomeTab:
     _listed: SharedReads[str, Listed] = field(init=False)
     """A group's or channel's index set, read once for the tabs of a fan-out."""
     _calls: SharedReads[str, OpenApproval | None] = field(init=False)
+    _members: SharedReads[str, set[str] | None] = field(init=False)
+    """A group's members, looked up once for the tabs of a fan-out (None: Slack cannot say)."""
     _views: SharedReads[tuple[str, str], CallView] = field(init=False)
     """The calls shown, so that a call shown on 200 tabs is read once."""
     _publishing: asyncio.Semaphore = field(
@@ -123,6 +125,16 @@ class HomeTab:
         self._listed = SharedReads(lambda ps: self.index.latest(ps, INDEX_DEPTH))
         self._calls = SharedReads(self.index.open)
         self._views = SharedReads(self._read_views)
+        self._members = SharedReads(self._read_members)
+
+    async def _read_members(self, groups: list[str]) -> dict[str, set[str] | None]:
+        found: dict[str, set[str] | None] = {}
+        for group in groups:
+            try:
+                found[group] = await self.directory.members(group)
+            except DirectoryUnavailable:
+                found[group] = None
+        return found
 
     async def _read_views(self, calls: list[tuple[str, str]]) -> dict[tuple[str, str], CallView]:
         views = await asyncio.gather(*(self.recorder.view(*call) for call in calls))
@@ -195,27 +207,33 @@ class HomeTab:
         try:
             await asyncio.sleep(SETTLE_SECONDS)
             while self._dirty.get(user_id):
-                wait = await self._turn(user_id)
+                # The debounce is asked inside too: the 200 tabs of one change ask one at a
+                # time, not all at once on the tab's connections while clicks wait on the loop.
+                async with self._publishing:
+                    wait = await self._turn(user_id)
+                    if wait <= 0:
+                        await self._publish_paced(user_id)
                 if wait > 0:
                     await asyncio.sleep(wait)
-                    continue
-                async with self._publishing:
-                    if self.rate is not None:
-                        await self.rate.wait_for_turn()
-                    self._dirty[user_id] = False
-                    try:
-                        await self.publish(user_id, since=self._asked.get(user_id))
-                    except SlackApiError as error:
-                        if (pause := _retry_after(error)) is None or self.rate is None:
-                            raise
-                        # Not dropped: published, read afresh, once Slack allows.
-                        log.info("home tabs: Slack asks for a %g s pause", pause)
-                        await self.rate.pause(pause)
-                        self._dirty[user_id] = True
         except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
             log.warning("home tab of %s not published", user_id, exc_info=True)
         finally:
             self._dirty.pop(user_id, None)
+
+    async def _publish_paced(self, user_id: str) -> None:
+        """Publish when the rate allows; a 429 pauses every web process and leaves the tab to
+        be published (read afresh) once Slack allows."""
+        if self.rate is not None:
+            await self.rate.wait_for_turn()
+        self._dirty[user_id] = False
+        try:
+            await self.publish(user_id, since=self._asked.get(user_id))
+        except SlackApiError as error:
+            if (pause := _retry_after(error)) is None or self.rate is None:
+                raise
+            log.info("home tabs: Slack asks for a %g s pause", pause)
+            await self.rate.pause(pause)
+            self._dirty[user_id] = True
 
     async def _turn(self, user_id: str) -> float:
         """0 when this process may publish now, else how long until it may."""
@@ -265,11 +283,11 @@ class HomeTab:
             approval = calls.get(member)
             if approval is not None and await self._may_decide(user_id, approval.gate, groups):
                 mine.append(approval)
+        wanted = [(approval.run_id, approval.approval_id) for approval in mine[:WAITING_SHOWN]]
+        views = await self._views.since(wanted, since)  # those not read lately, at once
         shown: list[WaitingCall] = []
-        for approval in mine[:WAITING_SHOWN]:
-            view = (await self._views.since([(approval.run_id, approval.approval_id)], since)).get(
-                (approval.run_id, approval.approval_id)
-            )
+        for call in wanted:
+            view = views.get(call)
             if view is None or view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
@@ -286,13 +304,11 @@ class HomeTab:
         """The user groups (of those with open calls) `user_id` is in, and, with `channels`,
         the channels (of those with calls anyone there may decide) they are a member of."""
         found: list[str] = []
-        for group in sorted(await self._groups.since(since)):
-            if group not in groups:
-                try:
-                    groups[group] = await self.directory.members(group)
-                except DirectoryUnavailable:
-                    groups[group] = None
-            if user_id in (groups[group] or ()):
+        named = sorted(await self._groups.since(since))
+        for group, members in (await self._members.since(named, since)).items():
+            groups.setdefault(group, members)
+        for group in named:
+            if user_id in (groups.get(group) or ()):
                 found.append(group)
         if self.channels is not None:
             for channel in sorted(await self._channels.since(since)):
