@@ -10,8 +10,10 @@ alone too, costs a number of Redis commands that does not grow with what waits: 
 set, the sets of the user groups with open calls they are in (`bot.slack.directory`) and, with
 `channels`, of the channels they are in, `INDEX_DEPTH` newest of each, then only those calls.
 A group's set and each call are read once for all the tabs of a fan-out (`bot.home.shared`).
-Calls a worker of an earlier version opened have no index entries: they show on their cards and
-not here until their run stops again (a rolling deploy's few minutes).
+"Your runs" is read from the person's own set of live runs (`Shard.live_runs_of`). Calls a
+worker of an earlier version opened have no index entries, and runs it started are not in their
+requester's set: they show on their cards (and `/agent status`) and not here, the calls until
+their run stops again (a rolling deploy's few minutes).
 
 "May decide" is the decision script's rule read from each open call's gate: listed by id or in
 a listed user group, and not the requester (unless self-approval is allowed). Calls that anyone
