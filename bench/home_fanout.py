@@ -1,21 +1,25 @@
 """The Home tab at scale: what one change costs when 200 people have the tab open.
 
-    .venv/bin/python -m bench.home_fanout [--viewers 200] [--open 100] [--webs 1,2]
+    .venv/bin/python -m bench.home_fanout [--viewers 200] [--open 100] [--webs 1,2] [--rate 100]
         [--deciders group|channel]
 
 Real `web` (one or two, sharing the Redis) and `worker` processes, a private Redis, a fake Slack
-and an instant model. `APPROVERS` names one user group of `--viewers` members, so every call may be
-decided by each of them; with `--deciders channel`, nobody is named (the default policy: anyone in
-the channel) and Slack lists the viewers in the runs' channel (`conversations.members`). First
+and an instant model. `APPROVERS` names one user group of `--viewers` members, so every call may
+be decided by each of them; with `--deciders channel`, nobody is named (the default policy: anyone
+in the channel) and Slack lists the viewers in the runs' channel (`conversations.members`). First
 `--open` approvals are left waiting; then every member opens the Home tab (half through each web
 when there are two); then one more run asks for a call: a change that concerns every viewer (they
 may all decide it). While its fan-out runs, members approve earlier cards (signed clicks, 20 per
 second), and their acknowledgements are timed. The publishes and commands are counted for a first
-change alone; the clicks come with a second.
+change alone; the clicks come with a second. Last, one viewer opens their tab alone, and the
+commands until it is published are counted. `--rate` is `HOME_PUBLISHES_PER_MINUTE` (Slack's Tier
+4 floor by default): at 100 a minute a fan-out to 200 tabs takes two minutes, by design.
 
 Printed per web count: `views.publish` calls for the change (in all and per affected viewer),
-Redis commands per publish (`total_commands_processed` over the window, the clicks' own work
-included, divided by the publishes), whether every viewer's tab was published, and click -> ack.
+Redis commands per publish (`total_commands_processed` over the window, the change's own work
+included, divided by the publishes; and beyond what the processes spend idle over as long,
+measured for `IDLE_SECONDS` first: a paced fan-out lasts minutes), whether every viewer's tab
+was published, and click -> ack.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import approve_then_answer, header, percentile, poll_until, waiting_cards
+from bot.home.pace import PUBLISHES_PER_MINUTE
 from runtime.db.local import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.processes import Process, procfile, wait_until_healthy
@@ -38,6 +43,8 @@ GROUP = "S0APPROVERS"
 CLICKS = 20
 CLICK_RATE = 20.0
 OPEN_RATE = 20.0
+IDLE_SECONDS = 5.0
+"""Commands are counted this long with nothing changing, as the processes' idle rate."""
 QUIET_SECONDS = 3.0
 """The fan-out is over when no tab has been published for this long."""
 
@@ -55,7 +62,7 @@ def publishes(running: Deployment) -> list[Any]:
     return running.slack.calls_to("views.publish")
 
 
-async def quiet(running: Deployment, within: float = 120.0) -> None:
+async def quiet(running: Deployment, within: float = 600.0) -> None:
     """Until no publish for `QUIET_SECONDS`."""
     deadline = time.monotonic() + within
     seen, since = len(publishes(running)), time.monotonic()
@@ -67,14 +74,18 @@ async def quiet(running: Deployment, within: float = 120.0) -> None:
             seen, since = now, time.monotonic()
 
 
-async def measure(viewers: int, open_calls: int, webs: int, deciders: str) -> dict[str, Any]:
+async def measure(
+    viewers: int, open_calls: int, webs: int, rate: int, deciders: str
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         server = RedisServer(directory=Path(directory) / "redis")
         server.start()
         running = Deployment(server.url, "home:", Path(directory))
         people = [member(n) for n in range(viewers)]
         running.slack.groups[GROUP] = {"handle": "approvers", "users": people}
-        env = {"APPROVERS": GROUP} if deciders == "group" else {}
+        env = {"HOME_PUBLISHES_PER_MINUTE": str(rate)}
+        if deciders == "group":
+            env["APPROVERS"] = GROUP
         running.slack.channel_members["CGENERAL"] = ["UALICE", *people]
         try:
             await running.start()
@@ -111,15 +122,21 @@ async def measure(viewers: int, open_calls: int, webs: int, deciders: str) -> di
             first = {c.args["user_id"] for c in publishes(running)} & set(people)
             await asyncio.sleep(2.5)  # the openings' debounce lapses
 
+            # What the processes spend idle (pollers, heartbeats), to tell the fan-out's own.
+            idle_from, idle_at = await commands(running), time.monotonic()
+            await asyncio.sleep(IDLE_SECONDS)
+            idle_rate = (await commands(running) - idle_from - 1) / (time.monotonic() - idle_at)
+
             # One change alone: what it costs.
             before_publishes, before_commands = len(publishes(running)), await commands(running)
-            change_at = time.time()
+            change_at, change_clock = time.time(), time.monotonic()
             status, _ = await running.sender.command("delete u-100 (the change)")
             assert status == 200
             await poll_until(lambda: len(running.slack.cards()) > len(cards), 60, "the card", 0.02)
             await quiet(running)
             after = publishes(running)[before_publishes:]
             spent = await commands(running) - before_commands - 1
+            idle_share = idle_rate * (time.monotonic() - change_clock)
             await asyncio.sleep(2.5)
 
             # Another, and clicks on earlier cards while its fan-out runs.
@@ -142,6 +159,21 @@ async def measure(viewers: int, open_calls: int, webs: int, deciders: str) -> di
                 for number, card in enumerate(cards[1 : CLICKS + 1]):
                     group.create_task(click(number, card))
             await quiet(running)
+
+            # One tab opened alone, once its debounce and the bucket allow.
+            await asyncio.sleep(2.5)
+            alone, before_alone = people[-1], len(publishes(running))
+            before_commands = await commands(running)
+            event = {"type": "app_home_opened", "user": alone, "channel": f"D{alone}"}
+            status, _ = await running.sender.event({**event, "tab": "home"})
+            assert status == 200
+            await poll_until(
+                lambda: any(c.args["user_id"] == alone for c in publishes(running)[before_alone:]),
+                30,
+                "the tab opened alone",
+                0.01,
+            )
+            alone_commands = await commands(running) - before_commands - 1
         finally:
             await running.stop()
             server.stop()
@@ -152,11 +184,15 @@ async def measure(viewers: int, open_calls: int, webs: int, deciders: str) -> di
         "publishes": len(after),
         "per_viewer": len(after) / viewers,
         "commands_per_publish": spent / max(1, len(after)),
+        "net_per_publish": (spent - idle_share) / max(1, len(after)),
+        "idle_rate": idle_rate,
         "commands": spent,
         "every_tab": set(people) <= published,
         "tabs_published": len(published & set(people)),
         "ack_p50": statistics.median(latencies),
         "ack_p99": percentile(latencies, 99),
+        "alone_commands": alone_commands,
+        "fanout_seconds": max(c.at for c in after) - change_at,
     }
 
 
@@ -165,6 +201,7 @@ def main() -> None:
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--open", type=int, default=100)
     parser.add_argument("--webs", default="1,2")
+    parser.add_argument("--rate", type=int, default=PUBLISHES_PER_MINUTE)
     parser.add_argument("--deciders", choices=("group", "channel"), default="group")
     options = parser.parse_args()
     header(
@@ -173,15 +210,20 @@ def main() -> None:
         "python -m bench.home_fanout",
     )
     for webs in (int(w) for w in options.webs.split(",")):
-        found = asyncio.run(measure(options.viewers, options.open, webs, options.deciders))
+        found = asyncio.run(
+            measure(options.viewers, options.open, webs, options.rate, options.deciders)
+        )
         print(
             f"{webs} web(s): {found['publishes']} publishes for the change "
             f"({found['per_viewer']:.2f} per affected viewer), "
             f"{found['commands_per_publish']:.0f} Redis commands per publish "
-            f"({found['commands']} in all), every tab published: {found['every_tab']} "
+            f"({found['commands']} in all; {found['net_per_publish']:.1f} per publish beyond "
+            f"the idle {found['idle_rate']:.1f}/s), every tab published: {found['every_tab']} "
             f"({found['tabs_published']}/{options.viewers}), click ack p50 "
             f"{found['ack_p50']:.1f} ms p99 {found['ack_p99']:.1f} ms; "
-            f"first tabs on opening: {found['first_tabs']}/{options.viewers}",
+            f"first tabs on opening: {found['first_tabs']}/{options.viewers}; "
+            f"fan-out {found['fanout_seconds']:.0f} s at {options.rate}/min; "
+            f"a tab opened alone: {found['alone_commands']} commands",
             flush=True,
         )
 

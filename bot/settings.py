@@ -17,6 +17,10 @@ FIXES: dict[str, str] = {
     "SLACK_SIGNING_SECRET": "Copy the Signing Secret from your Slack app's Basic Information page.",
     "SLACK_API_URL": "Use an https URL ending in /api/, e.g. https://slack.com/api/.",
     "PORT": "Use a TCP port number between 1 and 65535.",
+    "HOME_PUBLISHES_PER_MINUTE": "Use a whole number of Home tab publishes a minute (1-100000); "
+    "Slack allows views.publish 100 or more a minute per workspace.",
+    "HOME_REDIS_CONNECTIONS": "Use a whole number of Redis connections (1-1000) for the web "
+    "process's Home tab work.",
 }
 
 
@@ -27,6 +31,14 @@ class Settings(RuntimeSettings):
         "https://slack.com/api/", validation_alias="SLACK_API_URL", pattern=r"^https?://.+/$"
     )
     port: int = Field(3000, validation_alias="PORT", ge=1, le=65535)
+
+    # --- the Home tab at scale (issue 20) -------------------------------------------------------
+    home_publishes_per_minute: int = Field(
+        100, validation_alias="HOME_PUBLISHES_PER_MINUTE", ge=1, le=100_000
+    )
+    """`views.publish` calls a minute, all web processes together (`bot.home.pace`)."""
+    home_redis_connections: int = Field(8, validation_alias="HOME_REDIS_CONNECTIONS", ge=1, le=1000)
+    """The web's Redis connections for Home tab work, apart from the clicks' (`bot.wiring`)."""
 
     # --- first run: the local console and Socket Mode (issue 4) ---------------------------------
     console: bool = Field(False, validation_alias="CONSOLE")

@@ -78,6 +78,18 @@ def web_redis(settings: Settings) -> aioredis.Redis:
     return connect_to(settings, socket_timeout=1.0 + waits, connect_timeout=0.5, retries=1)
 
 
+def home_tab_redis(settings: Settings) -> aioredis.Redis:
+    """The web's Redis for Home tab work (reading what a fan-out of tabs shows), its own pool of
+    `HOME_REDIS_CONNECTIONS`, so that a click never waits behind it for a connection."""
+    return connect_to(
+        settings,
+        socket_timeout=2.0,
+        connect_timeout=0.5,
+        retries=1,
+        max_connections=settings.home_redis_connections,
+    )
+
+
 def worker_redis(settings: Settings) -> aioredis.Redis:
     """The default timeouts and retries: the worker rides out a short outage. A connection for
     each run it may work on at once (`worker_pool_size`)."""

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runtime.db.local import RedisServer
 from tests import agents
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.harness import Harness
@@ -254,3 +256,47 @@ async def test_commands_per_publish_do_not_grow_with_the_open_approvals(bot: Har
     few, many = await publish_costs(bot, viewers)
     # Each publish reading every open approval cost about 5 commands more per approval.
     assert many < few + 15, (few, many)
+
+
+async def commands_to_open(bot: Harness, user: str) -> tuple[int, int]:
+    """Redis commands (everyone's), and of them reads of a record (`HMGET`), from `user`
+    opening their tab to its publish."""
+    info: Any = await bot.redis.info("commandstats")
+    await open_home(bot, user)
+    after: Any = await bot.redis.info("commandstats")
+    spent = {
+        name: stat["calls"] - info.get(name, {"calls": 0})["calls"] for name, stat in after.items()
+    }
+    return sum(spent.values()) - 1, spent.get("cmdstat_hmget", 0)
+
+
+@pytest.fixture
+async def counted_bot(
+    own_redis: RedisServer, prefix: str, env_overrides: dict[str, str]
+) -> AsyncIterator[Harness]:
+    """The bot on a Redis of its own, whose command count is the test's alone."""
+    harness = Harness(redis_url=own_redis.url, prefix=prefix, env=env_overrides)
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def test_a_tab_opened_alone_reads_what_it_shows_not_everything_that_waits(
+    counted_bot: Harness,
+) -> None:
+    bot, sre = counted_bot, [f"UM{n}" for n in range(7)]
+    bot.slack.groups["S0SRE"] = {"handle": "sre", "users": sre}
+    bot.model.script = by_task
+    await open_home(bot, sre[0])  # the watch starts following changes
+    for _ in range(2):
+        await start(bot, "delete u-100", "CGENERAL")  # @sre's to decide
+    # The least of three openings: the worker's own polling comes and goes meanwhile.
+    few = min([await commands_to_open(bot, person) for person in sre[1:4]])
+    for _ in range(18):
+        await start(bot, "restart api", "COPS")  # Carol's: none of @sre's business
+    many = min([await commands_to_open(bot, person) for person in sre[4:7]])
+    assert home_text(bot, sre[6]).count("wants to run") == 2
+    # Reading every open approval and live run cost 3 record reads more per approval waiting.
+    assert many[1] <= few[1] and many[0] < few[0] + 8, (few, many)

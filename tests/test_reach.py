@@ -149,6 +149,13 @@ async def test_an_escalation_lets_more_people_decide_and_says_so_in_the_thread(
     assert escalated["escalate_to"] == ["UCAROL", "S0LEADS"]
     assert escalated["tool"] == "delete_user"
     await copies_recorded(bot, str(card.actions()[0]["value"]), 2)
+    # So does the Home tab of someone the escalation let decide (through @leads).
+    opened = {"type": "app_home_opened", "user": "UDAVE", "channel": "DUDAVE", "tab": "home"}
+    assert (await bot.sender.event(opened))[0] == 200
+    await bot.slack.wait_for(
+        lambda: "`delete_user`" in json.dumps(bot.slack.home_tabs.get("UDAVE", {})),
+        what="the call on Dave's Home tab",
+    )
 
     await bot.sender.click(card, "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"

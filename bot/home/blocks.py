@@ -38,21 +38,28 @@ class OwnRun:
     link: str | None
 
 
-def home_view(waiting: list[WaitingCall], runs: list[OwnRun], *, more_waiting: int = 0) -> Block:
+def home_view(
+    waiting: list[WaitingCall],
+    runs: list[OwnRun],
+    *,
+    more_waiting: int = 0,
+    about: bool = False,
+    more_runs: int = 0,
+) -> Block:
     blocks: list[Block] = [_header(words.HOME_WAITING)]
     if not waiting:
         blocks.append(context_block(words.HOME_NOTHING_WAITING))
     for item in waiting[:WAITING_SHOWN]:
         blocks += _waiting(item)
     if more_waiting:
-        blocks.append(context_block(words.home_more(more_waiting)))
+        blocks.append(context_block(words.home_more(more_waiting, about=about)))
     blocks += [{"type": "divider"}, _header(words.HOME_YOUR_RUNS)]
     if not runs:
         blocks.append(context_block(words.HOME_NO_RUNS))
     for own in runs[:RUNS_SHOWN]:
         blocks.append(_own_run(own))
-    if len(runs) > RUNS_SHOWN:
-        blocks.append(context_block(words.home_more(len(runs) - RUNS_SHOWN)))
+    if more := max(more_runs, len(runs) - RUNS_SHOWN):
+        blocks.append(context_block(words.home_more(more)))
     return {"type": "home", "blocks": blocks}
 
 

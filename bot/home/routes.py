@@ -17,18 +17,21 @@ from bot.home.blocks import (
     ACTION_HOME_STOP,
     ACTION_HOME_VIEW_ARGUMENTS,
 )
+from bot.home.pace import PUBLISHES_PER_MINUTE, PublishRate
 from bot.home.tab import HomeTab
 from bot.home.watch import HomeWatch
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.stops import StopActions
 from bot.slack.channel_members import ChannelMembers
+from bot.slack.client import publish_client
+from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.wiring import SlackParts
 from runtime.db import Keys
 from runtime.decisions import DecisionRecorder
 from runtime.process import TaskSet
 from runtime.runs import LiveRuns
-from runtime.waiting import OpenApprovals
+from runtime.waiting import WaitingIndex
 
 WATCH: web.AppKey[asyncio.Task[None]] = web.AppKey("home_watch", asyncio.Task)
 
@@ -45,24 +48,29 @@ def add_home_tab(
     members: WorkspaceMembers,
     channels: ChannelMembers,
     quick_approval_seconds: float,
+    publishes_per_minute: int = PUBLISHES_PER_MINUTE,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
-    `run_home_watch`. `members` and `channels` answer within a click's time; the tabs ask who
-    is in a channel with the client that waits out Slack's 429s."""
+    `run_home_watch`. `redis` is the tab's own (`bot.wiring.home_tab_redis`): what a tab shows
+    is read on it, the decisions taken on the tab go through `recorder`, on the clicks' own.
+    `members` and `channels` answer within a click's time; the tabs ask who is in a channel
+    with the client that waits out Slack's 429s."""
+    directory = ApproverDirectory(redis, keys, parts.client)
     # Shares its cache with `channels` (in Redis): only the lookups' bounds differ.
     listed = ChannelMembers(redis, keys, parts.client)
     home = HomeTab(
         redis=redis,
         keys=keys,
-        client=parts.client,
-        directory=parts.directory,
-        recorder=recorder,
-        approvals=OpenApprovals(redis, keys),
+        client=publish_client(parts.client),
+        directory=directory,
+        recorder=DecisionRecorder(redis, keys),
+        index=WaitingIndex(redis, keys),
         live=LiveRuns(redis, keys),
         links=parts.links,
         tasks=tasks,
         channels=listed,
         members=members,
+        rate=PublishRate(redis=redis, keys=keys, per_minute=publishes_per_minute),
     )
     actions = HomeActions(
         home=home,
@@ -70,8 +78,8 @@ def add_home_tab(
             directory=parts.directory,
             recorder=recorder,
             members=members,
-            quick_approval_seconds=quick_approval_seconds,
             channels=channels,
+            quick_approval_seconds=quick_approval_seconds,
         ),
         reporter=parts.reporter,
         stops=stops,
@@ -85,12 +93,7 @@ def add_home_tab(
     bolt.action(ACTION_HOME_STOP)(actions.on_stop)
     bolt.action(ACTION_HOME_VIEW_ARGUMENTS)(actions.on_view_arguments)
     return HomeWatch(
-        redis=redis,
-        keys=keys,
-        home=home,
-        directory=parts.directory,
-        channels=listed,
-        tasks=tasks,
+        redis=redis, keys=keys, home=home, directory=directory, channels=listed, tasks=tasks
     )
 
 

@@ -5,11 +5,26 @@ them (`bot.home.watch`), at most once per `DEBOUNCE_SECONDS` per person across w
 short-lived Redis key says a tab was just published, and a change meanwhile publishes once more
 when it lapses.
 
+What a tab lists is read by index (`runtime.waiting.index`), so that a publish, a tab opened
+alone too, costs a number of Redis commands that does not grow with what waits: the person's own
+set, the sets of the user groups with open calls they are in (`bot.slack.directory`) and of the
+channels with calls anyone there may decide that they are in (`bot.slack.channel_members`),
+`INDEX_DEPTH` newest of each, then only those calls.
+A group's set and each call are read once for all the tabs of a fan-out (`bot.home.shared`).
+"Your runs" is read from the person's own set of live runs (`Shard.live_runs_of`). Calls a
+worker of an earlier version opened have no index entries, and runs it started are not in their
+requester's set: they show on their cards (and `/agent status`) and not here, the calls until
+their run stops again (a rolling deploy's few minutes).
+
 "May decide" is the decision script's rule read from each open call's gate: listed by id or in
 a listed user group, and not the requester (unless self-approval is allowed). A call that anyone
-in its channel may decide is listed for the members of its channel or of a copy's
-(`bot.slack.channel_members`), and for someone outside the workspace only where the call lets
-such people decide; when Slack cannot say, it is not listed.
+in its channel may decide is listed for the members of its channel or of a copy's, and for
+someone outside the workspace only where the call lets such people decide; when Slack cannot
+say, it is not listed.
+The decision script stays the judge of every click, whatever a tab listed.
+
+Publishes are paced across web processes (`bot.home.pace`) and read on a Redis pool of their
+own (`bot.wiring.home_tab_redis`): clicks wait behind neither.
 """
 
 from __future__ import annotations
@@ -27,8 +42,9 @@ from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.home.blocks import WAITING_SHOWN, OwnRun, WaitingCall, home_view
-from bot.home.shared import SharedRead
+from bot.home.blocks import RUNS_SHOWN, WAITING_SHOWN, OwnRun, WaitingCall, home_view
+from bot.home.pace import PublishRate
+from bot.home.shared import SharedRead, SharedReads
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
@@ -38,8 +54,8 @@ from runtime.decisions import CallView, DecisionRecorder
 from runtime.process import TaskSet
 from runtime.record import CallGate, deciders, needs_groups
 from runtime.reporter import RunView
-from runtime.runs import LiveRun, LiveRuns
-from runtime.waiting import OpenApproval, OpenApprovals
+from runtime.runs import LiveRuns
+from runtime.waiting import Listed, OpenApproval, WaitingIndex
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +67,10 @@ PUBLISHES_AT_ONCE = 1
 """Tabs one web process reads and publishes at a time: a fan-out to 200 people otherwise takes
 the Redis pool and the event loop from the clicks, whose acknowledgement Slack wants in 3 s
 (`bench/home_fanout.py`, 1 web: click p99 204 ms with four at a time, 20 to 87 ms with one)."""
+INDEX_DEPTH = WAITING_SHOWN + 10
+"""Calls read of each of a person's index sets (theirs, each group's, each channel's): what
+the tab shows, and a margin for calls the person turns out not to decide (their own requests,
+a quorum they approved towards), so that the read does not grow with what waits."""
 VIEWER_DAYS = 30
 """People who opened the tab within this many days get it republished on changes."""
 VIEWERS_RELOAD_SECONDS = 600.0
@@ -66,13 +86,17 @@ class HomeTab:
     client: AsyncWebClient
     directory: ApproverDirectory
     recorder: DecisionRecorder
-    approvals: OpenApprovals
+    index: WaitingIndex
     live: LiveRuns
     links: ThreadLinks
     tasks: TaskSet
-    channels: ChannelMembers
-    members: WorkspaceMembers
     debounce_seconds: float = DEBOUNCE_SECONDS
+    rate: PublishRate | None = None
+    """Paces the publishes of every web process (`bot.home.pace`); None: unpaced."""
+    channels: ChannelMembers
+    """Who is in a channel: for calls anyone in it may decide, by the index's channel sets."""
+    members: WorkspaceMembers
+    """Who is outside the workspace: such a person is listed anyone-calls only where allowed."""
     _dirty: dict[str, bool] = field(default_factory=dict)
     """Per person with a publish under way: whether something changed since it read."""
     _viewers: dict[str, float] = field(default_factory=dict)
@@ -83,19 +107,39 @@ class HomeTab:
     _asked: dict[str, float] = field(default_factory=dict)
     """Per person: when (`time.monotonic()`) their tab was last asked for; what it shows is read
     after that."""
-    _open: SharedRead[list[OpenApproval]] = field(init=False)
-    _runs: SharedRead[list[LiveRun]] = field(init=False)
+    _groups: SharedRead[set[str]] = field(init=False)
+    _channels: SharedRead[set[str]] = field(init=False)
+    _listed: SharedReads[str, Listed] = field(init=False)
+    """A group's or channel's index set, read once for the tabs of a fan-out."""
+    _calls: SharedReads[str, OpenApproval | None] = field(init=False)
+    _members: SharedReads[str, set[str] | None] = field(init=False)
+    """A group's members, looked up once for the tabs of a fan-out (None: Slack cannot say)."""
+    _views: SharedReads[tuple[str, str], CallView] = field(init=False)
+    """The calls shown, so that a call shown on 200 tabs is read once."""
     _publishing: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(PUBLISHES_AT_ONCE)
     )
-    _views_of: list[OpenApproval] | None = None
-    _views: dict[tuple[str, str], asyncio.Future[CallView]] = field(default_factory=dict)
-    """The calls read for the tabs drawn from `_views_of` (one read of the open approvals), so
-    that a call shown on 200 tabs is read once."""
 
     def __post_init__(self) -> None:
-        self._open = SharedRead(self.approvals.all)
-        self._runs = SharedRead(self.live.every)
+        self._groups = SharedRead(self.index.groups)
+        self._channels = SharedRead(self.index.channels)
+        self._listed = SharedReads(lambda ps: self.index.latest(ps, INDEX_DEPTH))
+        self._calls = SharedReads(self.index.open)
+        self._views = SharedReads(self._read_views)
+        self._members = SharedReads(self._read_members)
+
+    async def _read_members(self, groups: list[str]) -> dict[str, set[str] | None]:
+        found: dict[str, set[str] | None] = {}
+        for group in groups:
+            try:
+                found[group] = await self.directory.members(group)
+            except DirectoryUnavailable:
+                found[group] = None
+        return found
+
+    async def _read_views(self, calls: list[tuple[str, str]]) -> dict[tuple[str, str], CallView]:
+        views = await asyncio.gather(*(self.recorder.view(*call) for call in calls))
+        return dict(zip(calls, views, strict=True))
 
     async def opened(self, user_id: str) -> None:
         """The person opened the tab: remember them as a viewer and show it fresh."""
@@ -164,17 +208,33 @@ class HomeTab:
         try:
             await asyncio.sleep(SETTLE_SECONDS)
             while self._dirty.get(user_id):
-                wait = await self._turn(user_id)
+                # The debounce is asked inside too: the 200 tabs of one change ask one at a
+                # time, not all at once on the tab's connections while clicks wait on the loop.
+                async with self._publishing:
+                    wait = await self._turn(user_id)
+                    if wait <= 0:
+                        await self._publish_paced(user_id)
                 if wait > 0:
                     await asyncio.sleep(wait)
-                    continue
-                async with self._publishing:
-                    self._dirty[user_id] = False
-                    await self.publish(user_id, since=self._asked.get(user_id))
         except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
             log.warning("home tab of %s not published", user_id, exc_info=True)
         finally:
             self._dirty.pop(user_id, None)
+
+    async def _publish_paced(self, user_id: str) -> None:
+        """Publish when the rate allows; a 429 pauses every web process and leaves the tab to
+        be published (read afresh) once Slack allows."""
+        if self.rate is not None:
+            await self.rate.wait_for_turn()
+        self._dirty[user_id] = False
+        try:
+            await self.publish(user_id, since=self._asked.get(user_id))
+        except SlackApiError as error:
+            if (pause := _retry_after(error)) is None or self.rate is None:
+                raise
+            log.info("home tabs: Slack asks for a %g s pause", pause)
+            await self.rate.pause(pause)
+            self._dirty[user_id] = True
 
     async def _turn(self, user_id: str) -> float:
         """0 when this process may publish now, else how long until it may."""
@@ -188,52 +248,82 @@ class HomeTab:
         """Read what the tab shows (from reads begun at or after `since`, `time.monotonic()`;
         now if None) and publish it."""
         since = time.monotonic() if since is None else since
-        waiting, more = await self.waiting_for(user_id, since=since)
+        waiting, more, about = await self.waiting_for(user_id, since=since)
+        mine, count = await self.live.of_requester(user_id, RUNS_SHOWN)
         runs = [
-            OwnRun(run=run, link=await self.links.thread(run.channel, run.thread))
-            for run in await self._runs.since(since)
-            if run.requester == user_id
+            OwnRun(run=run, link=await self.links.thread(run.channel, run.thread)) for run in mine
         ]
-        view = home_view(waiting, runs, more_waiting=more)
+        view = home_view(
+            waiting, runs, more_waiting=more, about=about, more_runs=max(0, count - len(runs))
+        )
         await self.client.views_publish(user_id=user_id, view=view)
 
     async def waiting_for(
         self, user_id: str, *, since: float | None = None
-    ) -> tuple[list[WaitingCall], int]:
+    ) -> tuple[list[WaitingCall], int, bool]:
         """The open approvals `user_id` may decide, newest first (as many as the tab shows),
-        and how many more there are."""
+        how many more there are, and whether that count is approximate (from the index's
+        sizes: `runtime.waiting.index`)."""
         since = time.monotonic() if since is None else since
         groups: dict[str, set[str] | None] = {}
         seen = _ChannelsSeen()
-        snapshot = await self._open.since(since)
-        mine = [
-            a for a in snapshot if await self._may_decide(user_id, a.gate, groups, seen, a.copies)
-        ]
-        found: list[WaitingCall] = []
-        for approval in mine[:WAITING_SHOWN]:
-            view = await self._view(snapshot, approval)
-            if view.envelope is None or view.call is None:
+        principals = [user_id, *await self._principals(user_id, groups, seen, since)]
+        # Their own set is theirs alone; a group's or channel's is shared by the fan-out.
+        own = await self.index.latest([user_id], INDEX_DEPTH)
+        shared = await self._listed.since(principals[1:], since)
+        listed = [*own.values(), *shared.values()]
+        newest: dict[str, float] = {}
+        for found in listed:
+            newest.update(found.entries)
+        members = sorted(newest, key=lambda member: newest[member], reverse=True)
+        complete = all(len(found.entries) == found.total for found in listed)
+        calls = await self._calls.since(members, since)
+        if stale := [m for m in members if m in calls and calls[m] is None]:
+            await self.index.prune(stale, principals)
+        mine: list[OpenApproval] = []
+        for member in members:
+            approval = calls.get(member)
+            if approval is not None and await self._may_decide(
+                user_id, approval.gate, groups, seen, approval.copies
+            ):
+                mine.append(approval)
+        wanted = [(approval.run_id, approval.approval_id) for approval in mine[:WAITING_SHOWN]]
+        views = await self._views.since(wanted, since)  # those not read lately, at once
+        shown: list[WaitingCall] = []
+        for call in wanted:
+            view = views.get(call)
+            if view is None or view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
             link = await self.links.thread(run.conversation.channel, run.conversation.thread)
-            found.append(WaitingCall(run=run, call=view.call, link=link))
-        return found, max(0, len(mine) - WAITING_SHOWN)
+            shown.append(WaitingCall(run=run, call=view.call, link=link))
+        if complete:
+            return shown, max(0, len(mine) - WAITING_SHOWN), False
+        total = sum(found.total for found in listed)
+        return shown, max(0, len(mine) - WAITING_SHOWN, total - len(stale) - len(shown)), True
 
-    async def _view(self, snapshot: list[OpenApproval], approval: OpenApproval) -> CallView:
-        if self._views_of is not snapshot:
-            self._views_of, self._views = snapshot, {}
-        key = (approval.run_id, approval.approval_id)
-        if key not in self._views:
-            reading = asyncio.ensure_future(self.recorder.view(*key))
-            reading.add_done_callback(lambda done: self._unless_failed(key, done))
-            self._views[key] = reading
-        # Shielded: one publish giving up does not cancel the read the others wait for.
-        return await asyncio.shield(self._views[key])
-
-    def _unless_failed(self, key: tuple[str, str], reading: asyncio.Future[CallView]) -> None:
-        failed = reading.cancelled() or reading.exception() is not None
-        if failed and self._views.get(key) is reading:
-            del self._views[key]
+    async def _principals(
+        self, user_id: str, groups: dict[str, set[str] | None], seen: _ChannelsSeen, since: float
+    ) -> list[str]:
+        """The user groups (of those with open calls) `user_id` is in, and the channels (of
+        those with calls anyone there may decide) they are a member of."""
+        found: list[str] = []
+        named = sorted(await self._groups.since(since))
+        for group, members in (await self._members.since(named, since)).items():
+            groups.setdefault(group, members)
+        for group in named:
+            if user_id in (groups.get(group) or ()):
+                found.append(group)
+        for channel in sorted(await self._channels.since(since)):
+            try:
+                members = await self.channels.members(channel)
+            except DirectoryUnavailable:
+                seen.members[channel] = None  # fail closed: not listed
+                continue
+            seen.members[channel] = members
+            if user_id in members:
+                found.append(channel)
+        return found
 
     async def _may_decide(
         self,
@@ -288,3 +378,14 @@ class _ChannelsSeen:
     """Each channel's members (None: Slack cannot say)."""
     inside: bool | None = None
     """Whether the tab's person is a member of the workspace (None: not asked yet)."""
+
+
+def _retry_after(error: SlackApiError) -> float | None:
+    """Seconds Slack asked to wait (a 429's Retry-After), None for another refusal."""
+    if error.response.status_code != 429:
+        return None
+    headers = {name.lower(): value for name, value in (error.response.headers or {}).items()}
+    try:
+        return max(1.0, float(headers.get("retry-after", 1)))
+    except (TypeError, ValueError):
+        return 1.0

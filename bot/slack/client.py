@@ -43,6 +43,22 @@ def slack_client(
     )
 
 
+def publish_client(client: AsyncWebClient) -> AsyncWebClient:
+    """`client` without waiting out 429s: the Home tab's publishes pause every web process for
+    the Retry-After instead (`bot.home.pace`), and a tab waiting meanwhile holds nothing."""
+    return AsyncWebClient(
+        token=client.token,
+        base_url=client.base_url,
+        session=client.session,
+        timeout=client.timeout,
+        retry_handlers=[
+            handler
+            for handler in client.retry_handlers
+            if not isinstance(handler, AsyncRateLimitErrorRetryHandler)
+        ],
+    )
+
+
 def directory_client(
     *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
 ) -> AsyncWebClient:

@@ -30,7 +30,7 @@ from bot.slack.payloads import malformed
 from bot.web.bolt import build_bolt
 from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
-from bot.wiring import blocking_reads_redis
+from bot.wiring import blocking_reads_redis, home_tab_redis
 from runtime.db import EvictionPolicyLog, Keys, wait_until_reachable
 from runtime.models import uses_scripted_model
 from runtime.process import Shutdown, ShutdownBudget, TaskSet
@@ -99,9 +99,16 @@ async def create_web_app(
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=20))
     tasks = TaskSet("slack")
     reads = blocking_reads_redis(settings)
+    home_redis = home_tab_redis(settings)
     shutdown = _shutdown_budget(app, settings)
     home_watch = _serve_slack(
-        app, settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks
+        app,
+        settings,
+        redis=redis,
+        home_redis=home_redis,
+        session=session,
+        agent_names=agent_names,
+        tasks=tasks,
     )
     app.router.add_get("/healthz", healthz)
     run_home_watch(app, replace(home_watch, reads=reads))
@@ -116,7 +123,9 @@ async def create_web_app(
     if settings.console:
         _add_console(app, settings, session=session, redis=redis, agent_names=agent_names)
     app.on_cleanup.append(
-        _closing(tasks, shutdown, closing=(session.close, reads.aclose, redis.aclose))
+        _closing(
+            tasks, shutdown, closing=(session.close, reads.aclose, home_redis.aclose, redis.aclose)
+        )
     )
     return app
 
@@ -126,6 +135,7 @@ def _serve_slack(
     settings: Settings,
     *,
     redis: aioredis.Redis,
+    home_redis: aioredis.Redis,
     session: aiohttp.ClientSession,
     agent_names: list[str],
     tasks: TaskSet,
@@ -135,7 +145,14 @@ def _serve_slack(
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
-    slack = build_bolt(settings, redis=redis, session=session, agent_names=agent_names, tasks=tasks)
+    slack = build_bolt(
+        settings,
+        redis=redis,
+        home_redis=home_redis,
+        session=session,
+        agent_names=agent_names,
+        tasks=tasks,
+    )
     app[BOLT] = slack.bolt
     app.router.add_post("/slack/events", slack_events)
     if not settings.console:  # the console's Slack is this process, and its token is its own

@@ -55,6 +55,7 @@ def build_bolt(
     settings: Settings,
     *,
     redis: aioredis.Redis,
+    home_redis: aioredis.Redis,
     session: aiohttp.ClientSession,
     agent_names: list[str],
     tasks: TaskSet,
@@ -72,7 +73,7 @@ def build_bolt(
     add_listeners(bolt, listeners)
     home_watch = add_home_tab(
         bolt,
-        redis=redis,
+        redis=home_redis,
         keys=Keys.of(settings),
         parts=parts,
         recorder=listeners.approvals.recorder,
@@ -81,6 +82,7 @@ def build_bolt(
         members=lookups.members,
         channels=lookups.channels,
         quick_approval_seconds=settings.quick_approval_seconds,
+        publishes_per_minute=settings.home_publishes_per_minute,
     )
     channel_events = ChannelMembershipEvents(
         channels=lookups.channels, moved=home_watch.member_moved

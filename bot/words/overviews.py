@@ -138,8 +138,9 @@ def home_call_context(
     return f"{line} · {progress}" if progress else line
 
 
-def home_more(count: int) -> str:
-    return f"…and {count} more: the oldest are not shown."
+def home_more(count: int, *, about: bool = False) -> str:
+    """`about`: counted from the index's sizes, which may still hold a few calls just closed."""
+    return f"…and {'about ' if about else ''}{count} more: the oldest are not shown."
 
 
 def home_run(run: LiveRun, link: str | None) -> str:

@@ -21,6 +21,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 JOB_GROUP = "workers"
+HOME_WAITING = "home:waiting:"
+HOME_GROUPS = "home:groups"
+HOME_CHANNELS = "home:channels"
+LIVE_BY = "live:by:"
+"""The Home tab's index of open calls, per shard: spelled here for Python and, as Lua locals,
+for the record's scripts that keep it (`runtime/record/lua/home_index.lua`)."""
 DEFAULT_CLUSTER_SHARDS = 16
 
 
@@ -112,6 +118,11 @@ class Shard:
         expired meanwhile is dropped by whoever reads it (`runtime.runs.live`)."""
         return f"{self.prefix}live"
 
+    def live_runs_of(self, requester: str) -> str:
+        """Sorted set of one person's runs among `live_runs` (of this shard), kept by the same
+        scripts: what their Home tab lists, read without the others' (`runtime.runs.live`)."""
+        return f"{self.prefix}{LIVE_BY}{requester}"
+
     @property
     def reminders(self) -> str:
         """Sorted set of when to remind approvers: member `run_id:approval_id`, score epoch s."""
@@ -121,6 +132,22 @@ class Shard:
     def audit(self) -> str:
         """Stream of what happened to runs, trimmed by age (`AUDIT_RETENTION_DAYS`)."""
         return f"{self.prefix}audit"
+
+    def home_waiting(self, principal: str) -> str:
+        """Sorted set of the open calls of this shard a person, a user group or (calls anyone in
+        it may decide) a channel is named for: member `run_id:approval_id`, score when the run
+        stopped for it (`runtime.waiting.index`)."""
+        return f"{self.prefix}{HOME_WAITING}{principal}"
+
+    @property
+    def home_groups(self) -> str:
+        """Set of the user groups with a `home_waiting` set in this shard."""
+        return f"{self.prefix}{HOME_GROUPS}"
+
+    @property
+    def home_channels(self) -> str:
+        """Set of the channels with a `home_waiting` set in this shard."""
+        return f"{self.prefix}{HOME_CHANNELS}"
 
     def grant(self, grant_id: str) -> str:
         """Hash of one grant (`runtime.grants.store`): `grant` (JSON) and `uses`; expires at its
@@ -352,6 +379,22 @@ class Keys:
     def home_published(self, user_id: str) -> str:
         """Exists for a short while after a person's Home tab was published (the debounce)."""
         return f"{self.prefix}home:published:{user_id}"
+
+    @property
+    def home_publish_rate(self) -> str:
+        """When the web processes' bucket of `views.publish` tokens is next due, epoch ms
+        (`bot.home.pace`)."""
+        return f"{self._home_prefix}home:publish-rate"
+
+    @property
+    def home_publish_pause(self) -> str:
+        """Exists while Slack's Retry-After (a 429 to `views.publish`) lasts."""
+        return f"{self._home_prefix}home:publish-pause"
+
+    @property
+    def _home_prefix(self) -> str:
+        """The rate's two keys are read by one script: one slot."""
+        return f"{{{self.prefix}home}}:" if self.cluster else self.prefix
 
     def home_change(self, stream: str, entry_id: str) -> str:
         """Set by the web process that republishes the tabs an audit entry concerns, so that the

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from runtime.audit.events import AuditEvent
+from runtime.db.keys import HOME_CHANNELS, HOME_GROUPS, HOME_WAITING, LIVE_BY
 from runtime.db.lua import LuaConstant, lua_script
 from runtime.record.deciders import is_group
 from runtime.record.envelope import PendingCall, RunEnvelope
@@ -277,8 +278,13 @@ LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
         "decision": DECISION,
         "edit": EDIT,
         "copies": COPIES,
+        "reach": REACH,
     },
     "GATE_VERSION": GATE_VERSION,
+    "HOME_WAITING": HOME_WAITING,
+    "HOME_GROUPS": HOME_GROUPS,
+    "HOME_CHANNELS": HOME_CHANNELS,
+    "LIVE_BY": LIVE_BY,
     "HOME_TAB": HOME_TAB,
 }
 """What every script of the record reads as Lua locals: the field names as the table `F`
@@ -301,11 +307,12 @@ SCRIPTS: Final[dict[str, str]] = {
     "create": _script("create"),
     "claim": _script("claim"),
     "fenced_set": _script("fenced_set"),
-    "wait": _script("wait"),
-    "close": _script("close"),
+    "wait": _script("home_index", "wait"),
+    "close": _script("home_index", "close"),
     "journal_put": _script("journal_put"),
     # The decision script calls the functions of `choices.lua` (grants and edits).
     "decide": _script(
+        "home_index",
         "choices",
         "decide",
         EVENT_EDITED=AuditEvent.EDITED,
@@ -314,6 +321,7 @@ SCRIPTS: Final[dict[str, str]] = {
     ),
     # A batch ("Approve all") runs the decision script's body once per call (`batch_open.lua`).
     "decide_batch": _script(
+        "home_index",
         "choices",
         "batch_open",
         "decide",
@@ -322,9 +330,9 @@ SCRIPTS: Final[dict[str, str]] = {
         EVENT_GRANTED=AuditEvent.GRANTED,
         EVENT_REGATED=AuditEvent.REGATED,
     ),
-    "stop": _script("stop"),
-    "add_copies": _script("add_copies"),
-    "escalate": _script("escalate"),
+    "stop": _script("home_index", "stop"),
+    "add_copies": _script("home_index", "add_copies"),
+    "escalate": _script("home_index", "escalate"),
 }
 """Every script of the run record, by name, as sent to Redis: each takes effect once per call,
 however often redis-py sends it (`runtime.record.once`). Their contracts (keys, arguments,

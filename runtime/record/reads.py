@@ -183,6 +183,7 @@ class OpenRead(Shape):
     has_reach = Present(rr.REACH)
     reach = Field(rr.REACH, parse_reach)
     copies = Field(rr.COPIES, parse_copies)
+    deadline = Field(rr.DEADLINE, number)
 
 
 class PendingRead(Shape):

@@ -57,13 +57,27 @@ class LiveRuns:
         """This channel's live runs, newest first."""
         return await self._select(lambda run_channel, _requester: run_channel == channel)
 
-    async def of_requester(self, user_id: str) -> list[LiveRun]:
-        """The runs `user_id` started that are still live, newest first."""
-        return await self._select(lambda _channel, requester: requester == user_id)
-
-    async def every(self) -> list[LiveRun]:
-        """Every live run, newest first (the Home tab shares one read across its viewers)."""
-        return await self._select(lambda _channel, _requester: True)
+    async def of_requester(self, user_id: str, limit: int) -> tuple[list[LiveRun], int]:
+        """The newest `limit` runs `user_id` started that are still live, and how many they
+        have (about: one that ended unseen counts until read), by their own set
+        (`Shard.live_runs_of`): a read that does not grow with the others' runs. A run an
+        earlier version started is not in it (it is in `Keys.live_runs`)."""
+        ids: list[tuple[str, float]] = []
+        total = 0
+        for shard in self._keys.shards:  # one on a single Redis; newest of all, merged
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.zrevrange(shard.live_runs_of(user_id), 0, limit - 1, withscores=True)
+                pipe.zcard(shard.live_runs_of(user_id))
+                listed, count = await pipe.execute()
+            ids.extend((_text(member), score) for member, score in listed)
+            total += int(count)
+        ids = sorted(ids, key=lambda entry: entry[1], reverse=True)[:limit]
+        runs = await self._read(ids)
+        # Ended without closing (its record expired): a close would have taken it out.
+        for run_id in {run_id for run_id, _ in ids} - {run.run_id for run in runs}:
+            await self._redis.zrem(self._keys.shard_of(run_id).live_runs_of(user_id), run_id)
+            total -= 1
+        return runs, max(total, len(runs))
 
     async def one(self, run_id: str) -> LiveRun | None:
         """One run, if it is live."""

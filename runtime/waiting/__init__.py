@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
-    from runtime.waiting.open_approvals import OpenApproval, OpenApprovals
+    from runtime.waiting.index import Listed, OpenApproval, WaitingIndex
 
 _WHERE = {
-    "OpenApproval": "open_approvals",
-    "OpenApprovals": "open_approvals",
+    "Listed": "index",
+    "WaitingIndex": "index",
+    "OpenApproval": "index",
 }
-__all__ = ["OpenApproval", "OpenApprovals"]
+__all__ = ["Listed", "OpenApproval", "WaitingIndex"]
 
 __getattr__ = lazy_names(__name__, _WHERE)

@@ -15,4 +15,5 @@ for _, copy in ipairs(cjson.decode(ARGV[2])) do table.insert(copies, copy) end
 redis.call('HSET', run, F.copies .. aid, cjson.encode(copies))
 local decision = redis.call('HGET', run, F.decision .. aid)
 if decision then return {'decided', decision} end
+home_index(run, aid)  -- a call anyone may decide is listed to the copy's channel too
 return {'open'}

@@ -1,5 +1,6 @@
 -- The run ends: its hash goes (or, kept for recovery by hand, turns `failed`), its due entries
--- go, it leaves the live runs, and the tombstone stays.
+-- go, it leaves the live runs and the Home tab's index (`home_index.lua`), and the tombstone
+-- stays.
 --
 -- KEYS
 --   1 the run's hash
@@ -21,6 +22,13 @@ local fence = false
 if ARGV[1] ~= '' then fence = redis.call('HGET', KEYS[1], F.fence) end
 local live = fence ~= false or redis.call('EXISTS', KEYS[1]) == 1
 if live and ARGV[1] ~= '' and fence ~= ARGV[1] then return -1 end
+for i = 7, #ARGV do
+  home_unindex(KEYS[1], string.match(ARGV[i], ':(.*)$'))
+end
+local requester = redis.call('HGET', KEYS[1], F.requester)
+if requester then
+  redis.call('ZREM', string.match(KEYS[1], '^(.*)run:[^:]*$') .. LIVE_BY .. requester, ARGV[5])
+end
 if live and ARGV[4] == '1' then
   redis.call('HSET', KEYS[1], F.status, 'failed')
 else

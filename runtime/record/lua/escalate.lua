@@ -23,6 +23,7 @@ local gate = redis.call('HGET', run, F.gate .. aid)
 if gate == ARGV[3] then return 'already' end
 if gate ~= ARGV[2] then return 'changed' end
 redis.call('HSET', run, F.gate .. aid, ARGV[3])
+home_index(run, aid)  -- the people it adds (`home_index.lua`)
 local details = cjson.decode(ARGV[6])
 local t = redis.call('TIME')
 details['at'] = tonumber(t[1]) + tonumber(t[2]) / 1000000

@@ -94,12 +94,17 @@ end
 local decision = cjson.encode({outcome = 'stopped', user_id = user, user_name = who['user_name'],
   decided_at = now})
 for _, aid in ipairs(open) do
+  home_unindex(run, aid)
   redis.call('HSET', run, F.decision .. aid, decision)
   redis.call('ZREM', KEYS[2], ARGV[4] .. ':' .. aid)
   redis.call('ZREM', KEYS[3], ARGV[4] .. ':' .. aid)
 end
 redis.call('HSET', run, F.status, 'stopped', F.pending, 0)
 redis.call('ZREM', KEYS[6], ARGV[4])
+local requester = redis.call('HGET', run, F.requester)
+if requester then
+  redis.call('ZREM', string.match(run, '^(.*)run:[^:]*$') .. LIVE_BY .. requester, ARGV[4])
+end
 redis.call('EXPIRE', run, ARGV[7])
 redis.call('SET', KEYS[5], 'stopped', 'EX', ARGV[6])
 return {'stopped', encoded, cjson.encode(open)}

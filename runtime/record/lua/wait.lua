@@ -1,7 +1,8 @@
 -- The run stops for approvals: drop the last round's per-call fields, store the state, open
 -- the new approvals and their deadlines, and audit them as requested, all at once (so the trail
 -- never names a request whose gate is not written yet). A deadline or reminder due sooner than a
--- due-set poller's longest sleep (ARGV[5]) wakes the pollers (`runtime.jobs.due_set`).
+-- due-set poller's longest sleep (ARGV[5]) wakes the pollers (`runtime.jobs.due_set`). Each
+-- call joins the Home tab's index (`home_index.lua`); the last round's calls leave it.
 --
 -- KEYS
 --   1 the run's hash
@@ -25,6 +26,11 @@ if seen[1] ~= ARGV[1] then
 end
 if seen[2] then return -2 end
 local plan = cjson.decode(ARGV[3])
+for _, field in ipairs(plan['delete']) do
+  if string.sub(field, 1, #F.gate) == F.gate then
+    home_unindex(KEYS[1], string.sub(field, #F.gate + 1))
+  end
+end
 if #plan['delete'] > 0 then redis.call('HDEL', KEYS[1], unpack(plan['delete'])) end
 local fields = {F.state, ARGV[4]}
 for field, value in pairs(plan['set']) do
@@ -32,6 +38,11 @@ for field, value in pairs(plan['set']) do
   fields[#fields + 1] = value
 end
 redis.call('HSET', KEYS[1], unpack(fields))
+for field, _ in pairs(plan['set']) do
+  if string.sub(field, 1, #F.gate) == F.gate then
+    home_index(KEYS[1], string.sub(field, #F.gate + 1))
+  end
+end
 local soonest = nil
 for i, name in ipairs({'deadlines', 'reminders'}) do
   local scored = {}

@@ -1,0 +1,23 @@
+-- One `views.publish` of a Home tab, if the workspace's rate allows it now (shared by every web
+-- process): a token bucket kept as the time its next token is due (GCRA), refilled at one per
+-- ARGV[1] ms and holding ARGV[2] tokens, and held shut while a 429's Retry-After lasts.
+--
+-- KEYS
+--   1 when the bucket is next full enough, epoch ms (`Keys.home_publish_rate`)
+--   2 exists while Slack asked for a pause (`Keys.home_publish_pause`)
+-- ARGV
+--   1 ms between publishes
+--   2 publishes allowed at once (the bucket's size)
+-- Returns 0 (publish now; a token taken) or how many ms to wait before asking again.
+local paused = redis.call('PTTL', KEYS[2])
+if paused > 0 then return paused end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local interval = tonumber(ARGV[1])
+local due = tonumber(redis.call('GET', KEYS[1]) or now)
+if due < now then due = now end
+local allowed_at = due - interval * (tonumber(ARGV[2]) - 1)
+if allowed_at > now then return math.ceil(allowed_at - now) end
+due = due + interval
+redis.call('SET', KEYS[1], tostring(due), 'PX', math.ceil(due - now) + 1000)
+return 0

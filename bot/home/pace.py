@@ -1,0 +1,65 @@
+"""How fast the web processes publish Home tabs, together: Slack's rate for `views.publish`.
+
+`views.publish` is a Tier 4 method (100+ a minute per workspace, short bursts tolerated). A
+change that concerns a 200-person group would otherwise publish 200 tabs at once, from every web
+process. One bucket in Redis (`lua/publish_rate.lua`) serves them all: `HOME_PUBLISHES_PER_MINUTE`
+a minute, up to `BURST_SECONDS` of them at once. A 429 from Slack anyway (another app sharing the
+token, a lower limit than we think) closes the bucket for its Retry-After, for every web process;
+the tab it was for stays to be published (`bot.home.tab`), with what it shows read again when it
+goes out. Nothing else waits on it: clicks neither take a token nor share the tab's connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import redis.asyncio as aioredis
+
+from runtime.db import Keys, lua_script
+
+PUBLISHES_PER_MINUTE: Final = 100
+"""Slack's Tier 4 floor."""
+BURST_SECONDS: Final = 10.0
+"""How many seconds' worth of publishes may go out at once."""
+MAX_NAP_SECONDS: Final = 5.0
+"""Asked again at least this often while waiting (the bucket may be refilled by a setting
+change, or Slack's pause lifted)."""
+_SCRIPT = lua_script("bot.home", "publish_rate")
+
+
+@dataclass(kw_only=True)
+class PublishRate:
+    redis: aioredis.Redis
+    keys: Keys
+    per_minute: int = PUBLISHES_PER_MINUTE
+    _script: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._script = self.redis.register_script(_SCRIPT)
+
+    @property
+    def _interval_ms(self) -> int:
+        return max(1, round(60_000 / self.per_minute))
+
+    @property
+    def _burst(self) -> int:
+        return max(1, round(self.per_minute * BURST_SECONDS / 60))
+
+    async def wait_for_turn(self) -> None:
+        """Once one more publish may go out (a token taken)."""
+        while True:
+            wait_ms = int(
+                await self._script(
+                    keys=[self.keys.home_publish_rate, self.keys.home_publish_pause],
+                    args=[self._interval_ms, self._burst],
+                )
+            )
+            if wait_ms <= 0:
+                return
+            await asyncio.sleep(min(wait_ms / 1000, MAX_NAP_SECONDS))
+
+    async def pause(self, seconds: float) -> None:
+        """Slack answered 429: no web process publishes for `seconds` (its Retry-After)."""
+        await self.redis.set(self.keys.home_publish_pause, "1", px=max(1, int(seconds * 1000)))

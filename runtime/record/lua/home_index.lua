@@ -1,0 +1,69 @@
+-- The Home tab's index of open calls (`runtime.waiting.index`), kept by the scripts that write,
+-- widen and close gates, from the gate itself, so that it follows the gates: one sorted set per
+-- person, user group and (for calls anyone in a channel may decide) channel, of the run's shard
+-- (`HOME_WAITING .. <id>`, member `<run id>:<approval id>`, score when the run stopped for the
+-- call), and per shard the sets of the groups and channels that have one (`HOME_GROUPS`,
+-- `HOME_CHANNELS`). Its keys are built from the run's key, so they share its hash slot.
+-- Readers check every entry against its call and drop what is no longer open.
+--
+-- KEYS, ARGV: the including script's; these functions take the run's hash key (in its KEYS)
+-- and an approval id, and touch only keys of that hash's slot.
+local function home_prefix(run) return string.match(run, '^(.*)run:[^:]*$') end
+local function home_member(run, aid) return string.match(run, 'run:([^:]*)$') .. ':' .. aid end
+
+-- {index key, set of such keys, id} for each index the call's gate puts it in.
+local function home_entries(run, aid)
+  local raw = redis.call('HGET', run, F.gate .. aid)
+  if not raw then return {} end
+  local ok, gate = pcall(cjson.decode, raw)
+  if not ok or type(gate) ~= 'table' then return {} end
+  local prefix = home_prefix(run)
+  local found = {}
+  local function add(kind, id)
+    if type(id) == 'string' and id ~= '' then
+      table.insert(found, {prefix .. HOME_WAITING .. id, kind and (prefix .. kind), id})
+    end
+  end
+  if gate['anyone'] == true then
+    add(HOME_CHANNELS, gate['channel'])
+    local read, copies = pcall(cjson.decode, redis.call('HGET', run, F.copies .. aid) or '[]')
+    if read and type(copies) == 'table' then
+      for _, copy in ipairs(copies) do
+        if type(copy) == 'table' then add(HOME_CHANNELS, copy['channel']) end
+      end
+    end
+    return found
+  end
+  for _, user in ipairs(gate['users'] or {}) do add(nil, user) end
+  for _, group in ipairs(gate['groups'] or {}) do add(HOME_GROUPS, group) end
+  return found
+end
+
+local function home_index(run, aid)
+  local asked = nil
+  local raw = redis.call('HGET', run, F.reach .. aid)
+  if raw then
+    local ok, reach = pcall(cjson.decode, raw)
+    if ok and type(reach) == 'table' then asked = tonumber(reach['asked_at']) end
+  end
+  if asked == nil then
+    local t = redis.call('TIME')
+    asked = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  local member = home_member(run, aid)
+  for _, entry in ipairs(home_entries(run, aid)) do
+    redis.call('ZADD', entry[1], asked, member)
+    if entry[2] then redis.call('SADD', entry[2], entry[3]) end
+  end
+end
+
+-- Before the gate changes or goes: the entries its present gate made.
+local function home_unindex(run, aid)
+  local member = home_member(run, aid)
+  for _, entry in ipairs(home_entries(run, aid)) do
+    redis.call('ZREM', entry[1], member)
+    if entry[2] and redis.call('EXISTS', entry[1]) == 0 then
+      redis.call('SREM', entry[2], entry[3])
+    end
+  end
+end
