@@ -316,12 +316,12 @@ class HomeTab:
                 found.append(group)
         for channel in sorted(await self._channels.since(since)):
             try:
-                members = await self.channels.members(channel)
+                in_channel = await self.channels.members(channel)
             except DirectoryUnavailable:
                 seen.members[channel] = None  # fail closed: not listed
                 continue
-            seen.members[channel] = members
-            if user_id in members:
+            seen.members[channel] = in_channel
+            if user_id in in_channel:
                 found.append(channel)
         return found
 
