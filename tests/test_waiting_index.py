@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runtime.db.keys import HOME_GROUPS, HOME_WAITING
+from runtime.db.keys import HOME_GROUPS, HOME_WAITING, LIVE_BY
 from tests.conftest import on_cluster_too
 from tests.harness import Harness, keys_under
 from tests.model_scripts import delete_then_answer
@@ -54,6 +54,11 @@ async def test_a_call_is_indexed_for_its_deciders_while_it_waits_and_not_once_de
     ref = ":".join(str(card.actions()[0]["value"]).split(":")[:2])  # run:approval (:digest)
     listed = await index(bot)
     assert listed == {"UBOB": [ref], "S0SRE": [ref], HOME_GROUPS: ["S0SRE"]}, listed
+    # One key per person, group and channel: each goes with the runs it names, none stays.
+    run_ttl = await bot.redis.pttl(bot.keys.run(ref.split(":")[0]))
+    for key in await keys_under(bot.redis, bot.prefix):
+        if HOME_WAITING in key or key.endswith(HOME_GROUPS) or LIVE_BY in key:
+            assert 0 < run_ttl - 5000 <= await bot.redis.pttl(key) <= run_ttl, key
     await bot.sender.click(card, "approve", user="UDAVE")
     await bot.final_answer(root)
     assert await index(bot) == {}

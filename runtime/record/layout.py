@@ -304,8 +304,8 @@ def _script(*fragments: str, **constants: LuaConstant) -> str:
 
 
 SCRIPTS: Final[dict[str, str]] = {
-    "create": _script("create"),
-    "claim": _script("claim"),
+    "create": _script("home_index", "create"),
+    "claim": _script("home_index", "claim"),
     "fenced_set": _script("fenced_set"),
     "wait": _script("home_index", "wait"),
     "close": _script("home_index", "close"),

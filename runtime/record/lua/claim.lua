@@ -31,6 +31,7 @@ if takes then
   if not resume then return {'claimed', fence} end
   redis.call('HSET', KEYS[1], F.status, 'resuming')
   redis.call('EXPIRE', KEYS[1], ARGV[3])
+  live_by_outlive(KEYS[1])  -- `home_index.lua`
   local t = redis.call('TIME')
   local details = cjson.encode({round = tonumber(ARGV[2]), fence = fence,
     taken_over = status == 'resuming', channel = seen[3],

@@ -24,8 +24,8 @@ redis.call('ZADD', KEYS[3], t[1], ARGV[2])
 -- And among its requester's (the Home tab's "Your runs"), in the same slot as the run's hash.
 for i = 3, #ARGV - 1, 2 do
   if ARGV[i] == F.requester then
-    redis.call('ZADD', string.match(KEYS[1], '^(.*)run:[^:]*$') .. LIVE_BY .. ARGV[i + 1], t[1],
-      ARGV[2])
+    redis.call('ZADD', home_prefix(KEYS[1]) .. LIVE_BY .. ARGV[i + 1], t[1], ARGV[2])
+    outlive(home_prefix(KEYS[1]) .. LIVE_BY .. ARGV[i + 1], KEYS[1])  -- `home_index.lua`
   end
 end
 return {'created', t[1], t[2]}

@@ -11,6 +11,20 @@
 local function home_prefix(run) return string.match(run, '^(.*)run:[^:]*$') end
 local function home_member(run, aid) return string.match(run, 'run:([^:]*)$') .. ':' .. aid end
 
+-- An index key lives at least as long as each run it names, and no longer than the longest: an
+-- entry whose run expired without closing goes with its key (the keys are one per person, group
+-- and channel: none may stay forever).
+local function outlive(key, run)
+  local ttl = redis.call('PTTL', run)
+  if ttl > 0 and redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+
+-- The requester's live runs (`LIVE_BY`, the Home tab's "Your runs"), after the run's TTL grew.
+local function live_by_outlive(run)
+  local requester = redis.call('HGET', run, F.requester)
+  if requester then outlive(home_prefix(run) .. LIVE_BY .. requester, run) end
+end
+
 -- {index key, set of such keys, id} for each index the call's gate puts it in.
 local function home_entries(run, aid)
   local raw = redis.call('HGET', run, F.gate .. aid)
@@ -53,7 +67,11 @@ local function home_index(run, aid)
   local member = home_member(run, aid)
   for _, entry in ipairs(home_entries(run, aid)) do
     redis.call('ZADD', entry[1], asked, member)
-    if entry[2] then redis.call('SADD', entry[2], entry[3]) end
+    outlive(entry[1], run)
+    if entry[2] then
+      redis.call('SADD', entry[2], entry[3])
+      outlive(entry[2], run)
+    end
   end
 end
 

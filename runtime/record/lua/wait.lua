@@ -38,6 +38,9 @@ for field, value in pairs(plan['set']) do
   fields[#fields + 1] = value
 end
 redis.call('HSET', KEYS[1], unpack(fields))
+-- Before the index: its keys take the run's new lifetime (`outlive`).
+redis.call('EXPIREAT', KEYS[1], ARGV[2])
+live_by_outlive(KEYS[1])
 for field, _ in pairs(plan['set']) do
   if string.sub(field, 1, #F.gate) == F.gate then
     home_index(KEYS[1], string.sub(field, #F.gate + 1))
@@ -60,5 +63,4 @@ if soonest ~= nil then
   end
 end
 for _, entry in ipairs(plan['audit']) do redis.call('XADD', KEYS[5], '*', unpack(entry)) end
-redis.call('EXPIREAT', KEYS[1], ARGV[2])
 return 1
