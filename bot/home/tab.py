@@ -23,8 +23,9 @@ someone outside the workspace only where the call lets such people decide; when 
 say, it is not listed.
 The decision script stays the judge of every click, whatever a tab listed.
 
-Publishes are paced across web processes (`bot.home.pace`) and read on a Redis pool of their
-own (`bot.wiring.home_tab_redis`): clicks wait behind neither.
+Publishes go out one at a time from one loop per web process (`bot.home.publisher`), paced
+across web processes (`bot.home.pace`), and read on a Redis pool of their own
+(`bot.wiring.home_tab_redis`): clicks wait behind neither.
 """
 
 from __future__ import annotations
