@@ -5,9 +5,10 @@ change that concerns a 200-person group would otherwise publish 200 tabs at once
 process. One bucket in Redis (`lua/publish_rate.lua`) serves them all: `HOME_PUBLISHES_PER_MINUTE`
 a minute, up to `BURST_SECONDS` of them at once. A 429 from Slack anyway (another app sharing the
 token, a lower limit than we think) closes the bucket for its Retry-After, for every web process;
-the tab it was for stays to be published (`bot.home.publisher`), with what it shows read again when it
-goes out. A publish asks the bucket once: a token due within `AHEAD_SECONDS` is taken at once,
-for then. Nothing else waits on it: clicks neither take a token nor share the tab's connections.
+the tab it was for stays to be published (`bot.home.publisher`), with what it shows read again
+when it goes out. A publish asks the bucket once: a token due within `AHEAD_SECONDS` is taken at
+once, for then. Nothing else waits on it: clicks neither take a token nor share the tab's
+connections.
 """
 
 from __future__ import annotations
