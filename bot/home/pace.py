@@ -5,8 +5,10 @@ change that concerns a 200-person group would otherwise publish 200 tabs at once
 process. One bucket in Redis (`lua/publish_rate.lua`) serves them all: `HOME_PUBLISHES_PER_MINUTE`
 a minute, up to `BURST_SECONDS` of them at once. A 429 from Slack anyway (another app sharing the
 token, a lower limit than we think) closes the bucket for its Retry-After, for every web process;
-the tab it was for stays to be published (`bot.home.tab`), with what it shows read again when it
-goes out. Nothing else waits on it: clicks neither take a token nor share the tab's connections.
+the tab it was for stays to be published (`bot.home.publisher`), with what it shows read again
+when it goes out. A publish asks the bucket once: a token due within `AHEAD_SECONDS` is taken at
+once, for then. Nothing else waits on it: clicks neither take a token nor share the tab's
+connections.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ BURST_SECONDS: Final = 10.0
 MAX_NAP_SECONDS: Final = 5.0
 """Asked again at least this often while waiting (the bucket may be refilled by a setting
 change, or Slack's pause lifted)."""
+AHEAD_SECONDS: Final = 2.0
+"""A token due within this long is taken at once, for then (one call of the script per publish
+while paced). A 429 from Slack meanwhile does not take it back: another web's publish already
+reserved may go out during the pause, and is paused again by its own 429 (at most one per web,
+each publishing one tab at a time)."""
 _SCRIPT = lua_script("bot.home", "publish_rate")
 
 
@@ -50,15 +57,15 @@ class PublishRate:
     async def wait_for_turn(self) -> None:
         """Once one more publish may go out (a token taken)."""
         while True:
-            wait_ms = int(
-                await self._script(
-                    keys=[self.keys.home_publish_rate, self.keys.home_publish_pause],
-                    args=[self._interval_ms, self._burst],
-                )
+            taken, wait_ms = await self._script(
+                keys=[self.keys.home_publish_rate, self.keys.home_publish_pause],
+                args=[self._interval_ms, self._burst, int(AHEAD_SECONDS * 1000)],
             )
-            if wait_ms <= 0:
+            if int(taken):
+                if int(wait_ms) > 0:
+                    await asyncio.sleep(int(wait_ms) / 1000)
                 return
-            await asyncio.sleep(min(wait_ms / 1000, MAX_NAP_SECONDS))
+            await asyncio.sleep(min(int(wait_ms) / 1000, MAX_NAP_SECONDS))
 
     async def pause(self, seconds: float) -> None:
         """Slack answered 429: no web process publishes for `seconds` (its Retry-After)."""

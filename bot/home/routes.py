@@ -34,6 +34,9 @@ from runtime.runs import LiveRuns
 from runtime.waiting import WaitingIndex
 
 WATCH: web.AppKey[asyncio.Task[None]] = web.AppKey("home_watch", asyncio.Task)
+PUBLISHER: web.AppKey[asyncio.Task[None]] = web.AppKey("home_publisher", asyncio.Task)
+STOP_SECONDS = 5.0
+"""How long the watch and the publisher each get to stop before they are cancelled."""
 
 
 def add_home_tab(
@@ -67,7 +70,6 @@ def add_home_tab(
         index=WaitingIndex(redis, keys),
         live=LiveRuns(redis, keys),
         links=parts.links,
-        tasks=tasks,
         channels=listed,
         members=members,
         rate=PublishRate(redis=redis, keys=keys, per_minute=publishes_per_minute),
@@ -98,15 +100,21 @@ def add_home_tab(
 
 
 def run_home_watch(app: web.Application, watch: HomeWatch) -> None:
-    """Follow the audit trail while the web app runs."""
+    """Follow the audit trail, and publish the tabs it changes, while the web app runs: one
+    publisher loop per process (`bot.home.publisher`)."""
+    publisher = watch.home.publisher
 
     async def start(app: web.Application) -> None:
-        app[WATCH] = asyncio.get_running_loop().create_task(watch.run(), name="home-watch")
+        loop = asyncio.get_running_loop()
+        app[WATCH] = loop.create_task(watch.run(), name="home-watch")
+        app[PUBLISHER] = loop.create_task(publisher.run(), name="home-publisher")
 
     async def stop(app: web.Application) -> None:
         watch.stop()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(app[WATCH], timeout=5)
+        publisher.stop()
+        for task in (app[WATCH], app[PUBLISHER]):
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(task, timeout=STOP_SECONDS)
 
     app.on_startup.append(start)
     app.on_cleanup.insert(0, stop)

@@ -23,8 +23,9 @@ someone outside the workspace only where the call lets such people decide; when 
 say, it is not listed.
 The decision script stays the judge of every click, whatever a tab listed.
 
-Publishes are paced across web processes (`bot.home.pace`) and read on a Redis pool of their
-own (`bot.wiring.home_tab_redis`): clicks wait behind neither.
+Publishes go out one at a time from one loop per web process (`bot.home.publisher`), paced
+across web processes (`bot.home.pace`), and read on a Redis pool of their own
+(`bot.wiring.home_tab_redis`): clicks wait behind neither.
 """
 
 from __future__ import annotations
@@ -37,13 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
-from aiohttp import ClientError
 from redis.exceptions import RedisError
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.home.blocks import RUNS_SHOWN, WAITING_SHOWN, OwnRun, WaitingCall, home_view
 from bot.home.pace import PublishRate
+from bot.home.publisher import DEBOUNCE_SECONDS, TabPublisher
 from bot.home.shared import SharedRead, SharedReads
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
@@ -51,7 +51,6 @@ from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from runtime.db import Keys
 from runtime.decisions import CallView, DecisionRecorder
-from runtime.process import TaskSet
 from runtime.record import CallGate, deciders, needs_groups
 from runtime.reporter import RunView
 from runtime.runs import LiveRuns
@@ -59,14 +58,6 @@ from runtime.waiting import Listed, OpenApproval, WaitingIndex
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_SECONDS = 2.0
-SETTLE_SECONDS = 0.2
-"""A change waits this long before its publish, so that a burst (a decision, then the resume)
-is one publish."""
-PUBLISHES_AT_ONCE = 1
-"""Tabs one web process reads and publishes at a time: a fan-out to 200 people otherwise takes
-the Redis pool and the event loop from the clicks, whose acknowledgement Slack wants in 3 s
-(`bench/home_fanout.py`, 1 web: click p99 204 ms with four at a time, 20 to 87 ms with one)."""
 INDEX_DEPTH = WAITING_SHOWN + 10
 """Calls read of each of a person's index sets (theirs, each group's, each channel's): what
 the tab shows, and a margin for calls the person turns out not to decide (their own requests,
@@ -89,7 +80,6 @@ class HomeTab:
     index: WaitingIndex
     live: LiveRuns
     links: ThreadLinks
-    tasks: TaskSet
     debounce_seconds: float = DEBOUNCE_SECONDS
     rate: PublishRate | None = None
     """Paces the publishes of every web process (`bot.home.pace`); None: unpaced."""
@@ -97,16 +87,11 @@ class HomeTab:
     """Who is in a channel: for calls anyone in it may decide, by the index's channel sets."""
     members: WorkspaceMembers
     """Who is outside the workspace: such a person is listed anyone-calls only where allowed."""
-    _dirty: dict[str, bool] = field(default_factory=dict)
-    """Per person with a publish under way: whether something changed since it read."""
     _viewers: dict[str, float] = field(default_factory=dict)
     """Viewer -> when they last opened the tab (epoch s), as this process knows it."""
     _viewers_read_at: float | None = None
     _opened: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when someone opens their tab through this process."""
-    _asked: dict[str, float] = field(default_factory=dict)
-    """Per person: when (`time.monotonic()`) their tab was last asked for; what it shows is read
-    after that."""
     _groups: SharedRead[set[str]] = field(init=False)
     _channels: SharedRead[set[str]] = field(init=False)
     _listed: SharedReads[str, Listed] = field(init=False)
@@ -116,9 +101,8 @@ class HomeTab:
     """A group's members, looked up once for the tabs of a fan-out (None: Slack cannot say)."""
     _views: SharedReads[tuple[str, str], CallView] = field(init=False)
     """The calls shown, so that a call shown on 200 tabs is read once."""
-    _publishing: asyncio.Semaphore = field(
-        default_factory=lambda: asyncio.Semaphore(PUBLISHES_AT_ONCE)
-    )
+    publisher: TabPublisher = field(init=False)
+    """Publishes the tabs `refresh` asks for, one at a time (`run` started with the web app)."""
 
     def __post_init__(self) -> None:
         self._groups = SharedRead(self.index.groups)
@@ -127,6 +111,13 @@ class HomeTab:
         self._calls = SharedReads(self.index.open)
         self._views = SharedReads(self._read_views)
         self._members = SharedReads(self._read_members)
+        self.publisher = TabPublisher(
+            redis=self.redis,
+            keys=self.keys,
+            publish=lambda user_id, since: self.publish(user_id, since=since),
+            rate=self.rate,
+            debounce_seconds=self.debounce_seconds,
+        )
 
     async def _read_members(self, groups: list[str]) -> dict[str, set[str] | None]:
         found: dict[str, set[str] | None] = {}
@@ -196,53 +187,9 @@ class HomeTab:
                 await self._opened.wait()
 
     def refresh(self, user_id: str) -> None:
-        """Publish the person's tab soon (debounced)."""
-        self._asked[user_id] = time.monotonic()
-        if user_id in self._dirty:
-            self._dirty[user_id] = True
-            return
-        self._dirty[user_id] = True
-        self.tasks.spawn(self._publisher(user_id), name=f"home:{user_id}")
-
-    async def _publisher(self, user_id: str) -> None:
-        try:
-            await asyncio.sleep(SETTLE_SECONDS)
-            while self._dirty.get(user_id):
-                # The debounce is asked inside too: the 200 tabs of one change ask one at a
-                # time, not all at once on the tab's connections while clicks wait on the loop.
-                async with self._publishing:
-                    wait = await self._turn(user_id)
-                    if wait <= 0:
-                        await self._publish_paced(user_id)
-                if wait > 0:
-                    await asyncio.sleep(wait)
-        except (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable):
-            log.warning("home tab of %s not published", user_id, exc_info=True)
-        finally:
-            self._dirty.pop(user_id, None)
-
-    async def _publish_paced(self, user_id: str) -> None:
-        """Publish when the rate allows; a 429 pauses every web process and leaves the tab to
-        be published (read afresh) once Slack allows."""
-        if self.rate is not None:
-            await self.rate.wait_for_turn()
-        self._dirty[user_id] = False
-        try:
-            await self.publish(user_id, since=self._asked.get(user_id))
-        except SlackApiError as error:
-            if (pause := _retry_after(error)) is None or self.rate is None:
-                raise
-            log.info("home tabs: Slack asks for a %g s pause", pause)
-            await self.rate.pause(pause)
-            self._dirty[user_id] = True
-
-    async def _turn(self, user_id: str) -> float:
-        """0 when this process may publish now, else how long until it may."""
-        key = self.keys.home_published(user_id)
-        if await self.redis.set(key, "1", nx=True, px=int(self.debounce_seconds * 1000)):
-            return 0.0
-        remaining = await self.redis.pttl(key)
-        return max(remaining, 50) / 1000
+        """Publish the person's tab soon (debounced): they are put in line (`bot.home.publisher`),
+        nothing more."""
+        self.publisher.mark(user_id)
 
     async def publish(self, user_id: str, *, since: float | None = None) -> None:
         """Read what the tab shows (from reads begun at or after `since`, `time.monotonic()`;
@@ -378,14 +325,3 @@ class _ChannelsSeen:
     """Each channel's members (None: Slack cannot say)."""
     inside: bool | None = None
     """Whether the tab's person is a member of the workspace (None: not asked yet)."""
-
-
-def _retry_after(error: SlackApiError) -> float | None:
-    """Seconds Slack asked to wait (a 429's Retry-After), None for another refusal."""
-    if error.response.status_code != 429:
-        return None
-    headers = {name.lower(): value for name, value in (error.response.headers or {}).items()}
-    try:
-        return max(1.0, float(headers.get("retry-after", 1)))
-    except (TypeError, ValueError):
-        return 1.0
