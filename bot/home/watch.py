@@ -37,7 +37,7 @@ from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from runtime.audit import AuditEvent
 from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS, Keys, longest_block, stream_tail
-from runtime.process import Shutdown, TaskSet
+from runtime.process import Backoff, Shutdown, TaskSet
 from runtime.record import CallGate, Requester, parse_copies, parse_gate, read
 from runtime.record import layout as rr
 
@@ -95,12 +95,12 @@ class HomeWatch:
     async def _follow(self, stream: str, last: str) -> None:
         reads = self.reads or self.redis
         block_ms = int(longest_block(reads) * 1000)
-        delay = FIRST_RETRY_SECONDS
+        backoff = Backoff(FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS)
         while not self._stopping.is_set():
             try:
                 self.home.forget_openings()
                 anyone = await self.home.any_viewers()
-                delay = FIRST_RETRY_SECONDS  # Redis answers
+                backoff.succeeded()  # Redis answers
                 if not anyone:
                     # No change would show anywhere: follow nothing until someone opens a tab,
                     # then from the newest event (the tab they open is drawn fresh).
@@ -120,9 +120,9 @@ class HomeWatch:
                             await self._changed(stream, entry_id, fields)
             except RedisError:
                 # Backs off as the connection's own message does: one line per attempt.
+                delay = backoff.failed()
                 log.warning("home tabs: the audit trail cannot be read; retrying in %g s", delay)
                 await self._stopping.sleep(delay)
-                delay = min(delay * 2, MAX_RETRY_SECONDS)
 
     async def _tail(self, stream: str) -> str:
         return await stream_tail(self.redis, stream, self._stopping, follower="home tabs")

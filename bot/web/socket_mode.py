@@ -26,7 +26,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.slack.bot_token import REFUSED
 from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
-from runtime.process import Shutdown
+from runtime.process import Backoff, Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -64,18 +64,17 @@ class SocketModeConnection:
         # Built here: its HTTP session must belong to the running loop.
         handler = AsyncSocketModeHandler(self._bolt, self._app_token)
         self._handler = handler
-        delay = self._first_delay
+        backoff = Backoff(self._first_delay, MAX_RETRY_SECONDS)
         while not stopping.is_set():
-            url = await self._open(handler, delay, stopping)
+            url = await self._open(handler, backoff.delay, stopping)
             if url is not None:
                 handler.client.wss_uri = url
                 await stopping.unless_stopped(handler.connect_async())  # type: ignore[no-untyped-call]
                 if not stopping.is_set():
                     log.info("Socket Mode: connected; Slack's requests arrive over the WebSocket")
                 return
-            if self._refused or await stopping.sleep(delay):
+            if self._refused or await stopping.sleep(backoff.failed()):
                 return
-            delay = min(delay * 2, MAX_RETRY_SECONDS)
 
     async def _open(
         self, handler: AsyncSocketModeHandler, delay: float, stopping: Shutdown

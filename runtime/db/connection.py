@@ -18,6 +18,7 @@ from redis.exceptions import AuthenticationError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from runtime.process.backoff import Backoff
 from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ async def wait_until_reachable(
     doubling from `first_delay` to `max_delay`, instead of crashing into a restart loop.
     """
     stopping = stopping or Shutdown()
-    delay = first_delay
+    backoff = Backoff(first_delay, max_delay)
     failures = 0
     while not stopping.is_set():
         try:
@@ -169,6 +170,7 @@ async def wait_until_reachable(
                 return False
         except RedisError as error:
             failures += 1
+            delay = backoff.failed()
             log.warning(
                 "cannot reach Redis at %s (%s): %s; retrying in %g s",
                 address(redis),
@@ -182,7 +184,6 @@ async def wait_until_reachable(
             return True
         if await stopping.sleep(delay):
             return False
-        delay = min(delay * 2, max_delay)
     return False
 
 

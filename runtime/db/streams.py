@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from runtime.db.connection import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
+from runtime.process.backoff import Backoff
 from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
@@ -21,14 +22,14 @@ async def stream_tail(
     it misses nothing appended later. Asked again every second while Redis does not answer,
     until `stopping` ("0-0" then), the wait doubling up to `MAX_RETRY_SECONDS` as
     `wait_until_reachable`'s does: one line per attempt, not one a second through an outage."""
-    delay = FIRST_RETRY_SECONDS
+    backoff = Backoff(FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS)
     while not stopping.is_set():
         try:
             newest: Any = await redis.xrevrange(stream, count=1)
         except RedisError:
+            delay = backoff.failed()
             log.warning("%s: %s cannot be read; retrying in %g s", follower, stream, delay)
             await stopping.sleep(delay)
-            delay = min(delay * 2, MAX_RETRY_SECONDS)
             continue
         if not newest:
             return "0-0"

@@ -29,6 +29,7 @@ from runtime.db.replication import PrimaryChanged
 from runtime.jobs.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.jobs.outages import redis_away, setting_to_check
 from runtime.jobs.queue import START, Delivery, Handler, JobQueue, Overtaken
+from runtime.process.backoff import Backoff
 from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.process.tasks import TaskSet
@@ -41,8 +42,10 @@ AFTER_JOBS_SHARE = 0.2
 AFTER_JOBS_MAX_SECONDS = 5.0
 HAND_BACK_MIN_SECONDS = 1.0
 """Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
+REDIS_AWAY_FIRST_RETRY_SECONDS = 0.25
 REDIS_AWAY_RETRY_MAX_SECONDS = 5.0
-"""The longest pause between in-place tries of a job while Redis is away (doubling from 0.25)."""
+"""The longest pause between in-place tries of a job while Redis is away (doubling from the
+first)."""
 
 
 @dataclass(kw_only=True)
@@ -340,7 +343,7 @@ class JobConsumer:
 
     async def _while_redis_is_away(self, delivery: Delivery, work: Handler) -> None:
         """`work(delivery)`, tried again in place for as long as it fails because Redis is away."""
-        pause = 0.25
+        backoff = Backoff(REDIS_AWAY_FIRST_RETRY_SECONDS, REDIS_AWAY_RETRY_MAX_SECONDS)
         while True:
             try:
                 await work(delivery)
@@ -350,6 +353,7 @@ class JobConsumer:
                 if away is None:
                     raise
                 setting = setting_to_check(away)
+                pause = backoff.failed()
                 log.warning(
                     "job %s: Redis is away (%s: %s; check %s); kept, and tried again in %g s",
                     delivery.entry_id,
@@ -367,7 +371,6 @@ class JobConsumer:
                     delivery.entry_id,
                 )
                 raise _LeftForTakeover
-            pause = min(2 * pause, REDIS_AWAY_RETRY_MAX_SECONDS)
             if not await self._still_held(delivery):
                 raise _TakenOver
 

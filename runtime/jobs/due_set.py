@@ -38,6 +38,7 @@ from runtime.db.connection import describe_failure, longest_block
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
 from runtime.db.streams import stream_tail
+from runtime.process.backoff import Backoff
 from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
@@ -125,11 +126,13 @@ class DuePoller:
 
     async def run(self) -> None:
         woken = await self._wake_tail()
-        delay = min(1.0, self.interval)
+        # Backs off: one line per attempt, not one a second per shard through an outage.
+        backoff = Backoff(min(1.0, self.interval), RETRY_CAP_SECONDS)
         while not self._stopping.is_set():
             try:
                 tick = await self.tick()
             except RedisError as error:
+                delay = backoff.failed()
                 log.warning(
                     "%s tick failed (%s); retrying in %g s",
                     self.name,
@@ -137,10 +140,8 @@ class DuePoller:
                     delay,
                 )
                 await self._stopping.sleep(delay)
-                # Backs off: one line per attempt, not one a second per shard through an outage.
-                delay = min(delay * 2, RETRY_CAP_SECONDS)
                 continue
-            delay = min(1.0, self.interval)
+            backoff.succeeded()
             if tick.announced is not None:
                 woken = tick.announced  # the tick that follows covers every wake-up until it
             if tick.claimed:

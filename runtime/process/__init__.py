@@ -1,4 +1,4 @@
-"""A process's life: shutdown signal and budget, owned tasks, logs, readiness.
+"""A process's life: shutdown signal and budget, owned tasks, logs, readiness, retry back-off.
 
 The names `bot` uses, loaded on first use (`runtime._faces`).
 """
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
+    from runtime.process.backoff import Backoff
     from runtime.process.logs import bind_log_context, configure_logging
     from runtime.process.readiness import check_readiness
     from runtime.process.shutdown import Shutdown
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from runtime.process.tasks import TaskSet
 
 _WHERE = {
+    "Backoff": "backoff",
     "Shutdown": "shutdown",
     "ShutdownBudget": "shutdown_budget",
     "TaskSet": "tasks",
@@ -25,6 +27,7 @@ _WHERE = {
     "configure_logging": "logs",
 }
 __all__ = [
+    "Backoff",
     "Shutdown",
     "ShutdownBudget",
     "TaskSet",
