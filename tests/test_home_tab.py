@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from bot.words.members import OUTSIDE_WORKSPACE
 from runtime.db.local import RedisServer
 from tests import agents
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.harness import Harness
+from tests.test_outsiders import OTHER_ORG
 
 POLICY = """
 [[rule]]
@@ -155,6 +157,27 @@ async def test_a_click_on_the_home_tab_by_someone_who_may_not_decide_is_refused(
     assert card.action_ids() == ["approve", "approve_always", "reject"]
     trail = await bot.audit_until("denied")
     assert [e["user_id"] for e in trail if e["event"] == "denied"] == ["UEVE"]
+
+
+async def test_a_named_approver_from_another_organisation_does_not_see_the_call_on_their_tab(
+    bot: Harness,
+) -> None:
+    """The policy names Bob, but Bob turns out to be of another organisation (Slack Connect):
+    the script would refuse his click, so his tab does not offer the call."""
+    bot.slack.people["UBOB"] = OTHER_ORG
+    bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UDAVE"]}
+    bot.model.script = by_task
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    assert "wants to run `delete_user`" in await open_home(bot, "UDAVE")
+    assert "Nothing waits for you" in await open_home(bot, "UBOB")
+    await bot.sender.click_home("UBOB", "home_approve", str(card.actions()[0]["value"]))
+    note = await bot.slack.wait_for(
+        lambda: [m for m in bot.slack.messages.values() if m.channel == "UBOB"],
+        what="a direct message to Bob",
+    )
+    assert note[0].text == OUTSIDE_WORKSPACE
+    assert agents.EXECUTIONS == []
 
 
 async def test_rejecting_on_the_home_tab_asks_why_and_stop_stops_the_run(bot: Harness) -> None:

@@ -10,7 +10,8 @@ alone too, costs a number of Redis commands that does not grow with what waits: 
 set, the sets of the user groups with open calls they are in (`bot.slack.directory`) and of the
 channels with calls anyone there may decide that they are in (`bot.slack.channel_members`),
 `INDEX_DEPTH` newest of each, then only those calls.
-A group's set and each call are read once for all the tabs of a fan-out (`bot.home.shared`).
+A group's or channel's set and members, and each call, are read once for all the tabs of a
+fan-out (`bot.home.shared`).
 "Your runs" is read from the person's own set of live runs (`Shard.live_runs_of`). Calls a
 worker of an earlier version opened have no index entries, and runs it started are not in their
 requester's set: they show on their cards (and `/agent status`) and not here, the calls until
@@ -99,6 +100,8 @@ class HomeTab:
     _calls: SharedReads[str, OpenApproval | None] = field(init=False)
     _members: SharedReads[str, set[str] | None] = field(init=False)
     """A group's members, looked up once for the tabs of a fan-out (None: Slack cannot say)."""
+    _in_channel: SharedReads[str, frozenset[str] | None] = field(init=False)
+    """A channel's members, the same way."""
     _views: SharedReads[tuple[str, str], CallView] = field(init=False)
     """The calls shown, so that a call shown on 200 tabs is read once."""
     publisher: TabPublisher = field(init=False)
@@ -111,6 +114,7 @@ class HomeTab:
         self._calls = SharedReads(self.index.open)
         self._views = SharedReads(self._read_views)
         self._members = SharedReads(self._read_members)
+        self._in_channel = SharedReads(self._read_channel_members)
         self.publisher = TabPublisher(
             redis=self.redis,
             keys=self.keys,
@@ -126,6 +130,15 @@ class HomeTab:
                 found[group] = await self.directory.members(group)
             except DirectoryUnavailable:
                 found[group] = None
+        return found
+
+    async def _read_channel_members(self, channels: list[str]) -> dict[str, frozenset[str] | None]:
+        found: dict[str, frozenset[str] | None] = {}
+        for channel in channels:
+            try:
+                found[channel] = await self.channels.members(channel)
+            except DirectoryUnavailable:
+                found[channel] = None
         return found
 
     async def _read_views(self, calls: list[tuple[str, str]]) -> dict[tuple[str, str], CallView]:
@@ -261,14 +274,12 @@ class HomeTab:
         for group in named:
             if user_id in (groups.get(group) or ()):
                 found.append(group)
-        for channel in sorted(await self._channels.since(since)):
-            try:
-                in_channel = await self.channels.members(channel)
-            except DirectoryUnavailable:
-                seen.members[channel] = None  # fail closed: not listed
-                continue
-            seen.members[channel] = in_channel
-            if user_id in in_channel:
+        channels = sorted(await self._channels.since(since))
+        in_channels = await self._in_channel.since(channels, since)
+        for channel in channels:
+            # Absent or None (Slack cannot say) fails closed: not listed.
+            seen.members[channel] = in_channel = in_channels.get(channel)
+            if in_channel is not None and user_id in in_channel:
                 found.append(channel)
         return found
 
@@ -297,7 +308,22 @@ class HomeTab:
                 if user_id in (groups[group] or ()):
                     member_of.append(group)
                     break
-        return deciders.may_decide(gate, user_id, member_of)
+        if not deciders.may_decide(gate, user_id, member_of):
+            return False
+        # Named or not, someone outside the workspace decides only where the call lets them:
+        # listed otherwise, their click would only be refused.
+        try:
+            return deciders.may_decide(
+                gate, user_id, member_of, outside=not await self._inside(user_id, seen)
+            )
+        except StandingUnknown:
+            return False
+
+    async def _inside(self, user_id: str, seen: _ChannelsSeen) -> bool:
+        """Whether `user_id` is a full member of the workspace, asked once per tab."""
+        if seen.inside is None:
+            seen.inside = (await self.members.standing(user_id)).inside
+        return seen.inside
 
     async def _may_decide_in_channel(
         self, user_id: str, gate: CallGate, seen: _ChannelsSeen, copies: tuple[str, ...]
@@ -309,9 +335,8 @@ class HomeTab:
             return False  # the requester: no lookup would change that
         try:
             if await self.channels.channel_with(user_id, (gate.channel, *copies), seen.members):
-                if seen.inside is None:
-                    seen.inside = (await self.members.standing(user_id)).inside
-                return deciders.may_decide(gate, user_id, outside=not seen.inside)
+                outside = not await self._inside(user_id, seen)
+                return deciders.may_decide(gate, user_id, outside=outside)
         except (DirectoryUnavailable, StandingUnknown):
             pass
         return False
@@ -319,7 +344,8 @@ class HomeTab:
 
 @dataclass(kw_only=True, slots=True)
 class _ChannelsSeen:
-    """What one tab found out for its calls that anyone in a channel may decide."""
+    """What one tab found out once for all its calls: the members of the channels whose calls
+    anyone there may decide, and whether its person is inside the workspace."""
 
     members: dict[str, frozenset[str] | None] = field(default_factory=dict)
     """Each channel's members (None: Slack cannot say)."""
