@@ -143,6 +143,7 @@ def script_held_until(release: asyncio.Event) -> Any:
     return script
 
 
+@pytest.mark.chaos  # a Sentinel failover, about 40 s
 async def test_a_start_resent_after_a_failover_shows_one_card_that_works(
     deployment: Deployment, replicated: ReplicatedRedis
 ) -> None:

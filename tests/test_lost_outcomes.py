@@ -12,6 +12,8 @@ import asyncio
 import signal
 from pathlib import Path
 
+import pytest
+
 from runtime.db.local import RedisServer
 from tests.deployment import Deployment
 from tests.fake_openai import Item, ModelRequest, message, shell_call, tool_call
@@ -116,6 +118,7 @@ async def test_a_tool_safe_to_repeat_runs_again_without_asking(deployment: Deplo
     assert "outcome_lost" not in await events(deployment)
 
 
+@pytest.mark.chaos  # Redis away for 40 s
 async def test_redis_away_for_40_s_as_an_approved_tool_returns_runs_it_once(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:

@@ -79,6 +79,7 @@ async def test_an_idle_worker_whose_redis_is_gone_stops_in_time_saying_why(
         assert "check REDIS_URL" in line, line
 
 
+@pytest.mark.chaos  # over 30 s each: a shutdown budget spent while Redis is away
 @pytest.mark.parametrize(("tool_seconds", "away_before_sigterm"), TOOL_PHASES)
 async def test_a_worker_whose_redis_went_away_during_a_tool_stops_in_time_keeping_the_job(
     durable_redis: RedisServer, tmp_path: Path, tool_seconds: str, away_before_sigterm: float
@@ -101,6 +102,7 @@ async def test_a_worker_whose_redis_went_away_during_a_tool_stops_in_time_keepin
         assert await pending_jobs(deployment) == 1, "not acknowledged: left for a takeover"
 
 
+@pytest.mark.chaos  # over 30 s: the same
 async def test_a_worker_left_behind_by_a_killed_test_run_stops_in_time(
     durable_redis: RedisServer, tmp_path: Path
 ) -> None:
@@ -146,6 +148,7 @@ async def test_an_idle_worker_whose_sentinels_are_all_gone_stops_in_time_saying_
         await redis.stop()
 
 
+@pytest.mark.chaos  # over 30 s each: the same, with the Sentinels away
 @pytest.mark.parametrize(("tool_seconds", "away_before_sigterm"), TOOL_PHASES)
 async def test_a_worker_whose_sentinels_went_away_during_a_tool_stops_in_time(
     deployment: Deployment, tmp_path: Path, tool_seconds: str, away_before_sigterm: float
