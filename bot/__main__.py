@@ -48,16 +48,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_format)
     if args.process == "web":
-        run_web(settings, registry.names)
+        run_web(settings, registry.names, policy)
     else:
         os.nice(settings.worker_niceness)
         asyncio.run(run_worker(settings, registry, policy))
     return 0
 
 
-def run_web(settings: Settings, agent_names: list[str]) -> None:
+def run_web(settings: Settings, agent_names: list[str], policy: Policy) -> None:
     redis = web_redis(settings)
-    app = create_web_app(settings, redis=redis, agent_names=agent_names)
+    app = create_web_app(settings, redis=redis, agent_names=agent_names, policy=policy)
     # The console has no login: it stays on this machine.
     host = "127.0.0.1" if settings.console else "0.0.0.0"
 

@@ -111,7 +111,12 @@ class Harness:
     async def start_web(self) -> None:
         settings = self.settings
         registry = load_registry(settings.agents)
-        app = await create_web_app(settings, redis=web_redis(settings), agent_names=registry.names)
+        app = await create_web_app(
+            settings,
+            redis=web_redis(settings),
+            agent_names=registry.names,
+            policy=load_policy(settings),
+        )
         # Requests in flight at stop_web() are the bot's own: aiohttp's default grace, not 1 s.
         self._runner, self.web_url = await serve(app, shutdown_timeout=60.0)
         assert self._session is not None

@@ -50,7 +50,10 @@ class Console:
 
     async def start(self) -> None:
         app = await create_web_app(
-            self.settings, redis=connect(self.redis_url), agent_names=self.registry.names
+            self.settings,
+            redis=connect(self.redis_url),
+            agent_names=self.registry.names,
+            policy=load_policy(self.settings),
         )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

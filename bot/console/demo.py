@@ -77,7 +77,9 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
 async def serve(settings: Settings, registry: AgentRegistry, policy: Policy, *, redis: str) -> None:
     redis_for_web = web_redis(settings)
     redis_for_worker = worker_redis(settings)
-    app = await create_web_app(settings, redis=redis_for_web, agent_names=registry.names)
+    app = await create_web_app(
+        settings, redis=redis_for_web, agent_names=registry.names, policy=policy
+    )
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=requests_grace(settings))
     await runner.setup()
     try:

@@ -33,6 +33,7 @@ from bot.web.socket_mode import add_socket_mode
 from bot.wiring import blocking_reads_redis, home_tab_redis
 from runtime.db import EvictionPolicyLog, Keys, wait_until_reachable
 from runtime.models import uses_scripted_model
+from runtime.policy import Policy
 from runtime.process import Shutdown, ShutdownBudget, TaskSet
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def create_web_app(
-    settings: Settings, *, redis: aioredis.Redis, agent_names: list[str]
+    settings: Settings, *, redis: aioredis.Redis, agent_names: list[str], policy: Policy
 ) -> web.Application:
     """The web process's composition root, built inside the running loop (the HTTP session
     needs one)."""
@@ -108,6 +109,7 @@ async def create_web_app(
         home_redis=home_redis,
         session=session,
         agent_names=agent_names,
+        policy=policy,
         tasks=tasks,
     )
     app.router.add_get("/healthz", healthz)
@@ -138,6 +140,7 @@ def _serve_slack(
     home_redis: aioredis.Redis,
     session: aiohttp.ClientSession,
     agent_names: list[str],
+    policy: Policy,
     tasks: TaskSet,
 ) -> HomeWatch:
     """Slack's requests at /slack/events, checked and handed to Bolt; returns the Home tabs'
@@ -151,6 +154,7 @@ def _serve_slack(
         home_redis=home_redis,
         session=session,
         agent_names=agent_names,
+        policy=policy,
         tasks=tasks,
     )
     app[BOLT] = slack.bolt

@@ -43,7 +43,7 @@ from runtime.decisions import BatchRecorder, DecisionRecorder
 from runtime.grants import GrantStore
 from runtime.jobs import JobQueue
 from runtime.mcp import McpListings
-from runtime.policy import load_policy, parse_principals
+from runtime.policy import Policy, parse_principals
 from runtime.process import TaskSet
 from runtime.runs import LiveRuns
 from runtime.stops import Principals, RunStopper
@@ -58,6 +58,7 @@ def build_bolt(
     home_redis: aioredis.Redis,
     session: aiohttp.ClientSession,
     agent_names: list[str],
+    policy: Policy,
     tasks: TaskSet,
 ) -> WebSlack:
     """The Bolt app, the watcher that republishes Home tabs, and the token's check."""
@@ -68,7 +69,13 @@ def build_bolt(
     )
     bolt = _bolt_app(settings, parts.client, bot_token)
     listeners = _listeners(
-        settings, redis=redis, parts=parts, lookups=lookups, agent_names=agent_names, tasks=tasks
+        settings,
+        redis=redis,
+        parts=parts,
+        lookups=lookups,
+        agent_names=agent_names,
+        policy=policy,
+        tasks=tasks,
     )
     add_listeners(bolt, listeners)
     home_watch = add_home_tab(
@@ -165,6 +172,7 @@ def _listeners(
     parts: SlackParts,
     lookups: _ClickLookups,
     agent_names: list[str],
+    policy: Policy,
     tasks: TaskSet,
 ) -> Listeners:
     keys = Keys.of(settings)
@@ -217,7 +225,7 @@ def _listeners(
         command=command,
         approvals=approvals,
         grants=grants,
-        edits=EditActions(actions=approvals, client=client, policy=load_policy(settings)),
+        edits=EditActions(actions=approvals, client=client, policy=policy),
         confirmations=ConfirmActions(actions=approvals, client=client),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
