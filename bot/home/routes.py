@@ -26,6 +26,7 @@ from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import publish_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
+from bot.web.in_flight import InFlight
 from bot.wiring import SlackParts
 from runtime.db import Keys
 from runtime.decisions import DecisionRecorder
@@ -52,6 +53,7 @@ def add_home_tab(
     channels: ChannelMembers,
     quick_approval_seconds: float,
     publishes_per_minute: int = PUBLISHES_PER_MINUTE,
+    in_flight: InFlight | None = None,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
     `run_home_watch`. `redis` is the tab's own (`bot.wiring.home_tab_redis`): what a tab shows
@@ -73,6 +75,7 @@ def add_home_tab(
         channels=listed,
         members=members,
         rate=PublishRate(redis=redis, keys=keys, per_minute=publishes_per_minute),
+        in_flight=in_flight,
     )
     actions = HomeActions(
         home=home,

@@ -26,7 +26,8 @@ The decision script stays the judge of every click, whatever a tab listed.
 
 Publishes go out one at a time from one loop per web process (`bot.home.publisher`), paced
 across web processes (`bot.home.pace`), and read on a Redis pool of their own
-(`bot.wiring.home_tab_redis`): clicks wait behind neither.
+(`bot.wiring.home_tab_redis`): clicks wait behind neither. A tab is drawn (CPU with no await
+in it) only between the Slack requests its web process answers (`bot.web.in_flight`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
+from bot.web.in_flight import InFlight
 from runtime.db import Keys
 from runtime.decisions import CallView, DecisionRecorder
 from runtime.record import CallGate, deciders, needs_groups
@@ -88,6 +90,8 @@ class HomeTab:
     """Who is in a channel: for calls anyone in it may decide, by the index's channel sets."""
     members: WorkspaceMembers
     """Who is outside the workspace: such a person is listed anyone-calls only where allowed."""
+    in_flight: InFlight | None = None
+    """The web's Slack requests in flight: a tab is drawn after them (`bot.web.in_flight`)."""
     _viewers: dict[str, float] = field(default_factory=dict)
     """Viewer -> when they last opened the tab (epoch s), as this process knows it."""
     _viewers_read_at: float | None = None
@@ -213,6 +217,8 @@ class HomeTab:
         runs = [
             OwnRun(run=run, link=await self.links.thread(run.channel, run.thread)) for run in mine
         ]
+        if self.in_flight is not None:
+            await self.in_flight.after_requests()
         view = home_view(
             waiting, runs, more_waiting=more, about=about, more_runs=max(0, count - len(runs))
         )

@@ -28,6 +28,7 @@ from bot.home.watch import HomeWatch
 from bot.settings import FIXES, Settings
 from bot.slack.payloads import malformed
 from bot.web.bolt import build_bolt
+from bot.web.in_flight import InFlight
 from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
 from bot.wiring import blocking_reads_redis, home_tab_redis
@@ -42,6 +43,7 @@ BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
 REDIS: web.AppKey[aioredis.Redis] = web.AppKey("redis", aioredis.Redis)
 TASKS: web.AppKey[TaskSet] = web.AppKey("tasks", TaskSet)
 VERIFIER: web.AppKey[SignatureVerifier] = web.AppKey("verifier", SignatureVerifier)
+IN_FLIGHT: web.AppKey[InFlight] = web.AppKey("in_flight", InFlight)
 
 # Heroku gives 30 s between SIGTERM and SIGKILL; SHUTDOWN_GRACE_SECONDS (25) is the whole stop.
 # Requests in flight get a share (Slack's are acknowledged within 3 s, so they need little), the
@@ -73,8 +75,9 @@ async def slack_events(request: web.Request) -> web.StreamResponse:
     if reason is not None:
         log.warning("signed request with a malformed body refused: %s", reason)
         return web.json_response({"ok": False, "error": "malformed_payload"}, status=400)
-    response = await request.app[BOLT].async_dispatch(await to_bolt_request(request))
-    return await to_aiohttp_response(response)
+    with request.app[IN_FLIGHT].answering():
+        response = await request.app[BOLT].async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(response)
 
 
 def _is_ssl_check(raw: str, content_type: str) -> bool:
@@ -158,6 +161,7 @@ def _serve_slack(
         tasks=tasks,
     )
     app[BOLT] = slack.bolt
+    app[IN_FLIGHT] = slack.in_flight
     app.router.add_post("/slack/events", slack_events)
     if not settings.console:  # the console's Slack is this process, and its token is its own
         _check_in_background(app, slack.bot_token.check)

@@ -35,6 +35,7 @@ from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
+from bot.web.in_flight import InFlight
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit import AuditTrail
 from runtime.conversations import ThreadHistory
@@ -68,6 +69,7 @@ def build_bolt(
         parts.client, links=parts.links, members=lookups.members, fix=FIXES["SLACK_BOT_TOKEN"]
     )
     bolt = _bolt_app(settings, parts.client, bot_token)
+    in_flight = InFlight()
     listeners = _listeners(
         settings,
         redis=redis,
@@ -90,12 +92,13 @@ def build_bolt(
         channels=lookups.channels,
         quick_approval_seconds=settings.quick_approval_seconds,
         publishes_per_minute=settings.home_publishes_per_minute,
+        in_flight=in_flight,
     )
     channel_events = ChannelMembershipEvents(
         channels=lookups.channels, moved=home_watch.member_moved
     )
     add_catch_alls(bolt, listeners, channel_events)
-    return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token)
+    return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token, in_flight=in_flight)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,6 +108,8 @@ class WebSlack:
     """Republishes Home tabs (`run_home_watch`)."""
     bot_token: BotToken
     """Checked once at start (`BotToken.check`), never inside a request."""
+    in_flight: InFlight
+    """The Slack requests being answered: the Home tabs are drawn between them."""
 
 
 def _bolt_app(settings: Settings, client: AsyncWebClient, bot_token: BotToken) -> AsyncApp:
