@@ -36,8 +36,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -60,6 +61,8 @@ from runtime.runs import LiveRuns
 from runtime.waiting import Listed, OpenApproval, WaitingIndex
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M")
 
 INDEX_DEPTH = WAITING_SHOWN + 10
 """Calls read of each of a person's index sets (theirs, each group's, each channel's): what
@@ -117,8 +120,8 @@ class HomeTab:
         self._listed = SharedReads(lambda ps: self.index.latest(ps, INDEX_DEPTH))
         self._calls = SharedReads(self.index.open)
         self._views = SharedReads(self._read_views)
-        self._members = SharedReads(self._read_members)
-        self._in_channel = SharedReads(self._read_channel_members)
+        self._members = SharedReads(lambda groups: _looked_up(groups, self.directory.members))
+        self._in_channel = SharedReads(lambda found: _looked_up(found, self.channels.members))
         self.publisher = TabPublisher(
             redis=self.redis,
             keys=self.keys,
@@ -126,24 +129,6 @@ class HomeTab:
             rate=self.rate,
             debounce_seconds=self.debounce_seconds,
         )
-
-    async def _read_members(self, groups: list[str]) -> dict[str, set[str] | None]:
-        found: dict[str, set[str] | None] = {}
-        for group in groups:
-            try:
-                found[group] = await self.directory.members(group)
-            except DirectoryUnavailable:
-                found[group] = None
-        return found
-
-    async def _read_channel_members(self, channels: list[str]) -> dict[str, frozenset[str] | None]:
-        found: dict[str, frozenset[str] | None] = {}
-        for channel in channels:
-            try:
-                found[channel] = await self.channels.members(channel)
-            except DirectoryUnavailable:
-                found[channel] = None
-        return found
 
     async def _read_views(self, calls: list[tuple[str, str]]) -> dict[tuple[str, str], CallView]:
         views = await asyncio.gather(*(self.recorder.view(*call) for call in calls))
@@ -346,6 +331,20 @@ class HomeTab:
         except (DirectoryUnavailable, StandingUnknown):
             pass
         return False
+
+
+async def _looked_up(
+    names: list[str], members: Callable[[str], Awaitable[M]]
+) -> dict[str, M | None]:
+    """The members of each group or channel, one after another; None where Slack cannot say
+    (fail closed: nothing listed by it)."""
+    found: dict[str, M | None] = {}
+    for name in names:
+        try:
+            found[name] = await members(name)
+        except DirectoryUnavailable:
+            found[name] = None
+    return found
 
 
 @dataclass(kw_only=True, slots=True)
