@@ -188,3 +188,51 @@ async def test_a_start_resent_after_a_failover_shows_one_card_that_works(
         assert [f[b"event"] for _, f in approved].count(b"approved") == 1
     finally:
         await primary.aclose()
+
+
+def migrate_script(request: ModelRequest) -> Reply:
+    if "call_m1" in request.tool_outputs:
+        return [message(f"done: {request.tool_outputs['call_m1']}")]
+    return [tool_call("migrate", {"table": "users"}, "call_m1")]
+
+
+@pytest.mark.chaos  # a Sentinel failover while a tool runs, about 30 s
+async def test_a_tool_that_returns_after_a_failover_is_recorded_and_its_run_finishes(
+    deployment: Deployment, replicated: ReplicatedRedis
+) -> None:
+    """The tool started on the old primary (its start mark confirmed by the replica) and
+    returns once the replica is promoted: its output is recorded and held on the new primary,
+    the job runs again there and reuses it. Before, each confirmation of that output failed
+    "the primary changed" (the attempt is pinned to the old one) until JOB_TIMEOUT_SECONDS,
+    and the run then asked whether to run the call again."""
+    env = {
+        **replicated.environ(1),
+        "SLOW_TOOL_SECONDS": "6",
+        "JOB_MAX_DELIVERIES": "20",
+        "REMINDER_AT": "0",
+    }
+    deployment.model.script = migrate_script
+    await deployment.web(**env)
+    worker = deployment.worker("worker.1", **env)
+    await wait_for_log(worker, "worker ready", timeout=60)
+    slack = deployment.slack
+
+    status, body = await deployment.sender.command("migrate users", trigger_id="trigger-mig")
+    assert (status, body.get("text")) == (200, messages.command_starting("ops"))
+    [card] = await slack.wait_for(lambda: slack.cards(), 30, "the card")
+    status, _ = await deployment.sender.click(card, "approve", user="UBOB")
+    assert status == 200
+
+    async def started() -> bool:
+        return bool(await deployment.redis.llen(deployment.ledger_key))
+
+    await eventually(started, "the tool started")
+    await fail_over(replicated)  # the tool is still sleeping; it returns to the new primary
+
+    thread = card.thread_ts or ""
+    await slack.wait_for(lambda: slack.final_answers(thread), 40, "the run's answer")
+    [answer] = slack.final_answers(thread)
+    assert answer.text.startswith("done: migrated users (attempt 1"), answer.text
+    ledger: Any = await deployment.redis.lrange(deployment.ledger_key, 0, -1)
+    assert len(ledger) == 1, "the tool ran once"
+    assert "recorded on the new Redis primary" in worker.log_path.read_text()

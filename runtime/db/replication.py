@@ -111,21 +111,21 @@ class Replication:
     def pinned() -> str | None:
         return _PINNED.get()
 
-    async def confirm(self) -> None:
+    async def confirm(self, *, pinned: bool = True) -> None:
         """Return once `min_replicas` replicas have every write made so far; else raise
-        `NotReplicated` (after `wait_ms`), `PrimaryChanged` (in a job pinned to another primary)
-        or a `RedisError`."""
+        `NotReplicated` (after `wait_ms`), `PrimaryChanged` (in a job pinned to another primary,
+        unless not `pinned`: a write known to have gone to the new one) or a `RedisError`."""
         if self.redis is None or self.min_replicas == 0:
             return
-        pinned = _PINNED.get()
+        pinned_to = _PINNED.get() if pinned else None
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.publish(self.channel, b"")
             pipe.execute_command("WAIT", self.min_replicas, self.wait_ms)
-            if pinned is not None:
+            if pinned_to is not None:
                 # On the same connection, so on the server that answered the WAIT.
                 pipe.info("replication")
             _received, confirmed, *info = await pipe.execute()
-        if pinned is not None and _replication_id(info[0]) != pinned:
+        if pinned_to is not None and _replication_id(info[0]) != pinned_to:
             raise PrimaryChanged(self.wait_ms)
         if int(confirmed) < self.min_replicas:
             raise NotReplicated(int(confirmed), self.min_replicas, self.wait_ms)

@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
 from runtime.calls.digest import call_digest
+from runtime.db.replication import PrimaryChanged
 from runtime.decisions.choices import ArgumentEdit
 from runtime.decisions.edits import edit_note
 from runtime.journal.starts import OutcomeLost, lost, may_repeat
@@ -273,6 +274,15 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
             try:
                 await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
                 return
+            except PrimaryChanged:
+                # Recorded on the new primary after a failover; what else this attempt wrote
+                # may have died with the old one, so the job runs again there (reusing it).
+                log.warning(
+                    "run %s: output of %s recorded on the new Redis primary; the job runs again",
+                    scope.lease.run_id,
+                    call_id,
+                )
+                raise
             except RedisError as error:
                 log.warning(
                     "run %s: output of %s not recorded yet (%s); retrying in %g s",

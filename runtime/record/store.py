@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
 from runtime.db.keys import Keys
-from runtime.db.replication import NO_REPLICAS, Replication
+from runtime.db.replication import NO_REPLICAS, PrimaryChanged, Replication
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.journal.starts import CallStarts
@@ -360,7 +360,13 @@ class RunStore:
             args=[rr.JOURNAL + call_id, entry, audit],
             token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
         )
-        await self._replication.confirm()
+        try:
+            await self._replication.confirm()
+        except PrimaryChanged:
+            # The outcome was written to the new primary: held there before the job runs again
+            # on it, so that the retry reuses it instead of running the tool once more.
+            await self._replication.confirm(pinned=False)
+            raise
 
     async def journal(self, run_id: str) -> list[bytes]:
         """Every recorded tool outcome of the run, in no particular order."""
