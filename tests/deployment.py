@@ -6,6 +6,7 @@ started from the Procfile lines, as written, and can be stopped, killed and rest
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,11 @@ class Deployment:
 
     def logs_text(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log()}" for p in self.processes)
+
+
+def what_failed(error: BaseException) -> str:
+    """The failures in `error` (each of an exception group's, with its traceback), for the top
+    of a note that goes on with the processes' logs: printed after so long a note, as Python
+    prints a group's members, they are what a shortened CI log cuts off."""
+    parts = error.exceptions if isinstance(error, BaseExceptionGroup) else (error,)
+    return "".join("".join(traceback.format_exception(part)) for part in parts)

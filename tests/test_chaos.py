@@ -42,7 +42,7 @@ from tests.chaos_people import (
     unfinished,
 )
 from tests.chaos_plans import ChaosModel, PlannedCall, plan_run
-from tests.deployment import Deployment
+from tests.deployment import Deployment, what_failed
 
 pytestmark = pytest.mark.chaos
 
@@ -119,6 +119,7 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
         await settled(deployment)
     except BaseException as error:
         error.add_note(
+            f"{what_failed(error)}\n"
             f"chaos: seed={seed} kills={chaos.kills} bursts={chaos.bursts} "
             f"outages={chaos.outages}\n"
             f"{await unfinished(deployment, plans)}\nlogs:\n{deployment.logs_text()}"

@@ -32,7 +32,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from bot.words import runs as messages
-from tests.deployment import Deployment
+from tests.deployment import Deployment, what_failed
 from tests.fake_openai import ModelRequest, Reply, message, tool_call
 from tests.fake_slack import Message
 from tests.processes import wait_for_log
@@ -313,7 +313,7 @@ async def test_a_failover_loses_nothing_acknowledged(
                 for number in range(RUNS):
                     group.create_task(person.play(number))
         except BaseException as error:
-            error.add_note(f"{deployment.logs_text()}\n{redis.logs()}")
+            error.add_note(f"{what_failed(error)}\n{deployment.logs_text()}\n{redis.logs()}")
             raise
         blow = faulted.result()
 
