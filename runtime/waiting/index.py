@@ -5,7 +5,7 @@ script that writes a call's gate (the run stops for it, an escalation widens it,
 it, a copy is posted) adds the call to one sorted set per user and group the gate names, or, for
 a call anyone in its channel may decide, per channel of its card and copies; the scripts that
 decide, stop or close it take it out. Everything of one run lives in the run's shard, so each
-shard has its own sets and a reader asks each shard (one on a single Redis).
+shard has its own sets and a reader asks every shard in one pipeline (one on a single Redis).
 
 Reading costs what is asked, not what waits: per shard one `ZREVRANGE` (the newest `depth`) and
 one `ZCARD` per principal, then one `HMGET` per call found. Each call is checked against its
@@ -71,24 +71,30 @@ class WaitingIndex:
         return await self._names("home_channels")
 
     async def _names(self, which: str) -> set[str]:
-        found: set[str] = set()
-        for shard in self._keys.shards:
-            members: Any = await self._redis.smembers(getattr(shard, which))
-            found.update(_text(m) for m in members)
-        return found
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for shard in self._keys.shards:
+                pipe.smembers(getattr(shard, which))
+            replies: list[Any] = await pipe.execute()
+        return {_text(m) for members in replies for m in members}
 
     async def latest(self, principals: Sequence[str], depth: int) -> dict[str, Listed]:
         """Per principal, the newest `depth` calls it is named for (of every shard, merged)."""
-        entries: dict[str, list[tuple[str, float]]] = {p: [] for p in principals}
-        totals = dict.fromkeys(principals, 0)
-        for shard in self._keys.shards if principals else ():  # one on a single Redis
-            async with self._redis.pipeline(transaction=False) as pipe:
+        if not principals:
+            return {}
+        # One pipeline for every shard: a cluster client sends each node its part at once.
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for shard in self._keys.shards:
                 for principal in principals:
                     pipe.zrevrange(shard.home_waiting(principal), 0, depth - 1, withscores=True)
                     pipe.zcard(shard.home_waiting(principal))
-                replies: list[Any] = await pipe.execute()
+            replies: list[Any] = await pipe.execute()
+        entries: dict[str, list[tuple[str, float]]] = {p: [] for p in principals}
+        totals = dict.fromkeys(principals, 0)
+        per_shard = 2 * len(principals)
+        for start in range(0, len(replies), per_shard):
+            shard_replies = replies[start : start + per_shard]
             for principal, listed, count in zip(
-                principals, replies[::2], replies[1::2], strict=True
+                principals, shard_replies[::2], shard_replies[1::2], strict=True
             ):
                 totals[principal] += int(count)
                 entries[principal].extend((_text(m), float(score)) for m, score in listed)
