@@ -4,7 +4,7 @@ place instead of spending one of its deliveries)."""
 
 from __future__ import annotations
 
-from redis.exceptions import ClusterDownError, OutOfMemoryError, RedisError
+from redis.exceptions import ClusterDownError, OutOfMemoryError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -35,6 +35,16 @@ def redis_away(error: BaseException) -> BaseException | None:
     for kind in _AWAY:
         if (found := caused_by(error, kind)) is not None:
             return found
+    return _full_inside_a_script(error)
+
+
+def _full_inside_a_script(error: BaseException) -> OutOfMemoryError | None:
+    """Redis 6.2 reports a write a full Redis refused inside a Lua script as the script's error
+    (`Error running script ...: -OOM command not allowed ...`), which redis-py cannot tell
+    from a bug in the script; Redis 7 answers `OOM ...` itself, an `OutOfMemoryError`."""
+    found = caused_by(error, ResponseError)
+    if found is not None and "-OOM " in str(found):
+        return OutOfMemoryError(str(found))
     return None
 
 
