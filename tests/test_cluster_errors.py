@@ -131,7 +131,11 @@ async def test_a_cluster_whose_nodes_all_stopped_fails_with_a_redis_error_until_
             await client.set("{t}a", "before")
             for node in cluster.nodes:
                 node.stop()
-            for call in CALLS.values():
+            for name, call in CALLS.items():
+                if name == "initialize":
+                    # From redis-py 8.2 a client that knew the cluster keeps that topology when
+                    # no node answers a refresh (it logs it); the commands then fail, below.
+                    continue
                 with pytest.raises(ClusterUnavailable):
                     await call(client)
             cluster.restart(*cluster.nodes)

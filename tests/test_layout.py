@@ -105,7 +105,8 @@ def test_each_lua_file_opens_with_its_keys_and_arguments() -> None:
 
 
 def test_every_lua_file_ships_with_its_package() -> None:
-    """A wheel (Heroku installs one) holds only the package data named in `pyproject.toml`."""
+    """A wheel (a library user installs one) holds only the package data named in
+    `pyproject.toml`."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     shipped = data["package-data"]
     left_out = [

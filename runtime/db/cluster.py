@@ -9,13 +9,15 @@ with a `RedisError`, which every caller already handles ("try again", a retry in
 
 RedisError
 ├── ClusterUnavailable   no node answered, or the slots are not all served: redis-py's
-│                        `RedisClusterException` from finding the cluster, `SlotNotCoveredError`;
+│                        `RedisClusterException` from finding the cluster, `SlotNotCoveredError`,
+│                        `RedisClusterUnreachableError` (redis-py 8.2 and later), a
+│                        `ConnectionError` once redis-py's own retries are spent;
 │                        or a connection closed under a command (`AttributeError` in redis-py's
 │                        connection code: told "the cluster is down", redis-py closes every
 │                        connection, also those other commands are using)
 ├── UnroutableCommand    a command the client cannot send to one node (keys of several slots, no
 │                        key): any other `RedisClusterException`, a bug here, not an outage
-└── (redis-py's own)     ConnectionError, TimeoutError, ClusterDownError ("the cluster is down",
+└── (redis-py's own)     TimeoutError, ClusterDownError ("the cluster is down",
                          while a failed primary is not yet replaced), ...
 
 Neither `RedisClusterException` nor that `AttributeError` is a `RedisError`: they escaped every
@@ -35,7 +37,9 @@ from typing import Any, cast
 
 import redis.asyncio as aioredis
 import redis.asyncio.connection
+import redis.exceptions
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
 
 from runtime.db.connection import ClientOptions, redis_kwargs
@@ -52,6 +56,17 @@ class UnroutableCommand(RedisError):
 
 _CONNECTION_CODE = Path(redis.asyncio.connection.__file__)
 
+_OUTAGES: tuple[type[RedisClusterException], ...] = (
+    SlotNotCoveredError,
+    # redis-py 8.2 says "no node reachable" with this subclass, from a command as well as from
+    # `initialize`; earlier releases have no such class and raise it from `initialize` only.
+    *(
+        [unreachable]
+        if (unreachable := getattr(redis.exceptions, "RedisClusterUnreachableError", None))
+        else []
+    ),
+)
+
 
 @contextlib.contextmanager
 def redis_errors_only() -> Iterator[None]:
@@ -60,8 +75,13 @@ def redis_errors_only() -> Iterator[None]:
     try:
         yield
     except RedisClusterException as error:
-        kind = ClusterUnavailable if isinstance(error, SlotNotCoveredError) else UnroutableCommand
+        kind = ClusterUnavailable if isinstance(error, _OUTAGES) else UnroutableCommand
         raise kind(str(error)) from error
+    except RedisConnectionError as error:
+        # What redis-py raises once its own retries are spent: the node serving the command's
+        # slot could not be reached. redis-py 8.2 raises it raw while a refresh of the topology
+        # is in its backoff, where earlier releases refreshed and raised the exception above.
+        raise ClusterUnavailable(str(error)) from error
     except AttributeError as error:
         if not _raised_in_connection_code(error):
             raise  # ours: a bug, not an outage

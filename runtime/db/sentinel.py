@@ -49,7 +49,7 @@ def connect_sentinel(
     followed across failovers."""
     options = options or ClientOptions()
     url = urlsplit(settings.effective_redis_url)
-    timeouts = {
+    timeouts: dict[str, Any] = {
         "socket_timeout": options.socket_timeout,
         "socket_connect_timeout": options.connect_timeout,
     }
@@ -59,7 +59,7 @@ def connect_sentinel(
     }
     tls: dict[str, Any] = {"ssl": True, **tls_kwargs(options)} if url.scheme == "rediss" else {}
     database = url.path.lstrip("/")
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(
         settings.sentinel_addresses,
         # Sentinels usually have no password of their own, but speak TLS where Redis does. One
         # try each: there are several to ask, and the client's own retries come around again.
