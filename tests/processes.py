@@ -99,6 +99,20 @@ async def wait_for_status(url: str, process: Process, status: int, timeout: floa
     raise AssertionError(f"{process.name} never answered {status}:\n{process.log()}")
 
 
+async def wait_for_lines(process: Process, text: str, count: int, timeout: float) -> list[str]:
+    """The first `count` lines of the process's log containing `text`, once there are as many."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [line for line in process.log_path.read_text().splitlines() if text in line]
+        if len(found) >= count:
+            return found[:count]
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{process.name} logged {text!r} {len(found)} times, not {count}:\n{process.log()}"
+            )
+        await asyncio.sleep(0.1)
+
+
 async def wait_for_log(process: Process, text: str, timeout: float = 20) -> str:
     """The first line of the process's log containing `text`, once there is one."""
     deadline = time.monotonic() + timeout
