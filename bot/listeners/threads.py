@@ -21,14 +21,13 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from redis.exceptions import RedisError
-from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.commands import parse_command_text
+from bot.slack.events import Said
 from bot.words import threads as words
 from runtime.conversations import ThreadHistory
 from runtime.db import NotReplicated
@@ -43,7 +42,7 @@ and bots' messages have other subtypes."""
 
 
 @dataclass(frozen=True, slots=True)
-class Said:
+class Message:
     channel: str
     user: str
     text: str
@@ -56,17 +55,16 @@ class Said:
         return new_run_id(seed=f"said:{self.channel}:{self.ts}")
 
 
-def said(event: dict[str, Any]) -> Said | None:
+def said(event: Said) -> Message | None:
     """A person's message, or None (a bot's, an edit, a deletion, one without words)."""
-    if event.get("bot_id") or event.get("subtype") not in _REPLIES:
+    if event.bot_id or event.subtype not in _REPLIES:
         return None
-    channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
-    text = _MENTION.sub("", str(event.get("text") or "")).strip()[:4000]
-    if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
+    channel, user, ts = event.channel, event.user, event.ts
+    if channel is None or user is None or ts is None:
         return None
-    thread = event.get("thread_ts")
-    in_thread = isinstance(thread, str) and thread != ts
-    return Said(channel, user, text, ts, thread if in_thread else None)
+    text = _MENTION.sub("", event.text or "").strip()[:4000]
+    in_thread = event.thread_ts is not None and event.thread_ts != ts
+    return Message(channel, user, text, ts, event.thread_ts if in_thread else None)
 
 
 @dataclass(kw_only=True)
@@ -76,14 +74,12 @@ class ThreadReplies:
     client: AsyncWebClient
     agents: list[str]
 
-    async def on_message(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
+    async def on_message(self, event: Said) -> None:
         message = said(event)
         if message is not None and message.thread is not None and message.text:
             await self._reply(message, message.thread)
 
-    async def on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
+    async def on_mention(self, event: Said) -> None:
         message = said(event)
         if message is None:
             return
@@ -98,7 +94,7 @@ class ThreadReplies:
             return
         await self._enqueue(message, parsed.agent, parsed.task, thread=None, continues=None)
 
-    async def _reply(self, message: Said, thread: str) -> bool:
+    async def _reply(self, message: Message, thread: str) -> bool:
         """Continue the thread's run; False if the thread is no run's."""
         try:
             last = await self.history.last_run(message.channel, thread)
@@ -124,7 +120,7 @@ class ThreadReplies:
         return True
 
     async def _enqueue(
-        self, message: Said, agent: str, task: str, thread: str | None, continues: str | None
+        self, message: Message, agent: str, task: str, thread: str | None, continues: str | None
     ) -> bool:
         """Enqueue the message's run; False (and the person told so) if the queue is away."""
         job = StartJob(
@@ -153,7 +149,7 @@ class ThreadReplies:
         )
         return True
 
-    async def _say(self, message: Said, text: str, *, thread: str | None = None) -> None:
+    async def _say(self, message: Message, text: str, *, thread: str | None = None) -> None:
         try:
             await self.client.chat_postMessage(
                 channel=message.channel, thread_ts=thread or message.ts, text=text

@@ -202,6 +202,8 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
         data = json.loads(raw)
     except ValueError as error:
         raise UnreadableEnvelope(run_id, "the stored envelope is not JSON") from error
+    except RecursionError as error:  # Python's parser recurses; no envelope nests this deep
+        raise UnreadableEnvelope(run_id, "the stored envelope nests too deep") from error
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version not in SCHEMA_VERSION_SUMMARIES:
         raise UnsupportedEnvelope(run_id, version)
