@@ -11,7 +11,11 @@ does.
 
 Slack sends a mention in a thread twice (as `app_mention` and as `message`): both map to the
 same run id (seeded by the message), so the second is one enqueue the queue drops, and is not
-mistaken for a reply during that run.
+mistaken for a reply during that run. A thread whose run still works is told so at most once a
+minute (`ThreadHistory.first_notice`), however many replies (or deliveries of one) arrive.
+
+Only people who may start a run (`bot.listeners.requesters`, `EXTERNAL_REQUESTERS`) start one
+here; anyone else is told why, privately, once per message.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.commands import parse_command_text
+from bot.listeners.requesters import Admission, Requesters
 from bot.slack.events import Said
 from bot.words import threads as words
 from runtime.conversations import ThreadHistory
@@ -73,6 +78,8 @@ class ThreadReplies:
     queue: JobQueue
     client: AsyncWebClient
     agents: list[str]
+    requesters: Requesters
+    """Who may start a run (`EXTERNAL_REQUESTERS`)."""
 
     async def on_message(self, event: Said) -> None:
         message = said(event)
@@ -92,7 +99,11 @@ class ThreadReplies:
         if parsed.kind != "task":
             await self._say(message, words.MENTION_EMPTY)
             return
-        await self._enqueue(message, parsed.agent, parsed.task, thread=None, continues=None)
+        admission = await self._admit(message, "a mention")
+        if admission is not None:
+            await self._enqueue(
+                message, parsed.agent, parsed.task, None, continues=None, admission=admission
+            )
 
     async def _reply(self, message: Message, thread: str) -> bool:
         """Continue the thread's run; False if the thread is no run's."""
@@ -102,25 +113,54 @@ class ThreadReplies:
                 return False
             if last.run_id == message.run_id:
                 return True  # Slack's other delivery of this very message
+        except RedisError:
+            await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
+            return True
+        admission = await self._admit(message, "a reply")
+        if admission is None:
+            return True
+        try:
             busy = await self.history.busy(last)
             if busy or not await self.history.follow(
                 message.channel, thread, last.run_id, message.run_id, last.agent
             ):
-                await self._say(message, words.STILL_WORKING, thread=thread)
+                # Once a minute per thread, not once per reply (nor per delivery of a mention).
+                if await self.history.first_notice(f"working:{message.channel}:{thread}"):
+                    await self._say(message, words.STILL_WORKING, thread=thread)
                 return True
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
             return True
         if not await self._enqueue(
-            message, last.agent, message.text, thread, continues=last.run_id
+            message, last.agent, message.text, thread, continues=last.run_id, admission=admission
         ):
             # Told to try again: the turn goes back, or the retry would be told to wait.
             with contextlib.suppress(RedisError):
                 await self.history.give_back(message.channel, thread, message.run_id, last)
         return True
 
+    async def _admit(self, message: Message, how: str) -> Admission | None:
+        """The person may start a run (None: they may not, and were told why, privately)."""
+        admission = await self.requesters.admit(message.user, how)
+        if admission.refusal is None:
+            return admission
+        try:  # Slack delivers a mention in a run's thread twice: one note
+            first = await self.history.first_notice(f"refused:{message.run_id}")
+        except RedisError:
+            first = True
+        if first:
+            await self._tell(message, admission.refusal)
+        return None
+
     async def _enqueue(
-        self, message: Message, agent: str, task: str, thread: str | None, continues: str | None
+        self,
+        message: Message,
+        agent: str,
+        task: str,
+        thread: str | None,
+        *,
+        continues: str | None,
+        admission: Admission,
     ) -> bool:
         """Enqueue the message's run; False (and the person told so) if the queue is away."""
         job = StartJob(
@@ -128,7 +168,10 @@ class ThreadReplies:
             agent=agent,
             task=task,
             conversation=Conversation(
-                channel=message.channel, requester=message.user, thread=thread
+                channel=message.channel,
+                requester=message.user,
+                requester_external=admission.external,
+                thread=thread,
             ),
             requested_at=time.time(),
             continues=continues,
@@ -148,6 +191,15 @@ class ThreadReplies:
             "run %s: enqueued for %s (%s), continues %s", job.run_id, message.user, agent, continues
         )
         return True
+
+    async def _tell(self, message: Message, text: str) -> None:
+        """Only the person who wrote `message` sees `text` (in its thread, if it is in one)."""
+        try:
+            await self.client.chat_postEphemeral(
+                channel=message.channel, user=message.user, text=text, thread_ts=message.thread
+            )
+        except SlackApiError as error:
+            log.warning("could not tell %s: %s", message.user, error.response.get("error"))
 
     async def _say(self, message: Message, text: str, *, thread: str | None = None) -> None:
         try:

@@ -23,6 +23,7 @@ from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
+from bot.listeners.requesters import Requesters
 from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
 from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
@@ -214,7 +215,11 @@ def _listeners(
         members=members,
         outsiders_allowed=outsiders_allowed,
     )
+    requesters = Requesters(
+        members=members, outsiders_allowed=settings.external_requesters == "allow"
+    )
     command = AgentCommand(
+        requesters=requesters,
         queue=JobQueue(redis, keys, replication=replication),
         audit=AuditTrail(redis, keys),
         agents=agent_names,
@@ -247,6 +252,7 @@ def _listeners(
             queue=command.queue,
             client=client,
             agents=agent_names,
+            requesters=requesters,
         ),
     )
 

@@ -237,4 +237,7 @@ def dump_envelope(envelope: RunEnvelope) -> str:
         for name in _OMITTED_WHEN_UNSET:
             if call.get(name) in (None, [], False):
                 call.pop(name, None)
+    if not data["conversation"].get("requester_external"):
+        # Written only when set, so that a web process of the previous version reads the run.
+        data["conversation"].pop("requester_external", None)
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
