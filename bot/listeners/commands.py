@@ -161,7 +161,11 @@ class AgentCommand:
 
     async def _start(self, command: SlashCommand, agent: str, task: str) -> str:
         """Enqueue a run, if the person may start one; what to answer."""
-        admission = await self.requesters.admit(command.user_id, command.command)
+        try:
+            admission = await self.requesters.admit(command.user_id, command.command)
+        except RedisError:  # where each person's standing is cached
+            log.warning("%s by %s not started: Redis unreachable", command.command, command.user_id)
+            return messages.QUEUE_UNAVAILABLE
         if admission.refusal is not None:
             return admission.refusal
         job = StartJob(

@@ -38,7 +38,8 @@ class Requesters:
     """`EXTERNAL_REQUESTERS=allow`."""
 
     async def admit(self, user_id: str, how: str) -> Admission:
-        """Whether `user_id` may start a run; `how` (`/agent`, a mention, a reply) is logged."""
+        """Whether `user_id` may start a run; `how` (`/agent`, a mention, a reply) is logged.
+        Raises RedisError when the cache of people's standing cannot be read."""
         try:
             standing = await self.members.standing(user_id)
         except StandingUnknown:

@@ -141,7 +141,11 @@ class ThreadReplies:
 
     async def _admit(self, message: Message, how: str) -> Admission | None:
         """The person may start a run (None: they may not, and were told why, privately)."""
-        admission = await self.requesters.admit(message.user, how)
+        try:
+            admission = await self.requesters.admit(message.user, how)
+        except RedisError:  # where each person's standing is cached
+            await self._say(message, words.REPLY_NOT_STARTED, thread=message.thread)
+            return None
         if admission.refusal is None:
             return admission
         try:  # Slack delivers a mention in a run's thread twice: one note

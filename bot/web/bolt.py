@@ -37,6 +37,7 @@ from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.web.in_flight import InFlight
+from bot.web.installation import InstallationCheck
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit import AuditTrail
 from runtime.conversations import ThreadHistory
@@ -70,6 +71,7 @@ def build_bolt(
         parts.client, links=parts.links, members=lookups.members, fix=FIXES["SLACK_BOT_TOKEN"]
     )
     bolt = _bolt_app(settings, parts.client, bot_token)
+    bolt.use(InstallationCheck(members=lookups.members).middleware())
     in_flight = InFlight()
     listeners = _listeners(
         settings,

@@ -23,6 +23,15 @@ REQUESTER_UNKNOWN = (
     "Slack did not tell Countersign whether you are a member of this workspace just now, so "
     "nothing was started. Please try again in a few seconds."
 )
+OTHER_WORKSPACE = (
+    "This Countersign serves another Slack workspace or organisation, so nothing was started "
+    "or recorded here."
+)
+"""To a slash command of another installation of the same app (`bot.web.installation`)."""
+INSTALLATION_UNKNOWN = (
+    "Slack did not tell Countersign which workspace it is installed in just now, so nothing was "
+    "started. Please try again in a few seconds."
+)
 CHANNEL_UNAVAILABLE = (
     "Slack did not tell Countersign who is in this call's channel just now, so nothing was "
     "recorded. Please try again in a few seconds, or decide on the card in the channel."
