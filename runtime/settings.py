@@ -51,6 +51,9 @@ FIXES: dict[str, str] = {
     "and the same (S0614TZR7).",
     "EXTERNAL_DECIDERS": "Use deny (the default: only full members of the installing workspace "
     "or its enterprise decide) or allow (Slack Connect users and guests may decide too).",
+    "EXTERNAL_REQUESTERS": "Use deny (the default: only full members of the installing "
+    "workspace or its enterprise start runs) or allow (Slack Connect users and guests may start "
+    "runs too; no grant, Approve always or automatic approval covers their calls).",
     "POLICY_FILE": "Give the path of a TOML policy file, relative to the working directory.",
     "REMINDER_AT": "Use fractions of the approval's lifetime from 0 (no reminder) to 0.99, "
     "comma-separated: 0.5,0.9 reminds at half time and near the end.",
@@ -155,6 +158,12 @@ class RuntimeSettings(BaseSettings):
     )
     """`allow`: people outside the installing workspace (Slack Connect users of another
     organisation, guests) may decide, grant, stop and revoke too; a rule's `external` wins."""
+    external_requesters: Literal["deny", "allow"] = Field(
+        "deny", validation_alias="EXTERNAL_REQUESTERS"
+    )
+    """`allow`: people outside the installing workspace may start runs too (`/agent`, a mention,
+    a reply in a run's thread), and their runs carry `Conversation.requester_external`; `deny`:
+    they are told why, and nothing starts."""
     policy_file: str | None = Field(None, validation_alias="POLICY_FILE")
     reminder_at: tuple[Annotated[float, Field(ge=0, lt=1)], ...] = Field(
         (0.5,), validation_alias="REMINDER_AT", max_length=10

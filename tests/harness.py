@@ -23,6 +23,7 @@ from bot.settings import Settings
 from bot.slack.members import STANDING_TTL_SECONDS
 from bot.web.app import create_web_app
 from bot.wiring import blocking_reads_redis, web_redis
+from runtime.conversations.threads import NOTICE_SECONDS
 from runtime.db.cluster import connect_cluster
 from runtime.db.connection import connect
 from runtime.db.keys import DEFAULT_CLUSTER_SHARDS, Keys
@@ -270,6 +271,8 @@ class Harness:
                 continue  # the thread's, kept for a reply in it: it expires with the history
             if key.startswith(self.keys.person("")) and 0 < ttl <= STANDING_TTL_SECONDS:
                 continue  # not the run's: whether a person is a member of the workspace
+            if key.startswith(self.keys.notice("")) and 0 < ttl <= NOTICE_SECONDS:
+                continue  # "still working", said at most once a minute per thread
             left.append(key)
         return left
 

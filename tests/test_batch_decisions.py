@@ -148,3 +148,80 @@ async def test_reject_all_asks_one_reason_that_the_model_reads_for_each(bot: Har
     trail = await bot.audit_until("rejected")
     rejected = [e for e in trail if e["event"] == "rejected"]
     assert len(rejected) == 2 and len({e["batch"] for e in rejected}) == 1
+
+
+def two_long_calls(delete_chars: int, restart_chars: int) -> Any:
+    """Ask for two calls whose arguments are `delete_chars` and `restart_chars` long (more than
+    the 200 characters the modal once showed of each)."""
+    user_id, service = "u-" + "1" * delete_chars, "s-" + "2" * restart_chars
+
+    def script(request: ModelRequest) -> list[Item]:
+        if not request.tool_outputs:
+            return [
+                tool_call("delete_user", {"user_id": user_id}, "call_del"),
+                tool_call("restart_service", {"service": service}, "call_rst"),
+            ]
+        outputs = request.tool_outputs
+        return [message(f"done: {len(outputs['call_del'])} / {len(outputs['call_rst'])}")]
+
+    return script
+
+
+def digests(cards: list[Message]) -> dict[str, str]:
+    """Each card's tool and the full digest its buttons bind."""
+    return {
+        ("delete_user" if "delete_user" in c.all_text() else "restart_service"): str(
+            c.actions()[0]["value"]
+        ).rsplit(":", 1)[1]
+        for c in cards
+    }
+
+
+async def test_approve_all_shows_every_argument_and_the_whole_digest_it_binds(
+    bot: Harness,
+) -> None:
+    bot.model.script = two_long_calls(600, 5000)
+    root = await bot.start_run("delete and restart, long")
+    cards = await bot.cards(root, 2)
+    status = await status_with_batch(bot, root)
+    modal = await open_batch(bot, status, "approve_all", user="UBOB")
+    # The sections' text, their code blocks joined again.
+    sections = [b["text"]["text"] for b in modal["blocks"] if b.get("type") == "section"]
+    shown = "".join(sections).replace("```", "").replace("\n", "")
+    assert '"u-' + "1" * 600 + '"' in shown, "all of the delete's arguments"
+    assert '"s-' + "2" * 5000 + '"' in shown, "all of the restart's, over several blocks"
+    for digest in digests(cards).values():
+        assert f"sha256:{digest}" in shown, "the whole digest"
+    assert "shortened" not in json.dumps(modal)
+
+    await bot.sender.submit_view(modal, user="UBOB", values={})
+    assert (await bot.final_answer(root)).text.startswith("done:")
+    assert sorted(len(args[next(iter(args))]) for _tool, args in agents.EXECUTIONS) == [
+        602,
+        5002,
+    ]
+
+
+async def test_a_call_the_modal_cannot_show_whole_is_left_out_of_the_batch(bot: Harness) -> None:
+    bot.model.script = two_long_calls(10, 400_000)
+    root = await bot.start_run("delete and restart, too long to list")
+    cards = await bot.cards(root, 2)
+    status = await status_with_batch(bot, root)
+    modal = await open_batch(bot, status, "approve_all", user="UBOB")
+    texts = json.dumps(modal)
+    assert "This approves this call, each exactly as shown here" in texts
+    assert "`restart_service` is not in this list, because the arguments are too long" in texts
+    assert "s-222" not in texts, "none of it listed"
+    delete = next(c for c in cards if "delete_user" in c.all_text())
+    delete_aid = str(delete.actions()[0]["value"]).split(":")[1]
+    assert list(json.loads(modal["private_metadata"])["calls"]) == [delete_aid], "what it binds"
+
+    await bot.sender.submit_view(modal, user="UBOB", values={})
+    trail = await bot.audit_until("approved")
+    assert len([e for e in trail if e["event"] == "approved"]) == 1
+    await bot.slack.wait_for(lambda: "approve" not in delete.action_ids(), what="delete decided")
+    restart = next(c for c in cards if "restart_service" in c.all_text())
+    assert "approve" in restart.action_ids(), "decided on its card"
+    await bot.sender.click(restart, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: 20 / 400012"
+    assert resumed(bot) == 1

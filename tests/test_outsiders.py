@@ -19,13 +19,17 @@ from typing import Any
 
 import pytest
 
-from bot.words.members import OUTSIDE_WORKSPACE, STANDING_UNKNOWN
+from bot.words.members import OUTSIDE_REQUESTER, OUTSIDE_WORKSPACE, STANDING_UNKNOWN
+from runtime.jobs.contracts import start_job_id
+from runtime.record.layout import ENVELOPE
 from tests.conftest import with_env
 from tests.deployment import Deployment
+from tests.fake_openai import message
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.test_faults import ledger
+from tests.test_threads import reply
 
 OTHER_ORG = {"team_id": "T0THERORG", "is_stranger": True}
 """What `users.info` says of eve, who works for another organisation (a Slack Connect user)."""
@@ -306,3 +310,75 @@ async def test_a_guest_listed_as_approver_is_refused_on_the_home_tab_too(bot: Ha
     assert card.action_ids() == ["approve", "approve_always", "reject"]
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+async def runs_queued(bot: Harness) -> list[str]:
+    """The runs whose start job was enqueued lately (its marker is written with the job, before
+    the web answers Slack): settled once the requests are answered."""
+    markers = tuple(shard.job_marker(start_job_id("")) for shard in bot.keys.shards)
+    return [key.split(":start:")[-1] for key in await bot.keys_left() if key.startswith(markers)]
+
+
+def mention(user: str, text: str, *, thread: str | None = None) -> dict[str, Any]:
+    """An `app_mention` event as Slack sends it (in a thread: also sent as a `message`)."""
+    event = {
+        "type": "app_mention",
+        "channel": "CGENERAL",
+        "user": user,
+        "text": f"<@UBOT0001> {text}",
+        "ts": f"{time.time():.6f}",
+    }
+    return {**event, "thread_ts": thread} if thread else event
+
+
+@pytest.mark.parametrize("who", ["UEVE", "UGUEST"], ids=["other organisation", "guest"])
+async def test_an_outsider_starts_no_run_by_command_mention_reply_or_dm(
+    bot: Harness, who: str
+) -> None:
+    bot.slack.people["UEVE"] = OTHER_ORG
+    bot.slack.people["UGUEST"] = {"is_restricted": True}
+    bot.model.script = lambda request: [message("done")]
+    root = await bot.start_run("hello")
+    await bot.final_answer(root)
+    roots = len(bot.slack.roots())
+
+    for channel in ("CGENERAL", f"D{who}"):  # in a channel, and in their DM with the app
+        status, answer = await bot.sender.command("delete u-100", user=who, channel=channel)
+        assert (status, answer["text"]) == (200, OUTSIDE_REQUESTER)
+    await bot.sender.event(mention(who, "delete u-100"))
+    # A reply in the finished run's thread, and a mention there, which Slack sends twice.
+    await bot.sender.event(reply(root, "now delete u-100", user=who))
+    in_thread = mention(who, "delete u-101", thread=root.ts)
+    await bot.sender.event(in_thread)
+    await bot.sender.event({**in_thread, "type": "message"})
+
+    notes = [e for e in bot.slack.ephemerals if e["user"] == who]
+    assert [n["text"] for n in notes] == [OUTSIDE_REQUESTER] * 3, "once per message, privately"
+    assert [n.get("thread_ts") for n in notes] == [None, root.ts, root.ts]
+    assert OUTSIDE_REQUESTER.count(". ") == 0, "one sentence"
+    [started] = [e for e in await bot.audit_entries() if e[b"event"] == b"started"]
+    assert json.loads(started[b"details"])["requester"] == "UALICE"
+    assert await runs_queued(bot) == [started[b"run_id"].decode()], "nothing queued"
+    assert len(bot.slack.roots()) == roots
+    assert [m.text for m in bot.slack.thread(root.channel, root.ts)][-1] == "done"
+
+
+@with_env(EXTERNAL_REQUESTERS="allow")
+async def test_with_external_requesters_allowed_an_outsiders_run_starts_and_says_so(
+    bot: Harness,
+) -> None:
+    bot.slack.people["UEVE"] = OTHER_ORG
+    bot.model.script = delete_then_answer
+    eves = await bot.start_run("delete u-100", user="UEVE")
+    await bot.cards(eves, 1)
+    alices = await bot.start_run("delete u-101")
+    await bot.cards(alices, 1)
+
+    async def stored(root: Message) -> dict[str, Any]:
+        [card] = await bot.cards(root, 1)
+        run_id = str(card.actions()[0]["value"]).split(":")[0]
+        envelope: dict[str, Any] = json.loads(await bot.field(bot.keys.run(run_id), ENVELOPE))
+        return envelope["conversation"]  # type: ignore[no-any-return]
+
+    assert (await stored(eves))["requester_external"] is True
+    assert "requester_external" not in await stored(alices), "written only when set"

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from bot.console.slack_payloads import new_trigger, slash_command_form
+from bot.words.members import OTHER_WORKSPACE
 from runtime.db.local import free_port
 from tests import agents
 from tests.deployment import Deployment
@@ -122,6 +123,29 @@ async def test_a_command_and_a_click_over_the_socket_run_the_loop(socket_bot: Ha
     assert answer.text == "done: deleted u-100"
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
     assert "<@UBOB> approved" in card.all_text()
+
+
+async def test_a_command_of_another_installation_over_the_socket_starts_nothing(
+    socket_bot: Harness,
+) -> None:
+    """The same check as over HTTP (`bot.web.installation`), in a Bolt middleware."""
+    slack = socket_bot.slack
+    assert isinstance(slack, SocketSlack)
+    await slack.wait_for(lambda: slack.sockets, what="the web process to connect")
+    form = dict(
+        parse_qsl(
+            slash_command_form(
+                text="delete u-100",
+                user="UALICE",
+                channel="CGENERAL",
+                response_url=slack.response_url("UALICE"),
+                trigger_id=new_trigger(),
+            )
+        )
+    )
+    ack = await slack.deliver("slash_commands", {**form, "team_id": "T0OTHER"})
+    assert ack["payload"]["text"] == OTHER_WORKSPACE
+    assert slack.calls_to("chat.postMessage") == []
 
 
 async def readyz(deployment: Deployment) -> tuple[int, dict[str, Any]]:

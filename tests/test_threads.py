@@ -120,6 +120,24 @@ async def test_a_reply_while_the_run_waits_is_answered_and_starts_nothing(bot: H
     assert len(bot.model.requests) == asked
 
 
+async def test_a_flood_of_replies_while_the_run_waits_gets_one_notice(bot: Harness) -> None:
+    bot.model.script = remembers_then_deletes
+    root = await bot.start_run("delete u-100")
+    await bot.cards(root, 1)
+    for n in range(10):
+        status, _ = await bot.sender.event(reply(root, f"are you there? {n}", user="UBOB"))
+        assert status == 200
+    # A mention in the thread, which Slack sends twice (`app_mention`, then `message`).
+    mention = reply(root, "<@UBOT0001> still there?", user="UCAROL")
+    await bot.sender.event({**mention, "type": "app_mention"})
+    await bot.sender.event(mention)
+    # Each request is answered after what it said is posted: nothing more is coming.
+    told = [m for m in bot.slack.thread(root.channel, root.ts) if m.text == words.STILL_WORKING]
+    assert len(told) == 1, "one notice per run and minute, not one per reply"
+    trail = await bot.audit_until("requested")
+    assert [entry["event"] for entry in trail].count("started") == 1
+
+
 async def test_a_bots_message_and_an_edit_in_the_thread_start_nothing(bot: Harness) -> None:
     root = await bot.start_run("hello")
     await answers(bot, root, 1)

@@ -1,13 +1,17 @@
 """**Approve all** and **Reject all** (issue 20 item 2): the buttons on a waiting run's status
-message, and the modal that lists every waiting call with the digest it will be bound to."""
+message, and the modal that lists every waiting call, whole, with the digest it will be bound
+to (a call it cannot show whole is left out of the batch and decided on its card)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.models.blocks import ButtonElement
 
+from bot.blocks.cards import MODAL_BLOCK_LIMIT, code_block, pretty_arguments
+from bot.blocks.parts import context_block
 from bot.words import batch as words
 from runtime.record import PendingCall
 
@@ -33,16 +37,64 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text[:24]}
 
 
-def batch_modal(
-    calls: Sequence[PendingCall], private_metadata: str, *, approving: bool
-) -> dict[str, Any]:
-    """Every waiting call (tool, arguments shortened, digest), as the submission binds them."""
-    blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": words.intro(len(calls), approving)}}
-    ]
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchListing:
+    """What the modal shows: each call whole (its arguments in as many code blocks as they
+    take), and the calls left out because the modal cannot hold them whole."""
+
+    shown: list[tuple[PendingCall, list[str]]]
+    """Each call listed, with its arguments' code blocks."""
+    left_out: list[PendingCall]
+
+    @property
+    def calls(self) -> list[PendingCall]:
+        return [call for call, _ in self.shown]
+
+
+def batch_listing(calls: Sequence[PendingCall], *, approving: bool) -> BatchListing:
+    """Which calls the modal can show whole, in order: a person approves only what they can
+    read, so a call whose arguments do not fit in what is left of the modal's blocks is left
+    out of the batch (and decided on its card), never listed shortened."""
+    # The intro, the reason's input (Reject all), the note on the calls left out.
+    left = MODAL_BLOCK_LIMIT - 1 - (0 if approving else 1) - 1
+    shown: list[tuple[PendingCall, list[str]]] = []
+    left_out: list[PendingCall] = []
     for call in calls:
-        line = words.call_line(call.tool, call.shown_arguments, call.shown_digest)
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": line}})
+        codes = _code_blocks(call.shown_arguments)
+        if 1 + len(codes) <= left:
+            shown.append((call, codes))
+            left -= 1 + len(codes)
+        else:
+            left_out.append(call)
+    return BatchListing(shown=shown, left_out=left_out)
+
+
+def _code_blocks(arguments: str) -> list[str]:
+    """The arguments, pretty, in code blocks of a section's size, all of them."""
+    remaining = pretty_arguments(arguments)
+    codes = []
+    while remaining:
+        code, shown = code_block(remaining)
+        codes.append(code)
+        remaining = remaining[shown:]
+    return codes or [code_block("")[0]]
+
+
+def batch_modal(listing: BatchListing, private_metadata: str, *, approving: bool) -> dict[str, Any]:
+    """Every call of `listing`, each whole: its tool, its full digest, all its arguments, as
+    the submission binds them; then why any call is left out."""
+    count = len(listing.shown)
+    blocks: list[dict[str, Any]] = [_section(words.intro(count, approving))]
+    for call, codes in listing.shown:
+        blocks.append(_section(words.call_header(call.tool, call.shown_digest)))
+        blocks.extend(_section(code) for code in codes)
+    if listing.left_out:
+        tools = [call.tool for call in listing.left_out]
+        blocks.append(context_block(words.left_out(tools)))
     if not approving:
         blocks.append(
             {

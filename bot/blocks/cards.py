@@ -53,7 +53,7 @@ def button_value(run_id: str, approval_id: str, digest: str) -> str:
 def pretty_arguments(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # both parser and encoder recurse: shown as sent
         return arguments
 
 

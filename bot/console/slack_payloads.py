@@ -181,7 +181,12 @@ def home_click(
 ) -> dict[str, Any]:
     """A `block_actions` payload for a click on a button of a person's Home tab; `view`, the tab
     as published, comes with it as Slack sends it (blocks, state, hash)."""
-    shown: dict[str, Any] = {"id": view_id, "type": "home", "team_id": TEAM}
+    shown: dict[str, Any] = {
+        "id": view_id,
+        "type": "home",
+        "team_id": TEAM,
+        "app_installed_team_id": TEAM,
+    }
     if view is not None:
         shown = {
             "callback_id": "",
@@ -210,7 +215,10 @@ def _block_actions(
     container = where.pop("container")
     return {
         "type": "block_actions",
-        "team": _team(user),
+        # The team whose app posted what was clicked, not the clicker's (a Slack Connect user
+        # clicking a card here: `user.team_id` is theirs, `team` ours; slackapi/java-slack-sdk
+        # issue 1041).
+        "team": {"id": TEAM, "domain": "console"},
         "user": user,
         "api_app_id": "A0001",
         "token": "unused",

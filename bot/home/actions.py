@@ -25,6 +25,7 @@ from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.listeners.stops import StopActions
 from bot.reporting.reporter import SlackReporter
 from bot.slack.client import send_later
+from bot.slack.events import HomeOpened
 from bot.slack.payloads import ApprovalRef, HomeClick, RejectMetadata
 from bot.words import runs as messages
 from runtime.decisions import Choice
@@ -43,11 +44,9 @@ class HomeActions:
     client: AsyncWebClient
     tasks: TaskSet
 
-    async def on_home_opened(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
-        user = event.get("user")
-        if event.get("tab", "home") == "home" and isinstance(user, str):
-            await self.home.opened(user)
+    async def on_home_opened(self, event: HomeOpened) -> None:
+        if event.tab == "home":
+            await self.home.opened(event.user)
 
     async def on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()

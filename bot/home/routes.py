@@ -25,6 +25,7 @@ from bot.listeners.stops import StopActions
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import publish_client
 from bot.slack.directory import ApproverDirectory
+from bot.slack.events import HomeOpened, listener
 from bot.slack.members import WorkspaceMembers
 from bot.web.in_flight import InFlight
 from bot.wiring import SlackParts
@@ -91,7 +92,7 @@ def add_home_tab(
         client=parts.client,
         tasks=tasks,
     )
-    bolt.event("app_home_opened")(actions.on_home_opened)
+    bolt.event("app_home_opened")(listener(HomeOpened, actions.on_home_opened))
     bolt.action(ACTION_HOME_APPROVE)(actions.on_approve)
     bolt.action(ACTION_HOME_APPROVE_ALWAYS)(actions.on_approve)
     bolt.action(ACTION_HOME_REJECT)(actions.on_reject)

@@ -1,6 +1,7 @@
 """**Approve all** and **Reject all** on a waiting run's status message (issue 20 item 2).
 
-The click opens a modal listing every waiting call with the digest it will be bound to; the
+The click opens a modal listing every waiting call whole (all its arguments) with the digest it
+will be bound to, leaving out of the batch, with a sentence, a call it cannot show whole; the
 submission goes through the gate's lookups (workspace standing, groups) exactly as a click on
 each card would, then one batch of the decision script (`runtime.decisions.batch`) decides every
 call or none. Each card is then redrawn, and the status message, as single clicks would."""
@@ -15,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.blocks.batch import REASON_ACTION, REASON_BLOCK, batch_modal
+from bot.blocks.batch import REASON_ACTION, REASON_BLOCK, batch_listing, batch_modal
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.gate import GateAnswer
 from bot.slack.client import send_later
@@ -124,14 +125,19 @@ class BatchActions:
             )
             self.actions.tell(channel, user, None, text)
             return
+        # Only what the modal shows whole is in the batch: the others are decided on their cards.
+        listing = batch_listing(calls, approving=approving)
+        if not listing.shown:
+            self.actions.tell(channel, user, None, words.NOTHING_SHOWN)
+            return
         meta = BatchMetadata(
             run_id=run_id,
             channel=channel,
             round=views[0].round,
             approving=approving,
-            calls={c.approval_id: c.shown_digest for c in calls},
+            calls={c.approval_id: c.shown_digest for c in listing.calls},
         )
-        modal = batch_modal(calls, meta.model_dump_json(), approving=approving)
+        modal = batch_modal(listing, meta.model_dump_json(), approving=approving)
         client = self.actions.client
         work = client.views_open(trigger_id=click.trigger_id, view=modal)
         send_later(self.actions.tasks, work, "batch-modal")

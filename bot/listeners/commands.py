@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.listeners.grants import GrantActions
+from bot.listeners.requesters import Requesters
 from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
@@ -113,6 +114,8 @@ class AgentCommand:
     statuses: RunStatus
     grants: GrantActions
     stats: ChannelStatsAnswer
+    requesters: Requesters
+    """Who may start a run (`EXTERNAL_REQUESTERS`)."""
     mcp_listings: McpListings | None = None
     """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
 
@@ -157,7 +160,14 @@ class AgentCommand:
         return await self._start(command, parsed.agent, parsed.task)
 
     async def _start(self, command: SlashCommand, agent: str, task: str) -> str:
-        """Enqueue a run; what to answer."""
+        """Enqueue a run, if the person may start one; what to answer."""
+        try:
+            admission = await self.requesters.admit(command.user_id, command.command)
+        except RedisError:  # where each person's standing is cached
+            log.warning("%s by %s not started: Redis unreachable", command.command, command.user_id)
+            return messages.QUEUE_UNAVAILABLE
+        if admission.refusal is not None:
+            return admission.refusal
         job = StartJob(
             # Slack's trigger id is unique per invocation: a duplicate delivery is one run.
             run_id=new_run_id(seed=command.trigger_id),
@@ -166,6 +176,7 @@ class AgentCommand:
             conversation=Conversation(
                 channel=command.channel_id,
                 requester=command.user_id,
+                requester_external=admission.external,
                 reply_url=command.response_url,
             ),
             requested_at=time.time(),

@@ -38,6 +38,13 @@ from bot.listeners.workspace import (
     app_event,
     unknown_action,
 )
+from bot.slack.events import (
+    MemberChanged,
+    Said,
+    SubteamMembersChanged,
+    SubteamUpdated,
+    listener,
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,18 +78,20 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(ACTION_APPROVE_ALL)(listeners.batch.on_approve_all)
     bolt.action(ACTION_REJECT_ALL)(listeners.batch.on_reject_all)
     bolt.view(BATCH_CALLBACK)(listeners.batch.on_submitted)
-    bolt.event("message")(listeners.threads.on_message)
-    bolt.event("app_mention")(listeners.threads.on_mention)
+    bolt.event("message")(listener(Said, listeners.threads.on_message))
+    bolt.event("app_mention")(listener(Said, listeners.threads.on_mention))
 
 
 def add_catch_alls(bolt: AsyncApp, listeners: Listeners, channels: ChannelMembershipEvents) -> None:
     """After every other listener: an unknown click, and the workspace's events. `channels`
     comes with the Home tab, which it keeps up to date."""
     bolt.action(re.compile(r".*"))(unknown_action)
-    bolt.event("subteam_members_changed")(listeners.groups.on_members_changed)
-    bolt.event("subteam_updated")(listeners.groups.on_group_updated)
-    bolt.event("member_joined_channel")(channels.on_member_changed)
-    bolt.event("member_left_channel")(channels.on_member_changed)
+    groups = listeners.groups
+    members_changed = listener(SubteamMembersChanged, groups.on_members_changed)
+    bolt.event("subteam_members_changed")(members_changed)
+    bolt.event("subteam_updated")(listener(SubteamUpdated, groups.on_group_updated))
+    bolt.event("member_joined_channel")(listener(MemberChanged, channels.on_member_changed))
+    bolt.event("member_left_channel")(listener(MemberChanged, channels.on_member_changed))
     # The manifests subscribe to these so operators see them in the log; Slack wants a 200.
     bolt.event("app_uninstalled")(app_event)
     bolt.event("tokens_revoked")(app_event)

@@ -11,7 +11,11 @@ does.
 
 Slack sends a mention in a thread twice (as `app_mention` and as `message`): both map to the
 same run id (seeded by the message), so the second is one enqueue the queue drops, and is not
-mistaken for a reply during that run.
+mistaken for a reply during that run. A thread whose run still works is told so at most once a
+minute (`ThreadHistory.first_notice`), however many replies (or deliveries of one) arrive.
+
+Only people who may start a run (`bot.listeners.requesters`, `EXTERNAL_REQUESTERS`) start one
+here; anyone else is told why, privately, once per message.
 """
 
 from __future__ import annotations
@@ -21,14 +25,14 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from redis.exceptions import RedisError
-from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.commands import parse_command_text
+from bot.listeners.requesters import Admission, Requesters
+from bot.slack.events import Said
 from bot.words import threads as words
 from runtime.conversations import ThreadHistory
 from runtime.db import NotReplicated
@@ -43,7 +47,7 @@ and bots' messages have other subtypes."""
 
 
 @dataclass(frozen=True, slots=True)
-class Said:
+class Message:
     channel: str
     user: str
     text: str
@@ -56,17 +60,16 @@ class Said:
         return new_run_id(seed=f"said:{self.channel}:{self.ts}")
 
 
-def said(event: dict[str, Any]) -> Said | None:
+def said(event: Said) -> Message | None:
     """A person's message, or None (a bot's, an edit, a deletion, one without words)."""
-    if event.get("bot_id") or event.get("subtype") not in _REPLIES:
+    if event.bot_id or event.subtype not in _REPLIES:
         return None
-    channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
-    text = _MENTION.sub("", str(event.get("text") or "")).strip()[:4000]
-    if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
+    channel, user, ts = event.channel, event.user, event.ts
+    if channel is None or user is None or ts is None:
         return None
-    thread = event.get("thread_ts")
-    in_thread = isinstance(thread, str) and thread != ts
-    return Said(channel, user, text, ts, thread if in_thread else None)
+    text = _MENTION.sub("", event.text or "").strip()[:4000]
+    in_thread = event.thread_ts is not None and event.thread_ts != ts
+    return Message(channel, user, text, ts, event.thread_ts if in_thread else None)
 
 
 @dataclass(kw_only=True)
@@ -75,15 +78,15 @@ class ThreadReplies:
     queue: JobQueue
     client: AsyncWebClient
     agents: list[str]
+    requesters: Requesters
+    """Who may start a run (`EXTERNAL_REQUESTERS`)."""
 
-    async def on_message(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
+    async def on_message(self, event: Said) -> None:
         message = said(event)
         if message is not None and message.thread is not None and message.text:
             await self._reply(message, message.thread)
 
-    async def on_mention(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
+    async def on_mention(self, event: Said) -> None:
         message = said(event)
         if message is None:
             return
@@ -96,9 +99,13 @@ class ThreadReplies:
         if parsed.kind != "task":
             await self._say(message, words.MENTION_EMPTY)
             return
-        await self._enqueue(message, parsed.agent, parsed.task, thread=None, continues=None)
+        admission = await self._admit(message, "a mention")
+        if admission is not None:
+            await self._enqueue(
+                message, parsed.agent, parsed.task, None, continues=None, admission=admission
+            )
 
-    async def _reply(self, message: Said, thread: str) -> bool:
+    async def _reply(self, message: Message, thread: str) -> bool:
         """Continue the thread's run; False if the thread is no run's."""
         try:
             last = await self.history.last_run(message.channel, thread)
@@ -106,25 +113,58 @@ class ThreadReplies:
                 return False
             if last.run_id == message.run_id:
                 return True  # Slack's other delivery of this very message
+        except RedisError:
+            await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
+            return True
+        admission = await self._admit(message, "a reply")
+        if admission is None:
+            return True
+        try:
             busy = await self.history.busy(last)
             if busy or not await self.history.follow(
                 message.channel, thread, last.run_id, message.run_id, last.agent
             ):
-                await self._say(message, words.STILL_WORKING, thread=thread)
+                # Once a minute per thread, not once per reply (nor per delivery of a mention).
+                if await self.history.first_notice(f"working:{message.channel}:{thread}"):
+                    await self._say(message, words.STILL_WORKING, thread=thread)
                 return True
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
             return True
         if not await self._enqueue(
-            message, last.agent, message.text, thread, continues=last.run_id
+            message, last.agent, message.text, thread, continues=last.run_id, admission=admission
         ):
             # Told to try again: the turn goes back, or the retry would be told to wait.
             with contextlib.suppress(RedisError):
                 await self.history.give_back(message.channel, thread, message.run_id, last)
         return True
 
+    async def _admit(self, message: Message, how: str) -> Admission | None:
+        """The person may start a run (None: they may not, and were told why, privately)."""
+        try:
+            admission = await self.requesters.admit(message.user, how)
+        except RedisError:  # where each person's standing is cached
+            await self._say(message, words.REPLY_NOT_STARTED, thread=message.thread)
+            return None
+        if admission.refusal is None:
+            return admission
+        try:  # Slack delivers a mention in a run's thread twice: one note
+            first = await self.history.first_notice(f"refused:{message.run_id}")
+        except RedisError:
+            first = True
+        if first:
+            await self._tell(message, admission.refusal)
+        return None
+
     async def _enqueue(
-        self, message: Said, agent: str, task: str, thread: str | None, continues: str | None
+        self,
+        message: Message,
+        agent: str,
+        task: str,
+        thread: str | None,
+        *,
+        continues: str | None,
+        admission: Admission,
     ) -> bool:
         """Enqueue the message's run; False (and the person told so) if the queue is away."""
         job = StartJob(
@@ -132,7 +172,10 @@ class ThreadReplies:
             agent=agent,
             task=task,
             conversation=Conversation(
-                channel=message.channel, requester=message.user, thread=thread
+                channel=message.channel,
+                requester=message.user,
+                requester_external=admission.external,
+                thread=thread,
             ),
             requested_at=time.time(),
             continues=continues,
@@ -153,7 +196,16 @@ class ThreadReplies:
         )
         return True
 
-    async def _say(self, message: Said, text: str, *, thread: str | None = None) -> None:
+    async def _tell(self, message: Message, text: str) -> None:
+        """Only the person who wrote `message` sees `text` (in its thread, if it is in one)."""
+        try:
+            await self.client.chat_postEphemeral(
+                channel=message.channel, user=message.user, text=text, thread_ts=message.thread
+            )
+        except SlackApiError as error:
+            log.warning("could not tell %s: %s", message.user, error.response.get("error"))
+
+    async def _say(self, message: Message, text: str, *, thread: str | None = None) -> None:
         try:
             await self.client.chat_postMessage(
                 channel=message.channel, thread_ts=thread or message.ts, text=text

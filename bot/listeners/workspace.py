@@ -3,7 +3,8 @@
 A user group changed: the directory forgets what it cached of it. Someone joined or left a
 channel: who is in it is asked again, and their Home tab shows what that changes. The app was
 uninstalled or its tokens revoked: the operator reads it in the log. Each is acknowledged, so
-Slack gets its 200.
+Slack gets its 200, and each event is parsed first (`bot.slack.events.listener`): one of another
+shape is ignored with one log line.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory
+from bot.slack.events import MemberChanged, SubteamMembersChanged, SubteamUpdated
 
 log = logging.getLogger(__name__)
 
@@ -27,17 +29,11 @@ class GroupMembershipEvents:
 
     directory: ApproverDirectory
 
-    async def on_members_changed(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
-        group = event.get("subteam_id")
-        if isinstance(group, str):
-            await self.directory.forget_group(group)
+    async def on_members_changed(self, event: SubteamMembersChanged) -> None:
+        await self.directory.forget_group(event.subteam_id)
 
-    async def on_group_updated(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
-        group = (event.get("subteam") or {}).get("id")
-        if isinstance(group, str):
-            await self.directory.forget_group(group)
+    async def on_group_updated(self, event: SubteamUpdated) -> None:
+        await self.directory.forget_group(event.subteam.id)
 
 
 @dataclass(kw_only=True)
@@ -49,14 +45,12 @@ class ChannelMembershipEvents:
     moved: Callable[[str], Awaitable[None]]
     """Told who joined or left, once the channel is forgotten (`HomeWatch.member_moved`)."""
 
-    async def on_member_changed(self, ack: AsyncAck, event: dict[str, Any]) -> None:
-        await ack()
-        channel, user = event.get("channel"), event.get("user")
-        if not isinstance(channel, str) or not channel:
+    async def on_member_changed(self, event: MemberChanged) -> None:
+        if not event.channel:
             return
-        await self.channels.forget(channel)
-        if isinstance(user, str) and user:
-            await self.moved(user)
+        await self.channels.forget(event.channel)
+        if event.user:
+            await self.moved(event.user)
 
 
 async def unknown_action(ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -6,9 +6,9 @@ us (a replayed or hand-made button value); ids are checked here and again in Red
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.jobs import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
 
@@ -148,96 +148,3 @@ class ViewSubmission(_Payload):
             return submission, metadata.model_validate_json(submission.view.private_metadata)
         except ValidationError:
             return None
-
-
-# --- the outer shape, checked before Bolt sees a signed request -------------------------------
-# Bolt's own parsing assumes Slack's shapes (`event.type` exists, `view.callback_id` exists, `user`
-# is an object with an id or an id, …) and answers anything else with a 500 and a traceback.
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class _Identified(_Loose):
-    id: str
-
-
-_Party = _Identified | str | None
-
-
-class _Common(_Loose):
-    user: _Party = None
-    team: _Party = None
-    channel: _Party = None
-    enterprise: _Party = None
-    authorizations: list[_Loose] | None = None
-
-
-class _EventBody(_Loose):
-    type: str
-    channel: _Party = None
-    user: _Party = None
-    message: _Loose | None = None
-    previous_message: _Loose | None = None
-    item: _Loose | None = None
-
-
-class _EventCallback(_Common):
-    type: Literal["event_callback"]
-    event: _EventBody
-
-
-class _ViewBody(_Loose):
-    type: str
-    callback_id: str
-    private_metadata: str = ""
-    state: _Loose | None = None
-
-
-class _ViewPayload(_Common):
-    type: Literal["view_submission", "view_closed"]
-    view: _ViewBody
-
-
-class _ActionBody(_Loose):
-    action_id: str
-    type: str | None = None
-
-
-class _BlockActionsPayload(_Common):
-    type: Literal["block_actions"]
-    actions: list[_ActionBody] = Field(min_length=1)
-    container: _Loose | None = None
-
-
-class _OtherTyped(_Common):
-    type: Literal["url_verification", "ssl_check", "shortcut", "message_action"]
-
-
-class _SlashCommandBody(_Common):
-    command: str
-    text: str = ""
-
-
-_SHAPE: TypeAdapter[Any] = TypeAdapter(
-    Annotated[
-        _EventCallback | _ViewPayload | _BlockActionsPayload | _OtherTyped,
-        Field(discriminator="type"),
-    ]
-)
-
-
-def malformed(body: object) -> str | None:
-    """Why a (signed) request body is not something Slack sends, or None if it looks right."""
-    if not isinstance(body, dict):
-        return "not an object"
-    try:
-        if "type" in body:
-            _SHAPE.validate_python(body)
-        else:
-            _SlashCommandBody.model_validate(body)
-    except ValidationError as error:
-        first = error.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-    return None

@@ -20,13 +20,12 @@ from aiohttp import web
 from redis.exceptions import RedisError
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
-from slack_bolt.request.internals import parse_body
 from slack_sdk.signature import SignatureVerifier
 
 from bot.home.routes import run_home_watch
 from bot.home.watch import HomeWatch
 from bot.settings import FIXES, Settings
-from bot.slack.payloads import malformed
+from bot.slack.bodies import MAX_BODY_CHARS, RefusedBody, read_body
 from bot.web.bolt import build_bolt
 from bot.web.in_flight import InFlight
 from bot.web.operations import add_operations
@@ -60,8 +59,12 @@ def requests_grace(settings: Settings) -> float:
 
 async def slack_events(request: web.Request) -> web.StreamResponse:
     # Bolt would trip over a body Slack never sends, even while building its request object, so
-    # the signature and the body's shape are checked first.
-    raw = await request.text()
+    # the signature and the body's size, depth and shape are checked first (`bot.slack.bodies`).
+    try:
+        raw = await request.text()
+    except web.HTTPRequestEntityTooLarge:
+        log.warning("request refused: larger than %d bytes", MAX_BODY_CHARS)
+        return web.json_response({"ok": False, "error": "too_large"}, status=413)
     if _is_ssl_check(raw, request.content_type):
         # Slack checking the certificate (`ssl_check=1`) wants a 200, as Bolt answers it: before
         # the signature, and with nothing done.
@@ -69,11 +72,9 @@ async def slack_events(request: web.Request) -> web.StreamResponse:
     if not request.app[VERIFIER].is_valid_request(raw, dict(request.headers)):
         return web.json_response({"error": "invalid request"}, status=401)
     try:
-        reason = malformed(parse_body(raw, request.content_type))
-    except ValueError:
-        reason = "not JSON"
-    if reason is not None:
-        log.warning("signed request with a malformed body refused: %s", reason)
+        read_body(raw, request.content_type)
+    except RefusedBody as refused:
+        log.warning("signed request with a malformed body refused: %s", refused)
         return web.json_response({"ok": False, "error": "malformed_payload"}, status=400)
     with request.app[IN_FLIGHT].answering():
         response = await request.app[BOLT].async_dispatch(await to_bolt_request(request))
@@ -99,7 +100,7 @@ async def create_web_app(
 ) -> web.Application:
     """The web process's composition root, built inside the running loop (the HTTP session
     needs one)."""
-    app = web.Application(client_max_size=1024**2)
+    app = web.Application(client_max_size=MAX_BODY_CHARS)
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=20))
     tasks = TaskSet("slack")
     reads = blocking_reads_redis(settings)

@@ -23,6 +23,7 @@ from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
+from bot.listeners.requesters import Requesters
 from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
 from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
@@ -36,6 +37,7 @@ from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.members import WorkspaceMembers
 from bot.web.in_flight import InFlight
+from bot.web.installation import InstallationCheck
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit import AuditTrail
 from runtime.conversations import ThreadHistory
@@ -69,6 +71,7 @@ def build_bolt(
         parts.client, links=parts.links, members=lookups.members, fix=FIXES["SLACK_BOT_TOKEN"]
     )
     bolt = _bolt_app(settings, parts.client, bot_token)
+    bolt.use(InstallationCheck(members=lookups.members).middleware())
     in_flight = InFlight()
     listeners = _listeners(
         settings,
@@ -214,7 +217,11 @@ def _listeners(
         members=members,
         outsiders_allowed=outsiders_allowed,
     )
+    requesters = Requesters(
+        members=members, outsiders_allowed=settings.external_requesters == "allow"
+    )
     command = AgentCommand(
+        requesters=requesters,
         queue=JobQueue(redis, keys, replication=replication),
         audit=AuditTrail(redis, keys),
         agents=agent_names,
@@ -247,6 +254,7 @@ def _listeners(
             queue=command.queue,
             client=client,
             agents=agent_names,
+            requesters=requesters,
         ),
     )
 

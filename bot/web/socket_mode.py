@@ -10,20 +10,34 @@ next waits twice as long (to `MAX_RETRY_SECONDS`); when Slack refuses the app to
 names `SLACK_APP_TOKEN` and the fix, and it is not asked again. The first URL is asked here
 (`apps.connections.open`): slack_sdk would retry a refused token every few seconds, each time
 with a traceback. Once connected, slack_sdk keeps the connection and reconnects on its own.
+
+Each envelope is checked as an HTTP request's body is (`bot.slack.bodies`) before slack_sdk
+parses it: one too long or nested too deep, or whose payload is not something Slack sends, is
+acknowledged (so Slack does not send it again), logged in one line and dropped, where slack_sdk
+would log a traceback, never acknowledge it, and have Slack retry it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import time
 from collections.abc import AsyncIterator
 from enum import StrEnum
+from typing import Any
 
 from aiohttp import ClientError, web
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.adapter.socket_mode.async_base_handler import AsyncBaseSocketModeHandler
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 
+from bot.slack.bodies import RefusedBody, malformed, read_json
 from bot.slack.bot_token import REFUSED
 from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
 from runtime.process import Backoff, Shutdown
@@ -31,6 +45,8 @@ from runtime.process import Backoff, Shutdown
 log = logging.getLogger(__name__)
 
 OPEN_TIMEOUT_SECONDS = 10.0
+_ENVELOPE_ID = re.compile(r'"envelope_id"\s*:\s*"([A-Za-z0-9_.:-]{1,128})"')
+"""An envelope's id, found without parsing it (to acknowledge one that cannot be parsed)."""
 
 
 class SocketState(StrEnum):
@@ -38,6 +54,57 @@ class SocketState(StrEnum):
     CONNECTED = "connected"
     REFUSED = "refused"
     """Slack refused `SLACK_APP_TOKEN`: nothing arrives until it is fixed and the web restarted."""
+
+
+class CheckedSocketClient(SocketModeClient):
+    """slack_sdk's Socket Mode client, reading each envelope within bounds first."""
+
+    async def enqueue_message(self, message: str) -> None:
+        if message.startswith("{"):
+            try:
+                refusal = _refusal(read_json(message))
+            except RefusedBody as refused:
+                refusal = str(refused)
+            if refusal is not None:
+                found = _ENVELOPE_ID.search(message)
+                log.warning(
+                    "Socket Mode: envelope %s refused: %s",
+                    found.group(1) if found else "(no id)",
+                    refusal,
+                )
+                if found is not None:
+                    await self.send_socket_mode_response(
+                        SocketModeResponse(envelope_id=found.group(1))
+                    )
+                return
+        await super().enqueue_message(message)
+
+
+def _refusal(envelope: Any) -> str | None:
+    """Why an envelope Slack sent is not one to hand to Bolt (None: hand it over)."""
+    if not isinstance(envelope, dict):
+        return "not an object"
+    if "envelope_id" not in envelope:
+        return None  # hello, disconnect: slack_sdk's own
+    return malformed(envelope.get("payload"))
+
+
+class BoltSocketHandler(AsyncBaseSocketModeHandler):
+    """slack-bolt's `AsyncSocketModeHandler`, on the checked client."""
+
+    app: AsyncApp
+
+    def __init__(self, bolt: AsyncApp, app_token: str) -> None:
+        self.app = bolt
+        self.app_token = app_token
+        self.client = CheckedSocketClient(
+            app_token=app_token, logger=bolt.logger, web_client=bolt.client
+        )
+        self.client.socket_mode_request_listeners.append(self.handle)
+
+    async def handle(self, client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
+        start = time.time()
+        await send_async_response(client, req, await run_async_bolt_app(self.app, req), start)
 
 
 class SocketModeConnection:
@@ -48,7 +115,7 @@ class SocketModeConnection:
         self._app_token = app_token
         self._fix = fix
         self._first_delay = first_delay
-        self._handler: AsyncSocketModeHandler | None = None
+        self._handler: BoltSocketHandler | None = None
         self._refused = False
 
     async def state(self) -> SocketState:
@@ -62,7 +129,7 @@ class SocketModeConnection:
     async def run(self, stopping: Shutdown) -> None:
         """Connect, asking again with a backoff while Slack does not answer, until `stopping`."""
         # Built here: its HTTP session must belong to the running loop.
-        handler = AsyncSocketModeHandler(self._bolt, self._app_token)
+        handler = BoltSocketHandler(self._bolt, self._app_token)
         self._handler = handler
         backoff = Backoff(self._first_delay, MAX_RETRY_SECONDS)
         while not stopping.is_set():
@@ -77,7 +144,7 @@ class SocketModeConnection:
                 return
 
     async def _open(
-        self, handler: AsyncSocketModeHandler, delay: float, stopping: Shutdown
+        self, handler: BoltSocketHandler, delay: float, stopping: Shutdown
     ) -> str | None:
         """The WebSocket's URL, or None (said in one line, unless stopping) if Slack gives
         none now."""

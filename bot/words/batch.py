@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.words.runs import escape, shortened
+from bot.words.runs import escape
 
 APPROVE_ALL = "Approve all"
 REJECT_ALL = "Reject all"
@@ -17,7 +17,6 @@ CANCEL = "Cancel"
 REJECT_ALL_LABEL = "Why? The agent reads this for each call."
 REJECT_ALL_PLACEHOLDER = "e.g. Not during the freeze; ask #ops first."
 REJECT_ALL_REASON_REQUIRED = "Please say why, so the agent can explain it."
-ARGUMENTS_LIMIT = 200
 MOST_CALLS = 20
 """The most calls one batch decides: the modal carries each one's digest (3,000 characters)."""
 
@@ -35,15 +34,30 @@ def _tools(tools: Sequence[str]) -> str:
 
 def intro(count: int, approving: bool) -> str:
     verb = "approves" if approving else "rejects"
+    these = "this call" if count == 1 else f"these {count} calls"
     return (
-        f"This {verb} these {count} calls, each exactly as shown here (its digest). If any of "
-        "them changes before you submit, or is not yours to decide, nothing is recorded."
+        f"This {verb} {these}, each exactly as shown here: all its arguments, and its digest. "
+        "If any of them changes before you submit, or is not yours to decide, nothing is "
+        "recorded."
     )
 
 
-def call_line(tool: str, arguments: str, digest: str) -> str:
-    args = escape(shortened(arguments, ARGUMENTS_LIMIT))
-    return f"*`{escape(tool)}`* `{args}`\nDigest `{digest[:12]}`"
+def call_header(tool: str, digest: str) -> str:
+    return f"*`{escape(tool)}`* · call digest `sha256:{digest}`"
+
+
+def left_out(tools: Sequence[str]) -> str:
+    """Why calls are not in the list (the modal cannot show their arguments whole)."""
+    return (
+        f"{_tools(tools)} {'is' if len(tools) == 1 else 'are'} not in this list, because the "
+        "arguments are too long to show here whole: decide on the card."
+    )
+
+
+NOTHING_SHOWN = (
+    "The waiting calls' arguments are too long to show whole in one list, so decide each on its "
+    "card."
+)
 
 
 def single_only(tools: Sequence[str]) -> str:

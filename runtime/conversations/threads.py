@@ -42,6 +42,8 @@ closing are left, and a person may read the answer and reply before the record i
 
 
 FOLLOW_SCRIPT = lua_script("runtime.conversations", "follow")
+NOTICE_SECONDS = 60
+"""A thread is told its run still works at most once this long, however many replies arrive."""
 TURN_TAKEN_SECONDS = 60.0
 """How long a reply's run that took the turn counts as on its way without its start job's
 marker: one enqueue, with redis-py's retries and the replicas' confirmation, fits well inside."""
@@ -99,6 +101,11 @@ class ThreadHistory:
         if await self.redis.exists(self.keys.shard_of(run_id).job_marker(start_job_id(run_id))):
             return
         await self.follow(channel, thread, run_id, last.run_id, last.agent)
+
+    async def first_notice(self, about: str, seconds: int = NOTICE_SECONDS) -> bool:
+        """True once per `seconds` for `about` (what a notice says, and where): a flood of
+        replies, or Slack's two deliveries of one mention, get one notice, not one each."""
+        return bool(await self.redis.set(self.keys.notice(about), "1", nx=True, ex=seconds))
 
     async def last_run(self, channel: str, thread: str) -> ThreadRun | None:
         """The thread's last run, if the thread is a run's (and not forgotten)."""

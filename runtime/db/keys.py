@@ -221,6 +221,10 @@ class Keys:
         """Cached standing of a Slack user: their team, enterprise, guest or not (users.info)."""
         return f"{self.prefix}person:{user_id}"
 
+    def notice(self, about: str) -> str:
+        """Set while a notice about `about` was said lately (`ThreadHistory.first_notice`)."""
+        return f"{self.prefix}notice:{about}"
+
     @property
     def console(self) -> str:
         """The local console's channel (its stand-in Slack's messages), JSON; only with

@@ -95,7 +95,7 @@ def pretty_arguments(arguments: str) -> str:
     """Pretty JSON, as a person reads and edits it (unchanged if not JSON)."""
     try:
         return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # both parser and encoder recurse: shown as sent
         return arguments
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -41,6 +41,9 @@ class Conversation(BaseModel):
 
     channel: str
     requester: str
+    requester_external: bool = False
+    """The requester is a guest or of another organisation (EXTERNAL_REQUESTERS=allow): no grant,
+    Approve always or automatic approval covers their calls."""
     thread: str | None = None
     """Id of the run's root message, once posted."""
     reply_url: str | None = None
@@ -75,8 +78,15 @@ class StartJob(BaseModel):
         return 2 if self.continues else 1
 
     def payload(self) -> str:
-        """The job as queued: without `continues` when it continues nothing."""
-        return self.model_dump_json(exclude=None if self.continues else {"continues"})
+        """The job as queued: without `continues` when it continues nothing, and without
+        `conversation.requester_external` when false, so that a worker of the release before
+        either reads every job it knew."""
+        exclude: dict[str, Any] = {}
+        if not self.continues:
+            exclude["continues"] = True
+        if not self.conversation.requester_external:
+            exclude["conversation"] = {"requester_external"}
+        return self.model_dump_json(exclude=exclude or None)
 
 
 class ResumeJob(BaseModel):

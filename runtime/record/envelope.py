@@ -202,6 +202,8 @@ def parse_envelope(run_id: str, raw: bytes | str) -> RunEnvelope:
         data = json.loads(raw)
     except ValueError as error:
         raise UnreadableEnvelope(run_id, "the stored envelope is not JSON") from error
+    except RecursionError as error:  # Python's parser recurses; no envelope nests this deep
+        raise UnreadableEnvelope(run_id, "the stored envelope nests too deep") from error
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version not in SCHEMA_VERSION_SUMMARIES:
         raise UnsupportedEnvelope(run_id, version)
@@ -235,4 +237,7 @@ def dump_envelope(envelope: RunEnvelope) -> str:
         for name in _OMITTED_WHEN_UNSET:
             if call.get(name) in (None, [], False):
                 call.pop(name, None)
+    if not data["conversation"].get("requester_external"):
+        # Written only when set, so that a web process of the previous version reads the run.
+        data["conversation"].pop("requester_external", None)
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
