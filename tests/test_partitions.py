@@ -17,7 +17,12 @@ partitions) against both. Lost: acknowledged, then missing from the trail, and t
 shows the decision (a card whose buttons came back told the person). Doubled: a call run twice.
 Unauthorized: a call run that nobody approved, or whose approval nobody was told of.
 
-`PARTITION_ROUNDS` sets the rounds (2 by default, a few minutes with both settings) and
+With `REDIS_MIN_REPLICAS=1` nothing may be lost, doubled or unauthorized. With 0 the same rounds
+lose what the cut-off primary acknowledged; the test asserts that something was lost or doubled,
+to show the setting's point, and that no call ran without an approval.
+
+`PARTITION_ROUNDS` sets the rounds (1 by default: about three minutes for both settings; the
+long profile, e.g. 10, repeats partition and heal against whichever node is primary) and
 `PARTITION_SEED` the seed; each parametrization prints its figures (`-s`), which
 `docs/operations.md` quotes.
 """
@@ -50,7 +55,7 @@ from tests.tcp_proxy import Faults
 
 pytestmark = pytest.mark.chaos
 
-ROUNDS = int(os.environ.get("PARTITION_ROUNDS", "2"))
+ROUNDS = int(os.environ.get("PARTITION_ROUNDS", "1"))
 SEED = int(os.environ.get("PARTITION_SEED", str(random.randrange(1_000_000))))
 RUNS_PER_ROUND = 4
 START_EVERY = 0.3
@@ -377,9 +382,11 @@ async def test_partitions_lose_nothing_acknowledged(
     print(f"\npartitions (REDIS_MIN_REPLICAS={min_replicas}): {figures}")
     context = f"{figures}; logs in {deployment.logs}"
     assert history.partitions == ROUNDS
-    assert not doubled, f"tools ran twice: {doubled} ({context})"
     assert not unauthorized, f"tools ran without an approval: {unauthorized} ({context})"
-    assert not silent, f"acknowledged decisions lost without a word: {silent} ({context})"
     if min_replicas >= 1:
+        assert not doubled, f"tools ran twice: {doubled} ({context})"
         assert not lost, f"acknowledged decisions lost: {lost} ({context})"
         assert acked, f"no click was acknowledged ({context})"
+    else:
+        # What WAIT is for: acknowledged by the cut-off primary, gone when it rejoined.
+        assert lost or doubled, f"REDIS_MIN_REPLICAS=0 lost nothing this time ({context})"
