@@ -10,8 +10,9 @@
 Both create `.venv/` in the repository and install into it exactly what a lock file names, each
 file checked against its hash (`requirements/demo.txt` for `demo`, `requirements/dev.txt` for
 `test`), then the project itself. `demo` starts a Redis of its own, with its files in `.redis/`.
-`test` also installs Debian's Chromium for the browser test when it is missing and this runs as
-root (as CI does); extra arguments go to pytest.
+`test` also installs Debian's Chromium for the browser test, nftables for the partition tests and
+libfaketime for the clock tests when they are missing and this runs as root (as CI does); extra
+arguments go to pytest.
 Standard library only: it must run before anything is installed.
 """
 
@@ -35,6 +36,10 @@ DEMO_LOCK = ROOT / "requirements" / "demo.txt"
 APP_LOCK = ROOT / "requirements.txt"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 BROWSER_PACKAGES = ("chromium", "fonts-noto-color-emoji")
+FAULT_PACKAGES = {"nft": ("nftables",), "faketime": ("faketime", "libfaketime")}
+"""A command the fault tests need -> the Debian packages that bring it: nftables partitions the
+test's own network namespaces (tests/test_partitions.py), libfaketime skews a process's clock
+(tests/test_clock_skew.py)."""
 PARALLEL = ["-n", "3", "--dist", "loadfile"]
 
 
@@ -180,26 +185,39 @@ def ensure_chromium() -> None:
     """
     if CHROMIUM.exists():
         return
+    if not apt_install(BROWSER_PACKAGES, "the browser test"):
+        say(f"no Chromium at {CHROMIUM}: `sudo apt-get install chromium` to run the browser test")
+
+
+def ensure_fault_tools() -> None:
+    """nftables and libfaketime for the partition and clock tests, as root only: without them
+    (or without root, which network namespaces need) those tests are skipped, saying why."""
+    for command, packages in FAULT_PACKAGES.items():
+        if shutil.which(command) is None and not apt_install(packages, "the fault tests"):
+            say(f"no `{command}`: `sudo apt-get install {' '.join(packages)}` for the fault tests")
+
+
+def apt_install(packages: tuple[str, ...], purpose: str) -> bool:
+    """Install Debian's `packages` with apt-get, as root only; whether they are installed."""
     apt = shutil.which("apt-get")
     if apt is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
-        say(f"no Chromium at {CHROMIUM}: `sudo apt-get install chromium` to run the browser test")
-        return
-    say(f"installing Debian's {' '.join(BROWSER_PACKAGES)} for the browser test")
+        return False
+    say(f"installing Debian's {' '.join(packages)} for {purpose}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [apt, "install", "-y", "-q", *BROWSER_PACKAGES]
+    install = [apt, "install", "-y", "-q", *packages]
 
     def apt_get(*command: str) -> bool:
         done = subprocess.run(command, stdout=subprocess.DEVNULL, env=env, check=False)
         return done.returncode == 0
 
     # A fresh machine has no package lists yet: update once, only if the install needs it.
-    if not apt_get(*install) and not (apt_get(apt, "update", "-q") and apt_get(*install)):
-        say("could not install Chromium; the browser test will say so")
+    return apt_get(*install) or (apt_get(apt, "update", "-q") and apt_get(*install))
 
 
 def test(pytest_args: list[str], latest: bool) -> None:
     python = ensure_latest() if latest else ensure_environment(DEV_LOCK)
     ensure_chromium()
+    ensure_fault_tools()
     say("ruff")
     run(python, "-m", "ruff", "check", ".")
     run(python, "-m", "ruff", "format", "--check", ".")

@@ -67,16 +67,21 @@ class Deployment:
             self.session, f"http://127.0.0.1:{self.port}/slack/events", SIGNING_SECRET, self.slack
         )
 
-    async def web(self, **env: str) -> Process:
-        process = Process("web", procfile()["web"], self.env(**env), self.logs)
+    async def web(self, *, netns: str | None = None, **env: str) -> Process:
+        """The web process (in network namespace `netns`, if given: its port must reach the
+        test's loopback, `tests.lab_redis.LabRedis.expose`)."""
+        process = Process("web", procfile()["web"], self.env(**env), self.logs, netns=netns)
         self.processes.append(process)
         await wait_until_healthy(f"http://127.0.0.1:{self.port}/healthz", process)
         return process
 
-    def worker(self, dyno: str, *, name: str | None = None, **env: str) -> Process:
-        """A worker process on `dyno`; `name` tells two processes on one dyno apart."""
+    def worker(
+        self, dyno: str, *, name: str | None = None, netns: str | None = None, **env: str
+    ) -> Process:
+        """A worker process on `dyno`; `name` tells two processes on one dyno apart; `netns`:
+        the network namespace to run it in."""
         command = procfile()["worker"]
-        process = Process(name or dyno, command, self.env(DYNO=dyno, **env), self.logs)
+        process = Process(name or dyno, command, self.env(DYNO=dyno, **env), self.logs, netns=netns)
         self.processes.append(process)
         return process
 

@@ -39,18 +39,27 @@ def procfile() -> dict[str, str]:
 
 class Process:
     def __init__(
-        self, name: str, command: str, env: dict[str, str], logs: Path, *, code: Path = ROOT
+        self,
+        name: str,
+        command: str,
+        env: dict[str, str],
+        logs: Path,
+        *,
+        code: Path = ROOT,
+        netns: str | None = None,
     ) -> None:
-        """`code`: the tree to run, this one unless a test runs an older release's."""
+        """`code`: the tree to run, this one unless a test runs an older release's; `netns`: a
+        network namespace to run it in (`tests.namespaces`)."""
         self.name = name
         self.log_path = logs / f"{name}.log"
         environ = {**os.environ, **env}
         # `python` in the Procfile must be the interpreter running the tests (the venv's).
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
         environ.setdefault("PYTHONUNBUFFERED", "1")
+        inside = f"ip netns exec {netns} " if netns else ""
         with self.log_path.open("ab") as log:
             self.popen = subprocess.Popen(
-                ["/bin/sh", "-c", f"exec {command}"],
+                ["/bin/sh", "-c", f"exec {inside}{command}"],
                 cwd=code,
                 env=environ,
                 stdout=log,

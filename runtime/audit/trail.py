@@ -15,7 +15,6 @@ import datetime as dt
 import heapq
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from redis.exceptions import RedisError
 
 from runtime.audit.arguments import KeptArguments
+from runtime.db.clock import LATEST, stamp
 from runtime.db.connection import describe_failure
 from runtime.db.keys import Keys
 from runtime.process.shutdown import Shutdown
@@ -71,14 +71,20 @@ class AuditTrail:
     @staticmethod
     def entry(event: str, run_id: str, **details: str | int | float | None) -> str:
         """An entry for a script to append with the write it records (JSON list of the stream
-        entry's fields): the trail then cannot miss it, and it costs no command of its own."""
-        payload = json.dumps({**details, "at": time.time()})
+        entry's fields): the trail then cannot miss it, and it costs no command of its own.
+        `at` is Redis's time (`stamp`), as in the entries the scripts write themselves: a
+        process whose clock is off by minutes must not move an event in the trail."""
+        payload = json.dumps({**details, "at": stamp()})
         return json.dumps(["event", event, "run_id", run_id, "details", payload])
 
     async def record(self, event: str, run_id: str, **details: str | int | float | None) -> None:
-        payload = {**details, "at": time.time()}
-        entry: dict[Any, Any] = {"event": event, "run_id": run_id, "details": json.dumps(payload)}
         try:
+            payload = {**details, "at": await LATEST.read(self._redis)}
+            entry: dict[Any, Any] = {
+                "event": event,
+                "run_id": run_id,
+                "details": json.dumps(payload),
+            }
             await self._redis.xadd(self._keys.shard_of(run_id).audit, entry)
         except RedisError as error:
             # The audit trail must not fail the step it describes. The log names the event, not
@@ -124,7 +130,9 @@ class AuditTrail:
         return min(found, default=None)
 
     async def trim(self, retention_days: int) -> None:
-        oldest = int((time.time() - retention_days * 86400) * 1000)
+        # Redis's clock, the one the stream ids count on: a worker whose clock runs days ahead
+        # must not trim what Redis wrote today.
+        oldest = int((await LATEST.read(self._redis) - retention_days * 86400) * 1000)
         for shard in self._keys.shards:
             # Exact, not `~`: an approximate trim only drops whole stream nodes, so a quiet
             # deployment would keep events for longer than AUDIT_RETENTION_DAYS promises.

@@ -18,7 +18,6 @@ the conversation whatever its provider, and none of it depends on a provider's s
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,6 +25,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime.conversations.session import ThreadSession, conversation_id
+from runtime.db.clock import LATEST
 from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
 from runtime.jobs.contracts import Conversation, StartJob, start_job_id
@@ -90,7 +90,9 @@ class ThreadHistory:
         """`run_id` is now the thread's last run, if `last` still was (the web found it no longer
         busy): False when another reply's run took the turn first."""
         key = self.keys.thread(conversation_id(channel, thread))
-        value = ThreadRun(run_id=run_id, agent=agent, taken_at=time.time()).model_dump_json()
+        # Redis's clock: another web process, whose clock may differ by minutes, reads it.
+        taken_at = await LATEST.read(self.redis)
+        value = ThreadRun(run_id=run_id, agent=agent, taken_at=taken_at).model_dump_json()
         taken = await self._follow(keys=[key], args=[last, value, run_id, self.ttl_seconds])
         return int(taken) == 1
 
@@ -133,7 +135,7 @@ class ThreadHistory:
             # Not begun: on its way while its start job's marker lasts (a job dropped or
             # dead-lettered frees the thread when it expires), or, before it has one, for as
             # long as one enqueue may take.
-            since = time.time() - (last.taken_at or 0.0)
+            since = await LATEST.read(self.redis) - (last.taken_at or 0.0)
             return not ended and (bool(enqueued) or since < TURN_TAKEN_SECONDS)
         text = status.decode() if isinstance(status, bytes) else str(status)
         return text in BUSY

@@ -17,13 +17,13 @@ in the channel's shard names the shards to read, `note_grant_shard`). A deployme
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.audit.events import AuditEvent
+from runtime.db.clock import LATEST
 from runtime.db.keys import Keys, Shard
 from runtime.db.lua import lua_script
 from runtime.db.replication import NO_REPLICAS, Replication
@@ -129,10 +129,11 @@ class GrantStore:
 
     async def active(self, channel: str) -> list[Grant]:
         """The channel's grants that have not ended, soonest end first."""
-        # This process's clock only narrows the list (one command per call checked, where
-        # Redis's clock took three): what decides is the `use` script, on Redis's clock, and a
-        # grant's hash expires at its end. The decision script prunes ended entries.
-        now = time.time()
+        # Redis's clock, as the `use` script that decides has it: a worker whose clock runs ahead
+        # must not miss a grant that is still on. Carried forward from the run's claim, it
+        # costs no command (`LATEST`). A grant's hash expires at its end; the decision script
+        # prunes ended entries.
+        now = await LATEST.read(self._redis)
         shards = await self._shards_with_grants(channel)
         if not shards:
             return []
