@@ -10,7 +10,10 @@ Each call of `JournaledModel.get_response` inside a run (`runtime.journal.invoke
    (`runtime.journal.turns`): a retried job sees the call ids it saw before;
 2. otherwise asks the model, whose call the runner retries on a 429 or 5xx
    (`runtime.models.retries`);
-3. journals a response that asks for tool calls, fenced, before the SDK acts on it.
+3. refuses a response with a function call whose arguments pass the digest's bounds
+   (`runtime.calls.digest`: the SDK parses arguments before any approval and a 1,500-deep
+   array ends in a `RecursionError` there): the run ends, the thread says why, nothing runs;
+4. journals a response that asks for tool calls, fenced, before the SDK acts on it.
 
 A streamed call (an agent tool with `on_stream`) passes through unjournaled: the executor runs
 `Runner.run`, which streams nothing.
@@ -33,6 +36,7 @@ from agents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
 from agents.tool import Tool
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
+from runtime.calls.digest import ArgumentsTooLarge, check_arguments
 from runtime.failures import RunFailed
 from runtime.journal.invoker import JournalScope, carried_out, current_scope
 from runtime.journal.turns import (
@@ -97,6 +101,7 @@ class JournaledModel(Model):
                 conversation_id=conversation_id,
                 prompt=prompt,
             )
+            _refuse_oversized(response)
             return response
 
         scope = current_scope()
@@ -165,6 +170,20 @@ async def _journaled(
         scope.turns.give_back(digest, number)  # the SDK's retry of this request keeps its key
         raise
     return response
+
+
+def _refuse_oversized(response: ModelResponse) -> None:
+    """Raise `RunFailed` (and carry it out of an agent tool) for a function call whose
+    arguments no digest can bind, before the SDK parses them."""
+    for item in response.output:
+        if getattr(item, "type", None) != "function_call":
+            continue
+        try:
+            check_arguments(str(getattr(item, "arguments", "")))
+        except ArgumentsTooLarge as error:
+            reason = str(error).rstrip(".")
+            detail = f"`{getattr(item, 'name', '?')}`: {reason[:1].lower()}{reason[1:]}"
+            raise carried_out(RunFailed(Failure.ARGUMENTS_REFUSED, detail)) from error
 
 
 class JournaledModelProvider(ModelProvider):
