@@ -1,7 +1,11 @@
 """Which errors end a run (with words a person can read) and which are ours to retry.
 
 Exception
-├── RunFailed            a run ended; `kind` and a safe `detail` go to the thread
+├── RunFailed            a run ended; `kind` and a safe `detail` go to the thread (also when the
+│                        SDK wraps it: raised by a model call, or an agent tool's inner run)
+├── RecursionError       input nested too deep to handle -> RunFailed(AGENT_ERROR): retrying it
+│                        would fail the same way (`runtime.jobs.consumer` buries a job that
+│                        raises one anywhere else at once)
 ├── openai.OpenAIError   model API trouble  -> RunFailed(MODEL_ERROR)
 ├── agents.AgentsException
 │   ├── MaxTurnsExceeded -> RunFailed(MAX_TURNS)
@@ -15,6 +19,8 @@ Exception
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import openai
 from agents.exceptions import (
     AgentsException,
@@ -26,6 +32,8 @@ from agents.exceptions import (
 )
 
 from runtime.reporter import Failure
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 class RunFailed(Exception):
@@ -40,17 +48,12 @@ TRANSIENT_HTTP_STATUSES = frozenset({408, 409, 429})
 
 def describe_run_error(error: Exception) -> RunFailed | None:
     """Translate an error raised by a run into a failure to report, or None to retry."""
-    if isinstance(error, RunFailed):
-        return error
-    if isinstance(error, openai.APIStatusError):
-        code = error.status_code
-        if code in TRANSIENT_HTTP_STATUSES or code >= 500:
-            return None
-        return RunFailed(Failure.MODEL_ERROR, f"the model API answered HTTP {code}")
-    if isinstance(error, openai.APIConnectionError | ModelTimeoutError):
-        return None
-    if isinstance(error, openai.OpenAIError):
-        return RunFailed(Failure.MODEL_ERROR, "the model client is not configured or failed")
+    if (failed := _in_chain(error, RunFailed)) is not None:
+        return failed
+    if _in_chain(error, RecursionError) is not None:
+        return RunFailed(Failure.AGENT_ERROR, "something was nested too deeply to handle")
+    if isinstance(error, openai.OpenAIError | ModelTimeoutError):
+        return _model_api_error(error)
     if isinstance(error, MaxTurnsExceeded):
         return RunFailed(Failure.MAX_TURNS, "")
     if isinstance(error, ModelBehaviorError | ModelRefusalError):
@@ -59,6 +62,27 @@ def describe_run_error(error: Exception) -> RunFailed | None:
         return None
     if isinstance(error, AgentsException):
         return RunFailed(Failure.AGENT_ERROR, type(error).__name__)
+    return None
+
+
+def _model_api_error(error: Exception) -> RunFailed | None:
+    if isinstance(error, openai.APIStatusError):
+        code = error.status_code
+        if code in TRANSIENT_HTTP_STATUSES or code >= 500:
+            return None
+        return RunFailed(Failure.MODEL_ERROR, f"the model API answered HTTP {code}")
+    if isinstance(error, openai.APIConnectionError | ModelTimeoutError):
+        return None
+    return RunFailed(Failure.MODEL_ERROR, "the model client is not configured or failed")
+
+
+def _in_chain(error: BaseException, kind: type[_E]) -> _E | None:
+    """`error` or what caused it, as the SDK wraps it (`UserError('Error running tool …')`)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, kind):
+            return seen
+        seen = seen.__cause__
     return None
 
 

@@ -34,6 +34,9 @@ class Failure(StrEnum):
     """An MCP server the run needs stayed unreachable; `detail` is its name."""
     OUTCOME_LOST = "outcome_lost"
     """A call the policy let run may have run, its result lost; `detail` is its tool."""
+    ARGUMENTS_REFUSED = "arguments_refused"
+    """The model asked for a call whose arguments pass `runtime.calls.digest`'s bounds; `detail`
+    is the tool and the bound."""
 
 
 class ConversationUnavailable(Exception):

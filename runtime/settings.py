@@ -40,6 +40,8 @@ FIXES: dict[str, str] = {
     "WORKER_CONCURRENCY": "Use a whole number of concurrent runs per worker between 1 and 256.",
     "MAX_TURNS": "Use a whole number of model turns per run between 1 and 100.",
     "JOB_MAX_DELIVERIES": "Use a whole number of attempts between 1 and 20.",
+    "MODEL_RETRIES": "Use a whole number of retries of a model call inside the run, from 0 "
+    "(none: the job is retried instead) to 20.",
     "JOB_IDLE_TIMEOUT_SECONDS": "Use a number of seconds between 0.5 and 3600.",
     "JOB_TIMEOUT_SECONDS": "Use a number of seconds between 1 and 86400 (a day).",
     "APPROVERS": "List Slack user ids and user-group ids, comma-separated, not names: a user "
@@ -129,6 +131,10 @@ class RuntimeSettings(BaseSettings):
     models, and costs a Redis connection per run (a busy worker opens up to this + 8: mind a
     managed plan's connection limit) and a look at its stop mark every 5 s per working run."""
     max_turns: int = Field(10, validation_alias="MAX_TURNS", ge=1, le=100)
+    model_retries: int = Field(4, validation_alias="MODEL_RETRIES", ge=0, le=20)
+    """A model call answered 429 or 5xx, or cut off, is tried again this many times inside the
+    run (`runtime.models.retries`), after the `openai` client's own two tries, before the job is
+    retried: a short outage neither requeues the job nor spends one of `JOB_MAX_DELIVERIES`."""
     job_max_deliveries: int = Field(3, validation_alias="JOB_MAX_DELIVERIES", ge=1, le=20)
     job_idle_timeout_seconds: float = Field(
         30.0, validation_alias="JOB_IDLE_TIMEOUT_SECONDS", ge=0.5, le=3600

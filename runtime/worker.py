@@ -37,6 +37,8 @@ from runtime.mcp.connections import McpConnections
 from runtime.mcp.listing import McpListings
 from runtime.mcp.tools import McpTools
 from runtime.metrics import MetricsEndpoint
+from runtime.models.journaled import journaled_run_config
+from runtime.models.retries import model_retry
 from runtime.policy import Policy
 from runtime.process.readiness import readyz_response
 from runtime.process.shutdown import Shutdown
@@ -287,7 +289,9 @@ def _executor(
         max_turns=settings.max_turns,
         reminder_at=settings.reminder_at,
         allow_self_approval=settings.allow_self_approval,
-        run_config=agents.run_config,
+        # Whichever model the settings chose, its turns are journaled and its 429s and 5xx
+        # retried inside the run.
+        run_config=journaled_run_config(agents.run_config, model_retry(settings.model_retries)),
         grants=GrantCheck(
             store=GrantStore(redis, keys),
             membership=people.membership,

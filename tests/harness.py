@@ -53,6 +53,9 @@ def bot_environ(
         "APPROVAL_TTL_SECONDS": "300",
         "JOB_IDLE_TIMEOUT_SECONDS": "1",
         "WORKER_CONCURRENCY": "4",
+        # A model 5xx past the `openai` client's own tries fails the job at once, which the
+        # fault tests provoke; `tests/test_model_turns.py` retries inside the run.
+        "MODEL_RETRIES": "0",
         **overrides,
     }
 

@@ -1,7 +1,8 @@
 """Arguments too deep or too long for the parser: a clear answer, never an HTTP 500.
 
 Python's JSON parser recurses; a 1,400-deep array raises `RecursionError`, which is not the
-`ValueError` that every parse here expects. The bounds are checked before anything parses.
+`ValueError` that every parse here expects. The bounds are checked before anything parses: an
+edit's in its modal, a model's call before the SDK sees it (the thread says why, the run ends).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from runtime.calls.digest import (
     ArgumentsTooLarge,
     call_digest,
 )
-from tests.fake_openai import Item, ModelRequest, message, tool_call
+from tests import agents
+from tests.conftest import with_env
+from tests.fake_openai import tool_call
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
 from tests.test_edits import open_editor, submit
@@ -57,23 +60,51 @@ def test_call_digest_bounds_depth_and_size_with_a_clear_error() -> None:
     assert len(call_digest("t", nested(MAX_ARGUMENT_DEPTH - 1))) == 64
 
 
-async def test_a_model_call_too_deep_to_digest_is_refused_and_the_model_told_why(
-    bot: Harness,
+@pytest.mark.parametrize(
+    ("arguments", "bound"),
+    [
+        # Past the digest's bound, within what the SDK itself parses.
+        (nested(200), "the arguments nest 201 levels deep; at most 64 are accepted"),
+        # Past what the SDK's own parse survives: a RecursionError before any approval, and
+        # the job was retried until it was dead-lettered.
+        (nested(1500), "the arguments nest 1501 levels deep; at most 64 are accepted"),
+        (
+            '{"user_id": "' + "x" * MAX_ARGUMENT_CHARS + '"}',
+            "the arguments are 1,000,015 characters long; at most 1,000,000 are accepted",
+        ),
+    ],
+    ids=["200-deep", "1500-deep", "too-long"],
+)
+async def test_a_model_call_too_deep_or_long_is_refused_in_the_thread_and_the_run_ends(
+    bot: Harness, arguments: str, bound: str
 ) -> None:
-    # 200 deep: past the digest's bound, within what the SDK itself parses.
-    def deep_then_answer(request: ModelRequest) -> list[Item]:
-        if not request.tool_outputs:
-            return [{**tool_call("delete_user", {}, "call_deep"), "arguments": nested(200)}]
-        return [message("told: " + request.tool_outputs["call_deep"])]
-
-    bot.model.script = deep_then_answer
+    bot.model.script = lambda request: [
+        {**tool_call("delete_user", {}, "call_deep"), "arguments": arguments}
+    ]
     root = await bot.start_run("delete u-100")
     answer = await bot.final_answer(root)
     assert answer.text == (
-        "told: The call to delete_user was not run: the approval policy does not allow it."
+        f":x: The model asked for a call too large to show or check (`delete_user`: {bound}), "
+        "so nothing was run and the run stopped. Run "
+        f"`{answer.text.split('`')[-2]}`: an admin can find it in the logs."
     )
-    trail = await bot.audit_until("finished")
-    [refused] = [e for e in trail if e["event"].startswith("auto_")]
-    assert refused["event"] == "auto_rejected"
-    assert not [e for e in trail if e["event"] == "executed"]
+    trail = await bot.audit_until("failed")
+    [failed] = [e for e in trail if e["event"] == "failed"]
+    assert failed["failure"] == "arguments_refused"
+    assert not [e for e in trail if e["event"] in ("requested", "executed")]
     assert not bot.slack.cards(), "nobody is asked to approve what no digest binds"
+    assert len(bot.model.requests) == 1, "refused once, not retried"
+    assert await bot.entries(bot.keys.dead_jobs) == []
+    assert agents.EXECUTIONS == []
+
+
+@with_env(AGENTS="tests.turn_agents:REGISTRY")
+async def test_a_tool_that_recurses_too_deep_ends_the_run_once_not_retried(bot: Harness) -> None:
+    bot.model.script = lambda request: [tool_call("parse_report", {"report": "q3"}, "call_q3")]
+    root = await bot.start_run("parse the q3 report")
+    answer = await bot.final_answer(root)
+    assert answer.text.startswith(
+        ":x: The agent stopped with an error (something was nested too deeply to handle)."
+    ), answer.text
+    assert [tool for tool, _ in agents.EXECUTIONS] == ["parse_report"], "not retried"
+    assert await bot.entries(bot.keys.dead_jobs) == []

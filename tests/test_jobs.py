@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,29 @@ async def test_a_job_that_keeps_failing_goes_to_the_dead_letter_stream(
     assert [d.payload for d in buried] == ["bad job"]
     dead: Any = await redis.xrange(Keys(prefix).dead_jobs)
     assert dead[0][1][b"job"] == b"bad job"
+    assert await pending(redis, prefix) == []
+
+
+async def test_a_job_that_recurses_too_deep_is_dead_lettered_at_once_not_retried(
+    queue: JobQueue, redis: aioredis.Redis, prefix: str
+) -> None:
+    attempts: list[int] = []
+    buried: list[Delivery] = []
+
+    async def too_deep(delivery: Delivery) -> None:
+        attempts.append(delivery.deliveries)
+        json.loads("[" * 100_000 + "]" * 100_000)  # what a parser does with input so deep
+
+    async def on_dead(delivery: Delivery) -> None:
+        buried.append(delivery)
+
+    worker = consumer(queue, "w", too_deep, max_deliveries=3, on_dead=on_dead, idle_timeout=0.3)
+    async with running(worker):
+        await queue.enqueue("deep", "deep job")
+        await eventually(lambda: bool(buried), seconds=6)
+    assert attempts == [1], "retrying cannot help"
+    dead: Any = await redis.xrange(Keys(prefix).dead_jobs)
+    assert dead[0][1][b"reason"] == b"input nested too deeply to handle"
     assert await pending(redis, prefix) == []
 
 

@@ -368,6 +368,8 @@ FAILURES = {
     "ask again.",
     Failure.OUTCOME_LOST: "`{detail}` may have run; its result was lost, so it was not run "
     "again and the run stopped. Check whether it took effect before asking again.",
+    Failure.ARGUMENTS_REFUSED: "The model asked for a call too large to show or check "
+    "({detail}), so nothing was run and the run stopped.",
 }
 
 

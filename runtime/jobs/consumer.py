@@ -4,7 +4,7 @@ out.
 Up to `concurrency` jobs run at once. Each free slot is filled with a dead worker's job if one
 is due, else with a new one; running jobs are heartbeated until they finish or overrun
 `JOB_TIMEOUT_SECONDS`; on stop, running jobs get most of the shutdown budget and the rest are
-cancelled and handed back within it.
+cancelled and handed back within it. One that raises `RecursionError` is dead-lettered at once.
 
 A job that fails because Redis is away (no answer, a cluster down, replicas that do not
 confirm under `REDIS_MIN_REPLICAS`, or full and refusing writes: `runtime.jobs.outages`) is not
@@ -236,8 +236,8 @@ class JobConsumer:
             return True
         return False
 
-    async def _bury(self, delivery: Delivery) -> None:
-        await self.queue.bury(delivery, f"failed {delivery.deliveries - 1} times")
+    async def _bury(self, delivery: Delivery, reason: str | None = None) -> None:
+        await self.queue.bury(delivery, reason or f"failed {delivery.deliveries - 1} times")
         log.error("job %s moved to the dead-letter stream", delivery.entry_id)
         self._tasks.spawn(self.on_dead(delivery), name=f"dead:{delivery.entry_id}")
 
@@ -277,6 +277,11 @@ class JobConsumer:
             log.info("job %s was taken over by another worker; left to it", delivery.entry_id)
         except _LeftForTakeover:
             pass  # said in the log where it was decided
+        except RecursionError:
+            # Something nested too deep to handle: every delivery would fail the same way.
+            log.exception("job %s: input nested too deeply; not retried", delivery.entry_id)
+            with contextlib.suppress(RedisError):  # unburied, it is retried and buried then
+                await self._bury(delivery, "input nested too deeply to handle")
         except Exception:
             # Not acknowledged: once idle it is reclaimed, and buried after too many tries.
             log.exception("job %s failed; it will be retried", delivery.entry_id)

@@ -1,1 +1,2 @@
-"""Exactly once: the journal of tool calls' starts and outcomes, for every tool kind."""
+"""Exactly once: the journal of tool calls' starts and outcomes, for every tool kind, and of the
+model's turns that asked for them."""

@@ -41,6 +41,7 @@ from runtime.db.replication import PrimaryChanged
 from runtime.decisions.choices import ArgumentEdit
 from runtime.decisions.edits import edit_note
 from runtime.journal.starts import OutcomeLost, lost, may_repeat
+from runtime.journal.turns import TurnsAsked, inside_call
 from runtime.metrics import count_tool
 from runtime.record.store import Fenced, Lease, RunStore
 from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted
@@ -79,6 +80,8 @@ class JournalScope:
     """The run's round being worked on: a start mark records it (`runtime.journal.starts`)."""
     run_again: frozenset[str] = frozenset()
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
+    turns: TurnsAsked = field(default_factory=TurnsAsked)
+    """This delivery's model requests, keyed for the turn journal (`runtime.journal.turns`)."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -98,6 +101,21 @@ def journal_scope(scope: JournalScope) -> Iterator[None]:
         yield
     finally:
         _SCOPE.reset(token)
+
+
+def current_scope() -> JournalScope | None:
+    """The run whose step is executing here (its model calls too: `runtime.models.journaled`);
+    None outside a Countersign run."""
+    return _SCOPE.get()
+
+
+def carried_out(error: Exception) -> Exception:
+    """`error`, to be raised from inside an agent tool's inner run (a model call's fence lost,
+    its response refused): the enclosing call raises it too once the SDK has turned it into
+    the tool's output (its `failure_error_function`), so the step ends as it would at the top."""
+    if (escaped := _ESCAPED.get()) is not None:
+        escaped.append(error)
+    return error
 
 
 def idempotency_key(ctx: ToolContext[Any]) -> str:
@@ -184,7 +202,8 @@ class JournaledInvoker:
         token = _ESCAPED.set(escaped)
         try:
             try:
-                output = await self._inner(ctx, arguments)
+                with inside_call(call_id):
+                    output = await self._inner(ctx, arguments)
             except Exception:
                 count_tool(self._tool_name, "error")
                 await _not_running(scope, call_id)

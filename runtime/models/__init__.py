@@ -1,4 +1,5 @@
-"""The models runs talk to: the shared OpenAI client and the offline scripted model.
+"""The models runs talk to: the shared OpenAI client, the offline scripted model, and the
+journaled wrapper around whichever is used (`journaled`, `retries`: the worker's own).
 
 The names `bot` uses, loaded on first use (`runtime._faces`).
 """

@@ -16,7 +16,9 @@ Fields of `run:<id>`:
   `copies:<id>` (its card elsewhere), `reach:<id>` (`CallReach`: notify, reminders,
   escalation) and `nudged:<id>` (until when those were done);
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.journal.invoker`), and
-  `started:<call id>`, the round it started in (`runtime.journal.starts`).
+  `started:<call id>`, the round it started in (`runtime.journal.starts`);
+- per model response of the working round that asked for tool calls: `turn:<round>:<request>`
+  (`runtime.journal.turns`), dropped when the run stops for approvals.
 
 **Fencing.** Every delivery of a job claims the run and gets a new, higher `fence`; every
 write a worker makes for that step names its fence and is refused once a later delivery has
@@ -83,6 +85,8 @@ PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, EDIT, COPIES, REACH
 # Per SDK call id:
 JOURNAL: Final = "journal:"
 STARTED: Final = "started:"
+# Per model request of the working round (`runtime.journal.turns`):
+TURN: Final = "turn:"
 
 # A run that is working (not waiting for people) and untouched for this long is abandoned.
 RUNNING_TTL_SECONDS = 6 * 3600
@@ -279,6 +283,7 @@ LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
         "edit": EDIT,
         "copies": COPIES,
         "reach": REACH,
+        "turn": TURN,
     },
     "GATE_VERSION": GATE_VERSION,
     "HOME_WAITING": HOME_WAITING,

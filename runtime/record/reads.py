@@ -230,5 +230,11 @@ class StartRead(Shape):
     started = Field(rr.STARTED, integer)
 
 
+class TurnRead(Shape):
+    """A model response journaled for a request of the working round (`runtime.journal.turns`)."""
+
+    response = Field(rr.TURN, stored)
+
+
 class StopRead(Shape):
     stopped = Field(rr.STOPPED, parse_stop_mark)

@@ -18,6 +18,7 @@ from runtime.db.replication import NO_REPLICAS, PrimaryChanged, Replication
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.journal.starts import CallStarts
+from runtime.journal.turns import TurnJournal
 from runtime.record import layout as rr
 from runtime.record.envelope import (
     PendingCall,
@@ -89,6 +90,7 @@ class RunStore:
         self._clock = RedisClock()
         self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
         self.starts = CallStarts(redis, keys)
+        self.turns = TurnJournal(redis, keys)
 
     async def _set(
         self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""

@@ -1,4 +1,5 @@
--- The run stops for approvals: drop the last round's per-call fields, store the state, open
+-- The run stops for approvals: drop the last round's per-call fields and the working round's
+-- model turns (the state holds them now: `runtime.journal.turns`), store the state, open
 -- the new approvals and their deadlines, and audit them as requested, all at once (so the trail
 -- never names a request whose gate is not written yet). A deadline or reminder due sooner than a
 -- due-set poller's longest sleep (ARGV[5]) wakes the pollers (`runtime.jobs.due_set`). Each
@@ -32,6 +33,9 @@ for _, field in ipairs(plan['delete']) do
   end
 end
 if #plan['delete'] > 0 then redis.call('HDEL', KEYS[1], unpack(plan['delete'])) end
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(field, 1, #F.turn) == F.turn then redis.call('HDEL', KEYS[1], field) end
+end
 local fields = {F.state, ARGV[4]}
 for field, value in pairs(plan['set']) do
   fields[#fields + 1] = field

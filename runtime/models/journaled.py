@@ -1,0 +1,222 @@
+"""The model every run of the worker talks to, journaled: whichever model the settings choose.
+
+`journaled_run_config` wraps the run config's model provider (the SDK's default OpenAI one, the
+scripted model of the demo, a test's fake) and a `Model` it names; `install_journal` wraps a
+`Model` an agent holds itself. An agent used as a tool runs its inner run with the outer run's
+config, so its model calls are journaled too, and so are a hand-off's.
+
+Each call of `JournaledModel.get_response` inside a run (`runtime.journal.invoker.current_scope`):
+1. replays the response journaled for the same request of the same round, if there is one
+   (`runtime.journal.turns`): a retried job sees the call ids it saw before;
+2. otherwise asks the model, whose call the runner retries on a 429 or 5xx
+   (`runtime.models.retries`);
+3. refuses a response with a function call whose arguments pass the digest's bounds
+   (`runtime.calls.digest`: the SDK parses arguments before any approval and a 1,500-deep
+   array ends in a `RecursionError` there): the run ends, the thread says why, nothing runs;
+4. journals a response that asks for tool calls, fenced, before the SDK acts on it.
+
+A streamed call (an agent tool with `on_stream`) passes through unjournaled: the executor runs
+`Runner.run`, which streams nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from agents import Model, ModelProvider, ModelRetrySettings, ModelSettings, RunConfig
+from agents.agent_output import AgentOutputSchemaBase
+from agents.handoffs import Handoff
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import ModelTracing
+from agents.models.multi_provider import MultiProvider
+from agents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
+from agents.tool import Tool
+from openai.types.responses.response_prompt_param import ResponsePromptParam
+
+from runtime.calls.digest import ArgumentsTooLarge, check_arguments
+from runtime.failures import RunFailed
+from runtime.journal.invoker import JournalScope, carried_out, current_scope
+from runtime.journal.turns import (
+    Request,
+    UnreadableTurn,
+    asks_for_tools,
+    dump_turn,
+    load_turn,
+    turn_key,
+)
+from runtime.record.store import Fenced
+from runtime.reporter import Failure
+
+log = logging.getLogger(__name__)
+
+
+class JournaledModel(Model):
+    """`inner`, with its turns journaled and replayed; what the SDK asks of a model besides
+    (`get_retry_advice`, a prompt cache's hints) is `inner`'s."""
+
+    def __init__(self, inner: Model) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> ModelRetryAdvice | None:
+        return self._inner.get_retry_advice(request)
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        await self._inner._cleanup_on_run_end(owner)
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        async def ask() -> ModelResponse:
+            response = await self._inner.get_response(
+                system_instructions,
+                input,
+                model_settings,
+                tools,
+                output_schema,
+                handoffs,
+                tracing,
+                previous_response_id=previous_response_id,
+                conversation_id=conversation_id,
+                prompt=prompt,
+            )
+            _refuse_oversized(response)
+            return response
+
+        scope = current_scope()
+        if scope is None:
+            return await ask()
+        request = Request(
+            instructions=system_instructions,
+            input=input,
+            tools=[getattr(tool, "name", type(tool).__name__) for tool in tools],
+            handoffs=[handoff.tool_name for handoff in handoffs],
+            output_schema=output_schema.name() if output_schema is not None else None,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=dict(prompt) if prompt is not None else None,
+        )
+        return await _journaled(scope, request, ask)
+
+    def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        return self._inner.stream_response(
+            system_instructions,
+            input,
+            model_settings,
+            tools,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        )
+
+
+async def _journaled(
+    scope: JournalScope, request: Request, ask: Callable[[], Awaitable[ModelResponse]]
+) -> ModelResponse:
+    run_id, fence, turns = scope.lease.run_id, scope.lease.fence, scope.store.turns
+    digest = request.digest(scope.round)
+    number = scope.turns.take(digest)
+    key = turn_key(scope.round, digest, number)
+    try:
+        recorded = await turns.recorded(run_id, key)
+        if recorded is not None:
+            log.info("run %s: a model turn already answered is replayed (%s)", run_id, key)
+            return load_turn(recorded)
+        response = await ask()
+        if asks_for_tools(response):
+            written = await turns.record(run_id, fence, key, dump_turn(response))
+            if not written:  # its calls must not run: a later delivery's do
+                raise carried_out(Fenced(run_id))
+    except UnreadableTurn as error:
+        raise carried_out(RunFailed(Failure.UNREADABLE_STATE, str(error))) from error
+    except BaseException:
+        scope.turns.give_back(digest, number)  # the SDK's retry of this request keeps its key
+        raise
+    return response
+
+
+def _refuse_oversized(response: ModelResponse) -> None:
+    """Raise `RunFailed` (and carry it out of an agent tool) for a function call whose
+    arguments no digest can bind, before the SDK parses them."""
+    for item in response.output:
+        if getattr(item, "type", None) != "function_call":
+            continue
+        try:
+            check_arguments(str(getattr(item, "arguments", "")))
+        except ArgumentsTooLarge as error:
+            reason = str(error).rstrip(".")
+            detail = f"`{getattr(item, 'name', '?')}`: {reason[:1].lower()}{reason[1:]}"
+            raise carried_out(RunFailed(Failure.ARGUMENTS_REFUSED, detail)) from error
+
+
+class JournaledModelProvider(ModelProvider):
+    """Each model `inner` provides, journaled."""
+
+    def __init__(self, inner: ModelProvider) -> None:
+        self._inner = inner
+
+    def get_model(self, model_name: str | None) -> Model:
+        return journaled_model(self._inner.get_model(model_name))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def journaled_model(model: Model) -> Model:
+    return model if isinstance(model, JournaledModel) else JournaledModel(model)
+
+
+def journaled_run_config(
+    run_config: RunConfig | None, retry: ModelRetrySettings | None
+) -> RunConfig:
+    """`run_config` (None: the SDK's default, OpenAI) with its models journaled and the
+    runner's retries of a model call (`runtime.models.retries`; None: none) under any
+    settings it has."""
+    config = run_config or RunConfig(model_provider=MultiProvider())
+    provider = config.model_provider
+    if not isinstance(provider, JournaledModelProvider):
+        provider = JournaledModelProvider(provider)
+    model = journaled_model(config.model) if isinstance(config.model, Model) else config.model
+    settings = config.model_settings
+    if retry is not None:
+        settings = ModelSettings(retry=retry).resolve(settings)
+    return dataclasses.replace(
+        config, model_provider=provider, model=model, model_settings=settings
+    )
