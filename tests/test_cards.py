@@ -92,6 +92,29 @@ def test_every_time_in_slack_is_written_one_way() -> None:
         assert text.count("<!date^") == 1
 
 
+def test_a_digest_reads_the_same_on_the_card_the_batch_modal_and_the_audit() -> None:
+    """A person holding a card beside `/agent audit` or the **Approve all** modal sees one
+    string, not `sha256:` and 16 digits here and 12 bare digits there."""
+    from bot.words import audit as audit_words
+    from bot.words import batch as batch_words
+    from runtime.audit.trail import AuditEntry
+    from runtime.calls import call_digest
+
+    digest = call_digest("delete_user", '{"user_id": "u-100"}')
+    shown = f"`sha256:{digest[:16]}`"
+    entry = AuditEntry(
+        id="1-0", event="approved", run_id="r1", at=1_800_000_000.0, details={"digest": digest}
+    )
+    written = {
+        "card": "\n".join(texts(approval_request_blocks(RUN, call("{}", digest=digest)))),
+        "batch modal": batch_words.call_line("delete_user", "{}", digest),
+        "audit": audit_words.audit_line(entry),
+    }
+    for where, text in written.items():
+        assert shown in text, where
+        assert text.count(digest[:12]) == 1, where
+
+
 def test_the_reject_modal_names_the_requester_as_the_card_does() -> None:
     modal = reject_modal(call("{}"), "m", "UALICE")
     assert texts(modal["blocks"])[0] == (

@@ -595,7 +595,8 @@ async def test_an_edit_in_the_modal_shows_errors_then_approves_the_edited_call(
     thread = [m.text for m in console.slack.messages.values() if m.thread_ts == card.thread_ts]
     assert any(t.startswith(":eyes:") and previewed in t for t in thread), thread
     audit = await audit_text(console)
-    assert re.search(r"\*edited\* `refund_order` by <@UBOB> run `\S+` digest `[0-9a-f]{12}`", audit)
+    edited = r"\*edited\* `refund_order` by <@UBOB> run `\S+` digest `sha256:[0-9a-f]{16}`"
+    assert re.search(edited, audit)
 
 
 @pytest.mark.parametrize(

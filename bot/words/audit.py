@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from bot.words import runs as messages
 from runtime.audit import AuditEntry
+from runtime.calls import shown_digest
 
 AUDIT_EVENT_WORDS = {
     "approved_always": "approved always",
@@ -36,7 +37,7 @@ def audit_line(entry: AuditEntry) -> str:
         parts.append(f"({messages.escape(str(details['reason']))})")
     parts.append(f"run `{entry.run_id}`")
     if details.get("digest"):
-        parts.append(f"digest `{str(details['digest'])[:12]}`")
+        parts.append(f"digest `{shown_digest(str(details['digest']))}`")
     return " ".join(parts)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.words.runs import escape, shortened
+from runtime.calls import shown_digest
 
 APPROVE_ALL = "Approve all"
 REJECT_ALL = "Reject all"
@@ -43,7 +44,7 @@ def intro(count: int, approving: bool) -> str:
 
 def call_line(tool: str, arguments: str, digest: str) -> str:
     args = escape(shortened(arguments, ARGUMENTS_LIMIT))
-    return f"*`{escape(tool)}`* `{args}`\nDigest `{digest[:12]}`"
+    return f"*`{escape(tool)}`* `{args}`\nDigest `{shown_digest(digest)}`"
 
 
 def single_only(tools: Sequence[str]) -> str:

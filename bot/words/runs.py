@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from runtime.calls import shown_digest
 from runtime.record import Decision
 from runtime.reporter import Failure
 
@@ -280,7 +281,7 @@ def approvers_field(names: Sequence[str]) -> str:
 
 
 def digest_line(digest: str) -> str:
-    return f"Call digest `sha256:{digest[:16]}`"
+    return f"Call digest `{shown_digest(digest)}`"
 
 
 def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) -> str:
@@ -303,7 +304,7 @@ def reminder_settled(tool: str, decision: Decision) -> str:
 def call_refused(tool: str, digest: str) -> str:
     return (
         f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "
-        f"so it did not run (approved digest `sha256:{digest[:16]}`)."
+        f"so it did not run (approved digest `{shown_digest(digest)}`)."
     )
 
 
