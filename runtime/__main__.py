@@ -38,7 +38,8 @@ from runtime.registry import RegistryError, load_registry
 from runtime.review.backtest import backtest
 from runtime.review.chart import ChartUnavailable, draw
 from runtime.review.check import Offered, warnings
-from runtime.review.stats import decision_stats, text
+from runtime.review.names import KnownNames
+from runtime.review.stats import decision_stats, principals, text
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
 
 
@@ -89,6 +90,7 @@ async def replay(settings: RuntimeSettings, policy: Policy, args: argparse.Names
             until=args.until,
             as_json=args.json,
             out=sys.stdout,
+            names=KnownNames(redis, Keys.of(settings)),
         )
     finally:
         await redis.aclose()
@@ -103,11 +105,12 @@ async def stats(settings: RuntimeSettings, args: argparse.Namespace) -> int:
             print(note.replace("exported", "counted"), file=sys.stderr)
         quick = settings.quick_approval_seconds
         found = await decision_stats(trail.since(args.since), quick_seconds=quick)
+        names = await KnownNames(redis, Keys.of(settings)).of(principals(found))
     finally:
         await redis.aclose()
     shown = {channel: figures for channel, figures in sorted(found.items()) if figures.tools}
     if shown:
-        print("\n\n".join(text(channel, figures, quick) for channel, figures in shown.items()))
+        print("\n\n".join(text(c, figures, quick, names) for c, figures in shown.items()))
     else:
         print(f"No tool call asked anyone since {args.since.isoformat()}.")
     if args.chart is not None:

@@ -85,11 +85,34 @@ def test_every_time_in_slack_is_written_one_way() -> None:
         choice_words.grant_used_line("delete_user", "UBOB", 1_800_000_000.0),
         choice_words.granted_line("delete_user", "tool", "C1", 1_800_000_000.0, "UBOB"),
         choice_words.grant_listing("delete_user", "ops", "tool", "UBOB", 1_800_000_000.0, 1),
-        audit_words.audit_line(entry),
     ]
     for text in written:
         assert one_way in text, text
         assert text.count("<!date^") == 1
+    to_the_second = "<!date^1800000000^{date_short_pretty} at {time_secs}|2027-01-15T08:00:00"
+    assert audit_words.audit_line(entry).startswith(to_the_second), "events seconds apart"
+
+
+def test_an_audit_line_says_each_event_and_reason_in_words() -> None:
+    from bot.words import audit as audit_words
+    from runtime.audit import AuditEvent
+    from runtime.audit.trail import AuditEntry
+
+    assert set(audit_words.AUDIT_EVENT_WORDS) == {str(event) for event in AuditEvent}
+    for event in AuditEvent:
+        entry = AuditEntry(id="1-0", event=event, run_id="r1", at=1.0, details={"tool": "t"})
+        words = audit_words.audit_line(entry).split("> ", 1)[1].split(" run `")[0]
+        assert "_" not in words, event
+    refused = AuditEntry(
+        id="1-0",
+        event="denied",
+        run_id="r1",
+        at=1.0,
+        details={"tool": "delete_user", "user_id": "UBOB", "reason": "self_approval"},
+    )
+    assert "*click refused* `delete_user` by <@UBOB> (their own request)" in (
+        audit_words.audit_line(refused)
+    )
 
 
 def test_a_digest_reads_the_same_on_the_card_the_batch_modal_and_the_audit() -> None:

@@ -18,14 +18,19 @@ def escape(text: str) -> str:
 
 
 SLACK_DATE_STYLE = "{date_short_pretty} at {time}"
-"""The one way a time is written in Slack: "Today at 12:36 PM", in the reader's own zone."""
+"""The one way a time is written in Slack: "Today at 12:36 PM", in the reader's own zone (the
+date only when it is not today, yesterday or tomorrow)."""
+SLACK_SECONDS_STYLE = "{date_short_pretty} at {time_secs}"
+"""The same, to the second: for lists of events a few seconds apart (`/agent audit`)."""
 
 
-def slack_date(epoch: float) -> str:
+def slack_date(epoch: float, *, seconds: bool = False) -> str:
     """A timestamp every reader sees in their own time zone, always in one style (where Slack
     cannot draw it, the fallback is ISO 8601 with its zone)."""
-    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="minutes")
-    return f"<!date^{int(epoch)}^{SLACK_DATE_STYLE}|{fallback}>"
+    timespec = "seconds" if seconds else "minutes"
+    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec=timespec)
+    style = SLACK_SECONDS_STYLE if seconds else SLACK_DATE_STYLE
+    return f"<!date^{int(epoch)}^{style}|{fallback}>"
 
 
 def user(user_id: str) -> str:
