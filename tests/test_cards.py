@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -65,11 +66,44 @@ def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None
     assert {b["value"] for b in buttons} == {"r0123456789abcdef:a0123456789"}
 
 
-def test_a_quorum_card_counts_what_is_there_and_what_is_still_needed() -> None:
-    approved = Approval(user_id="UBOB", outcome="approved", at=1.0)
-    quorum = call("{}", quorum=2, approvers=("UBOB", "UCAROL"), approvals=(approved,))
-    shown = "\n".join(texts(approval_request_blocks(RUN, quorum)))
-    assert ":busts_in_silhouette: 1 of 2 approvals so far, 1 more needed: <@UBOB>" in shown
+def test_a_quorum_card_says_who_approved_and_who_still_may() -> None:
+    """ "1 more needed: @bob" read as if only bob could approve, when bob had approved."""
+    approved = Approval(user_id="UALICE", outcome="approved", at=1.0)
+    quorum = call("{}", quorum=2, approvers=("UALICE", "UBOB", "UCAROL"))
+    asked_by_dave = RUN.conversation.model_copy(update={"requester": "UDAVE"})
+    requested_by_dave = dataclasses.replace(RUN, conversation=asked_by_dave)
+    approvers = ["UALICE", "UBOB", "UCAROL"]
+    for counted, line in (
+        ((), "0 of 2 approvals: <@UALICE>, <@UBOB> or <@UCAROL> can approve"),
+        ((approved,), "1 of 2 approvals: <@UALICE> approved; <@UBOB> or <@UCAROL> can approve"),
+    ):
+        card = quorum.model_copy(update={"approvals": counted})
+        shown = "\n".join(texts(approval_request_blocks(requested_by_dave, card, approvers)))
+        assert f":busts_in_silhouette: {line}" in shown
+    anyone = call("{}", quorum=2, approvals=(approved,))
+    shown = "\n".join(texts(approval_request_blocks(RUN, anyone)))
+    assert "1 of 2 approvals: <@UALICE> approved; anyone else in the channel can approve" in shown
+
+
+def test_who_may_decide_mentions_people_and_groups_and_the_requesters_withdrawal() -> None:
+    """Names in plain text were not drawn as people by Slack, and the requester, left out,
+    could still reject."""
+    gate = call("{}", approvers=("UALICE", "UBOB", "S0OPS"))
+    shown = "\n".join(texts(approval_request_blocks(RUN, gate, ["UBOB", "S0OPS"])))
+    assert (
+        "*Who may decide*\n<@UBOB>, <!subteam^S0OPS>\n<@UALICE> (who asked) may only withdraw it"
+        in shown
+    )
+
+
+def test_a_requesters_rejection_of_their_own_call_is_a_withdrawal() -> None:
+    decision = Decision(outcome="rejected", user_id="UALICE", reason="wrong user", decided_at=1.0)
+    blocks = approval_decided_blocks(RUN, call("{}", decision=decision))
+    assert texts(blocks)[0] == (
+        ":leftwards_arrow_with_hook: Withdrawn by <@UALICE>, who asked for `delete_user`: "
+        "wrong user"
+    )
+    assert "rejected" not in texts(blocks)[0]
 
 
 def test_every_time_in_slack_is_written_one_way() -> None:

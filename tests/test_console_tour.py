@@ -51,3 +51,43 @@ async def test_the_command_line_names_the_demos_people_and_channel(console: Cons
     assert code == 0, err
     assert out.startswith("Channel #demo:"), out
     assert "  decided most: @bob 1" in out.splitlines()
+
+
+async def test_step_3_as_bob_approve_all_says_why_before_the_modal_and_reject_withdraws(
+    console: Console,
+) -> None:
+    """Acting as bob, who asked: **Approve all** opened the whole modal and only after it was
+    submitted said "You may not decide …"; his Reject of his own call read "Rejected"."""
+    text = "delete u-101 and restart search"
+    await console.intent("UBOB", kind="command", command="/agent", text=text)
+    cards = await console.wait_for(lambda: c if len(c := console.cards()) == 2 else None, "cards")
+    assert all(
+        "*Who may decide*\\n<@UALICE>, <@UCAROL>\\n<@UBOB> (who asked) may only withdraw it"
+        in card.all_text()
+        for card in cards
+    )
+    [status] = [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()]
+    code, _ = await console.intent(
+        "UBOB", kind="click", message_ts=status.ts, action_id="approve_all"
+    )
+    assert code == 200
+    [note] = await console.wait_for(
+        lambda: [
+            n
+            for n in console.slack.private_notes
+            if n.user == "UBOB" and "asked for these" in n.text
+        ],
+        "why, before any modal",
+    )
+    assert note.text.startswith("You asked for these, so someone else has to approve them")
+    assert [v for v in console.slack.opened.values() if v.open] == []
+
+    await console.intent("UBOB", kind="click", message_ts=cards[0].ts, action_id="reject")
+    [modal] = await console.wait_for(
+        lambda: [v for v in console.slack.opened.values() if v.open], "the reject modal"
+    )
+    await console.intent(
+        "UBOB", kind="submit", view_id=modal.id, values={"reason": {"reason_input": "wrong user"}}
+    )
+    await console.wait_for(lambda: "Withdrawn by <@UBOB>" in cards[0].all_text(), "withdrawn")
+    assert "rejected" not in cards[0].all_text()

@@ -79,17 +79,18 @@ def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
     return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
 
 
-def _call_blocks(
-    run: RunView, call: PendingCall, approver_names: list[str]
-) -> tuple[list[Block], bool]:
+def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple[list[Block], bool]:
     arguments = pretty_arguments(call.shown_arguments)
     code, shown = code_block(arguments)
+    requester = run.conversation.requester
     fields = [
-        _field(f"*Requested by*\n{messages.user(run.conversation.requester)}"),
+        _field(f"*Requested by*\n{messages.user(requester)}"),
         _field(f"*Expires*\n{messages.slack_date(call.expires_at)}"),
     ]
-    if approver_names:
-        fields.append(_field(messages.approvers_field(approver_names)))
+    # The requester, an approver who may not approve their own call, may still reject it.
+    withdrawer = requester if requester in call.approvers and requester not in approvers else None
+    if approvers or withdrawer:
+        fields.append(_field(messages.approvers_field(approvers, withdrawer)))
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
     if call.lost:
         headline = messages.outcome_lost_headline(call.tool)
@@ -123,17 +124,19 @@ def _field(text: str) -> Block:
 def approval_request_blocks(
     run: RunView,
     call: PendingCall,
-    approver_names: list[str] | None = None,
+    approvers: list[str] | None = None,
     channel_name: str | None = None,
 ) -> list[Block]:
-    """The card asking for a decision (also redrawn as approvals towards a quorum come in)."""
-    blocks, truncated = _call_blocks(run, call, approver_names or [])
+    """The card asking for a decision (also redrawn as approvals towards a quorum come in).
+    `approvers`: who may approve it (`SlackReach.approvers_shown`)."""
+    blocks, truncated = _call_blocks(run, call, approvers or [])
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     add_edit_button(blocks, value, call)
     if call.quorum > 1:
         approved_by = [a.user_id for a in call.approvals]
+        may_approve = (approvers or []) if call.approvers else None
         blocks.append(
-            context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
+            context_block(messages.quorum_progress(call.quorum, approved_by, may_approve))
         )
     approve = messages.RUN_AGAIN if call.lost else messages.APPROVE
     # A typed confirmation first opens its modal (bot.listeners.confirmations).
@@ -166,7 +169,11 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
     blocks: list[SlackBlock] = [
         SectionBlock(
             block_id=DECISION_BLOCK,
-            text=MarkdownTextObject(text=messages.decision_headline(call.decision, call.tool)),
+            text=MarkdownTextObject(
+                text=messages.decision_headline(
+                    call.decision, call.tool, requester=run.conversation.requester
+                )
+            ),
         ),
         ContextBlock(elements=[MarkdownTextObject(text=context)]),
         SectionBlock(text=MarkdownTextObject(text=code)),

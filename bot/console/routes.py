@@ -83,6 +83,7 @@ def add_console(
         "people": [{"id": p.id, "name": p.name} for p in PEOPLE],
         "channel": {"id": CHANNEL, "name": CHANNEL_NAME},
         "channels": slack.channels,
+        "groups": {group: about["handle"] for group, about in slack.groups.items()},
         "agents": agent_names,
         "model": "scripted" if scripted_model else "openai",
         "command_limit": COMMAND_TEXT_LIMIT,

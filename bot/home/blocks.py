@@ -68,7 +68,9 @@ def _waiting(item: WaitingCall) -> list[Block]:
     progress = None
     if call.quorum > 1:
         approved = [a.user_id for a in call.approvals]
-        progress = messages.quorum_progress(len(approved), call.quorum, approved)
+        requester = run.conversation.requester
+        others = [p for p in call.approvers if p != requester] if call.approvers else None
+        progress = messages.quorum_progress(call.quorum, approved, others)
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:

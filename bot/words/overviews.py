@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.words.runs import PRODUCT, escape, slack_date, user
-from runtime.record import is_group
+from bot.words.runs import PRODUCT, escape, mention, slack_date, user
 from runtime.runs import LiveRun
 
 # --- /agent status ------------------------------------------------------------------------------
@@ -79,15 +78,6 @@ def reminder_anyone(agent: str, tool: str, expires_at: float) -> str:
         f"`{escape(tool)}` (above); anyone here but the requester may decide. It expires "
         f"{slack_date(expires_at)}."
     )
-
-
-def mention(principal: str) -> str:
-    """A person, a user group or a channel, as Slack shows (and notifies) it."""
-    if is_group(principal):
-        return f"<!subteam^{principal}>"
-    if principal.startswith(("C", "G")):
-        return f"<#{principal}>"
-    return user(principal)
 
 
 def copy_note(channel: str, link: str | None) -> str:

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 
 from runtime.calls import shown_digest
-from runtime.record import Decision
+from runtime.record import Decision, is_group
 from runtime.reporter import Failure
 
 PRODUCT = "Countersign"
@@ -35,6 +35,19 @@ def slack_date(epoch: float, *, seconds: bool = False) -> str:
 
 def user(user_id: str) -> str:
     return f"<@{user_id}>"
+
+
+def mention(principal: str) -> str:
+    """A person, a user group or a channel, as Slack shows (and notifies) it."""
+    if is_group(principal):
+        return f"<!subteam^{principal}>"
+    if principal.startswith(("C", "G")):
+        return f"<#{principal}>"
+    return user(principal)
+
+
+def _and(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 # --- /agent ----------------------------------------------------------------------------------
@@ -184,20 +197,25 @@ def arguments_shortened(shown: int, total: int) -> str:
 APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
 
 
-def decision_headline(decision: Decision, tool: str) -> str:
-    """The first line of a decided card: what happened to the call."""
+def decision_headline(decision: Decision, tool: str, *, requester: str | None = None) -> str:
+    """The first line of a decided card: what happened to the call. A rejection by the
+    `requester` is a withdrawal of their own request, and says so."""
     name = f"`{escape(tool)}`"
     if decision.outcome in ("approved", "approved_always"):
         ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
         mentions = [user(i) for i in ids if i]
-        who = ", ".join(mentions[:-1]) + " and " + mentions[-1] if len(mentions) > 1 else ""
+        who = _and(mentions) if len(mentions) > 1 else ""
         who = "The policy" if decision.by_policy else who or _who(decision)
         always = " for the rest of this run" if decision.outcome == "approved_always" else ""
         return f":white_check_mark: {who} approved {name}{always}"
     if decision.outcome == "rejected":
-        who = "The policy" if decision.by_policy else _who(decision)
         reason = escape((decision.reason or "").strip())
-        return f":x: {who} rejected {name}" + (f": {reason}" if reason else "")
+        because = f": {reason}" if reason else ""
+        if not decision.by_policy and requester and decision.user_id == requester:
+            withdrawn = f"Withdrawn by {user(requester)}, who asked for {name}"
+            return f":leftwards_arrow_with_hook: {withdrawn}{because}"
+        who = "The policy" if decision.by_policy else _who(decision)
+        return f":x: {who} rejected {name}{because}"
     if decision.outcome == "stopped":
         return f":no_entry: Stopped by {_who(decision)}"
     return ":hourglass: Expired, did not run"
@@ -273,16 +291,26 @@ DIRECTORY_UNAVAILABLE = (
 )
 
 
-def quorum_progress(count: int, quorum: int, approvers: Sequence[str]) -> str:
-    """Counted, not a progress bar: "1 of 2 approvals so far, 1 more needed: @bob"."""
-    so_far = ", ".join(user(a) for a in approvers)
-    needed = max(quorum - count, 0)
-    line = f":busts_in_silhouette: {count} of {quorum} approvals so far, {needed} more needed"
-    return f"{line}: {so_far}" if so_far else line
+def quorum_progress(quorum: int, approved: Sequence[str], may_approve: Sequence[str] | None) -> str:
+    """Who approved and who still may: "1 of 2 approvals: @alice approved; @bob or @carol can
+    approve". `may_approve`: the call's approvers but its requester (None: anyone in the
+    channel)."""
+    line = f":busts_in_silhouette: {len(approved)} of {quorum} approvals"
+    parts = [f"{_and([user(a) for a in approved])} approved"] if approved else []
+    if may_approve is None:
+        parts.append("anyone else in the channel can approve")
+    elif still := [mention(p) for p in may_approve if p not in approved]:
+        parts.append(f"{names_list(still)} can approve")
+    return f"{line}: {'; '.join(parts)}" if parts else line
 
 
-def approvers_field(names: Sequence[str]) -> str:
-    return f"*Who may decide*\n{escape(', '.join(names))}"
+def approvers_field(approvers: Sequence[str], withdrawer: str | None = None) -> str:
+    """Who may decide, mentioned so that Slack draws each person and group; `withdrawer`: the
+    requester, who may not approve their own call but may still reject it."""
+    lines = [", ".join(mention(p) for p in approvers)] if approvers else []
+    if withdrawer:
+        lines.append(f"{user(withdrawer)} (who asked) may only withdraw it")
+    return "*Who may decide*\n" + "\n".join(lines)
 
 
 def digest_line(digest: str) -> str:

@@ -10,6 +10,7 @@ const EMOJI = {
   busts_in_silhouette: "👥", bust_in_silhouette: "👤", bell: "🔔", rotating_light: "🚨",
   arrow_up: "⬆️", key: "🔑", lock: "🔒", pencil2: "✏️", memo: "📝", eyes: "👀",
   information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
+  leftwards_arrow_with_hook: "↩️",
 };
 
 const BOT = { id: "UBOT0001", name: "Countersign" };
@@ -73,6 +74,10 @@ function special(token) {
   if (target.startsWith("!date^")) {
     const [, epoch, format] = target.split("^");
     return document.createTextNode(slackDate(Number(epoch), format || "{date} {time}"));
+  }
+  if (target.startsWith("!subteam^")) {
+    const group = target.slice("!subteam^".length);
+    return el("span", "mention", "@" + (label || (snapshot.config.groups || {})[group] || group));
   }
   if (target.startsWith("!")) return el("span", "mention", "@" + target.slice(1));
   const link = el("a", "", decode(label || target));
