@@ -33,7 +33,7 @@ async def test_only_listed_users_and_group_members_may_decide(bot: Harness) -> N
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL"]}
     bot.slack.users["UBOB"] = "Bob Builder"
     root, card = await card_for(bot)
-    assert "Bob Builder, @sre" in card.all_text(), "the card names who may decide"
+    assert "<@UBOB>, <!subteam^S0SRE>" in card.all_text(), "the card mentions who may decide"
 
     await bot.sender.click(card, "approve", user="UEVE")
     note = await ephemeral_for(bot, "UEVE")

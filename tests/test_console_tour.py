@@ -91,3 +91,52 @@ async def test_step_3_as_bob_approve_all_says_why_before_the_modal_and_reject_wi
     )
     await console.wait_for(lambda: "Withdrawn by <@UBOB>" in cards[0].all_text(), "withdrawn")
     assert "rejected" not in cards[0].all_text()
+
+
+async def status_text(console: Console, user: str = "UALICE") -> str:
+    before = len(console.slack.private_notes)
+    await console.intent(user, kind="command", command="/agent", text="status")
+    [note] = await console.wait_for(
+        lambda: [n for n in console.slack.private_notes[before:] if "runs" in n.text], "status"
+    )
+    return str(note.text)
+
+
+async def test_a_refund_the_preview_says_would_be_refused_is_refused(console: Console) -> None:
+    """The preview said the provider "would refuse" 1500.00 of a 48.00 order, then the thread
+    said "Refunded 1500.00". Meanwhile `/agent status` counts approvals, not calls: the call
+    needs two."""
+    await console.intent("UALICE", kind="command", command="/agent", text="refund o-5521 150000")
+    [card] = await console.wait_for(console.cards, "a card")
+    assert (
+        "Would not refund: 1500.00 is more than the 48.00 paid on order o-5521, so the payment "
+        "provider would refuse it." in card.all_text()
+    )
+    assert "· waiting for 2 approvals ·" in await status_text(console)
+    await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    await console.wait_for(lambda: "1 of 2 approvals" in card.all_text(), "bob's approval")
+    assert "· waiting for 1 approval ·" in await status_text(console)
+    await console.intent("UCAROL", kind="click", message_ts=card.ts, action_id="approve")
+    [answer] = await console.wait_for(console.answers, "the answer")
+    assert "Not refunded: 1500.00 is more than the 48.00 paid on order o-5521" in answer
+    assert "Refunded" not in answer
+
+
+async def test_a_refund_within_what_is_paid_is_previewed_from_what_is_left(
+    console: Console,
+) -> None:
+    for amount, previewed in (
+        ("3000", "Would refund 30.00 of 48.00 to Grace Hopper's Visa ending 4242"),
+        ("3000", "Would not refund: 30.00 is more than the 18.00 paid on order o-5521"),
+    ):
+        await console.intent(
+            "UALICE", kind="command", command="/agent", text=f"refund o-5521 {amount}"
+        )
+        [card] = await console.wait_for(console.cards, "a card")
+        assert previewed in card.all_text()
+        done = len(console.answers())
+        await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+        await console.wait_for(lambda n=done: len(console.answers()) > n, "the answer")
+    answers = console.answers()
+    assert "Refunded 30.00 on order o-5521" in answers[0]
+    assert "Not refunded: 30.00 is more than the 18.00 paid" in answers[-1]

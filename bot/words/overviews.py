@@ -20,10 +20,13 @@ def shortened(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def run_state(state: str, pending: int) -> str:
-    if state == "waiting":
-        return f"waiting for {pending} approval{'' if pending == 1 else 's'}"
-    return {"finishing": "answering"}.get(state, state)
+def run_state(run: LiveRun) -> str:
+    """`working`, or `waiting for 2 approvals`: approvals, not calls (a call under a quorum of
+    two waits for two)."""
+    if run.state == "waiting":
+        needed = run.approvals_needed or run.pending
+        return f"waiting for {needed} approval{'' if needed == 1 else 's'}"
+    return {"finishing": "answering"}.get(run.state, run.state)
 
 
 def age(seconds: float) -> str:
@@ -43,7 +46,7 @@ def run_line(run: LiveRun, link: str | None) -> str:
     where = f"<{link}|thread>" if link else f"<#{run.channel}>"
     return (
         f"• *{escape(run.agent)}* for {user(run.requester)}: "
-        f"{escape(shortened(run.task, TASK_SHOWN))} · {run_state(run.state, run.pending)} · "
+        f"{escape(shortened(run.task, TASK_SHOWN))} · {run_state(run)} · "
         f"{age(run.age_seconds)} · {where} · `{run.run_id}`"
     )
 
@@ -137,6 +140,6 @@ def home_run(run: LiveRun, link: str | None) -> str:
     where = f"<{link}|thread>" if link else f"<#{run.channel}>"
     return (
         f"*{escape(run.agent)}*: {escape(shortened(run.task, TASK_SHOWN))}\n"
-        f"{run_state(run.state, run.pending)} · {age(run.age_seconds)} · in <#{run.channel}> · "
+        f"{run_state(run)} · {age(run.age_seconds)} · in <#{run.channel}> · "
         f"{where} · `{run.run_id}`"
     )
