@@ -110,9 +110,9 @@ async def test_a_reply_while_the_run_waits_is_answered_and_starts_nothing(bot: H
     await bot.sender.event(reply(root, "are you there?", user="UBOB"))
     told = await bot.slack.wait_for(
         lambda: [
-            m for m in bot.slack.thread(root.channel, root.ts) if m.text == words.STILL_WORKING
+            m for m in bot.slack.thread(root.channel, root.ts) if m.text == words.STILL_WAITING
         ],
-        what="still working",
+        what="waiting for approval, not 'still working'",
     )
     assert len(told) == 1
     trail = await bot.audit_until("requested")

@@ -110,7 +110,8 @@ class ThreadReplies:
             if busy or not await self.history.follow(
                 message.channel, thread, last.run_id, message.run_id, last.agent
             ):
-                await self._say(message, words.STILL_WORKING, thread=thread)
+                told = words.STILL_WAITING if busy == "waiting" else words.STILL_WORKING
+                await self._say(message, told, thread=thread)
                 return True
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)
