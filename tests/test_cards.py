@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 import pytest
@@ -219,10 +220,24 @@ def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
     modal = arguments_modal(call(arguments))
     assert len(modal["blocks"]) <= 100
     assert all(len(t) <= SECTION_TEXT_LIMIT for t in texts(modal["blocks"]))
-    joined = "".join(t.strip("`\n") for t in texts(modal["blocks"]))
+    # Split at line breaks: each block ends a line, and together they are every line.
+    joined = "\n".join(
+        t.removeprefix("```\n").removesuffix("\n```") for t in texts(modal["blocks"])
+    )
     assert joined.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") == (
         json.dumps(json.loads(arguments), indent=2)
     )
+
+
+def test_view_full_arguments_splits_a_long_value_between_words() -> None:
+    """A long sentence was cut mid-word from one block to the next."""
+    note = " ".join(f"word{n}" for n in range(3000))
+    modal = arguments_modal(call(json.dumps({"note": note})))
+    inner = [t.removeprefix("```\n").removesuffix("\n```") for t in texts(modal["blocks"])]
+    assert len(inner) > 3
+    for block, following in itertools.pairwise(inner):
+        assert block.endswith(" ") and following.startswith("word"), (block[-9:], following[:9])
+    assert "".join(inner) == json.dumps({"note": note}, indent=2)
 
 
 def test_code_block_counts_source_characters_not_escapes() -> None:

@@ -226,14 +226,30 @@ def reject_modal(call: PendingCall, private_metadata: str, requester: str | None
     }
 
 
+def _boundary(text: str, fits: int) -> int:
+    """Where to end a block of `text` of which `fits` characters fit: at the last line break,
+    else after the last space, in the second half of what fits (a value is not split
+    mid-word); at `fits` when there is none, or when all of it fits."""
+    if fits >= len(text):
+        return fits
+    line = text.rfind("\n", fits // 2, fits)
+    if line >= 0:
+        return line
+    space = text.rfind(" ", fits // 2, fits)
+    return space + 1 if space >= 0 else fits
+
+
 def arguments_modal(call: PendingCall) -> Block:
     """All of a call's arguments, in as many code blocks as a modal holds."""
     remaining = pretty_arguments(call.shown_arguments)
     blocks: list[Block] = []
     while remaining and len(blocks) < MODAL_BLOCK_LIMIT - 1:
-        code, shown = code_block(remaining)
+        _, fits = code_block(remaining)
+        end = _boundary(remaining, fits)
+        code, _ = code_block(remaining[:end])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": code}})
-        remaining = remaining[shown:]
+        # A line break at the end of a block is the break between two blocks.
+        remaining = remaining[end + 1 :] if remaining[end : end + 1] == "\n" else remaining[end:]
     notes = []
     if remaining:
         total = len(pretty_arguments(call.shown_arguments))
