@@ -140,3 +140,17 @@ async def test_a_refund_within_what_is_paid_is_previewed_from_what_is_left(
     answers = console.answers()
     assert "Refunded 30.00 on order o-5521" in answers[0]
     assert "Not refunded: 30.00 is more than the 18.00 paid" in answers[-1]
+
+
+async def test_a_copy_in_a_direct_message_says_how_it_ended_once_decided(console: Console) -> None:
+    """Carol's copy kept inviting her to decide ("a decision here counts there too") after bob
+    had approved in #demo."""
+    await console.intent("UALICE", kind="command", command="/agent", text="refund o-5521 1200")
+    [card] = await console.wait_for(console.cards, "a card")
+    [copy] = await console.wait_for(lambda: console.cards("DUCAROL"), "carol's copy")
+    assert "a decision here counts there too" in copy.all_text()
+    await console.intent("UBOB", kind="click", message_ts=card.ts, action_id="approve")
+    await console.wait_for(lambda: not copy.actions(), "the copy, decided")
+    assert "a decision here counts there too" not in copy.all_text()
+    assert "A copy of a request in <#CDEMO>" in copy.all_text()
+    assert "approved by <@UBOB>." in copy.all_text()

@@ -120,7 +120,11 @@ class SlackReach:
         )
         channel = run.conversation.channel
         link = await self._links.thread(channel, run.conversation.thread)
-        note = words.copy_note(channel, link)
+        note = (
+            words.copy_note(channel, link)
+            if call.decision is None
+            else words.copy_settled_note(channel, link, call.decision, run.conversation.requester)
+        )
         return [*blocks, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
 
     async def _channels(self, run: RunView, targets: tuple[str, ...]) -> list[str]:

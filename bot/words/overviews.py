@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.words.runs import PRODUCT, escape, mention, slack_date, user
+from bot.words.runs import OUTCOME_WORDS, PRODUCT, escape, mention, slack_date, user
+from runtime.record import Decision
 from runtime.runs import LiveRun
 
 # --- /agent status ------------------------------------------------------------------------------
@@ -87,6 +88,27 @@ def copy_note(channel: str, link: str | None) -> str:
     """Under a copy of a card: where the request lives, and that all copies are one."""
     where = f"<#{channel}> (<{link}|thread>)" if link else f"<#{channel}>"
     return f"A copy of a request in {where}: a decision here counts there too, and the first wins."
+
+
+def copy_settled_note(channel: str, link: str | None, decision: Decision, requester: str) -> str:
+    """Under a copy once its call is settled: where it lives and how it ended, no longer an
+    invitation to decide."""
+    where = f"<#{channel}> (<{link}|thread>)" if link else f"<#{channel}>"
+    return f"A copy of a request in {where}, {settled(decision, requester)}."
+
+
+def settled(decision: Decision, requester: str) -> str:
+    """ "approved by @bob and @carol", "withdrawn by @alice", "expired: nobody decided"."""
+    if decision.outcome == "expired":
+        return "expired: nobody decided in time"
+    if decision.by_policy:
+        return f"{OUTCOME_WORDS[decision.outcome]} by the policy"
+    ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
+    people = [user(i) for i in ids if i]
+    who = ", ".join(people[:-1]) + " and " + people[-1] if len(people) > 1 else "".join(people)
+    if decision.outcome == "rejected" and decision.user_id == requester:
+        return f"withdrawn by {who}"
+    return f"{OUTCOME_WORDS[decision.outcome]} by {who or 'someone'}"
 
 
 ESCALATED_PREFIX = ":rotating_light:"
