@@ -344,3 +344,14 @@ def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:
     decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
     blocks = approval_decided_blocks(RUN, call("{}", decision=decision, mcp_server="db"))
     assert texts(blocks)[1].startswith("Requested by <@UALICE> for *ops* on MCP server `db` · ")
+
+
+def test_an_mcp_tools_description_leaves_its_docstrings_argument_list_out() -> None:
+    """The card quoted "Args: table: The table to drop, e.g. orders." after the summary."""
+    listed = (
+        "Drop a table and every row in it. This cannot be undone.\n\n"
+        "    Args:\n        table: The table to drop, e.g. orders.\n"
+    )
+    shown = "\n".join(texts(approval_request_blocks(RUN, call("{}", description=listed))))
+    assert "_Tool description:_ Drop a table and every row in it. This cannot be undone." in shown
+    assert "Args" not in shown and "e.g. orders" not in shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 
 from runtime.calls import shown_digest
@@ -152,9 +153,20 @@ def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> s
 DESCRIPTION_CHARS = 500
 
 
+_DOCSTRING_SECTION = re.compile(
+    r"^[ \t]*(?:(?:Args|Arguments|Parameters|Params|Returns|Raises|Yields|Examples?)[ \t]*:"
+    r"|(?:Parameters|Returns|Raises|Examples?)[ \t]*\n[ \t]*-{3,})",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""Where a docstring's argument list or other section starts (Google and NumPy style): an MCP
+server often lists a tool with its whole docstring, and the card's arguments say the rest."""
+
+
 def tool_description(description: str) -> str:
-    """What the tool says it does (from the MCP server's listing: not our words, so quoted)."""
-    text = " ".join(description.split())
+    """What the tool says it does (from the MCP server's listing: not our words, so quoted),
+    without its docstring's sections (`Args:` …)."""
+    found = _DOCSTRING_SECTION.search(description)
+    text = " ".join((description[: found.start()] if found else description).split())
     if len(text) > DESCRIPTION_CHARS:
         text = text[:DESCRIPTION_CHARS] + "…"
     return f"_Tool description:_ {escape(text)}"
