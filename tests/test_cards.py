@@ -355,3 +355,21 @@ def test_an_mcp_tools_description_leaves_its_docstrings_argument_list_out() -> N
     shown = "\n".join(texts(approval_request_blocks(RUN, call("{}", description=listed))))
     assert "_Tool description:_ Drop a table and every row in it. This cannot be undone." in shown
     assert "Args" not in shown and "e.g. orders" not in shown
+
+
+def test_a_call_without_arguments_says_so_and_offers_no_edit() -> None:
+    """`get_user_name` showed `{}` with an **Edit** button."""
+    none = call("{}", allow_edit=True, params_schema={"type": "object", "properties": {}})
+    blocks = approval_request_blocks(RUN, none)
+    [arguments] = [b for b in blocks if b.get("block_id") == "call_arguments"]
+    assert arguments["text"]["text"] == "_No arguments._"
+    assert "accessory" not in arguments, "nothing to edit"
+    assert "{}" not in json.dumps(blocks)
+    assert "view_arguments" not in json.dumps(blocks)
+    some = call(
+        '{"user_id": "u-1"}', allow_edit=True, params_schema={"properties": {"user_id": {}}}
+    )
+    [arguments] = [
+        b for b in approval_request_blocks(RUN, some) if b.get("block_id") == "call_arguments"
+    ]
+    assert arguments["accessory"]["action_id"] == "edit_arguments"

@@ -79,9 +79,17 @@ def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
     return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
 
 
+def arguments_block_text(arguments: str) -> tuple[str, int]:
+    """The arguments in a code block (`code_block`), or "No arguments." for a call without
+    any, rather than an empty `{}`."""
+    if arguments.strip() in ("", "{}"):
+        return messages.NO_ARGUMENTS, len(arguments)
+    return code_block(arguments)
+
+
 def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple[list[Block], bool]:
     arguments = pretty_arguments(call.shown_arguments)
-    code, shown = code_block(arguments)
+    code, shown = arguments_block_text(arguments)
     requester = run.conversation.requester
     fields = [
         _field(f"*Requested by*\n{messages.user(requester)}"),
@@ -162,7 +170,7 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
     if call.decision is None:
         raise ValueError(f"approval {call.approval_id} is not decided")
     arguments = pretty_arguments(call.shown_arguments)
-    code, shown = code_block(arguments)
+    code, shown = arguments_block_text(arguments)
     context = messages.decision_context(
         call.agent, run.conversation.requester, call.decision, call.mcp_server
     )

@@ -153,6 +153,8 @@ def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> s
 DESCRIPTION_CHARS = 500
 
 
+NO_ARGUMENTS = "_No arguments._"
+"""Where a call's arguments are empty (`{}`): there is nothing to show or edit."""
 _DOCSTRING_SECTION = re.compile(
     r"^[ \t]*(?:(?:Args|Arguments|Parameters|Params|Returns|Raises|Yields|Examples?)[ \t]*:"
     r"|(?:Parameters|Returns|Raises|Examples?)[ \t]*\n[ \t]*-{3,})",
