@@ -34,10 +34,8 @@ from runtime.db.client import connect_to
 from runtime.db.keys import Keys
 from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.registry import RegistryError, load_registry
 from runtime.review.backtest import backtest
 from runtime.review.chart import ChartUnavailable, draw
-from runtime.review.check import Offered, warnings
 from runtime.review.names import KnownNames
 from runtime.review.stats import decision_stats, principals, text
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
@@ -195,6 +193,11 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             return 0
         print(f"{count} call(s) replayed", file=sys.stderr)
         return 0
+    # Only `check` reads the registry: importing it loads the Agents SDK (seconds), which the
+    # backtest, stats and the export never need.
+    from runtime.registry import RegistryError, load_registry
+    from runtime.review.check import Offered, warnings
+
     try:
         registry = load_registry(settings.agents)
     except RegistryError as error:

@@ -4,10 +4,13 @@ range without its date twice."""
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from dataclasses import replace
 
 from runtime.review.backtest import Summary, Verdict
 from runtime.review.history import PastCall
+from tests.processes import ROOT
 
 MORNING = dt.datetime(2026, 12, 5, 7, 45, 32, tzinfo=dt.UTC).timestamp()
 
@@ -55,3 +58,17 @@ def test_a_range_over_two_days_shows_both_dates() -> None:
     summary.add(granted_call(MORNING), verdict)
     summary.add(granted_call(MORNING + 86400), verdict)
     assert "2026-12-05 07:45:32 to 2026-12-06 07:45:32 UTC" in summary.text()
+
+
+def test_the_backtest_command_does_not_load_the_agents_sdk() -> None:
+    """The backtest of the demo's dozen calls took 3-4 s, nearly all of it importing the Agents
+    SDK, which only `runtime policy check` needs (to read the registry)."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, runtime.__main__; print('agents' in sys.modules)"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "False"
