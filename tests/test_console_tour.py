@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import sys
 
 from tests.processes import ROOT
@@ -154,3 +155,33 @@ async def test_a_copy_in_a_direct_message_says_how_it_ended_once_decided(console
     assert "a decision here counts there too" not in copy.all_text()
     assert "A copy of a request in <#CDEMO>" in copy.all_text()
     assert "approved by <@UBOB>." in copy.all_text()
+
+
+def readme_task(pattern: str) -> str:
+    """A task as the README's tour writes it."""
+    found = re.search(pattern, (ROOT / "README.md").read_text())
+    assert found, pattern
+    return found[1]
+
+
+async def test_the_tours_deletions_in_order_each_find_their_user(console: Console) -> None:
+    """Step 9 asked to delete u-101, which step 3 had already deleted: its card previewed
+    "There is no user u-101"."""
+    await approved_by_bob(console, readme_task(r"type `/agent (delete u-\d+)`"))
+    step_3 = readme_task(r"`/agent (delete u-\d+ and restart search)` asks twice")
+    await console.intent("UALICE", kind="command", command="/agent", text=step_3)
+    await console.wait_for(lambda: len(console.cards()) == 2, "step 3's cards")
+    [status] = [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()]
+    await console.intent("UBOB", kind="click", message_ts=status.ts, action_id="approve_all")
+    [modal] = await console.wait_for(
+        lambda: [v for v in console.slack.opened.values() if v.open], "the modal"
+    )
+    await console.intent("UBOB", kind="submit", view_id=modal.id, values={})
+    await console.wait_for(lambda: len(console.answers()) == 2, "step 3's answer")
+
+    step_9 = readme_task(r"type `(now delete u-\d+)` in the \*\*Reply…\*\* box")
+    root = next(m for m in console.slack.messages.values() if m.thread_ts is None)
+    await console.intent("UCAROL", kind="reply", thread_ts=root.ts, text=step_9)
+    [card] = await console.wait_for(console.cards, "step 9's card")
+    assert "Would permanently delete" in card.all_text(), card.all_text()
+    assert "There is no user" not in card.all_text()
