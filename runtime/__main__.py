@@ -3,8 +3,8 @@
 Reads `REDIS_URL`/`REDIS_TLS_URL`, `REDIS_KEY_PREFIX` and `AUDIT_RETENTION_DAYS` like the
 processes do; writes one JSON object per line, oldest first, and says on stderr when the trail
 starts after `--since` (older events were trimmed, or never happened). `--demo` exports what
-`python -m bot demo` recorded, run from the same folder: the demo's Redis (started again from
-`.redis/` while exporting, if the demo started one) and its key prefix.
+`python -m bot demo` recorded, run from the same folder: the demo's own Redis (the running one,
+or started again from `.redis/` while exporting) and its key prefix.
 
 `python -m runtime policy backtest POLICY.toml [--since DATE] [--until DATE] [--json]` replays
 the trail's calls against a proposed policy (`runtime.review.backtest`), with the same
