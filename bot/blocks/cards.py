@@ -18,6 +18,7 @@ from bot.blocks.call_context import context_blocks, edited_preview_blocks, previ
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
 from bot.blocks.parts import button, context_block
+from bot.words import call_text, deciders
 from bot.words import runs as messages
 from bot.words.nested_calls import asked_inside
 from runtime.record import PendingCall
@@ -83,7 +84,7 @@ def arguments_block_text(arguments: str) -> tuple[str, int]:
     """The arguments in a code block (`code_block`), or "No arguments." for a call without
     any, rather than an empty `{}`."""
     if arguments.strip() in ("", "{}"):
-        return messages.NO_ARGUMENTS, len(arguments)
+        return call_text.NO_ARGUMENTS, len(arguments)
     return code_block(arguments)
 
 
@@ -98,7 +99,7 @@ def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple
     # The requester, an approver who may not approve their own call, may still reject it.
     withdrawer = requester if requester in call.approvers and requester not in approvers else None
     if approvers or withdrawer:
-        fields.append(_field(messages.approvers_field(approvers, withdrawer)))
+        fields.append(_field(deciders.approvers_field(approvers, withdrawer)))
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
     if call.lost:
         headline = messages.outcome_lost_headline(call.tool)
@@ -106,7 +107,7 @@ def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple
     if call.inside:
         blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
     if call.description:
-        blocks.append(context_block(messages.tool_description(call.description)))
+        blocks.append(context_block(call_text.tool_description(call.description)))
     if call.when or call.rule_name:
         blocks.append(context_block(messages.rule_line(call.when, call.rule_name)))
     blocks += [
@@ -144,7 +145,7 @@ def approval_request_blocks(
         approved_by = [a.user_id for a in call.approvals]
         may_approve = (approvers or []) if call.approvers else None
         blocks.append(
-            context_block(messages.quorum_progress(call.quorum, approved_by, may_approve))
+            context_block(deciders.quorum_progress(call.quorum, approved_by, may_approve))
         )
     approve = messages.RUN_AGAIN if call.lost else messages.APPROVE
     # A typed confirmation first opens its modal (bot.listeners.confirmations).

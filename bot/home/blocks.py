@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.blocks.cards import button_value
 from bot.blocks.parts import button, context_block
+from bot.words import deciders
 from bot.words import overviews as words
 from bot.words import runs as messages
 from runtime.record import PendingCall
@@ -70,7 +71,7 @@ def _waiting(item: WaitingCall) -> list[Block]:
         approved = [a.user_id for a in call.approvals]
         requester = run.conversation.requester
         others = [p for p in call.approvers if p != requester] if call.approvers else None
-        progress = messages.quorum_progress(call.quorum, approved, others)
+        progress = deciders.quorum_progress(call.quorum, approved, others)
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.words.runs import OUTCOME_WORDS, PRODUCT, escape, mention, slack_date, user
+from bot.words.deciders import mention
+from bot.words.runs import OUTCOME_WORDS, PRODUCT, escape, slack_date, user
 from runtime.record import Decision
 from runtime.runs import LiveRun
 

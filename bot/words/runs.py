@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 
 from runtime.calls import shown_digest
-from runtime.record import Decision, is_group
+from runtime.record import Decision
 from runtime.reporter import Failure
 
 PRODUCT = "Countersign"
@@ -38,16 +37,8 @@ def user(user_id: str) -> str:
     return f"<@{user_id}>"
 
 
-def mention(principal: str) -> str:
-    """A person, a user group or a channel, as Slack shows (and notifies) it."""
-    if is_group(principal):
-        return f"<!subteam^{principal}>"
-    if principal.startswith(("C", "G")):
-        return f"<#{principal}>"
-    return user(principal)
-
-
-def _and(names: Sequence[str]) -> str:
+def and_list(names: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
@@ -150,30 +141,6 @@ def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> s
     return headline
 
 
-DESCRIPTION_CHARS = 500
-
-
-NO_ARGUMENTS = "_No arguments._"
-"""Where a call's arguments are empty (`{}`): there is nothing to show or edit."""
-_DOCSTRING_SECTION = re.compile(
-    r"^[ \t]*(?:(?:Args|Arguments|Parameters|Params|Returns|Raises|Yields|Examples?)[ \t]*:"
-    r"|(?:Parameters|Returns|Raises|Examples?)[ \t]*\n[ \t]*-{3,})",
-    re.IGNORECASE | re.MULTILINE,
-)
-"""Where a docstring's argument list or other section starts (Google and NumPy style): an MCP
-server often lists a tool with its whole docstring, and the card's arguments say the rest."""
-
-
-def tool_description(description: str) -> str:
-    """What the tool says it does (from the MCP server's listing: not our words, so quoted),
-    without its docstring's sections (`Args:` …)."""
-    found = _DOCSTRING_SECTION.search(description)
-    text = " ".join((description[: found.start()] if found else description).split())
-    if len(text) > DESCRIPTION_CHARS:
-        text = text[:DESCRIPTION_CHARS] + "…"
-    return f"_Tool description:_ {escape(text)}"
-
-
 RULE_CHARS = 200
 
 
@@ -218,7 +185,7 @@ def decision_headline(decision: Decision, tool: str, *, requester: str | None = 
     if decision.outcome in ("approved", "approved_always"):
         ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
         mentions = [user(i) for i in ids if i]
-        who = _and(mentions) if len(mentions) > 1 else ""
+        who = and_list(mentions) if len(mentions) > 1 else ""
         who = "The policy" if decision.by_policy else who or _who(decision)
         always = " for the rest of this run" if decision.outcome == "approved_always" else ""
         return f":white_check_mark: {who} approved {name}{always}"
@@ -303,28 +270,6 @@ DIRECTORY_UNAVAILABLE = (
     "Slack did not tell Countersign who is in the approver group just now, so nothing was "
     "recorded. Please try again in a few seconds."
 )
-
-
-def quorum_progress(quorum: int, approved: Sequence[str], may_approve: Sequence[str] | None) -> str:
-    """Who approved and who still may: "1 of 2 approvals: @alice approved; @bob or @carol can
-    approve". `may_approve`: the call's approvers but its requester (None: anyone in the
-    channel)."""
-    line = f":busts_in_silhouette: {len(approved)} of {quorum} approvals"
-    parts = [f"{_and([user(a) for a in approved])} approved"] if approved else []
-    if may_approve is None:
-        parts.append("anyone else in the channel can approve")
-    elif still := [mention(p) for p in may_approve if p not in approved]:
-        parts.append(f"{names_list(still)} can approve")
-    return f"{line}: {'; '.join(parts)}" if parts else line
-
-
-def approvers_field(approvers: Sequence[str], withdrawer: str | None = None) -> str:
-    """Who may decide, mentioned so that Slack draws each person and group; `withdrawer`: the
-    requester, who may not approve their own call but may still reject it."""
-    lines = [", ".join(mention(p) for p in approvers)] if approvers else []
-    if withdrawer:
-        lines.append(f"{user(withdrawer)} (who asked) may only withdraw it")
-    return "*Who may decide*\n" + "\n".join(lines)
 
 
 def digest_line(digest: str) -> str:
