@@ -3,8 +3,8 @@
 Reads `REDIS_URL`/`REDIS_TLS_URL`, `REDIS_KEY_PREFIX` and `AUDIT_RETENTION_DAYS` like the
 processes do; writes one JSON object per line, oldest first, and says on stderr when the trail
 starts after `--since` (older events were trimmed, or never happened). `--demo` exports what
-`python -m bot demo` recorded, run from the same folder: the demo's Redis (started again from
-`.redis/` while exporting, if the demo started one) and its key prefix.
+`python -m bot demo` recorded, run from the same folder: the demo's own Redis (the running one,
+or started again from `.redis/` while exporting) and its key prefix.
 
 `python -m runtime policy backtest POLICY.toml [--since DATE] [--until DATE] [--json]` replays
 the trail's calls against a proposed policy (`runtime.review.backtest`), with the same
@@ -34,11 +34,10 @@ from runtime.db.client import connect_to
 from runtime.db.keys import Keys
 from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
 from runtime.policy import Policy, PolicyError, load_policy
-from runtime.registry import RegistryError, load_registry
 from runtime.review.backtest import backtest
 from runtime.review.chart import ChartUnavailable, draw
-from runtime.review.check import Offered, warnings
-from runtime.review.stats import decision_stats, text
+from runtime.review.names import KnownNames
+from runtime.review.stats import decision_stats, principals, text
 from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
 
 
@@ -89,6 +88,7 @@ async def replay(settings: RuntimeSettings, policy: Policy, args: argparse.Names
             until=args.until,
             as_json=args.json,
             out=sys.stdout,
+            names=KnownNames(redis, Keys.of(settings)),
         )
     finally:
         await redis.aclose()
@@ -103,11 +103,12 @@ async def stats(settings: RuntimeSettings, args: argparse.Namespace) -> int:
             print(note.replace("exported", "counted"), file=sys.stderr)
         quick = settings.quick_approval_seconds
         found = await decision_stats(trail.since(args.since), quick_seconds=quick)
+        names = await KnownNames(redis, Keys.of(settings)).of(principals(found))
     finally:
         await redis.aclose()
     shown = {channel: figures for channel, figures in sorted(found.items()) if figures.tools}
     if shown:
-        print("\n\n".join(text(channel, figures, quick) for channel, figures in shown.items()))
+        print("\n\n".join(text(c, figures, quick, names) for c, figures in shown.items()))
     else:
         print(f"No tool call asked anyone since {args.since.isoformat()}.")
     if args.chart is not None:
@@ -192,6 +193,11 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             return 0
         print(f"{count} call(s) replayed", file=sys.stderr)
         return 0
+    # Only `check` reads the registry: importing it loads the Agents SDK (seconds), which the
+    # backtest, stats and the export never need.
+    from runtime.registry import RegistryError, load_registry
+    from runtime.review.check import Offered, warnings
+
     try:
         registry = load_registry(settings.agents)
     except RegistryError as error:

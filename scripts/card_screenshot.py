@@ -26,7 +26,7 @@ import aiohttp
 import redis
 from playwright.async_api import async_playwright, expect
 
-from runtime.db.local import LOCALHOST_URL, answers, free_port
+from runtime.db.local import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_CARD = ROOT / "docs" / "card.png"
@@ -70,9 +70,9 @@ async def wait_until_up(url: str, demo: subprocess.Popen[bytes]) -> None:
 
 
 def forget_keys(prefix: str) -> None:
-    """The demo's keys, where a Redis that outlives it holds them."""
-    url = os.environ.get("REDIS_URL") or LOCALHOST_URL
-    if not answers(url):
+    """The demo's keys, where a Redis that outlives it (`REDIS_URL`) holds them."""
+    url = os.environ.get("REDIS_URL")
+    if not url:
         return  # the demo's own Redis, in the temporary folder: gone with it
     client = redis.Redis.from_url(url)
     try:

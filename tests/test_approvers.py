@@ -33,7 +33,7 @@ async def test_only_listed_users_and_group_members_may_decide(bot: Harness) -> N
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL"]}
     bot.slack.users["UBOB"] = "Bob Builder"
     root, card = await card_for(bot)
-    assert "Bob Builder, @sre" in card.all_text(), "the card names who may decide"
+    assert "<@UBOB>, <!subteam^S0SRE>" in card.all_text(), "the card mentions who may decide"
 
     await bot.sender.click(card, "approve", user="UEVE")
     note = await ephemeral_for(bot, "UEVE")
@@ -81,8 +81,9 @@ async def test_the_requester_may_not_approve_their_own_run_but_may_reject_it(
 ) -> None:
     bot.slack.users.update({"UALICE": "Alice", "UBOB": "Bob"})
     root, card = await card_for(bot)
-    assert "*Who may decide*\\nBob" in card.all_text(), "only those who may approve"
-    assert "Alice" not in card.all_text()
+    assert "*Who may decide*\\n<@UBOB>\\n<@UALICE> (who asked) may only withdraw it" in (
+        card.all_text()
+    ), "only those who may approve; the requester may still reject"
     await bot.sender.click(card, "approve", user="UALICE")
     assert await ephemeral_for(bot, "UALICE") == (
         "You asked for this, so someone else has to approve it; you may still reject it. "
@@ -100,7 +101,7 @@ async def test_the_requester_may_not_approve_their_own_run_but_may_reject_it(
 @with_env(ALLOW_SELF_APPROVAL="true", APPROVERS="UALICE,UBOB")
 async def test_self_approval_can_be_allowed(bot: Harness) -> None:
     root, card = await card_for(bot)
-    assert "*Who may decide*\\nUALICE, UBOB" in card.all_text(), "the requester may approve"
+    assert "*Who may decide*\\n<@UALICE>, <@UBOB>" in card.all_text(), "the requester may approve"
     await bot.sender.click(card, "approve", user="UALICE")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 

@@ -259,7 +259,7 @@ async def test_a_call_the_policy_approved_keeps_its_arguments_and_would_now_ask(
     summary = policy(bot, tmp_path / "proposal.toml", "backtest")
     assert "would be blocked" in summary.stdout
     [blocked] = [line for line in summary.stdout.splitlines() if "would be blocked" in line]
-    assert blocked.split()[3:] == ["1", "(were:", "1", "auto_approved)"]
+    assert blocked.split()[3:] == ["1", "(were:", "1", "approved", "by", "policy)"]
 
 
 @with_env(APPROVERS="UALICE,UBOB,UCAROL", POLICY_FILE="bot/console/demo_policy.toml")

@@ -79,7 +79,7 @@ async def test_approve_all_runs_each_call_once_with_one_resume(bot: Harness) -> 
     await bot.slack.wait_for(
         lambda: all("approve" not in c.action_ids() for c in cards), what="both cards redrawn"
     )
-    assert "Approved all 2 calls." in await ephemeral_for(bot, "UBOB")
+    assert "Approved both calls." in await ephemeral_for(bot, "UBOB")
 
 
 @with_env(APPROVERS="UBOB")
@@ -90,10 +90,18 @@ async def test_approve_all_by_a_non_approver_records_nothing_and_says_which(
     root = await bot.start_run("delete u-101 and restart search")
     cards = await bot.cards(root, 2)
     status = await status_with_batch(bot, root)
-    modal = await open_batch(bot, status, "approve_all", user="UCAROL")
+    await bot.sender.click(status, "approve_all", user="UCAROL")
+    told = await ephemeral_for(bot, "UCAROL")
+    assert told.startswith("Only ") and "may decide `delete_user`" in told, "before any modal"
+    assert bot.slack.views == []
+
+    # A modal open before (bob's), submitted by carol: the decision script refuses it too.
+    modal = await open_batch(bot, status, "approve_all", user="UBOB")
     await bot.sender.submit_view(modal, user="UCAROL", values={})
-    note = await ephemeral_for(bot, "UCAROL")
-    assert note == (
+    note = await bot.slack.wait_for(
+        lambda: [e for e in bot.slack.ephemerals if e["user"] == "UCAROL"][1:], what="a 2nd note"
+    )
+    assert note[0]["text"] == (
         "You may not decide `delete_user`, `restart_service`, "
         "so nothing was recorded for any call of this run."
     )

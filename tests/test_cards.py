@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 
 import pytest
@@ -65,11 +67,44 @@ def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None
     assert {b["value"] for b in buttons} == {"r0123456789abcdef:a0123456789"}
 
 
-def test_a_quorum_card_counts_what_is_there_and_what_is_still_needed() -> None:
-    approved = Approval(user_id="UBOB", outcome="approved", at=1.0)
-    quorum = call("{}", quorum=2, approvers=("UBOB", "UCAROL"), approvals=(approved,))
-    shown = "\n".join(texts(approval_request_blocks(RUN, quorum)))
-    assert ":busts_in_silhouette: 1 of 2 approvals so far, 1 more needed: <@UBOB>" in shown
+def test_a_quorum_card_says_who_approved_and_who_still_may() -> None:
+    """ "1 more needed: @bob" read as if only bob could approve, when bob had approved."""
+    approved = Approval(user_id="UALICE", outcome="approved", at=1.0)
+    quorum = call("{}", quorum=2, approvers=("UALICE", "UBOB", "UCAROL"))
+    asked_by_dave = RUN.conversation.model_copy(update={"requester": "UDAVE"})
+    requested_by_dave = dataclasses.replace(RUN, conversation=asked_by_dave)
+    approvers = ["UALICE", "UBOB", "UCAROL"]
+    for counted, line in (
+        ((), "0 of 2 approvals: <@UALICE>, <@UBOB> or <@UCAROL> can approve"),
+        ((approved,), "1 of 2 approvals: <@UALICE> approved; <@UBOB> or <@UCAROL> can approve"),
+    ):
+        card = quorum.model_copy(update={"approvals": counted})
+        shown = "\n".join(texts(approval_request_blocks(requested_by_dave, card, approvers)))
+        assert f":busts_in_silhouette: {line}" in shown
+    anyone = call("{}", quorum=2, approvals=(approved,))
+    shown = "\n".join(texts(approval_request_blocks(RUN, anyone)))
+    assert "1 of 2 approvals: <@UALICE> approved; anyone else in the channel can approve" in shown
+
+
+def test_who_may_decide_mentions_people_and_groups_and_the_requesters_withdrawal() -> None:
+    """Names in plain text were not drawn as people by Slack, and the requester, left out,
+    could still reject."""
+    gate = call("{}", approvers=("UALICE", "UBOB", "S0OPS"))
+    shown = "\n".join(texts(approval_request_blocks(RUN, gate, ["UBOB", "S0OPS"])))
+    assert (
+        "*Who may decide*\n<@UBOB>, <!subteam^S0OPS>\n<@UALICE> (who asked) may only withdraw it"
+        in shown
+    )
+
+
+def test_a_requesters_rejection_of_their_own_call_is_a_withdrawal() -> None:
+    decision = Decision(outcome="rejected", user_id="UALICE", reason="wrong user", decided_at=1.0)
+    blocks = approval_decided_blocks(RUN, call("{}", decision=decision))
+    assert texts(blocks)[0] == (
+        ":leftwards_arrow_with_hook: Withdrawn by <@UALICE>, who asked for `delete_user`: "
+        "wrong user"
+    )
+    assert "rejected" not in texts(blocks)[0]
 
 
 def test_every_time_in_slack_is_written_one_way() -> None:
@@ -85,11 +120,62 @@ def test_every_time_in_slack_is_written_one_way() -> None:
         choice_words.grant_used_line("delete_user", "UBOB", 1_800_000_000.0),
         choice_words.granted_line("delete_user", "tool", "C1", 1_800_000_000.0, "UBOB"),
         choice_words.grant_listing("delete_user", "ops", "tool", "UBOB", 1_800_000_000.0, 1),
-        audit_words.audit_line(entry),
     ]
     for text in written:
         assert one_way in text, text
         assert text.count("<!date^") == 1
+    to_the_second = "<!date^1800000000^{date_short_pretty} at {time_secs}|2027-01-15T08:00:00"
+    assert audit_words.audit_line(entry).startswith(to_the_second), "events seconds apart"
+
+
+def test_an_audit_line_says_each_event_and_reason_in_words() -> None:
+    from bot.words import audit as audit_words
+    from runtime.audit import AuditEvent
+    from runtime.audit.trail import AuditEntry
+
+    assert set(audit_words.AUDIT_EVENT_WORDS) == {str(event) for event in AuditEvent}
+    for event in AuditEvent:
+        entry = AuditEntry(id="1-0", event=event, run_id="r1", at=1.0, details={"tool": "t"})
+        words = audit_words.audit_line(entry).split("> ", 1)[1].split(" run `")[0]
+        assert "_" not in words, event
+    refused = AuditEntry(
+        id="1-0",
+        event="denied",
+        run_id="r1",
+        at=1.0,
+        details={"tool": "delete_user", "user_id": "UBOB", "reason": "self_approval"},
+    )
+    assert "*click refused* `delete_user` by <@UBOB> (their own request)" in (
+        audit_words.audit_line(refused)
+    )
+
+
+def test_a_digest_reads_the_same_on_the_card_the_batch_modal_and_the_audit() -> None:
+    """A person holding a card beside `/agent audit` sees one string, not `sha256:` and 16
+    digits here and 12 bare digits there; the **Approve all** modal, which binds what it shows,
+    shows the whole digest in the same notation."""
+    from bot.words import audit as audit_words
+    from bot.words import batch as batch_words
+    from runtime.audit.trail import AuditEntry
+    from runtime.calls import call_digest
+
+    digest = call_digest("delete_user", '{"user_id": "u-100"}')
+    shown = f"`sha256:{digest[:16]}`"
+    entry = AuditEntry(
+        id="1-0", event="approved", run_id="r1", at=1_800_000_000.0, details={"digest": digest}
+    )
+    written = {
+        "card": "\n".join(texts(approval_request_blocks(RUN, call("{}", digest=digest)))),
+        "audit": audit_words.audit_line(entry),
+    }
+    for where, text in written.items():
+        assert shown in text, where
+        assert text.count(digest[:12]) == 1, where
+    # Approve all binds each call to what its modal shows, so it shows the whole digest, in the
+    # same notation.
+    header = batch_words.call_header("delete_user", digest)
+    assert f"`sha256:{digest}`" in header
+    assert header.count(digest[:12]) == 1
 
 
 def test_the_reject_modal_names_the_requester_as_the_card_does() -> None:
@@ -139,10 +225,24 @@ def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
     modal = arguments_modal(call(arguments))
     assert len(modal["blocks"]) <= 100
     assert all(len(t) <= SECTION_TEXT_LIMIT for t in texts(modal["blocks"]))
-    joined = "".join(t.strip("`\n") for t in texts(modal["blocks"]))
+    # Split at line breaks: each block ends a line, and together they are every line.
+    joined = "\n".join(
+        t.removeprefix("```\n").removesuffix("\n```") for t in texts(modal["blocks"])
+    )
     assert joined.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") == (
         json.dumps(json.loads(arguments), indent=2)
     )
+
+
+def test_view_full_arguments_splits_a_long_value_between_words() -> None:
+    """A long sentence was cut mid-word from one block to the next."""
+    note = " ".join(f"word{n}" for n in range(3000))
+    modal = arguments_modal(call(json.dumps({"note": note})))
+    inner = [t.removeprefix("```\n").removesuffix("\n```") for t in texts(modal["blocks"])]
+    assert len(inner) > 3
+    for block, following in itertools.pairwise(inner):
+        assert block.endswith(" ") and following.startswith("word"), (block[-9:], following[:9])
+    assert "".join(inner) == json.dumps({"note": note}, indent=2)
 
 
 def test_code_block_counts_source_characters_not_escapes() -> None:
@@ -249,3 +349,32 @@ def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:
     decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
     blocks = approval_decided_blocks(RUN, call("{}", decision=decision, mcp_server="db"))
     assert texts(blocks)[1].startswith("Requested by <@UALICE> for *ops* on MCP server `db` · ")
+
+
+def test_an_mcp_tools_description_leaves_its_docstrings_argument_list_out() -> None:
+    """The card quoted "Args: table: The table to drop, e.g. orders." after the summary."""
+    listed = (
+        "Drop a table and every row in it. This cannot be undone.\n\n"
+        "    Args:\n        table: The table to drop, e.g. orders.\n"
+    )
+    shown = "\n".join(texts(approval_request_blocks(RUN, call("{}", description=listed))))
+    assert "_Tool description:_ Drop a table and every row in it. This cannot be undone." in shown
+    assert "Args" not in shown and "e.g. orders" not in shown
+
+
+def test_a_call_without_arguments_says_so_and_offers_no_edit() -> None:
+    """`get_user_name` showed `{}` with an **Edit** button."""
+    none = call("{}", allow_edit=True, params_schema={"type": "object", "properties": {}})
+    blocks = approval_request_blocks(RUN, none)
+    [arguments] = [b for b in blocks if b.get("block_id") == "call_arguments"]
+    assert arguments["text"]["text"] == "_No arguments._"
+    assert "accessory" not in arguments, "nothing to edit"
+    assert "{}" not in json.dumps(blocks)
+    assert "view_arguments" not in json.dumps(blocks)
+    some = call(
+        '{"user_id": "u-1"}', allow_edit=True, params_schema={"properties": {"user_id": {}}}
+    )
+    [arguments] = [
+        b for b in approval_request_blocks(RUN, some) if b.get("block_id") == "call_arguments"
+    ]
+    assert arguments["accessory"]["action_id"] == "edit_arguments"

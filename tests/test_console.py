@@ -595,7 +595,8 @@ async def test_an_edit_in_the_modal_shows_errors_then_approves_the_edited_call(
     thread = [m.text for m in console.slack.messages.values() if m.thread_ts == card.thread_ts]
     assert any(t.startswith(":eyes:") and previewed in t for t in thread), thread
     audit = await audit_text(console)
-    assert re.search(r"\*edited\* `refund_order` by <@UBOB> run `\S+` digest `[0-9a-f]{12}`", audit)
+    edited = r"\*edited\* `refund_order` by <@UBOB> run `\S+` digest `sha256:[0-9a-f]{16}`"
+    assert re.search(edited, audit)
 
 
 @pytest.mark.parametrize(
@@ -646,7 +647,7 @@ async def test_what_real_slack_would_refuse_shows_on_the_page(console: Console) 
 
 async def test_a_refund_over_the_limit_needs_two_people(console: Console) -> None:
     """The README's tour: the demo's policy has a `when` rule for refunds over $1,000."""
-    text = "refund o-5521 150000"
+    text = "refund o-7788 150000"
     await console.intent("UALICE", kind="command", command="/agent", text=text)
     [card] = await console.wait_for(console.cards, "a card")
     assert "Rule: refunds over $1,000" in card.all_text(), "the rule's name"
@@ -656,7 +657,7 @@ async def test_a_refund_over_the_limit_needs_two_people(console: Console) -> Non
     assert console.answers() == []
     await console.intent("UCAROL", kind="click", message_ts=card.ts, action_id="approve")
     [answer] = await console.wait_for(console.answers, "the answer")
-    assert "Refunded 1500.00 on order o-5521" in answer
+    assert "Refunded 1500.00 on order o-7788" in answer
 
 
 async def test_approve_all_decides_both_calls_of_a_run_in_one_modal(console: Console) -> None:

@@ -166,6 +166,13 @@ async def test_approve_and_reject_with_a_reason_in_the_console(
     ).to_be_visible()
     await page.screenshot(path=artifacts / "console-rejected.png")
     await expect(page.get_by_text("Nothing ran: restart_service was rejected")).to_be_visible()
+    # Today's times read "Today at …", as Slack draws them, not the date and year each time;
+    # the audit's, a few seconds apart, to the second.
+    rejected = page.locator("#messages .message", has_text="@bob rejected restart_service")
+    await expect(rejected).to_contain_text("decided Today at")
+    await type_command(page, "/agent audit")
+    audit = page.locator("#messages .message", has_text="Audit: the last hour")
+    await expect(audit).to_contain_text(re.compile(r"Today at \d{1,2}:\d{2}:\d{2}"))
     shortcodes = re.findall(r":[a-z][a-z0-9_+-]*:", await page.locator("#messages").inner_text())
     assert shortcodes == [], "every emoji is drawn"
 

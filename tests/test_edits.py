@@ -122,12 +122,16 @@ async def test_an_edit_under_a_quorum_restarts_the_count_on_the_new_arguments(
 
     await bot.sender.click(card, "approve", user="UBOB")
     await bot.slack.wait_for(
-        lambda: "1 of 2 approvals so far, 1 more needed: <@UBOB>" in card.all_text()
+        lambda: (
+            "1 of 2 approvals: <@UBOB> approved; anyone else in the channel can" in card.all_text()
+        )
     )
     modal = await open_editor(bot, card, user="UCAROL")
     assert await submit(bot, modal, '{"user_id": "u-102"}', user="UCAROL") == {}
     await bot.slack.wait_for(
-        lambda: "1 of 2 approvals so far, 1 more needed: <@UCAROL>" in card.all_text(),
+        lambda: (
+            "1 of 2 approvals: <@UCAROL> approved; anyone else in the channel" in card.all_text()
+        ),
         what="count restarted",
     )
     assert "Edited by <@UCAROL>; approvals count from this edit" in card.all_text()

@@ -41,11 +41,12 @@ async def test_quorum_of_two_waits_for_a_second_approver(bot: Harness) -> None:
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL", "UDAVE", "UERIN"]}
     root, card = await card_for(bot)
     assert card.action_ids() == ["approve", "reject"], "no 'Approve always' under a quorum"
-    assert "0 of 2 approvals so far, 2 more needed" in card.all_text()
+    assert "0 of 2 approvals: <!subteam^S0SRE> can approve" in card.all_text()
 
     await bot.sender.click(card, "approve", user="UCAROL")
     await bot.slack.wait_for(
-        lambda: "1 of 2 approvals so far, 1 more needed: <@UCAROL>" in card.all_text(), what="1/2"
+        lambda: "1 of 2 approvals: <@UCAROL> approved; <!subteam^S0SRE> can" in card.all_text(),
+        what="1/2",
     )
     assert card.action_ids() == ["approve", "reject"], "still open"
     await bot.sender.click(card, "approve", user="UCAROL")

@@ -127,7 +127,7 @@ async def test_an_escalation_lets_more_people_decide_and_says_so_in_the_thread(
     root, card = await card_for(bot)
     await bot.sender.click(card, "approve", user="UCAROL")
     assert "Only" in await ephemeral_for(bot, "UCAROL"), "Carol may not decide yet"
-    assert 'Who may decide*\\nUBOB"' in card.all_text()
+    assert 'Who may decide*\\n<@UBOB>"' in card.all_text()
 
     notes = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="the escalation")
     assert notes[0].text.startswith(
@@ -140,7 +140,8 @@ async def test_an_escalation_lets_more_people_decide_and_says_so_in_the_thread(
     # The card and its copies name everyone who may decide now, not only the rule's approvers.
     await bot.slack.wait_for(
         lambda: all(
-            "Who may decide*\\nUBOB, UCAROL, @leads" in m.all_text() for m in (card, *copies)
+            "Who may decide*\\n<@UBOB>, <@UCAROL>, <!subteam^S0LEADS>" in m.all_text()
+            for m in (card, *copies)
         ),
         what="the card and copies naming the escalated approvers",
     )

@@ -98,7 +98,8 @@ async def test_a_call_that_waited_past_the_stricter_rules_escalation_escalates_u
     assert await escalations(bot, 2) == [["UDAVE"], ["UERIN"]]
     assert time.monotonic() - edited < 2, "at once, not at the next tick of a sleeping poller"
     await bot.slack.wait_for(
-        lambda: "Who may decide*\\nUCAROL, UERIN" in card.all_text(), what="erin on the card"
+        lambda: "Who may decide*\\n<@UCAROL>, <@UERIN>" in card.all_text(),
+        what="erin on the card",
     )
 
     click = lambda: bot.sender.click(card, "approve", user="UDAVE")  # noqa: E731

@@ -65,7 +65,7 @@ async def bob_edits(bot: Harness, card: Message) -> None:
     assert await submit(bot, modal, EDITED, user="UBOB") == {}
     await bot.slack.wait_for(
         lambda: (
-            "1 of 2 approvals so far, 1 more needed: <@UBOB>" in card.all_text()
+            "1 of 2 approvals: <@UBOB> approved; <@UCAROL> can approve" in card.all_text()
             and "u-999" in card.all_text()
         ),
         what="the card showing Bob's edit",
@@ -130,7 +130,9 @@ async def test_on_real_processes_a_stale_approve_is_refused_and_the_edit_runs_on
     values = {"arguments": {"arguments_input": {"type": "plain_text_input", "value": EDITED}}}
     await sender.submit_view(modal, user="UBOB", values=values)
     await slack.wait_for(
-        lambda: "1 of 2 approvals so far, 1 more needed: <@UBOB>" in card.all_text(), 20, "1 of 2"
+        lambda: "1 of 2 approvals: <@UBOB> approved; <@UCAROL> can approve" in card.all_text(),
+        20,
+        "1 of 2",
     )
 
     await sender.click(card, "approve", user="UCAROL", value=seen_by_carol)
@@ -160,7 +162,7 @@ async def test_an_unchanged_edit_modal_submitted_after_another_edit_is_refused(
     assert await submit(bot, carols, unchanged, user="UCAROL") == {}
     assert (await note_to(bot, "UCAROL")).startswith(CHANGED)
     await still_undecided(bot, value)
-    assert "1 of 2 approvals so far, 1 more needed: <@UBOB>" in card.all_text()
+    assert "1 of 2 approvals: <@UBOB> approved; <@UCAROL> can approve" in card.all_text()
 
 
 async def test_a_reject_modal_opened_before_an_edit_is_refused(bot: Harness) -> None:

@@ -76,6 +76,16 @@ auto = "reject"
             ":no_entry_sign: Nothing ran: the agent answered without calling a tool",
         ),
         (Activity(steps=(), state="failed"), ":x: Failed"),
+        (
+            Activity(
+                steps=("tool:delete_user",) * 3 + ("handoff:billing", "tool:delete_user"),
+                state="done",
+                ran=("delete_user",),
+            ),
+            ":white_check_mark: Done\n• called `delete_user` \N{MULTIPLICATION SIGN}3\n"
+            "• handed off to *billing*\n"
+            "• called `delete_user`",
+        ),
     ],
     ids=[
         "waiting-one",
@@ -88,6 +98,7 @@ auto = "reject"
         "policy",
         "no-tools",
         "failed",
+        "repeats-grouped",
     ],
 )
 def test_status_texts(activity: Activity, text: str) -> None:

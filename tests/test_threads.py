@@ -110,9 +110,9 @@ async def test_a_reply_while_the_run_waits_is_answered_and_starts_nothing(bot: H
     await bot.sender.event(reply(root, "are you there?", user="UBOB"))
     told = await bot.slack.wait_for(
         lambda: [
-            m for m in bot.slack.thread(root.channel, root.ts) if m.text == words.STILL_WORKING
+            m for m in bot.slack.thread(root.channel, root.ts) if m.text == words.STILL_WAITING
         ],
-        what="still working",
+        what="waiting for approval, not 'still working'",
     )
     assert len(told) == 1
     trail = await bot.audit_until("requested")
@@ -132,8 +132,9 @@ async def test_a_flood_of_replies_while_the_run_waits_gets_one_notice(bot: Harne
     await bot.sender.event({**mention, "type": "app_mention"})
     await bot.sender.event(mention)
     # Each request is answered after what it said is posted: nothing more is coming.
-    told = [m for m in bot.slack.thread(root.channel, root.ts) if m.text == words.STILL_WORKING]
-    assert len(told) == 1, "one notice per run and minute, not one per reply"
+    notices = (words.STILL_WORKING, words.STILL_WAITING)
+    told = [m.text for m in bot.slack.thread(root.channel, root.ts) if m.text in notices]
+    assert told == [words.STILL_WAITING], "one notice per run and minute, not one per reply"
     trail = await bot.audit_until("requested")
     assert [entry["event"] for entry in trail].count("started") == 1
 

@@ -18,6 +18,7 @@ from bot.blocks.call_context import context_blocks, edited_preview_blocks, previ
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
 from bot.blocks.parts import button, context_block
+from bot.words import call_text, deciders
 from bot.words import runs as messages
 from bot.words.nested_calls import asked_inside
 from runtime.record import PendingCall
@@ -79,17 +80,26 @@ def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
     return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
 
 
-def _call_blocks(
-    run: RunView, call: PendingCall, approver_names: list[str]
-) -> tuple[list[Block], bool]:
+def arguments_block_text(arguments: str) -> tuple[str, int]:
+    """The arguments in a code block (`code_block`), or "No arguments." for a call without
+    any, rather than an empty `{}`."""
+    if arguments.strip() in ("", "{}"):
+        return call_text.NO_ARGUMENTS, len(arguments)
+    return code_block(arguments)
+
+
+def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple[list[Block], bool]:
     arguments = pretty_arguments(call.shown_arguments)
-    code, shown = code_block(arguments)
+    code, shown = arguments_block_text(arguments)
+    requester = run.conversation.requester
     fields = [
-        _field(f"*Requested by*\n{messages.user(run.conversation.requester)}"),
+        _field(f"*Requested by*\n{messages.user(requester)}"),
         _field(f"*Expires*\n{messages.slack_date(call.expires_at)}"),
     ]
-    if approver_names:
-        fields.append(_field(messages.approvers_field(approver_names)))
+    # The requester, an approver who may not approve their own call, may still reject it.
+    withdrawer = requester if requester in call.approvers and requester not in approvers else None
+    if approvers or withdrawer:
+        fields.append(_field(deciders.approvers_field(approvers, withdrawer)))
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
     if call.lost:
         headline = messages.outcome_lost_headline(call.tool)
@@ -97,7 +107,7 @@ def _call_blocks(
     if call.inside:
         blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
     if call.description:
-        blocks.append(context_block(messages.tool_description(call.description)))
+        blocks.append(context_block(call_text.tool_description(call.description)))
     if call.when or call.rule_name:
         blocks.append(context_block(messages.rule_line(call.when, call.rule_name)))
     blocks += [
@@ -123,17 +133,19 @@ def _field(text: str) -> Block:
 def approval_request_blocks(
     run: RunView,
     call: PendingCall,
-    approver_names: list[str] | None = None,
+    approvers: list[str] | None = None,
     channel_name: str | None = None,
 ) -> list[Block]:
-    """The card asking for a decision (also redrawn as approvals towards a quorum come in)."""
-    blocks, truncated = _call_blocks(run, call, approver_names or [])
+    """The card asking for a decision (also redrawn as approvals towards a quorum come in).
+    `approvers`: who may approve it (`SlackReach.approvers_shown`)."""
+    blocks, truncated = _call_blocks(run, call, approvers or [])
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     add_edit_button(blocks, value, call)
     if call.quorum > 1:
         approved_by = [a.user_id for a in call.approvals]
+        may_approve = (approvers or []) if call.approvers else None
         blocks.append(
-            context_block(messages.quorum_progress(len(approved_by), call.quorum, approved_by))
+            context_block(deciders.quorum_progress(call.quorum, approved_by, may_approve))
         )
     approve = messages.RUN_AGAIN if call.lost else messages.APPROVE
     # A typed confirmation first opens its modal (bot.listeners.confirmations).
@@ -159,14 +171,18 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
     if call.decision is None:
         raise ValueError(f"approval {call.approval_id} is not decided")
     arguments = pretty_arguments(call.shown_arguments)
-    code, shown = code_block(arguments)
+    code, shown = arguments_block_text(arguments)
     context = messages.decision_context(
         call.agent, run.conversation.requester, call.decision, call.mcp_server
     )
     blocks: list[SlackBlock] = [
         SectionBlock(
             block_id=DECISION_BLOCK,
-            text=MarkdownTextObject(text=messages.decision_headline(call.decision, call.tool)),
+            text=MarkdownTextObject(
+                text=messages.decision_headline(
+                    call.decision, call.tool, requester=run.conversation.requester
+                )
+            ),
         ),
         ContextBlock(elements=[MarkdownTextObject(text=context)]),
         SectionBlock(text=MarkdownTextObject(text=code)),
@@ -219,14 +235,30 @@ def reject_modal(call: PendingCall, private_metadata: str, requester: str | None
     }
 
 
+def _boundary(text: str, fits: int) -> int:
+    """Where to end a block of `text` of which `fits` characters fit: at the last line break,
+    else after the last space, in the second half of what fits (a value is not split
+    mid-word); at `fits` when there is none, or when all of it fits."""
+    if fits >= len(text):
+        return fits
+    line = text.rfind("\n", fits // 2, fits)
+    if line >= 0:
+        return line
+    space = text.rfind(" ", fits // 2, fits)
+    return space + 1 if space >= 0 else fits
+
+
 def arguments_modal(call: PendingCall) -> Block:
     """All of a call's arguments, in as many code blocks as a modal holds."""
     remaining = pretty_arguments(call.shown_arguments)
     blocks: list[Block] = []
     while remaining and len(blocks) < MODAL_BLOCK_LIMIT - 1:
-        code, shown = code_block(remaining)
+        _, fits = code_block(remaining)
+        end = _boundary(remaining, fits)
+        code, _ = code_block(remaining[:end])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": code}})
-        remaining = remaining[shown:]
+        # A line break at the end of a block is the break between two blocks.
+        remaining = remaining[end + 1 :] if remaining[end : end + 1] == "\n" else remaining[end:]
     notes = []
     if remaining:
         total = len(pretty_arguments(call.shown_arguments))

@@ -22,7 +22,12 @@ INPUT_LIMIT = 3000
 
 
 def editable(call: PendingCall) -> bool:
-    return call.allow_edit and len(pretty_arguments(call.shown_arguments)) <= INPUT_LIMIT
+    """Edit is offered where the policy allows it, the arguments fit Slack's input, and the
+    tool takes arguments at all (a schema without properties leaves nothing to edit)."""
+    schema = call.params_schema
+    takes_nothing = schema is not None and not schema.get("properties")
+    fits = len(pretty_arguments(call.shown_arguments)) <= INPUT_LIMIT
+    return call.allow_edit and fits and not takes_nothing
 
 
 def add_edit_button(blocks: list[Block], value: str, call: PendingCall) -> None:

@@ -63,8 +63,22 @@ def status_headline(activity: Activity) -> str:
     return STATUS_HEADLINES.get(activity.state, messages.escape(activity.state))
 
 
+def _grouped(steps: Sequence[str]) -> list[tuple[str, int]]:
+    """Each step with how many times it came in a row: three deletions are one line."""
+    grouped: list[tuple[str, int]] = []
+    for step in steps:
+        if grouped and grouped[-1][0] == step:
+            grouped[-1] = (step, grouped[-1][1] + 1)
+        else:
+            grouped.append((step, 1))
+    return grouped
+
+
 def status_text(activity: Activity) -> str:
-    lines = [f"• {status_step(step)}" for step in activity.steps]
+    lines = [
+        f"• {status_step(step)}" + (f" \N{MULTIPLICATION SIGN}{times}" if times > 1 else "")
+        for step, times in _grouped(activity.steps)
+    ]
     if activity.state == "done" and activity.ran:
         lines += [f"• {_not_run(note)}" for note in activity.not_run]
     return "\n".join([status_headline(activity), *lines])

@@ -1,8 +1,8 @@
 """`python -m bot demo`: all of Countersign on one machine, with nothing set up beforehand.
 
-One process runs what a deployment runs as several: a Redis (`runtime.db.local`: yours if
-one answers, else a real `redis-server` it starts with its files in `.redis/`), the web process
-with the console and its stand-in Slack, and a worker. Without `OPENAI_API_KEY` the example
+One process runs what a deployment runs as several: a Redis (`runtime.db.local`: the one
+`REDIS_URL` names, else a real `redis-server` of its own with its files in `.redis/`), the web
+process with the console and its stand-in Slack, and a worker. Without `OPENAI_API_KEY` the example
 agents run on the scripted model. Ctrl-C (or SIGTERM) stops all of it, Redis included.
 
 `scripts/dev.py demo` installs the project and runs this.
@@ -59,7 +59,7 @@ def run_demo(environ: Mapping[str, str], folder: Path) -> int:
             print(error)
             return 2
         configure_logging(settings.log_format)
-        started = f"started, files in {folder / DEMO_REDIS_FOLDER}" if server else "already running"
+        started = f"its own, files in {folder / DEMO_REDIS_FOLDER}" if server else "REDIS_URL"
         try:
             asyncio.run(serve(settings, registry, policy, redis=f"{redis_url} ({started})"))
         except OSError as error:

@@ -83,6 +83,7 @@ def add_console(
         "people": [{"id": p.id, "name": p.name} for p in PEOPLE],
         "channel": {"id": CHANNEL, "name": CHANNEL_NAME},
         "channels": slack.channels,
+        "groups": {group: about["handle"] for group, about in slack.groups.items()},
         "agents": agent_names,
         "model": "scripted" if scripted_model else "openai",
         "command_limit": COMMAND_TEXT_LIMIT,
@@ -95,6 +96,7 @@ def add_console(
     app.middlewares.append(local_only)
 
     async def keep_channel(_: web.Application) -> AsyncIterator[None]:
+        await name_the_workspace(redis, Keys.of(settings))
         restored = await store.restore()
         if restored:
             log.info("console: %d message(s) of the channel restored", restored)
@@ -111,6 +113,18 @@ def add_console(
     app.cleanup_ctx.append(keep_channel)
     app.on_shutdown.append(close_streams)
     return slack
+
+
+async def name_the_workspace(redis: aioredis.Redis, keys: Keys) -> None:
+    """Cache the console's people and channel by name, as the directory caches what Slack says
+    (`bot.slack.directory`), and for good: they never change, and the command line, which reads
+    only that cache (`runtime.review.names`), then says `@bob` and `#demo` however long ago
+    anyone looked them up."""
+    async with redis.pipeline(transaction=False) as pipe:
+        for person in PEOPLE:
+            pipe.set(keys.display_name(person.id), person.name)
+        pipe.set(keys.display_name(CHANNEL), CHANNEL_NAME)
+        await pipe.execute()
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

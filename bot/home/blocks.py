@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.blocks.cards import button_value
 from bot.blocks.parts import button, context_block
+from bot.words import deciders
 from bot.words import overviews as words
 from bot.words import runs as messages
 from runtime.record import PendingCall
@@ -68,7 +69,9 @@ def _waiting(item: WaitingCall) -> list[Block]:
     progress = None
     if call.quorum > 1:
         approved = [a.user_id for a in call.approvals]
-        progress = messages.quorum_progress(len(approved), call.quorum, approved)
+        requester = run.conversation.requester
+        others = [p for p in call.approvers if p != requester] if call.approvers else None
+        progress = deciders.quorum_progress(call.quorum, approved, others)
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
     if call.allow_always:

@@ -125,6 +125,10 @@ class BatchActions:
             )
             self.actions.tell(channel, user, None, text)
             return
+        refused = await self._may_not(views, click, approving=approving)
+        if refused is not None:
+            self.actions.tell(channel, user, None, refused)
+            return
         # Only what the modal shows whole is in the batch: the others are decided on their cards.
         listing = batch_listing(calls, approving=approving)
         if not listing.shown:
@@ -141,6 +145,24 @@ class BatchActions:
         client = self.actions.client
         work = client.views_open(trigger_id=click.trigger_id, view=modal)
         send_later(self.actions.tasks, work, "batch-modal")
+
+    async def _may_not(
+        self, views: list[CallView], click: ButtonClick, *, approving: bool
+    ) -> str | None:
+        """Why the clicker may not decide these calls, said before the modal opens (as a card's
+        button says it), not after they have read and submitted it; None if they may. The
+        submission still goes through the decision script, which alone decides."""
+        user = click.user.id
+        gates = [v.gate for v in views if v.gate is not None]
+        if approving and gates and all(g.requester == user and not g.self_ok for g in gates):
+            return words.OWN_CALLS
+        gate = self.actions.gate
+        for view in views:
+            ref = ApprovalRef(run_id=view.run_id, approval_id=view.approval_id, digest=None)
+            answer = await gate.check(ref, user, click.channel.id, claimed_team=click.user.team_id)
+            if answer.result is not None and answer.result.status in MAY_NOT:
+                return await gate.explanation(answer)
+        return None
 
     # --- the decision ---------------------------------------------------------------------
 

@@ -126,7 +126,8 @@ class ThreadReplies:
             ):
                 # Once a minute per thread, not once per reply (nor per delivery of a mention).
                 if await self.history.first_notice(f"working:{message.channel}:{thread}"):
-                    await self._say(message, words.STILL_WORKING, thread=thread)
+                    told = words.STILL_WAITING if busy == "waiting" else words.STILL_WORKING
+                    await self._say(message, told, thread=thread)
                 return True
         except RedisError:
             await self._say(message, words.REPLY_NOT_STARTED, thread=thread)

@@ -41,13 +41,12 @@ class SlackReach:
         self._links = ThreadLinks(client)
         self._self_approval = self_approval
 
-    async def approver_names(self, run: RunView, call: PendingCall) -> list[str]:
-        """Who may approve `call`, by name: its approvers but the requester (who may only reject
-        their own call, unless self-approval is allowed)."""
+    def approvers_shown(self, run: RunView, call: PendingCall) -> list[str]:
+        """Who may approve `call` (people and groups, mentioned so that Slack draws them): its
+        approvers but the requester (who may only reject their own call, unless self-approval
+        is allowed)."""
         requester = run.conversation.requester
-        shown = [p for p in call.approvers if self._self_approval or p != requester]
-        names = await self._directory.names(shown)
-        return [names[p] for p in shown]
+        return [p for p in call.approvers if self._self_approval or p != requester]
 
     async def copy_card(
         self, run: RunView, call: PendingCall, targets: tuple[str, ...]
@@ -80,7 +79,9 @@ class SlackReach:
                     ts=copy.ts,
                     text=messages.approval_fallback(call.agent, call.tool)
                     if call.decision is None
-                    else messages.decision_headline(call.decision, call.tool),
+                    else messages.decision_headline(
+                        call.decision, call.tool, requester=run.conversation.requester
+                    ),
                     blocks=blocks,
                 )
             except SLACK_ERRORS as error:
@@ -95,9 +96,9 @@ class SlackReach:
             text=words.escalated(targets, call.tool, call.expires_at),
         )
         if call.message_ts is not None:
-            names = await self.approver_names(run, call)
+            approvers = self.approvers_shown(run, call)
             channel_name = await self._directory.channel_name(run.conversation.channel)
-            blocks = approval_request_blocks(run, call, names, channel_name)
+            blocks = approval_request_blocks(run, call, approvers, channel_name)
             try:
                 await self._client.chat_update(
                     channel=run.conversation.channel,
@@ -110,16 +111,20 @@ class SlackReach:
         await self.redraw_copies(run, call)
 
     async def _blocks(self, run: RunView, call: PendingCall) -> list[dict[str, Any]]:
-        approver_names = await self.approver_names(run, call)
+        approvers = self.approvers_shown(run, call)
         channel_name = await self._directory.channel_name(run.conversation.channel)
         blocks = (
-            approval_request_blocks(run, call, approver_names, channel_name)
+            approval_request_blocks(run, call, approvers, channel_name)
             if call.decision is None
             else approval_decided_blocks(run, call)
         )
         channel = run.conversation.channel
         link = await self._links.thread(channel, run.conversation.thread)
-        note = words.copy_note(channel, link)
+        note = (
+            words.copy_note(channel, link)
+            if call.decision is None
+            else words.copy_settled_note(channel, link, call.decision, run.conversation.requester)
+        )
         return [*blocks, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
 
     async def _channels(self, run: RunView, targets: tuple[str, ...]) -> list[str]:

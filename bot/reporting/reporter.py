@@ -99,7 +99,7 @@ class SlackReporter:
             blocks=approval_request_blocks(
                 run,
                 call,
-                await self._reach.approver_names(run, call),
+                self._reach.approvers_shown(run, call),
                 await self._directory.channel_name(run.conversation.channel),
             ),
         )
@@ -144,13 +144,15 @@ class SlackReporter:
         """
         assert call.message_ts is not None
         if call.decision is None:
-            names = await self._reach.approver_names(run, call)
+            approvers = self._reach.approvers_shown(run, call)
             channel_name = await self._directory.channel_name(run.conversation.channel)
-            blocks = approval_request_blocks(run, call, names, channel_name)
+            blocks = approval_request_blocks(run, call, approvers, channel_name)
             text = messages.approval_fallback(call.agent, call.tool)
         else:
             blocks = approval_decided_blocks(run, call)
-            text = messages.decision_headline(call.decision, call.tool)
+            text = messages.decision_headline(
+                call.decision, call.tool, requester=run.conversation.requester
+            )
         card = f"the card of {call.tool} (approval {call.approval_id})"
         ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
         await self._settle_reminders(run, call)
@@ -236,7 +238,9 @@ class SlackReporter:
                 await self._draws.wait_drawn(run.run_id, call.approval_id)
                 await self._draws.forget(run.run_id, call.approval_id)
             blocks = approval_decided_blocks(run, call)
-            text = messages.decision_headline(call.decision, call.tool)
+            text = messages.decision_headline(
+                call.decision, call.tool, requester=run.conversation.requester
+            )
             try:
                 await self._client.chat_update(
                     channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks

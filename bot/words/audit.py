@@ -7,36 +7,60 @@ from collections.abc import Sequence
 
 from bot.words import runs as messages
 from runtime.audit import AuditEntry
+from runtime.calls import shown_digest
 
 AUDIT_EVENT_WORDS = {
-    "approved_always": "approved always",
+    "started": "started",
+    "requested": "requested",
     "auto_approved": "approved by policy",
     "auto_rejected": "rejected by policy",
+    "approved": "approved",
+    "approved_always": "approved always",
+    "rejected": "rejected",
+    "expired": "expired: nobody decided in time",
     "denied": "click refused",
+    "resumed": "resumed",
     "refused": "not run: changed after approval",
-    "grant_used": "approved by a grant",
+    "executed": "executed",
+    "replayed": "not run again: its recorded output was reused",
+    "outcome_lost": "outcome lost: asks a person before running again",
     "granted": "granted",
+    "grant_used": "approved by a grant",
     "revoked": "grant revoked",
     "edited": "edited",
     "regated": "moved under a stricter rule by an edit",
+    "escalated": "escalated",
+    "stopped": "stopped",
+    "finished": "finished",
+    "failed": "failed",
 }
+"""Every audit event in words: its code (`grant_used`) is for exports, not for people."""
+DENIED_WORDS = {
+    "not_an_approver": "not one of its approvers",
+    "self_approval": "their own request",
+    "outside_workspace": "from outside the workspace",
+}
+"""Why a click was refused, in words."""
 
 
 def audit_line(entry: AuditEntry) -> str:
     details = entry.details
     parts = [
-        messages.slack_date(entry.at),
+        messages.slack_date(entry.at, seconds=True),
         f"*{AUDIT_EVENT_WORDS.get(entry.event, entry.event)}*",
     ]
     if details.get("tool"):
         parts.append(f"`{messages.escape(str(details['tool']))}`")
     if details.get("user_id"):
         parts.append(f"by {messages.user(str(details['user_id']))}")
-    if details.get("reason") and entry.event in ("rejected", "denied"):
-        parts.append(f"({messages.escape(str(details['reason']))})")
+    reason = details.get("reason")
+    if reason and entry.event == "denied":
+        parts.append(f"({DENIED_WORDS.get(str(reason), messages.escape(str(reason)))})")
+    elif reason and entry.event == "rejected":
+        parts.append(f"({messages.escape(str(reason))})")
     parts.append(f"run `{entry.run_id}`")
     if details.get("digest"):
-        parts.append(f"digest `{str(details['digest'])[:12]}`")
+        parts.append(f"digest `{shown_digest(str(details['digest']))}`")
     return " ".join(parts)
 
 

@@ -78,5 +78,14 @@ def changed(tools: Sequence[str]) -> str:
     )
 
 
+OWN_CALLS = (
+    "You asked for these, so someone else has to approve them; you may still reject them "
+    "(Reject all). Nothing was recorded."
+)
+"""**Approve all** by the requester, said before the modal (the card's Approve says it too)."""
+
+
 def done(count: int, approving: bool) -> str:
-    return f"{'Approved' if approving else 'Rejected'} all {count} calls."
+    """ "Approved both calls.", "Rejected the 3 calls."."""
+    verb = "Approved" if approving else "Rejected"
+    return f"{verb} both calls." if count == 2 else f"{verb} the {count} calls."

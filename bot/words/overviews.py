@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.words.runs import PRODUCT, escape, slack_date, user
-from runtime.record import is_group
+from bot.words.deciders import mention
+from bot.words.runs import OUTCOME_WORDS, PRODUCT, escape, slack_date, user
+from runtime.record import Decision
 from runtime.runs import LiveRun
 
 # --- /agent status ------------------------------------------------------------------------------
@@ -21,10 +22,13 @@ def shortened(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def run_state(state: str, pending: int) -> str:
-    if state == "waiting":
-        return f"waiting for {pending} approval{'' if pending == 1 else 's'}"
-    return {"finishing": "answering"}.get(state, state)
+def run_state(run: LiveRun) -> str:
+    """`working`, or `waiting for 2 approvals`: approvals, not calls (a call under a quorum of
+    two waits for two)."""
+    if run.state == "waiting":
+        needed = run.approvals_needed or run.pending
+        return f"waiting for {needed} approval{'' if needed == 1 else 's'}"
+    return {"finishing": "answering"}.get(run.state, run.state)
 
 
 def age(seconds: float) -> str:
@@ -44,7 +48,7 @@ def run_line(run: LiveRun, link: str | None) -> str:
     where = f"<{link}|thread>" if link else f"<#{run.channel}>"
     return (
         f"• *{escape(run.agent)}* for {user(run.requester)}: "
-        f"{escape(shortened(run.task, TASK_SHOWN))} · {run_state(run.state, run.pending)} · "
+        f"{escape(shortened(run.task, TASK_SHOWN))} · {run_state(run)} · "
         f"{age(run.age_seconds)} · {where} · `{run.run_id}`"
     )
 
@@ -81,19 +85,31 @@ def reminder_anyone(agent: str, tool: str, expires_at: float) -> str:
     )
 
 
-def mention(principal: str) -> str:
-    """A person, a user group or a channel, as Slack shows (and notifies) it."""
-    if is_group(principal):
-        return f"<!subteam^{principal}>"
-    if principal.startswith(("C", "G")):
-        return f"<#{principal}>"
-    return user(principal)
-
-
 def copy_note(channel: str, link: str | None) -> str:
     """Under a copy of a card: where the request lives, and that all copies are one."""
     where = f"<#{channel}> (<{link}|thread>)" if link else f"<#{channel}>"
     return f"A copy of a request in {where}: a decision here counts there too, and the first wins."
+
+
+def copy_settled_note(channel: str, link: str | None, decision: Decision, requester: str) -> str:
+    """Under a copy once its call is settled: where it lives and how it ended, no longer an
+    invitation to decide."""
+    where = f"<#{channel}> (<{link}|thread>)" if link else f"<#{channel}>"
+    return f"A copy of a request in {where}, {settled(decision, requester)}."
+
+
+def settled(decision: Decision, requester: str) -> str:
+    """ "approved by @bob and @carol", "withdrawn by @alice", "expired: nobody decided"."""
+    if decision.outcome == "expired":
+        return "expired: nobody decided in time"
+    if decision.by_policy:
+        return f"{OUTCOME_WORDS[decision.outcome]} by the policy"
+    ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
+    people = [user(i) for i in ids if i]
+    who = ", ".join(people[:-1]) + " and " + people[-1] if len(people) > 1 else "".join(people)
+    if decision.outcome == "rejected" and decision.user_id == requester:
+        return f"withdrawn by {who}"
+    return f"{OUTCOME_WORDS[decision.outcome]} by {who or 'someone'}"
 
 
 ESCALATED_PREFIX = ":rotating_light:"
@@ -147,6 +163,6 @@ def home_run(run: LiveRun, link: str | None) -> str:
     where = f"<{link}|thread>" if link else f"<#{run.channel}>"
     return (
         f"*{escape(run.agent)}*: {escape(shortened(run.task, TASK_SHOWN))}\n"
-        f"{run_state(run.state, run.pending)} · {age(run.age_seconds)} · in <#{run.channel}> · "
+        f"{run_state(run)} · {age(run.age_seconds)} · in <#{run.channel}> · "
         f"{where} · `{run.run_id}`"
     )

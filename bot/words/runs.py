@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from runtime.calls import shown_digest
 from runtime.record import Decision
 from runtime.reporter import Failure
 
@@ -17,18 +18,28 @@ def escape(text: str) -> str:
 
 
 SLACK_DATE_STYLE = "{date_short_pretty} at {time}"
-"""The one way a time is written in Slack: "Today at 12:36 PM", in the reader's own zone."""
+"""The one way a time is written in Slack: "Today at 12:36 PM", in the reader's own zone (the
+date only when it is not today, yesterday or tomorrow)."""
+SLACK_SECONDS_STYLE = "{date_short_pretty} at {time_secs}"
+"""The same, to the second: for lists of events a few seconds apart (`/agent audit`)."""
 
 
-def slack_date(epoch: float) -> str:
+def slack_date(epoch: float, *, seconds: bool = False) -> str:
     """A timestamp every reader sees in their own time zone, always in one style (where Slack
     cannot draw it, the fallback is ISO 8601 with its zone)."""
-    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="minutes")
-    return f"<!date^{int(epoch)}^{SLACK_DATE_STYLE}|{fallback}>"
+    timespec = "seconds" if seconds else "minutes"
+    fallback = dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec=timespec)
+    style = SLACK_SECONDS_STYLE if seconds else SLACK_DATE_STYLE
+    return f"<!date^{int(epoch)}^{style}|{fallback}>"
 
 
 def user(user_id: str) -> str:
     return f"<@{user_id}>"
+
+
+def and_list(names: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 # --- /agent ----------------------------------------------------------------------------------
@@ -130,17 +141,6 @@ def approval_headline(agent: str, tool: str, mcp_server: str | None = None) -> s
     return headline
 
 
-DESCRIPTION_CHARS = 500
-
-
-def tool_description(description: str) -> str:
-    """What the tool says it does (from the MCP server's listing: not our words, so quoted)."""
-    text = " ".join(description.split())
-    if len(text) > DESCRIPTION_CHARS:
-        text = text[:DESCRIPTION_CHARS] + "…"
-    return f"_Tool description:_ {escape(text)}"
-
-
 RULE_CHARS = 200
 
 
@@ -178,20 +178,25 @@ def arguments_shortened(shown: int, total: int) -> str:
 APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
 
 
-def decision_headline(decision: Decision, tool: str) -> str:
-    """The first line of a decided card: what happened to the call."""
+def decision_headline(decision: Decision, tool: str, *, requester: str | None = None) -> str:
+    """The first line of a decided card: what happened to the call. A rejection by the
+    `requester` is a withdrawal of their own request, and says so."""
     name = f"`{escape(tool)}`"
     if decision.outcome in ("approved", "approved_always"):
         ids = [a.user_id for a in decision.approvals] or [decision.user_id or ""]
         mentions = [user(i) for i in ids if i]
-        who = ", ".join(mentions[:-1]) + " and " + mentions[-1] if len(mentions) > 1 else ""
+        who = and_list(mentions) if len(mentions) > 1 else ""
         who = "The policy" if decision.by_policy else who or _who(decision)
         always = " for the rest of this run" if decision.outcome == "approved_always" else ""
         return f":white_check_mark: {who} approved {name}{always}"
     if decision.outcome == "rejected":
-        who = "The policy" if decision.by_policy else _who(decision)
         reason = escape((decision.reason or "").strip())
-        return f":x: {who} rejected {name}" + (f": {reason}" if reason else "")
+        because = f": {reason}" if reason else ""
+        if not decision.by_policy and requester and decision.user_id == requester:
+            withdrawn = f"Withdrawn by {user(requester)}, who asked for {name}"
+            return f":leftwards_arrow_with_hook: {withdrawn}{because}"
+        who = "The policy" if decision.by_policy else _who(decision)
+        return f":x: {who} rejected {name}{because}"
     if decision.outcome == "stopped":
         return f":no_entry: Stopped by {_who(decision)}"
     return ":hourglass: Expired, did not run"
@@ -267,20 +272,8 @@ DIRECTORY_UNAVAILABLE = (
 )
 
 
-def quorum_progress(count: int, quorum: int, approvers: Sequence[str]) -> str:
-    """Counted, not a progress bar: "1 of 2 approvals so far, 1 more needed: @bob"."""
-    so_far = ", ".join(user(a) for a in approvers)
-    needed = max(quorum - count, 0)
-    line = f":busts_in_silhouette: {count} of {quorum} approvals so far, {needed} more needed"
-    return f"{line}: {so_far}" if so_far else line
-
-
-def approvers_field(names: Sequence[str]) -> str:
-    return f"*Who may decide*\n{escape(', '.join(names))}"
-
-
 def digest_line(digest: str) -> str:
-    return f"Call digest `sha256:{digest[:16]}`"
+    return f"Call digest `{shown_digest(digest)}`"
 
 
 def reminder(mentions: Sequence[str], agent: str, tool: str, expires_at: float) -> str:
@@ -303,7 +296,7 @@ def reminder_settled(tool: str, decision: Decision) -> str:
 def call_refused(tool: str, digest: str) -> str:
     return (
         f":warning: `{escape(tool)}` was approved, but the call changed before it could run, "
-        f"so it did not run (approved digest `sha256:{digest[:16]}`)."
+        f"so it did not run (approved digest `{shown_digest(digest)}`)."
     )
 
 

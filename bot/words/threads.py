@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 STILL_WORKING = "Still working on the last request; reply again when it answers."
-"""A reply while the thread's run is still working or waiting for a decision: nothing starts."""
+"""A reply while the thread's run is still working: nothing starts."""
+STILL_WAITING = (
+    "The last request is waiting for approval (its card is above); reply again once it has "
+    "answered."
+)
+"""A reply while a call of the thread's run waits for a person: nothing starts."""
 
 REPLY_NOT_STARTED = "Your reply could not be passed on (the job queue is unreachable); try again."
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
-    from runtime.calls.digest import call_digest
+    from runtime.calls.digest import call_digest, shown_digest
 
 _WHERE = {
     "call_digest": "digest",
+    "shown_digest": "digest",
 }
-__all__ = ["call_digest"]
+__all__ = ["call_digest", "shown_digest"]
 
 __getattr__ = lazy_names(__name__, _WHERE)

@@ -12,6 +12,9 @@ two different commands never share a digest. Calls of other tools have no kind k
 digests are byte for byte what they were before kinds existed, as stored approvals and grants
 expect.
 
+Shown to people one way everywhere (the card, the Home tab, the batch modal, `/agent audit`, the
+docs): `shown_digest`.
+
 Arguments longer than `MAX_ARGUMENT_CHARS` or nested deeper than `MAX_ARGUMENT_DEPTH` have no
 digest: `ArgumentsTooLarge` says which bound they pass. Python's JSON parser recurses, and a
 1,400-deep array would end in a `RecursionError` (which is not a `ValueError`) instead.
@@ -23,6 +26,7 @@ import hashlib
 import json
 import re
 
+SHOWN_HEX_DIGITS = 16
 MAX_ARGUMENT_CHARS = 1_000_000
 MAX_ARGUMENT_DEPTH = 64
 """Far beyond any tool's schema, far below the parser's recursion limit."""
@@ -70,3 +74,15 @@ def call_digest(
         content["kind"] = kind
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def shown_digest(digest: str) -> str:
+    """A digest as people read it: `sha256:` and its first `SHOWN_HEX_DIGITS` hex digits.
+
+    One form wherever a digest is shown, so that a person can hold a card beside the audit
+    trail and see the same string. The algorithm's name says what to recompute (the docs say
+    how); the digits are the start of the full digest that exports and `--json` carry, so a
+    search for them finds the call there. Sixteen digits (64 bits) tell apart any calls a person
+    compares; the binding itself always uses the whole digest.
+    """
+    return f"sha256:{digest[:SHOWN_HEX_DIGITS]}"

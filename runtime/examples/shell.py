@@ -2,7 +2,8 @@
 
 After the SDK's own example (`examples/tools/shell.py`). Commands run with `/bin/sh` in a scratch
 directory of the worker's own (made at its first command, under the system's temporary
-directory), each for at most `COMMAND_SECONDS` unless the call says otherwise. The card shows
+directory, and removed with all it holds when the worker exits), each for at most
+`COMMAND_SECONDS` unless the call says otherwise. The card shows
 the commands and their timeout; an approval, or an "exact arguments" grant, binds exactly them
 (`runtime.calls.description`). In the console: `/agent shell: echo hello >> notes.txt`.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,9 @@ class ScratchShell:
     def directory(self) -> Path:
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="countersign-shell-"))
+            # Commands of later calls use what earlier ones left there, so it lives as long as
+            # the process: removed at its exit (Ctrl-C of the demo too), not left in /tmp.
+            weakref.finalize(self, shutil.rmtree, self._directory, ignore_errors=True)
         return self._directory
 
     async def __call__(self, request: ShellCommandRequest) -> ShellResult:

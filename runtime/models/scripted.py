@@ -35,9 +35,8 @@ from runtime.decisions.edits import EDIT_NOTE_END, EDIT_NOTE_START
 from runtime.runs.state_decisions import not_run_reason
 from runtime.settings import RuntimeSettings
 
-ANSWER_HEADING = (
-    "Scripted model (no OPENAI_API_KEY set): these words are canned, the tools ran for real."
-)
+ANSWER_HEADING = "Scripted model (no OPENAI_API_KEY set): these words are canned"
+"""The first line of each answer, once: it goes on to say whether any tool ran."""
 SERVICES = ("api", "billing", "search")
 OUTPUT_LIMIT = 600
 LITERAL_LIMIT = 100_000
@@ -180,20 +179,27 @@ def scripted_reply(call: ModelCall) -> list[TResponseOutputItem]:
 def _answer(history: list[_Called], task: str) -> str:
     named = [c.output for c in history if c.name == "get_user_name" and c.output is not None]
     if named and not not_run_reason("get_user_name", named[0]):
-        return f"¡Hola, {named[0]}! (Scripted model: these words are canned.)"
+        # The `spanish` agent runs only as `ops`'s tool: ops's answer says it is canned, once.
+        return f"¡Hola, {named[0]}!"
     done = [c for c in history if not c.name.startswith("transfer_to_") and c.output is not None]
     if not done:
         return (
-            f"{ANSWER_HEADING}\nIt did not understand “{_shorten(task, TASK_LIMIT)}”. Try "
+            f"{ANSWER_HEADING}; no tool ran.\nIt did not understand "
+            f"“{_shorten(task, TASK_LIMIT)}”. Try "
             + ", ".join(EXAMPLES)
             + ", or set OPENAI_API_KEY to use a real model."
         )
     lines = []
+    ran = False
     for c in done:
         # A call that did not run: say why in the script's words, not the words meant for a model.
         why = not_run_reason(c.name, c.output or "")
+        ran = ran or not why
         lines.append(f"• `{c.name}` {why}" if why else f"• `{c.name}`: {_readable(c.output or '')}")
-    return ANSWER_HEADING + "\n" + "\n".join(lines)
+    heading = (
+        f"{ANSWER_HEADING}, the tools ran for real." if ran else f"{ANSWER_HEADING}; no tool ran."
+    )
+    return heading + "\n" + "\n".join(lines)
 
 
 def _readable(output: str) -> str:

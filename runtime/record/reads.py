@@ -174,6 +174,13 @@ class LiveRead(Shape):
     stopped = Present(rr.STOPPED)
 
 
+class QuorumRead(Shape):
+    """One call under a quorum: the approvals counted so far, and whether it is decided."""
+
+    approvals = Field(rr.APPROVALS, parse_approvals)
+    decided = Present(rr.DECISION)
+
+
 class OpenRead(Shape):
     """One call of an open approval, as the Home tab lists it."""
 

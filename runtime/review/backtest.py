@@ -19,23 +19,31 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Literal, TextIO
 
 from runtime.audit.trail import AuditTrail
 from runtime.conditions import CallFacts
 from runtime.policy import CallRule, Policy
 from runtime.review.history import PastCall, past_calls
+from runtime.review.names import KnownNames
 
 Would = Literal["auto_approve", "auto_reject", "ask"]
 Change = Literal["no_person", "blocked", "asks", "approvers", "quorum"]
 CHANGES: dict[Change, str] = {
     "no_person": "would run with no person",
     "blocked": "would be blocked",
-    "asks": "would ask a person (asked nobody)",
+    "asks": "would ask a person (none was asked)",
     "approvers": "would go to other approvers",
     "quorum": "would need another quorum",
 }
+WAS_WORDS: dict[str, str] = {
+    "auto_approved": "approved by policy",
+    "auto_rejected": "rejected by policy",
+    "granted": "approved by a grant",
+}
+"""What became of a past call, in words (the others are words already: `approved`, ...)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -138,7 +146,8 @@ class Summary:
     last: float | None = None
     changed: Counter[Change] = field(default_factory=Counter)
     was_of_change: dict[Change, Counter[str]] = field(default_factory=dict)
-    differences: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    differences: Counter[tuple[str, str, Verdict]] = field(default_factory=Counter)
+    """(tool and agent, what the call was, the verdict without its changes) -> calls."""
 
     def add(self, call: PastCall, verdict: Verdict) -> None:
         self.calls += 1
@@ -153,13 +162,17 @@ class Summary:
             where = f"{call.tool} ({call.agent}" + (
                 f", MCP {call.mcp_server})" if call.mcp_server else ")"
             )
-            rule = verdict.rule or "no rule (the defaults)"
-            self.differences[(where, call.was, _would_words(verdict), rule)] += 1
+            self.differences[(where, call.was, replace(verdict, changes=()))] += 1
 
-    def text(self) -> str:
+    def principals(self) -> set[str]:
+        """The people and groups `text` names, to look their names up first."""
+        return {p for (_, _, verdict) in self.differences for p in verdict.approvers}
+
+    def text(self, names: Mapping[str, str] | None = None) -> str:
+        """`names` (from `runtime.review.names`): `@alice` where known, else the ids."""
         if self.calls == 0:
             return f"Backtest of {self.source}: the trail holds no calls in that range."
-        span = f"{_time(self.first or 0)} to {_time(self.last or 0)}"
+        span = _span(self.first or 0, self.last or 0)
         lines = [f"Backtest of {self.source}: {self.calls} past call(s), {span}."]
         if self.without_arguments:
             lines.append(
@@ -171,28 +184,39 @@ class Summary:
         for change, words in CHANGES.items():
             count = self.changed[change]
             outcomes = self.was_of_change.get(change, Counter())
-            now = ", ".join(f"{n} {outcome}" for outcome, n in outcomes.most_common())
+            now = ", ".join(f"{n} {_was(outcome)}" for outcome, n in outcomes.most_common())
             lines.append(f"  {words:<{width}}  {count:>6}" + (f"  (were: {now})" if now else ""))
         unchanged = self.calls - self.changed_calls
         lines.append(f"  {'unchanged':<{width}}  {unchanged:>6}")
         if self.differences:
             lines += ["", "Differences, most frequent first:"]
-            for (where, was, would, rule), count in self.differences.most_common():
-                lines.append(f"  {count:>6}  {where}: was {was}, would {would}  [{rule}]")
+            for (where, was, verdict), count in self.differences.most_common():
+                would = _would_words(verdict, names or {})
+                rule = verdict.rule or "no rule (the defaults)"
+                lines.append(f"  {count:>6}  {where}: was {_was(was)}, would {would}  [{rule}]")
         return "\n".join(lines)
 
 
-def _would_words(verdict: Verdict) -> str:
+def _was(outcome: str) -> str:
+    return WAS_WORDS.get(outcome, outcome)
+
+
+def _would_words(verdict: Verdict, names: Mapping[str, str]) -> str:
     if verdict.would == "auto_approve":
         return "auto-approve"
     if verdict.would == "auto_reject":
         return "auto-reject"
-    who = ", ".join(verdict.approvers) if verdict.approvers else "anyone in the channel"
+    people = [names.get(p, p) for p in verdict.approvers]
+    who = ", ".join(people) if people else "anyone in the channel"
     return f"ask {who}" + (f" (quorum {verdict.quorum})" if verdict.quorum > 1 else "")
 
 
-def _time(at: float) -> str:
-    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _span(first: float, last: float) -> str:
+    """`2026-12-05 07:45:32 to 07:46:34 UTC`: the date once when both are on the same day."""
+    start = dt.datetime.fromtimestamp(first, dt.UTC)
+    end = dt.datetime.fromtimestamp(last, dt.UTC)
+    shown_end = end.strftime("%H:%M:%S" if end.date() == start.date() else "%Y-%m-%d %H:%M:%S")
+    return f"{start:%Y-%m-%d %H:%M:%S} to {shown_end} UTC"
 
 
 async def backtest(
@@ -204,9 +228,10 @@ async def backtest(
     until: dt.datetime | None,
     as_json: bool,
     out: TextIO,
+    names: KnownNames | None = None,
 ) -> int:
     """Write the backtest of every call asked from `since` to `until` to `out` (JSON lines,
-    or the summary); the number of calls."""
+    or the summary, with `names` where known); the number of calls."""
     summary = Summary(source=source)
     entries = trail.since(since)
     async for call in past_calls(entries, until=until.timestamp() if until else None):
@@ -215,5 +240,6 @@ async def backtest(
             out.write(json_line(call, verdict) + "\n")
         summary.add(call, verdict)
     if not as_json:
-        out.write(summary.text() + "\n")
+        known = await names.of(summary.principals()) if names else {}
+        out.write(summary.text(known) + "\n")
     return summary.calls

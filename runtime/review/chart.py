@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from runtime.review.stats import ChannelStats
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 INSTALL = "The chart needs matplotlib: pip install -e '.[bench]' (or pip install matplotlib)."
 
@@ -28,8 +32,44 @@ def waits_per_tool(channels: Mapping[str, ChannelStats]) -> dict[str, list[float
     return dict(sorted(merged.items(), key=lambda item: (-len(item[1]), item[0])))
 
 
+NO_DATA = "no data in this period"
+
+
 def draw(channels: Mapping[str, ChannelStats], path: Path, title: str) -> int:
     """Draw the chart into `path` (PNG); the number of tools drawn (those with decisions)."""
+    figure, drawn = chart(channels, title)
+    figure.savefig(path, dpi=120)
+    _pyplot().close(figure)
+    return drawn
+
+
+def chart(channels: Mapping[str, ChannelStats], title: str) -> tuple[Figure, int]:
+    """The figure `draw` saves: a box per tool, or, with no decision to draw, the title and
+    `NO_DATA` on a blank page (not empty axes on a log scale, which read as a broken chart)."""
+    pyplot = _pyplot()
+    # A log axis has no 0: a decision within 10 ms is drawn at 10 ms.
+    waits = {
+        name: [max(wait, 0.01) for wait in found]
+        for name, found in waits_per_tool(channels).items()
+        if found
+    }
+    figure: Figure
+    figure, axes = pyplot.subplots(figsize=(max(6.0, 1.2 + 0.9 * len(waits)), 4.5))
+    axes.set_title(title)
+    if waits:
+        # Whiskers from the fastest to the slowest: no decision is drawn as an outlier.
+        axes.boxplot(list(waits.values()), whis=(0, 100))
+        axes.set_xticks(range(1, len(waits) + 1), labels=list(waits), rotation=30, ha="right")
+        axes.set_yscale("log")
+        axes.set_ylabel("seconds from asking to the decision (log)")
+    else:
+        axes.set_axis_off()
+        axes.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=axes.transAxes)
+    figure.tight_layout()
+    return figure, len(waits)
+
+
+def _pyplot() -> Any:
     try:
         import matplotlib
 
@@ -37,23 +77,4 @@ def draw(channels: Mapping[str, ChannelStats], path: Path, title: str) -> int:
         from matplotlib import pyplot
     except ImportError:
         raise ChartUnavailable(INSTALL) from None
-    # A log axis has no 0: a decision within 10 ms is drawn at 10 ms.
-    waits = {
-        name: [max(wait, 0.01) for wait in found]
-        for name, found in waits_per_tool(channels).items()
-        if found
-    }
-    figure, axes = pyplot.subplots(figsize=(max(6.0, 1.2 + 0.9 * len(waits)), 4.5))
-    if waits:
-        # Whiskers from the fastest to the slowest: no decision is drawn as an outlier.
-        axes.boxplot(list(waits.values()), whis=(0, 100))
-        axes.set_xticks(range(1, len(waits) + 1), labels=list(waits), rotation=30, ha="right")
-        axes.set_yscale("log")
-    else:
-        axes.text(0.5, 0.5, "no decisions in this range", ha="center", va="center")
-    axes.set_ylabel("seconds from asking to the decision (log)")
-    axes.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    pyplot.close(figure)
-    return len(waits)
+    return pyplot

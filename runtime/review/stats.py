@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from runtime.audit.events import AuditEvent
@@ -145,14 +145,27 @@ def most(counts: Counter[str], limit: int | None = MOST_DECIDERS) -> list[tuple[
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
-def people_line(counts: Iterable[tuple[str, int]]) -> str:
-    return ", ".join(f"{person} {count}" for person, count in counts) or "nobody"
+def people_line(counts: Iterable[tuple[str, int]], names: Mapping[str, str]) -> str:
+    return ", ".join(f"{names.get(p, p)} {count}" for p, count in counts) or "nobody"
 
 
-def text(channel: str, stats: ChannelStats, quick_seconds: float) -> str:
-    """One channel's figures as `python -m runtime stats` prints them."""
-    lines = [f"Channel {channel or '(none)'}:", *("  " + line for line in tool_table(stats))]
-    lines.append(f"  decided most: {people_line(most(stats.deciders))}")
+def principals(found: Mapping[str, ChannelStats]) -> set[str]:
+    """The channels and people `text` names, to look their names up first."""
+    return {
+        *found,
+        *(person for stats in found.values() for person in (*stats.deciders, *stats.quick)),
+    }
+
+
+def text(
+    channel: str, stats: ChannelStats, quick_seconds: float, names: Mapping[str, str] | None = None
+) -> str:
+    """One channel's figures as `python -m runtime stats` prints them; `names` (from
+    `runtime.review.names`): `#ops`, `@alice` where known, else the ids."""
+    known = names or {}
+    title = known.get(channel, channel) if channel else "(none)"
+    lines = [f"Channel {title}:", *("  " + line for line in tool_table(stats))]
+    lines.append(f"  decided most: {people_line(most(stats.deciders), known)}")
     quick = f"quick approvals (within {quick_seconds:g}s)"
-    lines.append(f"  {quick}: {people_line(most(stats.quick, None))}")
+    lines.append(f"  {quick}: {people_line(most(stats.quick, None), known)}")
     return "\n".join(lines)

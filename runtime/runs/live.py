@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.record.reads import LiveRead, Owner
+from runtime.record.reads import LiveRead, Owner, QuorumRead
 from runtime.record.view import of_queued, queue
 
 SCAN_LIMIT: Final = 1000
@@ -43,8 +43,11 @@ class LiveRun:
     thread: str | None
     state: RunState
     pending: int
-    """Open approvals, while `waiting`."""
+    """Open calls, while `waiting`."""
     age_seconds: float
+    approvals_needed: int = 0
+    """Approvals still needed, while `waiting`: one per open call, more for a call under a
+    quorum (its quorum less the approvals counted so far)."""
 
 
 class LiveRuns:
@@ -123,9 +126,13 @@ class LiveRuns:
                 queue(pipe, self._keys, LiveRead, run_id)
             replies: list[Any] = await pipe.execute()
         now = seconds + micros / 1_000_000
+        views = [
+            of_queued(LiveRead, run_id, reply)
+            for (run_id, _), reply in zip(ids, replies, strict=True)
+        ]
+        needed = await self._approvals_needed(views)
         runs = []
-        for (run_id, started), reply in zip(ids, replies, strict=True):
-            view = of_queued(LiveRead, run_id, reply)
+        for (run_id, started), view in zip(ids, views, strict=True):
             state = _STATES.get(view.status or "")
             if state is None or view.channel is None or view.requester is None:
                 continue  # ended, failed or stopped meanwhile
@@ -141,9 +148,39 @@ class LiveRuns:
                     state="stopping" if view.stopped else state,
                     pending=view.pending or 0,
                     age_seconds=max(0.0, now - started),
+                    approvals_needed=needed.get(run_id, view.pending or 0),
                 )
             )
         return runs
+
+    async def _approvals_needed(self, views: list[LiveRead]) -> dict[str, int]:
+        """For each waiting run with a call under a quorum: the approvals it still needs (one
+        more pipelined read, of those calls only; the others need one approval per open call)."""
+        asked = [
+            (view, call)
+            for view in views
+            if view.status == "waiting" and view.envelope is not None
+            for call in view.envelope.calls
+            if call.quorum > 1
+        ]
+        if not asked:
+            return {}
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for view, call in asked:
+                queue(pipe, self._keys, QuorumRead, view.run_id, call.approval_id)
+            replies: list[Any] = await pipe.execute()
+        extra: dict[str, int] = {}
+        for (view, call), reply in zip(asked, replies, strict=True):
+            counted = of_queued(QuorumRead, view.run_id, reply, call.approval_id)
+            if not counted.decided:
+                # The open call counts once in `pending` already.
+                more = call.quorum - len(counted.approvals or ()) - 1
+                extra[view.run_id] = extra.get(view.run_id, 0) + max(more, 0)
+        return {
+            view.run_id: (view.pending or 0) + extra[view.run_id]
+            for view in views
+            if view.run_id in extra
+        }
 
 
 def _text(value: bytes | str) -> str:

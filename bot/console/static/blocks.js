@@ -10,6 +10,7 @@ const EMOJI = {
   busts_in_silhouette: "👥", bust_in_silhouette: "👤", bell: "🔔", rotating_light: "🚨",
   arrow_up: "⬆️", key: "🔑", lock: "🔒", pencil2: "✏️", memo: "📝", eyes: "👀",
   information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
+  leftwards_arrow_with_hook: "↩️",
 };
 
 const BOT = { id: "UBOT0001", name: "Countersign" };
@@ -30,11 +31,30 @@ function decode(text) {
   return text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 }
 
+// Slack's date tokens: a "pretty" one is "Today", "Yesterday" or "Tomorrow" when it can be,
+// so a list of today's events does not repeat the date (and its year) on every line.
 function slackDate(epoch, format) {
   const when = new Date(epoch * 1000);
-  const date = when.toLocaleDateString([], { month: "short", day: "numeric", year: "numeric" });
+  const midnight = (d) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  const days = Math.round((midnight(when) - midnight(new Date())) / 86400000);
+  const near = { "-1": "Yesterday", 0: "Today", 1: "Tomorrow" }[days];
+  const short = when.toLocaleDateString([], { month: "short", day: "numeric", year: "numeric" });
+  const long = when.toLocaleDateString([], { month: "long", day: "numeric", year: "numeric" });
+  const dates = {
+    date_num: when.toISOString().slice(0, 10),
+    date: long,
+    date_short: short,
+    date_long: when.toLocaleDateString([], { weekday: "long", month: "long", day: "numeric", year: "numeric" }),
+  };
+  dates.date_pretty = near || dates.date;
+  dates.date_short_pretty = near || dates.date_short;
+  dates.date_long_pretty = near || dates.date_long;
   const time = when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return format.replace(/\{date[a-z_]*\}/g, date).replace(/\{time[a-z_]*\}/g, time);
+  const secs = when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return format
+    .replace(/\{(date[a-z_]*)\}/g, (token, name) => dates[name] || short)
+    .replace(/\{time_secs\}/g, secs)
+    .replace(/\{time[a-z_]*\}/g, time);
 }
 
 function special(token) {
@@ -54,6 +74,10 @@ function special(token) {
   if (target.startsWith("!date^")) {
     const [, epoch, format] = target.split("^");
     return document.createTextNode(slackDate(Number(epoch), format || "{date} {time}"));
+  }
+  if (target.startsWith("!subteam^")) {
+    const group = target.slice("!subteam^".length);
+    return el("span", "mention", "@" + (label || (snapshot.config.groups || {})[group] || group));
   }
   if (target.startsWith("!")) return el("span", "mention", "@" + target.slice(1));
   const link = el("a", "", decode(label || target));
