@@ -20,6 +20,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from redis.asyncio.connection import parse_url
 
 from runtime.db.keys import DEFAULT_CLUSTER_SHARDS
 from runtime.process.logs import LogFormat
@@ -209,6 +210,18 @@ class RuntimeSettings(BaseSettings):
         validate_default=True,
     )
 
+    @field_validator("redis_url", "redis_tls_url")
+    @classmethod
+    def _a_redis_url(cls, value: str | None) -> str | None:
+        # redis-py's own reading of the URL, at start: otherwise its ValueError came out of the
+        # first command, as a traceback.
+        if value is not None:
+            try:
+                parse_url(value)
+            except ValueError as error:
+                raise PydanticCustomError("redis_url", str(error)) from None
+        return value
+
     @field_validator("redis_min_replicas", "redis_sentinels")
     @classmethod
     def _not_in_a_cluster(cls, value: object, info: ValidationInfo) -> object:
@@ -305,13 +318,20 @@ class RuntimeSettings(BaseSettings):
 
 def describe_settings_error(error: ValidationError, fixes: Mapping[str, str]) -> str:
     lines = ["Countersign cannot start: its configuration is incomplete or invalid."]
+    lines += [f"  - {problem}" for problem in settings_problems(error, fixes)]
+    return "\n".join(lines)
+
+
+def settings_problems(error: ValidationError, fixes: Mapping[str, str]) -> list[str]:
+    """One line per variable at fault: what is wrong with it and how to fix it."""
+    lines = []
     for problem in error.errors():
         # A field checked against its default is named by field, not variable: same letters.
         variable = str(problem["loc"][0]).upper() if problem["loc"] else "?"
         reason = _reason(problem["type"], problem["msg"])
         fix = fixes.get(variable, "")
-        lines.append(f"  - {variable} {reason}. {fix}".rstrip())
-    return "\n".join(lines)
+        lines.append(f"{variable} {reason}. {fix}".rstrip())
+    return lines
 
 
 def _reason(kind: str, message: str) -> str:
