@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from secrets import token_hex
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from runtime.settings import FIXES as RUNTIME_FIXES
 from runtime.settings import RuntimeSettings, describe_settings_error
@@ -45,6 +46,16 @@ class Settings(RuntimeSettings):
     """Serve the console at /console and talk to its stand-in Slack API instead of Slack."""
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
     """An app-level token (xapp-...): Slack's requests arrive over Socket Mode."""
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _a_bot_token(cls, value: SecretStr) -> SecretStr:
+        # Slack would answer `not_allowed_token_type` or `invalid_auth` to every call; a user
+        # token (xoxp-), an app-level one (xapp-) or a pasted space is told here, at start.
+        token = value.get_secret_value()
+        if not token.startswith("xoxb-") or token != token.strip() or " " in token:
+            raise PydanticCustomError("bot_token", "not a bot token, which starts with xoxb-")
+        return value
 
     @property
     def effective_slack_api_url(self) -> str:

@@ -53,9 +53,19 @@ class Failure:
     when: Callable[[dict[str, Any]], bool] = lambda args: True
 
 
+TOKEN_ERRORS = ("invalid_auth", "account_inactive", "token_revoked")
+"""What Slack answers, to any method, for a token it does not know, of a deactivated bot or
+workspace, or revoked (an uninstall): HTTP 200 with `ok: false`."""
+
+
 class FakeSlack(LocalSlack):
-    def __init__(self) -> None:
-        super().__init__(message_limit=None)
+    def __init__(self, *, token: str | None = None) -> None:
+        """`token`: the one bot token it knows (another gets `invalid_auth`, as Slack answers);
+        None takes any."""
+        super().__init__(token=token, message_limit=None)
+        self.token_error: str | None = None
+        """While set (`account_inactive`, `token_revoked`), every Web API call is answered
+        with it, as Slack answers once a token is deactivated or revoked."""
         self.calls: list[Call] = []
         self._failures: dict[str, list[Failure]] = {}
         self._runner: web.AppRunner | None = None
@@ -145,6 +155,13 @@ class FakeSlack(LocalSlack):
 
     async def handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        refused = self.token_error
+        if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+            refused = "invalid_auth"
+        if refused is not None:
+            self.calls.append(Call(method, await request_arguments(request), time.time()))
+            await self.notify()
+            return web.json_response({"ok": False, "error": refused})
         release = self._held.get(method)
         if release is not None:
             # Read now (and kept for later): the caller may have given up by then.

@@ -18,6 +18,7 @@ from bot.blocks.status import status_blocks, status_text
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
+from bot.slack.bot_token import REFUSED
 from bot.slack.directory import ApproverDirectory
 from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
@@ -85,7 +86,12 @@ class SlackReporter:
         blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
         try:
             return await self._update_or_post(run, message_id, text, blocks, "its status message")
-        except (SlackApiError, ClientError, TimeoutError):
+        except SlackApiError as error:
+            if error.response.get("error") in REFUSED:
+                raise  # the token, not the message: the run waits for it (`runtime.jobs`)
+            log.warning("run %s: status message not updated", run.run_id, exc_info=True)
+            return message_id or ""
+        except (ClientError, TimeoutError):
             # The status message is a courtesy; the run goes on without it.
             log.warning("run %s: status message not updated", run.run_id, exc_info=True)
             return message_id or ""
