@@ -58,9 +58,8 @@ from pydantic import (
 )
 
 from runtime.conditions import CallFacts, Condition
-from runtime.policy_errors import plain_reason
 from runtime.record.deciders import is_group
-from runtime.settings import RuntimeSettings
+from runtime.settings import RuntimeSettings, plain_reason
 
 PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
 AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"

@@ -179,8 +179,7 @@ class People:
     grant_notices: GrantNotices | None = None
     """Tells the thread when a grant approved a call."""
     credentials: Credentials | None = None
-    """What the reporter posts with (the Slack bot token): checked at start and by `/readyz`;
-    while refused, jobs are held and the due sets wait (`runtime.process.credentials`)."""
+    """The reporter's (a Slack bot token): refused, work waits (`runtime.process.credentials`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,9 +216,7 @@ def build_worker(
     stops = StopListener(reads=reads or redis, streams=[s.stops for s in storage.keys.shards])
     executor = _executor(settings, storage, agents, people, copies=copies, mcp=mcp, stops=stops)
     router = JobRouter(executor=executor)
-    consumer = _consumer(
-        settings, storage, router, name=name, shutdown=shutdown, credentials=people.credentials
-    )
+    consumer = _consumer(settings, storage, router, name=name, shutdown=shutdown, people=people)
     pollers: list[Poller] = [*_due_set_pollers(storage, people, copies, poll_interval), stops]
     if people.credentials is not None:
         pollers.append(people.credentials)  # its check at start
@@ -234,7 +231,7 @@ def build_worker(
         redis_setting=settings.redis_url_setting,
         reads=reads,
         shutdown=shutdown,
-        metrics=_metrics(settings, redis, eviction_log, people.credentials),
+        metrics=_metrics(settings, redis, eviction_log, people),
         mcp=mcp.connections if mcp is not None else None,
         eviction_log=eviction_log,
     )
@@ -321,11 +318,11 @@ def _consumer(
     *,
     name: str | None,
     shutdown: ShutdownBudget,
-    credentials: Credentials | None,
+    people: People,
 ) -> JobConsumer:
     redis, keys = storage.redis, storage.keys
     return JobConsumer(
-        credentials=credentials,
+        credentials=people.credentials,
         queue=JobQueue(redis, keys, replication=storage.replication, reads=storage.reads),
         consumer=name or consumer_name(),
         handler=router.handle,
@@ -377,17 +374,14 @@ def _due_set_pollers(
 
 
 def _metrics(
-    settings: RuntimeSettings,
-    redis: aioredis.Redis,
-    eviction_log: EvictionPolicyLog,
-    credentials: Credentials | None,
+    settings: RuntimeSettings, redis: aioredis.Redis, evictions: EvictionPolicyLog, people: People
 ) -> MetricsEndpoint | None:
     """`GET /metrics` and `/readyz` on `METRICS_PORT`, when that is set."""
     if not settings.metrics_port:
         return None
 
     async def readyz() -> web.Response:
-        return await readyz_response(redis, eviction_log, credentials)
+        return await readyz_response(redis, evictions, people.credentials)
 
     return MetricsEndpoint(port=settings.metrics_port, readyz=readyz)
 

@@ -20,9 +20,7 @@ from redis.exceptions import RedisError
 from bot.web.socket_mode import SocketModeConnection, SocketState
 from runtime.db import EvictionPolicyLog, Keys
 from runtime.metrics import Scrape, metrics_response
-from runtime.process import check_readiness
-from runtime.process.credentials import Credentials
-from runtime.process.readiness import with_credentials
+from runtime.process import Credentials, check_readiness, with_credentials
 from runtime.record import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)
