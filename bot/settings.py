@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from secrets import token_hex
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, TypeAdapter, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from runtime.settings import FIXES as RUNTIME_FIXES
@@ -81,7 +81,18 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 CONSOLE_PREFIX = "/console/"
 CONSOLE_BOT_TOKEN = "xoxb-console-local"
 SLACK_CREDENTIALS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN")
-_TRUE = {"1", "true", "yes", "on"}
+_BOOLEAN: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def is_true(value: str) -> bool:
+    """A boolean setting read as the settings read it (pydantic: `true`, `t`, `yes`, `y`, `on`,
+    `1`, in any case): with a list of its own, `CONSOLE=t` was true to the settings and false
+    here, and the demo stopped for want of a Slack token."""
+    try:
+        return _BOOLEAN.validate_python(value)
+    except ValidationError:
+        return False
+
 
 FIXES["CONSOLE"] = "Use true to serve the local console at /console, or false (the default)."
 FIXES["SLACK_APP_TOKEN"] = (
@@ -99,7 +110,7 @@ def with_console_defaults(environ: Mapping[str, str]) -> dict[str, str]:
     secret anyone who reaches it could act as Slack, and with its token post as the app.
     """
     values = dict(environ)
-    if values.get("CONSOLE", "").strip().lower() not in _TRUE:
+    if not is_true(values.get("CONSOLE", "")):
         return values
     for name in SLACK_CREDENTIALS:
         value = values.get(name, "").strip()
