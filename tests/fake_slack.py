@@ -78,6 +78,9 @@ class FakeSlack(LocalSlack):
         self._slow: dict[str, tuple[float, asyncio.Event, Callable[[dict[str, Any]], bool]]] = {}
         self.waiting: dict[str, int] = {}
         """Answers being held by `slow_down`, by method."""
+        self.response_peers: list[object] = []
+        """The client address (host, port) of each `response_url` post: one connection per
+        address, so as many addresses as posts means a connection of its own for each."""
 
     # --- server -------------------------------------------------------------------------------
 
@@ -152,6 +155,12 @@ class FakeSlack(LocalSlack):
         slow = self._slow.pop(method, None)
         if slow is not None:
             slow[1].set()
+
+    async def handle_response(self, request: web.Request) -> web.Response:
+        self.response_peers.append(
+            request.transport.get_extra_info("peername") if request.transport else None
+        )
+        return await super().handle_response(request)
 
     async def handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]

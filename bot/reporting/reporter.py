@@ -10,7 +10,6 @@ from aiohttp import ClientError
 from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
@@ -19,6 +18,7 @@ from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.slack.bot_token import REFUSED
+from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
 from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
@@ -75,7 +75,7 @@ class SlackReporter:
         if not url:
             return
         try:
-            await AsyncWebhookClient(url, timeout=10).send(
+            await response_url(url, self._client).send(
                 text=text, response_type="ephemeral", replace_original=False
             )
         except (ClientError, TimeoutError):
