@@ -103,7 +103,7 @@ def test_a_rule_reads_notify_and_escalation(tmp_path: Path) -> None:
     ("body", "problem"),
     [
         ('notify = ["#ops"]', "line 3: '#ops' is not a Slack user (U…, W…), user-group (S…) or"),
-        ("escalate_after_seconds = 60", "line 1: rule 1: Value error, set both"),
+        ("escalate_after_seconds = 60", "line 1: rule 1: set both"),
         ('escalate_to = ["U0LEAD"]', "set both escalate_after_seconds and escalate_to"),
     ],
 )
