@@ -60,11 +60,12 @@ async def measure(repeat: int) -> None:
 async def one_size(history: ThreadHistory, redis: Any, keys: Keys, turns: int, repeat: int) -> None:
     thread = f"{time.time():.6f}"
     conversation = Conversation(channel="CBENCH", requester="UALICE", thread=thread)
-    await history.remember("CBENCH", thread, new_run_id(), "ops")
+    run_id = new_run_id()
+    await history.remember("CBENCH", thread, run_id, "ops")
     adds = []
     for _ in range(turns):
         started = time.perf_counter()
-        await history.add_turn(conversation, TASK, ANSWER)
+        await history.add_turn(conversation, TASK, ANSWER, run_id=run_id, agent="ops")
         adds.append((time.perf_counter() - started) * 1000)
     loads = []
     for _ in range(repeat):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from secrets import token_hex
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, TypeAdapter, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from runtime.settings import FIXES as RUNTIME_FIXES
 from runtime.settings import RuntimeSettings, describe_settings_error
@@ -46,6 +47,16 @@ class Settings(RuntimeSettings):
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
     """An app-level token (xapp-...): Slack's requests arrive over Socket Mode."""
 
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _a_bot_token(cls, value: SecretStr) -> SecretStr:
+        # Slack would answer `not_allowed_token_type` or `invalid_auth` to every call; a user
+        # token (xoxp-), an app-level one (xapp-) or a pasted space is told here, at start.
+        token = value.get_secret_value()
+        if not token.startswith("xoxb-") or token != token.strip() or " " in token:
+            raise PydanticCustomError("bot_token", "not a bot token, which starts with xoxb-")
+        return value
+
     @property
     def effective_slack_api_url(self) -> str:
         """Where both processes send Web API calls: Slack, or the console's stand-in."""
@@ -70,7 +81,18 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 CONSOLE_PREFIX = "/console/"
 CONSOLE_BOT_TOKEN = "xoxb-console-local"
 SLACK_CREDENTIALS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN")
-_TRUE = {"1", "true", "yes", "on"}
+_BOOLEAN: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def is_true(value: str) -> bool:
+    """A boolean setting read as the settings read it (pydantic: `true`, `t`, `yes`, `y`, `on`,
+    `1`, in any case): with a list of its own, `CONSOLE=t` was true to the settings and false
+    here, and the demo stopped for want of a Slack token."""
+    try:
+        return _BOOLEAN.validate_python(value)
+    except ValidationError:
+        return False
+
 
 FIXES["CONSOLE"] = "Use true to serve the local console at /console, or false (the default)."
 FIXES["SLACK_APP_TOKEN"] = (
@@ -88,7 +110,7 @@ def with_console_defaults(environ: Mapping[str, str]) -> dict[str, str]:
     secret anyone who reaches it could act as Slack, and with its token post as the app.
     """
     values = dict(environ)
-    if values.get("CONSOLE", "").strip().lower() not in _TRUE:
+    if not is_true(values.get("CONSOLE", "")):
         return values
     for name in SLACK_CREDENTIALS:
         value = values.get(name, "").strip()

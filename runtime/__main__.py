@@ -12,9 +12,13 @@ environment (and `--demo`); `python -m runtime policy check POLICY.toml` warns o
 cannot match and globs that match nothing in `AGENTS` (`runtime.review.check`). Both exit 2 when
 the file is invalid, with its line.
 
-`python -m runtime stats --since DATE [--chart FILE.png]` prints how decisions went in every
-channel since then, as `/agent stats` tells one channel (`runtime.review.stats`), and draws
-time to decide per tool (`runtime.review.chart`).
+`python -m runtime stats [--since DATE] [--chart FILE.png]` prints how decisions went in every
+channel since then (the last 7 days by default), as `/agent stats` tells one channel
+(`runtime.review.stats`), and draws time to decide per tool (`runtime.review.chart`).
+
+Every command says what went wrong in one line per problem on stderr, naming what to fix, never
+with a traceback: exit 2 for bad input (a setting, a file, an argument), 1 when Redis is
+unavailable.
 """
 
 from __future__ import annotations
@@ -24,21 +28,38 @@ import asyncio
 import datetime as dt
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
+from redis.exceptions import AuthenticationError, AuthorizationError, RedisError
 
 from runtime.audit.trail import AuditTrail, retention_note
 from runtime.db.client import connect_to
 from runtime.db.keys import Keys
 from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
+from runtime.jobs.outages import redis_away
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.review.backtest import backtest
-from runtime.review.chart import ChartUnavailable, draw
+from runtime.review.chart import ChartUnavailable, check_path, draw
 from runtime.review.names import KnownNames
 from runtime.review.stats import decision_stats, principals, text
-from runtime.settings import FIXES, RuntimeSettings, describe_settings_error
+from runtime.settings import FIXES, RuntimeSettings, settings_problems
+
+BAD_INPUT = 2
+UNAVAILABLE = 1
+STATS_DAYS = 7
+"""`stats` without `--since`: the last week, as `/agent stats`."""
+_T = TypeVar("_T")
+
+
+class Refused(Exception):
+    """What to tell the person at the terminal (one line per problem) and the exit code."""
+
+    def __init__(self, lines: str, code: int) -> None:
+        super().__init__(lines)
+        self.code = code
 
 
 def _date(text: str) -> dt.datetime:
@@ -95,14 +116,17 @@ async def replay(settings: RuntimeSettings, policy: Policy, args: argparse.Names
 
 
 async def stats(settings: RuntimeSettings, args: argparse.Namespace) -> int:
+    since = args.since or dt.datetime.now(dt.UTC) - dt.timedelta(days=STATS_DAYS)
+    if args.chart is not None:
+        _chart_checked(lambda: check_path(args.chart))  # before counting: a typo fails fast
     redis = connect_to(settings)
     try:
         trail = AuditTrail(redis, Keys.of(settings))
-        note = retention_note(await trail.oldest(), args.since, settings.audit_retention_days)
+        note = retention_note(await trail.oldest(), since, settings.audit_retention_days)
         if note is not None:
             print(note.replace("exported", "counted"), file=sys.stderr)
         quick = settings.quick_approval_seconds
-        found = await decision_stats(trail.since(args.since), quick_seconds=quick)
+        found = await decision_stats(trail.since(since), quick_seconds=quick)
         names = await KnownNames(redis, Keys.of(settings)).of(principals(found))
     finally:
         await redis.aclose()
@@ -110,16 +134,19 @@ async def stats(settings: RuntimeSettings, args: argparse.Namespace) -> int:
     if shown:
         print("\n\n".join(text(c, figures, quick, names) for c, figures in shown.items()))
     else:
-        print(f"No tool call asked anyone since {args.since.isoformat()}.")
+        print(f"No tool call asked anyone since {since.isoformat(timespec='seconds')}.")
     if args.chart is not None:
-        title = f"Time to decide per tool, since {args.since.date().isoformat()}"
-        try:
-            drawn = draw(shown, args.chart, title)
-        except ChartUnavailable as error:
-            print(error, file=sys.stderr)
-            return 2
+        title = f"Time to decide per tool, since {since.date().isoformat()}"
+        drawn = _chart_checked(lambda: draw(shown, args.chart, title))
         print(f"{args.chart}: time to decide of {drawn} tool(s)", file=sys.stderr)
     return 0
+
+
+def _chart_checked(work: Callable[[], _T]) -> _T:
+    try:
+        return work()
+    except ChartUnavailable as error:
+        raise Refused(str(error), BAD_INPUT) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -140,7 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     checked = reviews.add_parser("check", help="warn of rules that cannot match")
     checked.add_argument("policy_file", metavar="POLICY.toml")
     counted = commands.add_parser("stats", help="how decisions went, per channel and tool")
-    counted.add_argument("--since", type=_date, required=True)
+    counted.add_argument(
+        "--since", type=_date, default=None, help=f"default: the last {STATS_DAYS} days"
+    )
     counted.add_argument("--chart", type=Path, default=None, metavar="FILE.png")
     counted.add_argument("--demo", action="store_true", help=demo)
     return parser
@@ -148,26 +177,35 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _command(args)
+    except Refused as refused:
+        print(refused, file=sys.stderr)
+        return refused.code
+    except BrokenPipeError:
+        # A reader that stopped early (`| head`) had what it wanted: no traceback, and
+        # nothing more written at exit to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _command(args: argparse.Namespace) -> int:
     environ: dict[str, str] = dict(os.environ)
     server = None
     if getattr(args, "demo", False):
         try:
             url, server = redis_for_demo(environ, Path.cwd() / DEMO_REDIS_FOLDER)
         except LocalRedisError as error:
-            print(error, file=sys.stderr)
-            return 2
+            raise Refused(str(error), BAD_INPUT) from None
         environ = {"REDIS_KEY_PREFIX": DEMO_KEY_PREFIX, **environ}
         environ.update(REDIS_URL=url, REDIS_TLS_URL="")  # as the demo sets them
     try:
         if args.command == "policy":
             return _review(args, environ)
-        settings = RuntimeSettings.from_environ(environ)
+        settings = _settings(environ)
         if args.command == "stats":
-            return asyncio.run(stats(settings, args))
-        count = asyncio.run(export(settings, args.since))
-    except ValidationError as error:
-        print(describe_settings_error(error, FIXES), file=sys.stderr)
-        return 2
+            return _against_redis(stats(settings, args), settings)
+        count = _against_redis(export(settings, args.since), settings)
     finally:
         if server is not None:
             server.stop()
@@ -175,22 +213,38 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _settings(environ: Mapping[str, str]) -> RuntimeSettings:
+    try:
+        return RuntimeSettings.from_environ(environ)
+    except ValidationError as error:
+        raise Refused("\n".join(settings_problems(error, FIXES)), BAD_INPUT) from None
+
+
+def _against_redis(work: Coroutine[Any, Any, _T], settings: RuntimeSettings) -> _T:
+    """Run `work`; Redis away or refusing is one line naming the setting to check."""
+    try:
+        return asyncio.run(work)
+    except RedisError as error:
+        setting = settings.redis_url_setting
+        detail = str(error).rstrip(".") or type(error).__name__
+        # redis-py's AuthenticationError is a ConnectionError: asked first.
+        if isinstance(error, AuthenticationError | AuthorizationError):
+            raise Refused(f"Redis refused ({detail}): check {setting}.", BAD_INPUT) from None
+        if redis_away(error) is not None:
+            line = f"Redis does not answer ({detail}): start it, or set {setting} to where it runs."
+            raise Refused(line, UNAVAILABLE) from None
+        raise Refused(f"Redis refused ({detail}).", UNAVAILABLE) from None
+
+
 def _review(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     # The processes' own loader, over the same defaults (APPROVERS, ...), reads the file.
-    settings = RuntimeSettings.from_environ({**environ, "POLICY_FILE": args.policy_file})
+    settings = _settings({**environ, "POLICY_FILE": args.policy_file})
     try:
         policy = load_policy(settings)
     except PolicyError as error:
-        print(error, file=sys.stderr)
-        return 2
+        raise Refused(str(error), BAD_INPUT) from None
     if args.review == "backtest":
-        try:
-            count = asyncio.run(replay(settings, policy, args))
-        except BrokenPipeError:
-            # A reader that stopped early (`| head`) had what it wanted: no traceback, and
-            # nothing more written at exit to the closed pipe.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 0
+        count = _against_redis(replay(settings, policy, args), settings)
         print(f"{count} call(s) replayed", file=sys.stderr)
         return 0
     # Only `check` reads the registry: importing it loads the Agents SDK (seconds), which the
@@ -201,8 +255,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     try:
         registry = load_registry(settings.agents)
     except RegistryError as error:
-        print(error, file=sys.stderr)
-        return 2
+        raise Refused(str(error), BAD_INPUT) from None
     found = warnings(policy, args.policy_file, Offered.of(registry))
     for warning in found:
         print(f"warning: {warning}")

@@ -59,7 +59,7 @@ from pydantic import (
 
 from runtime.conditions import CallFacts, Condition
 from runtime.record.deciders import is_group
-from runtime.settings import RuntimeSettings
+from runtime.settings import RuntimeSettings, plain_reason
 
 PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
 AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
@@ -315,7 +315,7 @@ def _read_rules(
         policy = PolicyFile.model_validate(data)
     except ValidationError as error:
         problems = [_describe(problem, text) for problem in error.errors()]
-        raise PolicyError(f"POLICY_FILE={path}: " + "; ".join(problems)) from error
+        raise PolicyError("\n".join(f"POLICY_FILE={path}: {p}" for p in problems)) from error
     for number, rule in enumerate(policy.rule):
         problem = _problem(rule, f"rule {number + 1}", default_approvers)
         if problem is not None:
@@ -364,14 +364,17 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
 
 
 def _describe(problem: object, text: str) -> str:
+    """One of pydantic's problems as one line: where (line, rule, key) and what to write."""
     assert isinstance(problem, dict)
     loc = problem["loc"]
-    if len(loc) >= 2 and loc[0] == "rule" and isinstance(loc[1], int):
+    in_rule = len(loc) >= 2 and loc[0] == "rule" and isinstance(loc[1], int)
+    reason = plain_reason(problem, list((Rule if in_rule else PolicyFile).model_fields))
+    if in_rule:
         key = str(loc[2]) if len(loc) > 2 else None
         where = f"line {_line_of(text, loc[1], key)}: rule {loc[1] + 1}"
         field = f" `{key}`" if key else ""
-        return f"{where}{field}: {problem['msg']}"
-    return f"{'.'.join(str(part) for part in loc) or 'file'}: {problem['msg']}"
+        return f"{where}{field}: {reason}"
+    return f"{'.'.join(str(part) for part in loc) or 'file'}: {reason}"
 
 
 def _line_of(text: str, rule_index: int, key: str | None) -> int:

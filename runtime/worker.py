@@ -40,6 +40,7 @@ from runtime.metrics import MetricsEndpoint
 from runtime.models.journaled import journaled_run_config
 from runtime.models.retries import model_retry
 from runtime.policy import Policy
+from runtime.process.credentials import Credentials
 from runtime.process.readiness import readyz_response
 from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
@@ -179,6 +180,8 @@ class People:
     """Whether a grant's author is still in an approver group; None: grants do not ask."""
     grant_notices: GrantNotices | None = None
     """Tells the thread when a grant approved a call."""
+    credentials: Credentials | None = None
+    """The reporter's (a Slack bot token): refused, work waits (`runtime.process.credentials`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,8 +218,10 @@ def build_worker(
     stops = StopListener(reads=reads or redis, streams=[s.stops for s in storage.keys.shards])
     executor = _executor(settings, storage, agents, people, copies=copies, mcp=mcp, stops=stops)
     router = JobRouter(executor=executor)
-    consumer = _consumer(settings, storage, router, name=name, shutdown=shutdown)
-    pollers = [*_due_set_pollers(storage, people, copies, poll_interval), stops]
+    consumer = _consumer(settings, storage, router, name=name, shutdown=shutdown, people=people)
+    pollers: list[Poller] = [*_due_set_pollers(storage, people, copies, poll_interval), stops]
+    if people.credentials is not None:
+        pollers.append(people.credentials)  # its check at start
     eviction_log = EvictionPolicyLog()
     return Worker(
         consumer=consumer,
@@ -228,7 +233,7 @@ def build_worker(
         redis_setting=settings.redis_url_setting,
         reads=reads,
         shutdown=shutdown,
-        metrics=_metrics(settings, redis, eviction_log),
+        metrics=_metrics(settings, redis, eviction_log, people),
         mcp=mcp.connections if mcp is not None else None,
         eviction_log=eviction_log,
     )
@@ -317,9 +322,11 @@ def _consumer(
     *,
     name: str | None,
     shutdown: ShutdownBudget,
+    people: People,
 ) -> JobConsumer:
     redis, keys = storage.redis, storage.keys
     return JobConsumer(
+        credentials=people.credentials,
         queue=JobQueue(redis, keys, replication=storage.replication, reads=storage.reads),
         consumer=name or consumer_name(),
         handler=router.handle,
@@ -364,20 +371,21 @@ def _due_set_pollers(
             interval=poll_interval or longest_sleep(keys.shard_count),
             wake=shard.due_wake,
             reads=storage.reads,
+            credentials=people.credentials,
         )
         for shard in keys.shards
     ]
 
 
 def _metrics(
-    settings: RuntimeSettings, redis: aioredis.Redis, eviction_log: EvictionPolicyLog
+    settings: RuntimeSettings, redis: aioredis.Redis, evictions: EvictionPolicyLog, people: People
 ) -> MetricsEndpoint | None:
     """`GET /metrics` and `/readyz` on `METRICS_PORT`, when that is set."""
     if not settings.metrics_port:
         return None
 
     async def readyz() -> web.Response:
-        return await readyz_response(redis, eviction_log)
+        return await readyz_response(redis, evictions, people.credentials)
 
     return MetricsEndpoint(port=settings.metrics_port, readyz=readyz)
 

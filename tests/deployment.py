@@ -18,7 +18,7 @@ from runtime.db.keys import JOB_GROUP, Keys
 from runtime.db.local import free_port
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message
-from tests.harness import SIGNING_SECRET, audit_entries, bot_environ, cluster_keys
+from tests.harness import BOT_TOKEN, SIGNING_SECRET, audit_entries, bot_environ, cluster_keys
 from tests.processes import Process, procfile, wait_until_healthy
 from tests.slack_requests import SlackSender
 
@@ -27,7 +27,7 @@ class Deployment:
     """A Slack, a model, and the Procfile's processes, like a small Heroku app."""
 
     def __init__(self, redis_url: str, prefix: str, logs: Path, *, cluster: bool = False) -> None:
-        self.slack = FakeSlack()
+        self.slack = FakeSlack(token=BOT_TOKEN)
         self.model = FakeOpenAI()
         self.redis_url = redis_url
         self.cluster = cluster

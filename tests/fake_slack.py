@@ -53,9 +53,19 @@ class Failure:
     when: Callable[[dict[str, Any]], bool] = lambda args: True
 
 
+TOKEN_ERRORS = ("invalid_auth", "account_inactive", "token_revoked")
+"""What Slack answers, to any method, for a token it does not know, of a deactivated bot or
+workspace, or revoked (an uninstall): HTTP 200 with `ok: false`."""
+
+
 class FakeSlack(LocalSlack):
-    def __init__(self) -> None:
-        super().__init__(message_limit=None)
+    def __init__(self, *, token: str | None = None) -> None:
+        """`token`: the one bot token it knows (another gets `invalid_auth`, as Slack answers);
+        None takes any."""
+        super().__init__(token=token, message_limit=None)
+        self.token_error: str | None = None
+        """While set (`account_inactive`, `token_revoked`), every Web API call is answered
+        with it, as Slack answers once a token is deactivated or revoked."""
         self.calls: list[Call] = []
         self._failures: dict[str, list[Failure]] = {}
         self._runner: web.AppRunner | None = None
@@ -68,6 +78,9 @@ class FakeSlack(LocalSlack):
         self._slow: dict[str, tuple[float, asyncio.Event, Callable[[dict[str, Any]], bool]]] = {}
         self.waiting: dict[str, int] = {}
         """Answers being held by `slow_down`, by method."""
+        self.response_peers: list[object] = []
+        """The client address (host, port) of each `response_url` post: one connection per
+        address, so as many addresses as posts means a connection of its own for each."""
 
     # --- server -------------------------------------------------------------------------------
 
@@ -143,8 +156,21 @@ class FakeSlack(LocalSlack):
         if slow is not None:
             slow[1].set()
 
+    async def handle_response(self, request: web.Request) -> web.Response:
+        self.response_peers.append(
+            request.transport.get_extra_info("peername") if request.transport else None
+        )
+        return await super().handle_response(request)
+
     async def handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        refused = self.token_error
+        if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+            refused = "invalid_auth"
+        if refused is not None:
+            self.calls.append(Call(method, await request_arguments(request), time.time()))
+            await self.notify()
+            return web.json_response({"ok": False, "error": refused})
         release = self._held.get(method)
         if release is not None:
             # Read now (and kept for later): the caller may have given up by then.

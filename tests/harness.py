@@ -38,13 +38,15 @@ from tests.local_server import serve
 from tests.slack_requests import SlackSender
 
 SIGNING_SECRET = "test-signing-secret"
+BOT_TOKEN = "xoxb-test-token"
+"""The bot token the processes get and the fake Slack knows (any other is `invalid_auth`)."""
 
 
 def bot_environ(
     *, slack: FakeSlack, redis_url: str, prefix: str, **overrides: str
 ) -> dict[str, str]:
     return {
-        "SLACK_BOT_TOKEN": "xoxb-test-token",
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
         "SLACK_SIGNING_SECRET": SIGNING_SECRET,
         "SLACK_API_URL": slack.api_url,
         "REDIS_URL": redis_url,
@@ -76,7 +78,7 @@ class Harness:
         """`redis_url` names a node of a Redis Cluster: the processes get `REDIS_CLUSTER=true`."""
         env = {**(env or {}), **({"REDIS_CLUSTER": "true"} if cluster else {})}
         self.keys = cluster_keys(prefix, env) if cluster else Keys(prefix)
-        self.slack = FakeSlack()
+        self.slack = FakeSlack(token=BOT_TOKEN)
         self.model = FakeOpenAI()
         self.env_overrides = env
         self.scripted_model = scripted_model

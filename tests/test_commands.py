@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.console.slack_payloads import ephemeral_click
 from bot.listeners.commands import COMMANDS, parse_command_text
 from bot.words import commands as command_words
 from runtime.db.local import free_port
@@ -52,7 +53,17 @@ AGENTS = ["ops", "helper"]
         ("stats x", "usage", "stats", "x"),
         ("stats of last week", "usage", "stats", "of last week"),
         ("stop r-nonexistent", "usage", "stop", "r-nonexistent"),
-        ("stop", "usage", "stop", ""),
+        ("stop", "did_you_mean", "stop", "stop"),
+        ("cancel", "did_you_mean", "stop", "cancel"),
+        ("stp", "did_you_mean", "stop", "stp"),
+        ("stauts", "did_you_mean", "status", "stauts"),
+        ("hlep", "did_you_mean", "help", "hlep"),
+        ("grant", "did_you_mean", "grants", "grant"),
+        ("Audti", "did_you_mean", "audit", "Audti"),
+        ("cancle", "did_you_mean", "stop", "cancle"),
+        ("deploy", "task", "ops", "deploy"),
+        ("to", "task", "ops", "to"),
+        ("stp the api", "task", "ops", "stp the api"),
         ("Stop: the nginx service", "usage", "stop", "the nginx service"),
         ("cancel r0123456789abcdef", "stop", "", "r0123456789abcdef"),
         ("grants", "grants", "", ""),
@@ -210,3 +221,74 @@ async def test_a_long_task_is_shortened_in_the_threads_first_message(bot: Harnes
     assert root.text.endswith("…")
     assert len(root.text) < 400
     assert (await bot.final_answer(root)).text == f"{len(task)} characters", "the agent gets it all"
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("stp", "`/agent stop <run id>`"),
+        ("stauts", "`/agent status`"),
+        ("hlep", "`/agent help`"),
+        ("grant", "`/agent grants`"),
+        ("stop", "`/agent stop <run id>`"),
+    ],
+)
+async def test_a_mistyped_command_word_asks_what_was_meant_and_starts_nothing(
+    bot: Harness, typed: str, meant: str
+) -> None:
+    status, body = await bot.sender.command(typed)
+    assert status == 200 and body["response_type"] == "ephemeral"
+    assert body["text"].startswith(f"Did you mean {meant}?"), body["text"]
+    assert f"If “{typed}” is a task for *ops*, press *Run as a task*." in body["text"]
+    [button] = [e for b in body["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert button["text"]["text"] == "Run as a task"
+    assert await bot.redis.xlen(bot.keys.jobs) == 0, "not a run"
+    assert bot.slack.roots() == []
+
+
+async def test_stop_without_a_run_id_says_where_the_run_id_is_and_the_status_shows_it(
+    bot: Harness,
+) -> None:
+    bot.model.script = lambda request: [message("done")]
+    root = await bot.start_run("restart the api")
+    await bot.final_answer(root)
+    [status] = bot.slack.status_messages(root.ts)
+    foot = status.blocks[-1]
+    assert foot["type"] == "context"
+    shown = foot["elements"][0]["text"]
+    assert shown.startswith("Run id `r") and len(shown) == len("Run id `r0123456789abcdef`")
+
+    _, body = await bot.sender.command("stop")
+    assert "The run id is at the foot of the run's status message" in body["text"]
+    run = shown.removeprefix("Run id `").removesuffix("`")
+    _, audit = await bot.sender.command(f"audit {run}")
+    assert f"run `{run}`" in audit["text"], "the run id shown is the run's"
+
+
+async def test_run_as_task_starts_the_run_once_as_the_command_would(bot: Harness) -> None:
+    bot.model.script = lambda request: [message(f"ops got: {request.task}")]
+    _, body = await bot.sender.command("stp", trigger_id="1234.5678.trigger")
+    [button] = [e for b in body["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+    for click in ("t-first", "t-second"):  # a double click
+        payload = ephemeral_click(
+            channel="CGENERAL",
+            message_ts="1700000000.000900",
+            action={**button, "block_id": "did_you_mean"},
+            user=bot.sender.user("UALICE"),
+            response_url=bot.slack.response_url("UALICE"),
+            trigger_id=click,
+        )
+        status, _ = await bot.sender.interact(payload)
+        assert status == 200
+
+    [root] = await bot.slack.wait_for(lambda: bot.slack.roots(), what="root")
+    assert root.text == "<@UALICE> asked *ops*: stp"
+    assert (await bot.final_answer(root)).text == "ops got: stp"
+    answers = await bot.slack.wait_for(
+        lambda: [r for r in bot.slack.responses if r.get("replace_original")], what="answer"
+    )
+    assert answers[0]["text"].startswith("Starting *ops* on your task…")
+    trail = await bot.audit_until("finished")
+    assert [e["event"] for e in trail].count("started") == 1, "two clicks, one run"
+    assert len(bot.slack.roots()) == 1

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from runtime.calls.digest import call_digest
+from runtime.decisions.edits import NOT_EDITABLE
 from runtime.examples.ops import REFUNDS
 from tests import agents
 from tests.conftest import with_env
+from tests.fake_openai import ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
@@ -82,10 +84,15 @@ async def test_an_invalid_edit_comes_back_in_the_modal_and_records_nothing(bot: 
     answer = await submit(bot, modal, '{"user_id": ', user="UBOB")
     assert answer["response_action"] == "errors"
     assert answer["errors"]["arguments"].startswith("This is not valid JSON (line 1)")
+    # Plain sentences: a modal's error shows no Markdown, and no Python quoting.
     answer = await submit(bot, modal, '{"user": "u-101"}', user="UBOB")
-    assert "'user_id' is a required property" in answer["errors"]["arguments"]
+    assert answer["errors"]["arguments"] == "user_id is missing: the tool needs it."
     answer = await submit(bot, modal, '{"user_id": 7}', user="UBOB")
-    assert answer["errors"]["arguments"] == "`user_id`: 7 is not of type 'string'"
+    assert answer["errors"]["arguments"] == "user_id must be text in quotes, not 7."
+    answer = await submit(bot, modal, '{"user_id": "u-1", "user_idd": "u-2"}', user="UBOB")
+    assert answer["errors"]["arguments"] == (
+        "The tool has no argument user_idd. Did you mean user_id?"
+    )
 
     run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
     fields: Any = await bot.redis.hkeys(bot.keys.run(run_id))
@@ -250,3 +257,36 @@ async def test_an_edited_call_is_previewed_again_before_it_runs(bot: Harness) ->
     [entry] = [e for e in trail if e["event"] == "edited"]
     assert entry["digest"] == call_digest("refund_order", edited)
     assert [e["tool"] for e in trail if e["event"] == "executed"] == ["refund_order"]
+
+
+def tune_then_answer(request: ModelRequest) -> list[dict[str, object]]:
+    if not request.tool_outputs:
+        return [tool_call("tune", {"level": 3}, "call_tune")]
+    return [message("tuned")]
+
+
+@with_env(AGENTS="tests.schema_agents:REGISTRY")
+async def test_a_tool_whose_schema_is_invalid_cannot_be_edited_and_nothing_escapes(
+    bot: Harness,
+) -> None:
+    bot.model.script = tune_then_answer
+    root = await bot.start_run("tune it")
+    [card] = await bot.cards(root, 1)
+    assert edit_button(card) is None
+    assert "This tool's arguments cannot be edited: its schema is invalid" in card.all_text()
+
+    # A submission all the same (a card drawn before, a hand-made payload): refused in the
+    # modal, in words, and nothing recorded; the listener does not fail.
+    run_id, approval_id, digest = str(card.actions()[0]["value"]).split(":")
+    metadata = {"run_id": run_id, "approval_id": approval_id, "channel": card.channel}
+    modal = {
+        "callback_id": "edit_arguments",
+        "private_metadata": json.dumps({**metadata, "digest": digest}),
+    }
+    answer = await submit(bot, modal, '{"level": 5}', user="UBOB")
+    assert answer == {"response_action": "errors", "errors": {"arguments": NOT_EDITABLE}}
+    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.final_answer(root)
+    assert agents.EXECUTIONS == [("tune", {"level": 3})]

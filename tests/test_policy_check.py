@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from runtime.review.check import glob_covers, globs_meet
+from runtime.review.when_check import when_problems
 from tests.processes import ROOT
 
 PROPOSAL = """
@@ -80,6 +81,66 @@ def test_the_demos_policy_has_no_warnings(tmp_path: Path) -> None:
         0,
         f"{tmp_path / 'demo.toml'}: 2 rule(s), 0 warning(s)\n",
     )
+
+
+WHEN = """
+[[rule]]
+tool = "delete_user"
+when = "args.user_idd == 'u-1'"
+auto = "approve"
+
+[[rule]]
+tool = "refund_order"
+name = "odd"
+when = "args.order_id > 3 || args.amount_cents > '100'"
+approvers = ["U0LEAD"]
+
+[[rule]]
+tool = "refund_order"
+when = "args.amount_cents > 100000 && has(args.order_id)"
+approvers = ["U0LEAD"]
+
+[[rule]]
+tool = "*"
+when = "args.service == 'api'"
+approvers = ["U0LEAD"]
+"""
+
+
+def test_a_when_that_would_fail_on_its_tools_arguments_is_a_warning_on_its_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "when.toml"
+    done = check(path, WHEN)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"warning: {path}:4: `args.user_idd`: `delete_user` has no argument `user_idd`; "
+        "did you mean `user_id`?",
+        f"warning: {path}:10: `args.order_id > 3` compares `args.order_id`, a string in "
+        "`refund_order`, with a number: CEL does not convert between them, so the rule cannot "
+        "be evaluated.",
+        f"warning: {path}:10: `args.amount_cents > '100'` compares `args.amount_cents`, a "
+        "number in `refund_order`, with a string: CEL does not convert between them, so the "
+        "rule cannot be evaluated.",
+        f"warning: {path}:20: `args.service`: `list_users`, `delete_user`, `respond_spanish`, "
+        "`refund_order`, `get_user_name` have no argument `service`.",
+        f"{path}: 4 rule(s), 4 warning(s)",
+    ]
+
+
+def test_a_when_is_checked_by_the_cel_evaluator_where_no_literal_shows_the_types() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tags": {"type": "array"}},
+        "additionalProperties": False,
+    }
+    [problem] = when_problems("args.name + 1 > 2", {"tag": schema})
+    assert problem == (
+        "it cannot be evaluated on `tag`'s arguments (`args.name` a string): "
+        "Unsupported operation: string + int."
+    )
+    assert when_problems("args.name.size() > 2 && 'x' in args.tags", {"tag": schema}) == []
+    assert when_problems('"args.nope" == tool', {"tag": schema}) == [], "a string, not a field"
 
 
 def test_an_invalid_file_exits_2_with_its_line(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ def test_no_policy_file_means_the_environment_decides() -> None:
         ),
         pytest.param(
             '[[rule]]\ntool = "a"\nanyone = true\nexternal = "sometimes"\n',
-            "line 4: rule 1 `external`: Input should be a valid boolean",
+            "line 4: rule 1 `external`: must be true or false, without quotes",
             id="external-not-a-boolean",
         ),
         pytest.param(
@@ -170,3 +170,25 @@ def test_only_members_of_the_workspace_decide_unless_the_policy_says_otherwise(
     assert allowed.rule_for("restart_service", "ops").external is True
     assert allowed.rule_for("anything", "ops").external is True
     assert allowed.rule_for("delete_user", "ops").external is False, "the rule wins"
+
+
+def test_each_problem_is_one_line_with_its_line_field_and_what_to_write(tmp_path: Path) -> None:
+    text = (
+        '[[rule]]\ntool = "delete_user"\nqorum = 2\n\n'
+        '[[rule]]\ntool = "restart_service"\nquorum = "two"\nwhen = "args.force &&"\n'
+        'auto = "yes"\n\n[[rule]]\napprovers = "U0LEAD"\n'
+    )
+    with pytest.raises(PolicyError) as raised:
+        policy_from(tmp_path, text)
+    where = f"POLICY_FILE={tmp_path / 'policy.toml'}"
+    assert str(raised.value).splitlines() == [
+        f"{where}: line 3: rule 1 `qorum`: unknown key; did you mean `quorum`?",
+        f"{where}: line 7: rule 2 `quorum`: must be a whole number, without quotes",
+        f'{where}: line 9: rule 2 `auto`: must be "approve" or "reject"',
+        f"{where}: line 8: rule 2 `when`: at 1:14: Syntax error: mismatched input '<EOF>'",
+        f"{where}: line 11: rule 3 `tool`: missing: every rule names its tool (a glob), e.g. "
+        'tool = "delete_*"',
+        f'{where}: line 12: rule 3 `approvers`: must be a list in brackets, e.g. ["U024BE7LH"]',
+    ]
+    for noise in ("Value error", "Input should", "input_value", "For further information"):
+        assert noise not in str(raised.value)

@@ -91,7 +91,7 @@ def _linked_with_openssl(binary: str) -> bool:
 def heroku_like(url: str, **more: str) -> dict[str, str]:
     """Heroku sets both URLs; the TLS one wins."""
     return {
-        "SLACK_BOT_TOKEN": "x",
+        "SLACK_BOT_TOKEN": "xoxb-x",
         "SLACK_SIGNING_SECRET": "y",
         "REDIS_URL": "redis://127.0.0.1:1/0",
         "REDIS_TLS_URL": url,

@@ -35,9 +35,9 @@ async def test_a_reply_enqueued_for_a_newer_worker_waits_for_one_and_is_not_drop
     deployment.model.script = counts_the_turns
     await deployment.web()
     new_worker = deployment.worker("worker.1")
-    root = await deployment.start_run("hello")
+    root = await deployment.start_run("say hello")
     [first] = await deployment.final_answers(root)
-    assert first.text == "turn 1: hello"
+    assert first.text == "turn 1: say hello"
     new_worker.signal(signal.SIGTERM)
     assert await new_worker.wait(timeout=30) == 0, new_worker.log()
 

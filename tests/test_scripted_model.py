@@ -55,7 +55,7 @@ def test_intents_are_read_from_the_task(task: str, expected: list[tuple[str, obj
 def test_the_script_serves_only_the_example_agents_without_a_key(
     environ: dict[str, str], scripted: bool
 ) -> None:
-    settings = load_settings({"SLACK_BOT_TOKEN": "x", "SLACK_SIGNING_SECRET": "y", **environ})
+    settings = load_settings({"SLACK_BOT_TOKEN": "xoxb-x", "SLACK_SIGNING_SECRET": "y", **environ})
     assert uses_scripted_model(settings) is scripted
     assert (model_run_config(settings) is not None) is scripted
 

@@ -104,3 +104,12 @@ def test_the_console_makes_up_its_own_credentials() -> None:
     settings = load_settings(values)
     assert settings.slack_bot_token.get_secret_value() == CONSOLE_BOT_TOKEN
     assert settings.slack_app_token is None
+
+
+@pytest.mark.parametrize("value", ["true", "t", "y", "YES", "1", "on", "f", "no", "0", "off"])
+def test_console_is_true_or_false_to_its_defaults_as_to_the_settings(value: str) -> None:
+    """One reading of a boolean: `CONSOLE=t` is true to pydantic, so to the console's too."""
+    values = with_console_defaults({"CONSOLE": value})
+    settings = load_settings({**REQUIRED, **values})
+    assert (values.get("SLACK_BOT_TOKEN") == CONSOLE_BOT_TOKEN) is settings.console
+    assert settings.console is (value.lower() in {"true", "t", "y", "yes", "1", "on"})

@@ -97,3 +97,16 @@ async def test_messages_arrive_in_order_through_429s_and_5xx(bot: Harness) -> No
     ], thread
     assert "delete_user" in thread[1] and "restart_service" in thread[2]
     assert answer.text == "both done"
+
+
+async def test_posts_to_a_response_url_share_the_process_s_connections(bot: Harness) -> None:
+    """Each `response_url` post went through a session (and a connection) of its own."""
+    for n in range(4):
+        bot.slack.fail_next("chat.postMessage", 200, {"ok": False, "error": "not_in_channel"})
+        told = len(bot.slack.responses)
+        status, _ = await bot.sender.command(f"delete u-10{n}", channel="CNOTIN")
+        assert status == 200
+        await bot.slack.wait_for(lambda: len(bot.slack.responses) > told, what="told")  # noqa: B023
+        assert "can't post in <#CNOTIN>" in bot.slack.responses[-1]["text"]
+    assert len(bot.slack.response_peers) == 4
+    assert len(set(bot.slack.response_peers)) < 4, "connections kept and reused"

@@ -3,6 +3,7 @@ an `app_mention` starts a run, and a reply while the run still waits starts noth
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bot.words import threads as words
 from runtime.jobs.contracts import JOB, Conversation, StartJob, new_run_id
 from tests import agents
-from tests.conftest import on_cluster_too
+from tests.conftest import on_cluster_too, with_env
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -64,7 +65,7 @@ async def test_a_reply_in_the_thread_sees_the_earlier_turns_and_its_card_lands_t
     bot: Harness,
 ) -> None:
     bot.model.script = remembers_then_deletes
-    root = await bot.start_run("hello")
+    root = await bot.start_run("say hello")
     [first] = await answers(bot, root, 1)
     assert first.text == "turn 1"
     roots = len(bot.slack.roots())
@@ -74,7 +75,7 @@ async def test_a_reply_in_the_thread_sees_the_earlier_turns_and_its_card_lands_t
     [card] = await bot.cards(root, 1)
     assert card.thread_ts == root.ts, "the reply's run asks in the same thread"
     assert said_before(bot.model.requests[-1]) == [
-        ("user", "hello"),
+        ("user", "say hello"),
         ("assistant", "turn 1"),
         ("user", "now delete u-100"),
     ]
@@ -139,8 +140,36 @@ async def test_a_flood_of_replies_while_the_run_waits_gets_one_notice(bot: Harne
     assert [entry["event"] for entry in trail].count("started") == 1
 
 
+@with_env(CONVERSATION_TTL_SECONDS="60")
+async def test_a_reply_after_a_card_that_waited_longer_than_the_ttl_continues_the_thread(
+    bot: Harness,
+) -> None:
+    """The thread's time to live counts from its last turn, not from the run's start."""
+    bot.model.script = remembers_then_deletes
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    thread = bot.keys.thread(f"{root.channel}:{root.ts}")
+    # The card waits past the minute: what Redis does to the thread's keys by then, at once.
+    assert await bot.redis.pexpire(thread, 1)
+    for _ in range(100):
+        if not await bot.redis.exists(thread):
+            break
+        await asyncio.sleep(0.01)
+    assert not await bot.redis.exists(thread)
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    [answer] = await answers(bot, root, 1)
+    assert answer.text == "done: deleted u-100"
+    assert 0 < await bot.redis.ttl(thread) <= 60, "remembered again with the turn"
+
+    status, _ = await bot.sender.event(reply(root, "hello again", user="UCAROL"))
+    assert status == 200
+    [_, again] = await answers(bot, root, 2)
+    assert again.text == "turn 3", "a new run, with the earlier turn as its history"
+
+
 async def test_a_bots_message_and_an_edit_in_the_thread_start_nothing(bot: Harness) -> None:
-    root = await bot.start_run("hello")
+    root = await bot.start_run("say hello")
     await answers(bot, root, 1)
     await bot.sender.event({**reply(root, "beep", user="UBOT"), "bot_id": "B1"})
     await bot.sender.event({**reply(root, "edited", user="UBOB"), "subtype": "message_changed"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.words import choices as choice_messages
-from runtime.decisions import argument_changes, pretty_arguments
+from runtime.decisions import argument_changes, pretty_arguments, schema_checks
 from runtime.record import PendingCall
 
 Block = dict[str, Any]
@@ -22,16 +22,26 @@ INPUT_LIMIT = 3000
 
 
 def editable(call: PendingCall) -> bool:
-    """Edit is offered where the policy allows it, the arguments fit Slack's input, and the
-    tool takes arguments at all (a schema without properties leaves nothing to edit)."""
+    """Edit is offered where the policy allows it, the arguments fit Slack's input, the tool's
+    schema can be checked, and the tool takes arguments at all (a schema without properties
+    leaves nothing to edit)."""
     schema = call.params_schema
     takes_nothing = schema is not None and not schema.get("properties")
     fits = len(pretty_arguments(call.shown_arguments)) <= INPUT_LIMIT
-    return call.allow_edit and fits and not takes_nothing
+    return call.allow_edit and fits and not takes_nothing and schema_checks(schema)
 
 
 def add_edit_button(blocks: list[Block], value: str, call: PendingCall) -> None:
-    """Put **Edit** beside the arguments of an open card, where the policy allows it."""
+    """Put **Edit** beside the arguments of an open card, where the policy allows it; where it
+    does but the tool's schema is invalid (no edit could be checked), say so instead."""
+    if call.allow_edit and not schema_checks(call.params_schema):
+        at = next(
+            (n + 1 for n, b in enumerate(blocks) if b.get("block_id") == ARGUMENTS_BLOCK),
+            len(blocks),
+        )
+        note = {"type": "mrkdwn", "text": choice_messages.EDIT_SCHEMA_INVALID}
+        blocks.insert(at, {"type": "context", "elements": [note]})
+        return
     if not editable(call):
         return
     for block in blocks:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement, ContextBlock, SectionBlock
+from slack_sdk.models.blocks.basic_components import MarkdownTextObject
 
 from bot.blocks.batch import batch_buttons
+from bot.words import commands as command_words
 from bot.words import runs as messages
 from runtime.reporter import Activity
 
@@ -87,7 +89,8 @@ def status_text(activity: Activity) -> str:
 def status_blocks(
     run_id: str, text: str, state: str, *, batch: bool = False
 ) -> list[dict[str, Any]]:
-    """`batch`: two or more calls wait that may be decided at once (`Activity.batchable`)."""
+    """`batch`: two or more calls wait that may be decided at once (`Activity.batchable`).
+    The run id at the foot is what `/agent stop` and `/agent audit` take."""
     blocks: list[Any] = [SectionBlock(text=text)]
     if state in ALIVE_STATES:
         stop = ButtonElement(
@@ -95,4 +98,6 @@ def status_blocks(
         )
         extra = batch_buttons(run_id) if batch and state == "waiting" else []
         blocks.append(ActionsBlock(elements=[*extra, stop]))
+    run_id_text = MarkdownTextObject(text=command_words.run_id_line(run_id))
+    blocks.append(ContextBlock(elements=[run_id_text]))
     return [block.to_dict() for block in blocks]

@@ -15,13 +15,17 @@ from typing import Any
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.blocks.commands import did_you_mean_blocks
 from bot.listeners.grants import GrantActions
+from bot.listeners.near_misses import nearest
 from bot.listeners.requesters import Requesters
 from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
-from bot.slack.payloads import SlashCommand
+from bot.slack.client import response_url, send_later
+from bot.slack.payloads import EphemeralClick, SlashCommand, TaskOffer
 from bot.words import audit as audit_messages
 from bot.words import commands as command_words
 from bot.words import runs as messages
@@ -30,6 +34,7 @@ from runtime.audit import AuditTrail
 from runtime.db import NotReplicated
 from runtime.jobs import Conversation, JobQueue, StartJob, new_run_id
 from runtime.mcp import McpListings
+from runtime.process import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +44,8 @@ _AGENT_PREFIX = re.compile(r"^\s*([A-Za-z0-9_.\-]{1,64})\s*:\s*(.*)$", re.DOTALL
 # The first word, when it stands alone or before a colon: a command word there is always the
 # command, so `stop r-typo` is told how to write it, never run as the task "stop r-typo".
 _FIRST_WORD = re.compile(r"^([A-Za-z]+)(?:\s*:?\s+|\s*:\s*|$)(.*)$", re.DOTALL)
+# A task of one word only (`stp`, `stauts`) is checked against the command words.
+_ONE_WORD = re.compile(r"[A-Za-z]+")
 _RUN_ID = r"r[0-9a-f]{16}"
 _IS_RUN_ID = re.compile(rf"^{_RUN_ID}$")
 # What each command takes after its word (the whole rest must match; group 1 is the argument).
@@ -62,8 +69,9 @@ AUDIT_WINDOW_SECONDS = 3600.0
 class ParsedCommand:
     kind: str
     """A command's name (`help`, `status`, `stop`, `grants`, `audit`, `stats`); `usage` (a
-    command word
-    followed by what it does not take: `agent` names the command); `unknown_agent`;
+    command word followed by what it does not take: `agent` names the command);
+    `did_you_mean` (one word near a command word, or a command word without the argument it
+    needs: `agent` names the command, `task` is the word as typed); `unknown_agent`;
     `empty_task` (an agent named with nothing to do); or `task`."""
     agent: str = ""
     task: str = ""
@@ -77,11 +85,15 @@ def parse_command_text(text: str, agents: list[str]) -> ParsedCommand:
     words = COMMANDS.get(first.group(1).lower()) if first is not None else None
     if first is not None and words is not None:
         rest = first.group(2).strip()
+        if not rest and words.arguments.startswith("<"):
+            return ParsedCommand("did_you_mean", words.name, stripped)
         taken = _TAKES[words.name].fullmatch(rest)
         if taken is None or _too_many(words, rest):
             return ParsedCommand("usage", words.name, rest)
         argument = taken.group(1) if taken.re.groups else ""
         return ParsedCommand(words.name, task=argument or "")
+    if _ONE_WORD.fullmatch(stripped) and (near := nearest(stripped, COMMANDS)) is not None:
+        return ParsedCommand("did_you_mean", COMMANDS[near].name, stripped)
     match = _AGENT_PREFIX.match(stripped)
     if match is None:
         return ParsedCommand("task", agents[0], stripped)
@@ -116,6 +128,9 @@ class AgentCommand:
     stats: ChannelStatsAnswer
     requesters: Requesters
     """Who may start a run (`EXTERNAL_REQUESTERS`)."""
+    client: AsyncWebClient
+    """Its HTTP session carries the posts to a click's `response_url`."""
+    tasks: TaskSet
     mcp_listings: McpListings | None = None
     """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
 
@@ -131,7 +146,55 @@ class AgentCommand:
             text, blocks = await self.grants.listing(command.channel_id)
             await ack(response_type="ephemeral", text=text, blocks=blocks or None)
             return
+        if parsed.kind == "did_you_mean":
+            await self._did_you_mean(ack, command, parsed)
+            return
         await _reply(ack, await self._answer(command, parsed))
+
+    async def _did_you_mean(
+        self, ack: AsyncAck, command: SlashCommand, parsed: ParsedCommand
+    ) -> None:
+        """Ask, privately, with **Run as a task** for the rare task of one such word."""
+        agent = self.agents[0]
+        text = command_words.command_did_you_mean(
+            command.command, COMMANDS[parsed.agent], parsed.task, agent
+        )
+        offer = TaskOffer(
+            command=command.command, agent=agent, task=parsed.task, trigger=command.trigger_id
+        )
+        blocks = did_you_mean_blocks(text, offer.model_dump_json())
+        await ack(response_type="ephemeral", text=text, blocks=blocks)
+
+    async def on_run_as_task(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """**Run as a task**: start the run the command would have started, as `/agent` does."""
+        await ack()
+        try:
+            click = EphemeralClick.model_validate(body)
+            offer = TaskOffer.model_validate_json(click.action.value)
+        except ValidationError:
+            log.warning("run-as-task click with an invalid payload refused")
+            return
+        if offer.agent not in self.agents:
+            log.warning("run-as-task click for an unknown agent refused")
+            return
+        command = SlashCommand(
+            command=offer.command,
+            text=offer.task,
+            user_id=click.user.id,
+            user_name=click.user.display,
+            channel_id=click.channel.id,
+            trigger_id=offer.trigger,
+            response_url=click.response_url,
+        )
+        text = await self._start(command, offer.agent, offer.task)
+        if click.response_url is not None:
+            # Started: the answer replaces the question, and its button with it. Not started
+            # (Redis away): said beside it, and the button still works.
+            started = text == messages.command_starting(offer.agent)
+            answer = response_url(click.response_url, self.client).send(
+                text=text, response_type="ephemeral", replace_original=started
+            )
+            send_later(self.tasks, answer, "run-as-task answer")
 
     async def _answer(self, command: SlashCommand, parsed: ParsedCommand) -> str:
         """What to answer a command that is answered in words alone (a task: once enqueued)."""

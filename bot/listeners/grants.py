@@ -20,10 +20,10 @@ from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.blocks.grants import grants_listing_blocks
 from bot.listeners.approvals import ApprovalActions
+from bot.slack.client import response_url as response_url_client
 from bot.slack.client import send_later
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Payload
@@ -167,7 +167,7 @@ class GrantActions:
     async def _relist(self, channel: str, response_url: str) -> None:
         text, blocks = await self.listing(channel)
         try:
-            await AsyncWebhookClient(response_url, timeout=10).send(
+            await response_url_client(response_url, self.client).send(
                 text=text, blocks=blocks or None, replace_original=True, response_type="ephemeral"
             )
         except (ClientError, TimeoutError) as error:

@@ -20,6 +20,7 @@ from bot.blocks.cards import (
     ACTION_VIEW_ARGUMENTS,
     REJECT_CALLBACK,
 )
+from bot.blocks.commands import ACTION_RUN_AS_TASK
 from bot.blocks.confirmations import CONFIRM_CALLBACK
 from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
 from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
@@ -62,6 +63,7 @@ class Listeners:
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.command(re.compile(r"^/.*"))(listeners.command)
+    bolt.action(ACTION_RUN_AS_TASK)(listeners.command.on_run_as_task)
     approvals, grants, edits = listeners.approvals, listeners.grants, listeners.edits
     bolt.action(ACTION_APPROVE)(approvals.on_approve)
     bolt.action(ACTION_APPROVE_ALWAYS)(approvals.on_approve)

@@ -10,7 +10,6 @@ from aiohttp import ClientError
 from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
@@ -18,6 +17,8 @@ from bot.blocks.status import status_blocks, status_text
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
+from bot.slack.bot_token import REFUSED
+from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
 from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
@@ -74,7 +75,7 @@ class SlackReporter:
         if not url:
             return
         try:
-            await AsyncWebhookClient(url, timeout=10).send(
+            await response_url(url, self._client).send(
                 text=text, response_type="ephemeral", replace_original=False
             )
         except (ClientError, TimeoutError):
@@ -85,7 +86,12 @@ class SlackReporter:
         blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
         try:
             return await self._update_or_post(run, message_id, text, blocks, "its status message")
-        except (SlackApiError, ClientError, TimeoutError):
+        except SlackApiError as error:
+            if error.response.get("error") in REFUSED:
+                raise  # the token, not the message: the run waits for it (`runtime.jobs`)
+            log.warning("run %s: status message not updated", run.run_id, exc_info=True)
+            return message_id or ""
+        except (ClientError, TimeoutError):
             # The status message is a courtesy; the run goes on without it.
             log.warning("run %s: status message not updated", run.run_id, exc_info=True)
             return message_id or ""

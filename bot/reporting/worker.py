@@ -7,7 +7,8 @@ import redis.asyncio as aioredis
 from agents import RunConfig
 
 from bot.reporting.grant_notices import DirectoryMembership, SlackGrantNotices
-from bot.settings import Settings
+from bot.settings import FIXES, Settings
+from bot.slack.bot_token import BotToken
 from bot.wiring import slack_parts
 from runtime.db import Keys
 from runtime.grants import GrantStore
@@ -15,6 +16,11 @@ from runtime.models import model_run_config
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
 from runtime.worker import Agents, People, Worker, build_worker
+
+WORKER_FIX = (
+    f"{FIXES['SLACK_BOT_TOKEN']} Meanwhile nothing is posted and runs wait where they are; "
+    "none is lost."
+)
 
 
 def slack_worker(
@@ -44,6 +50,10 @@ def slack_worker(
             reach=parts.reach,
             membership=DirectoryMembership(parts.directory),
             grant_notices=SlackGrantNotices(parts.client, GrantStore(redis, Keys.of(settings))),
+            # The console's Slack is the web process itself, and its token its own.
+            credentials=None
+            if settings.console
+            else BotToken(parts.client, links=parts.links, members=None, fix=WORKER_FIX),
         ),
         name=name,
         poll_interval=poll_interval,

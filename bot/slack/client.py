@@ -14,6 +14,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.slack.call_counter import SlackCallCounter
 from runtime.process import TaskSet
@@ -71,6 +72,16 @@ def directory_client(
     return AsyncWebClient(
         token=token, base_url=base_url, session=session, timeout=2, retry_handlers=[]
     )
+
+
+RESPONSE_URL_SECONDS = 10
+
+
+def response_url(url: str, client: AsyncWebClient) -> AsyncWebhookClient:
+    """A `response_url` (an answer to a command or a click, seen by one person), posted to
+    through `client`'s HTTP session, the process's shared one: without it slack_sdk opens and
+    closes a session, and a connection, for every post."""
+    return AsyncWebhookClient(url, timeout=RESPONSE_URL_SECONDS, session=client.session)
 
 
 def send_later(tasks: TaskSet, work: Coroutine[Any, Any, Any], name: str) -> None:

@@ -98,6 +98,25 @@ class ButtonClick(_Click):
     container: _Container
 
 
+class EphemeralClick(_Click):
+    """A click on a button of a message only its reader sees (an answer to `/agent`): Slack
+    sends no message with it, and a `response_url` to redraw it by."""
+
+    channel: _Channel
+    response_url: str | None = Field(None, pattern=r"^https?://", max_length=2048)
+
+
+class TaskOffer(_Payload):
+    """What **Run as a task** carries from the "Did you mean …?" answer to its click: the
+    command as typed and the agent it goes to. The run's id is made from the command's trigger
+    id, as the command's own would have been, so a second click is the same run."""
+
+    command: str = Field(max_length=64)
+    agent: str = Field(max_length=64)
+    task: str = Field(min_length=1, max_length=200)
+    trigger: str = Field(max_length=256)
+
+
 class _ViewContainer(_Payload):
     type: Literal["view"]
     view_id: str | None = Field(None, max_length=64)

@@ -23,10 +23,9 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.home.routes import run_home_watch
-from bot.home.watch import HomeWatch
 from bot.settings import FIXES, Settings
 from bot.slack.bodies import MAX_BODY_CHARS, RefusedBody, read_body
-from bot.web.bolt import build_bolt
+from bot.web.bolt import WebSlack, build_bolt
 from bot.web.in_flight import InFlight
 from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
@@ -106,7 +105,7 @@ async def create_web_app(
     reads = blocking_reads_redis(settings)
     home_redis = home_tab_redis(settings)
     shutdown = _shutdown_budget(app, settings)
-    home_watch = _serve_slack(
+    slack = _serve_slack(
         app,
         settings,
         redis=redis,
@@ -117,14 +116,20 @@ async def create_web_app(
         tasks=tasks,
     )
     app.router.add_get("/healthz", healthz)
-    run_home_watch(app, replace(home_watch, reads=reads))
+    run_home_watch(app, replace(slack.home_watch, reads=reads))
     eviction_log = _watch_redis(app, settings, redis)
     socket = None
     if settings.slack_app_token is not None and not settings.console:
         token = settings.slack_app_token.get_secret_value()
         socket = add_socket_mode(app, app[BOLT], token, fix=FIXES["SLACK_APP_TOKEN"])
     add_operations(
-        app, redis=redis, keys=Keys.of(settings), eviction_log=eviction_log, socket=socket
+        app,
+        redis=redis,
+        keys=Keys.of(settings),
+        eviction_log=eviction_log,
+        socket=socket,
+        # The console's Slack is this process, and its token its own.
+        credentials=None if settings.console else slack.bot_token,
     )
     if settings.console:
         _add_console(app, settings, session=session, redis=redis, agent_names=agent_names)
@@ -146,9 +151,9 @@ def _serve_slack(
     agent_names: list[str],
     policy: Policy,
     tasks: TaskSet,
-) -> HomeWatch:
+) -> WebSlack:
     """Slack's requests at /slack/events, checked and handed to Bolt; returns the Home tabs'
-    watcher, for `run_home_watch`."""
+    watcher (for `run_home_watch`) and the token's check with them."""
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
@@ -166,7 +171,7 @@ def _serve_slack(
     app.router.add_post("/slack/events", slack_events)
     if not settings.console:  # the console's Slack is this process, and its token is its own
         _check_in_background(app, slack.bot_token.check)
-    return slack.home_watch
+    return slack
 
 
 def _check_in_background(

@@ -232,6 +232,8 @@ def _listeners(
         stats=ChannelStatsAnswer(
             audit=AuditTrail(redis, keys), quick_approval_seconds=settings.quick_approval_seconds
         ),
+        client=client,
+        tasks=tasks,
     )
     return Listeners(
         command=command,

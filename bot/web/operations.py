@@ -2,7 +2,8 @@
 
 `/healthz` (`bot.web.app`) stays the liveness check: the process answers and Redis pings. `/readyz`
 also wants the run record's scripts in Redis's cache and a Redis that never evicts keys
-(`runtime.process.readiness`), and in Socket Mode a connection to Slack (`socket_mode`).
+(`runtime.process.readiness`), a bot token Slack does not refuse (`bot.slack.bot_token`), and in
+Socket Mode a connection to Slack (`socket_mode`).
 `/metrics` is this process's counters (`runtime.metrics`) plus what Redis holds right now
 (`runtime.record.gauges`).
 """
@@ -19,7 +20,7 @@ from redis.exceptions import RedisError
 from bot.web.socket_mode import SocketModeConnection, SocketState
 from runtime.db import EvictionPolicyLog, Keys
 from runtime.metrics import Scrape, metrics_response
-from runtime.process import check_readiness
+from runtime.process import Credentials, check_readiness, with_credentials
 from runtime.record import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,8 @@ class Operations:
     """The process's: also told at start (`bot.web.app`), so a probe repeats no line."""
     socket: SocketModeConnection | None = None
     """In Socket Mode, ready only once connected (`bot.web.socket_mode`)."""
+    credentials: Credentials | None = None
+    """The bot token: not ready while Slack refuses it (`bot.slack.bot_token`)."""
 
     async def metrics(self, request: web.Request) -> web.Response:
         snapshot: StateSnapshot | None
@@ -51,6 +54,8 @@ class Operations:
             body["socket_mode"] = str(state)
             if state is not SocketState.CONNECTED:
                 body["ok"] = ready = False
+        if not await with_credentials(body, self.credentials):
+            ready = False
         return web.json_response(body, status=200 if ready else 503)
 
 
@@ -61,9 +66,14 @@ def add_operations(
     keys: Keys,
     eviction_log: EvictionPolicyLog | None = None,
     socket: SocketModeConnection | None = None,
+    credentials: Credentials | None = None,
 ) -> None:
     operations = Operations(
-        redis=redis, keys=keys, eviction_log=eviction_log or EvictionPolicyLog(), socket=socket
+        redis=redis,
+        keys=keys,
+        eviction_log=eviction_log or EvictionPolicyLog(),
+        socket=socket,
+        credentials=credentials,
     )
     app.router.add_get("/metrics", operations.metrics)
     app.router.add_get("/readyz", operations.readyz)

@@ -95,7 +95,7 @@ EDIT_LABEL = "Arguments (JSON)"
 
 def edit_under_stricter_rule(when: str | None, approvers: list[str], quorum: int) -> str:
     """An edit whose arguments fall under a stricter rule than the call's (modal error: plain)."""
-    rule = f"the rule `{when}`" if when else "a stricter rule"
+    rule = f"the rule “{when}”" if when else "a stricter rule"
     if not approvers:
         who = "it is blocked"
     else:
@@ -153,6 +153,10 @@ def confirm_wrong(name: str) -> str:
 
 
 EDIT_NOT_OFFERED = "Editing is not allowed for this call, so nothing was recorded."
+EDIT_SCHEMA_INVALID = (
+    "_This tool's arguments cannot be edited: its schema is invalid, so an edit could not be "
+    "checked._"
+)
 EDIT_STALE = (
     "Someone changed these arguments after you opened the editor, so nothing was recorded. "
     "Look at the card again."

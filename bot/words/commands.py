@@ -41,7 +41,7 @@ STOP = CommandWords(
     arguments="<run id>",
     summary="stop a run: nothing more runs (`cancel` works too)",
     takes="a run id",
-    hint="The run id is on the run's status message and in `/agent status`.",
+    hint="The run id is at the foot of the run's status message and in `/agent status`.",
 )
 GRANTS = CommandWords(name="grants", summary="grants active in this channel, to revoke them")
 AUDIT = CommandWords(
@@ -113,6 +113,28 @@ def command_usage(command: str, words: CommandWords, given: str, agent: str) -> 
         f"{told} Nothing was started. To give an agent a task that starts with "
         f'"{words.name}", name the agent: `{command} {agent}: {task}`.'
     )
+
+
+RUN_AS_TASK = "Run as a task"
+"""The button under "Did you mean …?" that starts the run after all."""
+
+
+def command_did_you_mean(command: str, words: CommandWords, typed: str, agent: str) -> str:
+    """One word near a command word (`stp`), or a command word without what it needs
+    (`stop`): nothing was started, and **Run as a task** starts it if it was a task."""
+    needed = words.arguments if words.arguments.startswith("<") else ""
+    told = f"Did you mean `{f'{command} {words.name} {needed}'.rstrip()}`?"
+    if words.hint:
+        told += f" {words.hint}"
+    return (
+        f"{told} Nothing was started. If “{escape(shortened(typed, 60))}” is a task for "
+        f"*{escape(agent)}*, press *{RUN_AS_TASK}*."
+    )
+
+
+def run_id_line(run_id: str) -> str:
+    """At the foot of a run's status message: what `/agent stop` and `/agent audit` take."""
+    return f"Run id `{run_id}`"
 
 
 def command_unknown_agent(command: str, name: str, agents: Sequence[str]) -> str:

@@ -1,9 +1,9 @@
 """Which run a thread belongs to, and the turns a reply in it continues from.
 
 A run's thread is remembered (`Keys.thread`) with its last run and that run's agent: the worker
-writes it when it posts a run's root message, the web when it enqueues a reply's run, so a
-second reply sees the newest run even before a worker took it. Both expire with the history
-(`CONVERSATION_TTL_SECONDS` after the last turn).
+writes it when it posts a run's root message and again with each turn it adds, the web when it
+enqueues a reply's run, so a second reply sees the newest run even before a worker took it. Both
+expire with the history (`CONVERSATION_TTL_SECONDS` after the last turn).
 
 A reply takes the thread's turn in one step (`follow`, a script on the thread's key): the web
 reads the last run, finds it no longer busy, and the script makes the reply's run the last one
@@ -152,11 +152,17 @@ class ThreadHistory:
             earlier = await self.session(conversation.channel, conversation.thread).get_items()
         return [*earlier, _said("user", task)]
 
-    async def add_turn(self, conversation: Conversation, task: str, answer: str) -> None:
+    async def add_turn(
+        self, conversation: Conversation, task: str, answer: str, *, run_id: str, agent: str
+    ) -> None:
+        """The turn joins the history, and the thread is this run's again for `ttl_seconds`:
+        both count from the last turn. Remembered only when the run started, the thread was
+        forgotten while its card waited longer than that, and a reply then started nothing."""
         if conversation.thread is None:
             return
         session = self.session(conversation.channel, conversation.thread)
         await session.add_items([_said("user", task), _said("assistant", answer)])
+        await self.remember(conversation.channel, conversation.thread, run_id, agent)
 
 
 def started_details(job: StartJob) -> dict[str, str]:
@@ -179,7 +185,13 @@ async def opening_input(
 async def add_turn(history: ThreadHistory | None, envelope: RunEnvelope, answer: str) -> None:
     """The run answered: its task and answer join its thread's history."""
     if history is not None:
-        await history.add_turn(envelope.conversation, envelope.task, answer)
+        await history.add_turn(
+            envelope.conversation,
+            envelope.task,
+            answer,
+            run_id=envelope.run_id,
+            agent=envelope.root_agent,
+        )
 
 
 def _said(role: str, text: str) -> TResponseInputItem:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         argument_changes,
         parse_edit,
         pretty_arguments,
+        schema_checks,
         stricter_rule,
     )
     from runtime.decisions.recorder import (
@@ -47,6 +48,7 @@ _WHERE = {
     "argument_changes": "edits",
     "parse_edit": "edits",
     "pretty_arguments": "edits",
+    "schema_checks": "edits",
     "stricter_rule": "edits",
     "waiting_views": "batch",
 }
@@ -67,6 +69,7 @@ __all__ = [
     "argument_changes",
     "parse_edit",
     "pretty_arguments",
+    "schema_checks",
     "stricter_rule",
     "waiting_views",
 ]

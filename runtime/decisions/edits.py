@@ -11,12 +11,14 @@ before the tool's output, so the model's next turn knows what ran.
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
+from referencing.exceptions import Unresolvable
 
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
 from runtime.conditions import CallFacts
@@ -42,8 +44,31 @@ class InvalidEdit(Exception):
     """An edit that cannot be approved; the message says what to fix, for the person editing."""
 
 
+NOT_EDITABLE = (
+    "This tool's arguments cannot be edited: its schema is invalid, so an edit could not be "
+    "checked. Approve or reject the call as it is."
+)
+
+
+def schema_checks(schema: dict[str, Any] | None) -> bool:
+    """Whether edits can be checked against `schema` (None: there is none to check against).
+    `Draft202012Validator(schema)` takes any schema and fails only while validating (a
+    `TypeError` for `{"type": 12}`), or passes what it cannot read (`{"minimum": "x"}`):
+    the schema is checked first, against the metaschema."""
+    if schema is None:
+        return True
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:
+        return False
+    return True
+
+
 def parse_edit(text: str, schema: dict[str, Any] | None) -> Any:
-    """The edited arguments, parsed; raises InvalidEdit naming the first problem."""
+    """The edited arguments, parsed; raises InvalidEdit naming the first problem in a sentence
+    (a modal's error is plain text: no Markdown, no Python quoting)."""
+    if not schema_checks(schema):
+        raise InvalidEdit(NOT_EDITABLE)
     try:
         check_arguments(text)  # before parsing: the parser recurses
     except ArgumentsTooLarge as error:
@@ -61,14 +86,66 @@ def parse_edit(text: str, schema: dict[str, Any] | None) -> Any:
     try:
         validator = Draft202012Validator(schema)
         errors = sorted(validator.iter_errors(parsed), key=lambda e: list(e.absolute_path))
-    except SchemaError as error:
-        raise InvalidEdit("This tool's schema cannot be checked, so edits are refused.") from error
+    except Unresolvable as error:  # a `$ref` to nowhere: found only while validating
+        raise InvalidEdit(NOT_EDITABLE) from error
     if errors:
-        first = errors[0]
-        path = ".".join(str(part) for part in first.absolute_path)
-        where = f"`{path}`: " if path else ""
-        raise InvalidEdit(f"{where}{first.message}")
+        raise InvalidEdit(_sentence(errors[0]))
     return parsed
+
+
+_TYPES = {
+    "string": "text in quotes",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object { … }",
+    "array": "a list [ … ]",
+    "null": "null",
+}
+_BOUNDS = {
+    "minimum": "at least",
+    "exclusiveMinimum": "more than",
+    "maximum": "at most",
+    "exclusiveMaximum": "less than",
+    "minLength": "at least {} characters long",
+    "maxLength": "at most {} characters long",
+    "minItems": "a list of at least {} items",
+    "maxItems": "a list of at most {} items",
+}
+
+
+def _sentence(error: ValidationError) -> str:
+    """A schema's complaint as a sentence: jsonschema's own messages quote as Python does
+    (`'user_id' is a required property`, `7 is not of type 'string'`)."""
+    path = ".".join(str(part) for part in error.absolute_path)
+    name = path or "The arguments"
+    # jsonschema types these as possibly unset; on an error of a validator they are its own.
+    expected: Any = error.validator_value
+    schema: Any = error.schema
+    instance, kind = error.instance, str(error.validator)
+    if kind == "required" and isinstance(instance, dict):
+        missing = next((key for key in expected if key not in instance), "?")
+        return f"{f'{path}.' if path else ''}{missing} is missing: the tool needs it."
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        known = list(schema.get("properties") or {}) if isinstance(schema, dict) else []
+        extra = sorted(key for key in instance if key not in known)
+        close = difflib.get_close_matches(extra[0], known, n=1) if extra else []
+        hint = f" Did you mean {close[0]}?" if close else ""
+        return f"The tool has no argument {', '.join(extra)}.{hint}"
+    if kind == "type":
+        wanted = [expected] if isinstance(expected, str) else list(expected)
+        words = " or ".join(_TYPES.get(str(w), str(w)) for w in wanted)
+        return f"{name} must be {words}, not {_show(instance)}."
+    if kind == "enum":
+        listed = ", ".join(_show(v) for v in expected)
+        return f"{name} must be one of {listed}, not {_show(instance)}."
+    if kind == "const":
+        return f"{name} must be {_show(expected)}."
+    if kind in _BOUNDS:
+        bound = _BOUNDS[kind]
+        said = bound.format(expected) if "{}" in bound else f"{bound} {_show(expected)}"
+        return f"{name} must be {said}, not {_show(instance)}."
+    return f"{name} is not what the tool takes ({kind})."
 
 
 def stricter_rule(

@@ -10,9 +10,9 @@ A job that fails because Redis is away (no answer, a cluster down, replicas that
 confirm under `REDIS_MIN_REPLICAS`, or full and refusing writes: `runtime.jobs.outages`) is not
 at fault: it is retried in place, kept and heartbeated, within its timeout. Given back, each try
 would spend one of its `JOB_MAX_DELIVERIES`, and an outage of a few idle timeouts would end the
-run as given up. A
-job whose primary changed while it ran (a failover: `PrimaryChanged`) runs again on the new one
-before it is acknowledged.
+run as given up. So is one its reporter's credentials fail (a revoked Slack token), past its
+timeout, until they are accepted. One whose primary changed while it ran (`PrimaryChanged`)
+runs again on the new one before it is acknowledged.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from runtime.jobs.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.jobs.outages import redis_away, setting_to_check
 from runtime.jobs.queue import START, Delivery, Handler, JobQueue, Overtaken
 from runtime.process.backoff import Backoff
+from runtime.process.credentials import Credentials, held_until_accepted
 from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
 from runtime.process.tasks import TaskSet
 
 log = logging.getLogger(__name__)
-
 # Of the shutdown budget, running jobs get all but the end: this share of it, at most this long,
 # is kept for cancelling the rest (first half) and handing them back (second half).
 AFTER_JOBS_SHARE = 0.2
@@ -44,8 +44,7 @@ HAND_BACK_MIN_SECONDS = 1.0
 """Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
 REDIS_AWAY_FIRST_RETRY_SECONDS = 0.25
 REDIS_AWAY_RETRY_MAX_SECONDS = 5.0
-"""The longest pause between in-place tries of a job while Redis is away (doubling from the
-first)."""
+"""The longest pause between in-place tries of a job while Redis is away (doubling to it)."""
 
 
 @dataclass(kw_only=True)
@@ -77,6 +76,7 @@ class JobConsumer:
     live: LiveWorkers | None = None
     """With several shards: scan them for a dead worker's jobs only when one is overdue
     (`runtime.jobs.live_workers`); with one, a scan is one command, cheaper than asking."""
+    credentials: Credentials | None = None  # the reporter's: a job they fail is held
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _slots: asyncio.Semaphore = field(init=False)
     _stopping: Shutdown = field(default_factory=Shutdown)
@@ -300,11 +300,8 @@ class JobConsumer:
         try:
             async with deadline:
                 while True:
-                    try:
-                        await self._while_redis_is_away(delivery, self._attempt)
-                    except Overtaken:
-                        if not await self._still_held(delivery):
-                            raise _TakenOver from None
+                    if not await self._tried(delivery, deadline):
+                        continue  # held until the credentials were accepted: again
                     try:
                         await self._while_redis_is_away(delivery, self._ack)
                         break
@@ -326,10 +323,26 @@ class JobConsumer:
                 self.job_timeout,
             )
 
+    async def _tried(self, delivery: Delivery, deadline: asyncio.Timeout) -> bool:
+        """Run the handler; False to run it again (held until its credentials were accepted)."""
+        try:
+            await self._while_redis_is_away(delivery, self._attempt)
+            return True
+        except Overtaken:
+            tried = True  # acknowledged if still ours
+        except Exception as error:
+            if self.credentials is None or not self.credentials.refused_by(error):
+                raise
+            if not await held_until_accepted(self.credentials, self._stopping, deadline):
+                raise _LeftForTakeover from None
+            tried = False
+        if not await self._still_held(delivery):
+            raise _TakenOver from None
+        return tried
+
     async def _still_held(self, delivery: Delivery) -> bool:
-        """Whether this worker still holds the job (and so may try it again): a worker cut off
-        from Redis for longer than the idle timeout has had it taken over, and must not take
-        the run back from the one that holds it now."""
+        """Whether this worker still holds the job (so may try it again): one cut off from Redis
+        past the idle timeout has had it taken over, and must not take the run back."""
         try:
             return await self.queue.keep(self.consumer, delivery.entry_id)
         except RedisError:

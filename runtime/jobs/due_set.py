@@ -19,7 +19,9 @@ holding them every other poller looks again when the lease lapses, not a whole `
 
 A handler that raises (a record this deploy cannot read, a bug) leaves its member for the lease
 too, and after `MAX_TRIES` tries, counted in Redis across workers, the member is parked for a
-person (`Keys.parked`): one bad record must not stop the others, nor crash every worker.
+person (`Keys.parked`): one bad record must not stop the others, nor crash every worker. A
+failure because the reporter's credentials are refused (`runtime.process.credentials`) is no
+member's fault: it is not counted, and the poller waits until they are accepted again.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from runtime.db.keys import Keys
 from runtime.db.lua import lua_script
 from runtime.db.streams import stream_tail
 from runtime.process.backoff import Backoff
+from runtime.process.credentials import Credentials
 from runtime.process.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
@@ -112,6 +115,8 @@ class DuePoller:
     (`redis` if None, the sleep then kept under its socket timeout)."""
     lease_seconds: float = 60.0
     batch: int = 100
+    credentials: Credentials | None = None
+    """While the reporter's credentials are refused, nothing due is claimed."""
     _stopping: Shutdown = field(default_factory=Shutdown)
     _tick: Any = field(init=False)
     _failed: Any = field(init=False)
@@ -129,6 +134,9 @@ class DuePoller:
         # Backs off: one line per attempt, not one a second per shard through an outage.
         backoff = Backoff(min(1.0, self.interval), RETRY_CAP_SECONDS)
         while not self._stopping.is_set():
+            if self.credentials is not None and self.credentials.refused:
+                await self.credentials.until_accepted(self._stopping)
+                continue
             try:
                 tick = await self.tick()
             except RedisError as error:
@@ -207,6 +215,8 @@ class DuePoller:
         except RedisError:
             raise  # Redis is out, not this member's fault: the tick is retried as a whole
         except Exception as error:  # noqa: BLE001 -- any failure of one member is counted, below
+            if self.credentials is not None and self.credentials.refused_by(error):
+                return  # left for its lease, uncounted: the poller waits for the credentials
             await self._count_failure(key, member, error)
             return
         if handled:

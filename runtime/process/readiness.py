@@ -1,5 +1,6 @@
 """Is a process ready for traffic? Redis answers, and every script of the run record is in its
-script cache, and it will not evict keys (`runtime.db.eviction`).
+script cache, and it will not evict keys (`runtime.db.eviction`), and the platform it reports to
+does not refuse its credentials (`runtime.process.credentials`).
 
 Redis forgets its scripts when it restarts or fails over; redis-py reloads one the first time a
 call finds it missing, but a readiness probe should not wait for a person's click to find out
@@ -18,6 +19,7 @@ from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
 
 from runtime.db.eviction import HIDDEN, EvictionPolicyLog, may_evict, read_eviction_policy
+from runtime.process.credentials import Credentials
 from runtime.record import layout as run_record
 
 
@@ -112,7 +114,26 @@ async def _load_scripts(
     return tuple(missing), error_text
 
 
-async def readyz_response(redis: aioredis.Redis, eviction_log: EvictionPolicyLog) -> web.Response:
+async def readyz_response(
+    redis: aioredis.Redis,
+    eviction_log: EvictionPolicyLog,
+    credentials: Credentials | None = None,
+) -> web.Response:
     """`GET /readyz` of either process: 200 when ready, else 503 and what is missing."""
     readiness = await check_readiness(redis, eviction_log=eviction_log)
-    return web.json_response(readiness.body(), status=200 if readiness.ready else 503)
+    body, ready = readiness.body(), readiness.ready
+    if not await with_credentials(body, credentials):
+        ready = False
+    return web.json_response(body, status=200 if ready else 503)
+
+
+async def with_credentials(body: dict[str, object], credentials: Credentials | None) -> bool:
+    """Add to a `/readyz` body what is wrong with the credentials (`{"SLACK_BOT_TOKEN": the
+    fix}`); False when they are refused."""
+    if credentials is None:
+        return True
+    refused = await credentials.readiness()
+    if refused:
+        body.update(refused)
+        body["ok"] = False
+    return not refused

@@ -20,7 +20,35 @@ INSTALL = "The chart needs matplotlib: pip install -e '.[bench]' (or pip install
 
 
 class ChartUnavailable(Exception):
-    """matplotlib is not installed; the message says how to install it."""
+    """matplotlib is not installed, or the chart cannot be written where asked; the message
+    says what to do, in one line."""
+
+
+def check_path(path: Path) -> None:
+    """Before anything is counted: that `path`'s folder exists and its extension names a
+    format matplotlib draws (`.png`, `.svg`, `.pdf`, ...)."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise ChartUnavailable(
+            f"--chart {path}: there is no folder {folder}. Create it, or name a file in a "
+            "folder that exists."
+        )
+    formats = _formats()
+    suffix = path.suffix.lower().removeprefix(".")
+    if suffix not in formats:
+        given = f"a .{suffix} file" if suffix else "a file without an extension"
+        raise ChartUnavailable(
+            f"--chart {path}: cannot draw {given}. End the name in .png (or .svg, .pdf, .jpg: "
+            "a format matplotlib draws)."
+        )
+
+
+def _formats() -> set[str]:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError:
+        raise ChartUnavailable(INSTALL) from None
+    return set(FigureCanvasAgg.get_supported_filetypes())
 
 
 def waits_per_tool(channels: Mapping[str, ChannelStats]) -> dict[str, list[float]]:
@@ -38,8 +66,12 @@ NO_DATA = "no data in this period"
 def draw(channels: Mapping[str, ChannelStats], path: Path, title: str) -> int:
     """Draw the chart into `path` (PNG); the number of tools drawn (those with decisions)."""
     figure, drawn = chart(channels, title)
-    figure.savefig(path, dpi=120)
-    _pyplot().close(figure)
+    try:
+        figure.savefig(path, dpi=120)
+    except OSError as error:
+        raise ChartUnavailable(f"--chart {path}: cannot write it ({error.strerror}).") from None
+    finally:
+        _pyplot().close(figure)
     return drawn
 
 

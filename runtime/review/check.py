@@ -8,6 +8,8 @@
 - `anyone = true` on a tool an earlier rule guards (names approvers or rejects it): the earlier
   rule keeps the calls it matches, and the channel may decide the tool's other calls (another
   agent's, another server's).
+- A `when` that would fail on the arguments of a tool it can match: a field the tool does not
+  have, or a comparison of unlike types (`runtime.review.when_check`), on the `when`'s line.
 
 Globs are compared as languages (`*`, `?`, a `[...]` class as one character), so `delete_*`
 covers `delete_user` and `delete_u*`; a class is taken to overlap any other.
@@ -16,14 +18,18 @@ covers `delete_user` and `delete_u*`; a class is taken to overlap any other.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-from agents import Agent, HostedMCPTool
+from agents import Agent, FunctionTool, HostedMCPTool
 
 from runtime.policy import Policy, Rule
 from runtime.registry import AgentRegistry
+from runtime.review.when_check import when_problems
 from runtime.runs.agent_graph import reachable_agents
 
 
@@ -35,6 +41,8 @@ class Offered:
     """Agent name -> its function tools' names."""
     servers: dict[str, frozenset[str]]
     """Agent name -> its MCP servers' names (hosted ones by their label)."""
+    schemas: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Agent name -> its function tools' argument schemas (JSON schema), by tool name."""
 
     @classmethod
     def of(cls, registry: AgentRegistry) -> Offered:
@@ -42,6 +50,12 @@ class Offered:
         return cls(
             tools={a.name: frozenset(t.name for t in a.tools if not _hosted(t)) for a in agents},
             servers={a.name: frozenset(_servers(a)) for a in agents},
+            schemas={
+                a.name: {
+                    t.name: t.params_json_schema for t in a.tools if isinstance(t, FunctionTool)
+                }
+                for a in agents
+            },
         )
 
 
@@ -70,6 +84,9 @@ def warnings(policy: Policy, source: str, offered: Offered) -> list[str]:
             )
             continue
         found += [f"{where}: {problem}" for problem in _unmatched(rule, offered)]
+        if rule.when is not None:
+            line = _when_line(source, policy.rule_lines[index])
+            found += [f"{source}:{line}: {p}" for p in _when_problems(rule, rule.when, offered)]
         if rule.anyone:
             for n, guard in earlier:
                 if _guards(guard) and _overlap(guard, rule):
@@ -99,6 +116,35 @@ def _unmatched(rule: Rule, offered: Offered) -> list[str]:
         unless = f" (unless MCP server {', '.join(servers)} offers it)" if servers else ""
         problems.append(f"tool `{rule.tool}` matches no tool of its agents{unless}.")
     return problems
+
+
+def _when_problems(rule: Rule, when: str, offered: Offered) -> list[str]:
+    """What `when` fails on, for each function tool the rule can match (an MCP server's tools
+    are listed only when the worker connects)."""
+    if rule.mcp_server is not None:
+        return []
+    schemas = {
+        tool: schema
+        for agent, tools in offered.schemas.items()
+        if fnmatch.fnmatchcase(agent, rule.agent or "*")
+        for tool, schema in tools.items()
+        if fnmatch.fnmatchcase(tool, rule.tool)
+    }
+    return when_problems(when, schemas)
+
+
+def _when_line(source: str, header: int) -> int:
+    """The line of the `when` of the rule whose `[[rule]]` is on line `header`."""
+    try:
+        lines = Path(source).read_text().splitlines()
+    except OSError:
+        return header
+    for number in range(header, len(lines)):
+        if lines[number].strip() == "[[rule]]":
+            break
+        if re.match(r"^\s*when\s*=", lines[number]):
+            return number + 1
+    return header
 
 
 def _guards(rule: Rule) -> bool:
