@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -41,6 +41,9 @@ class Conversation(BaseModel):
 
     channel: str
     requester: str
+    requester_external: bool = False
+    """The requester is a guest or of another organisation (EXTERNAL_REQUESTERS=allow): no grant,
+    Approve always or automatic approval covers their calls."""
     thread: str | None = None
     """Id of the run's root message, once posted."""
     reply_url: str | None = None
@@ -70,13 +73,18 @@ class StartJob(BaseModel):
     @property
     def version(self) -> int:
         """The oldest version of the job contract that reads this job, which picks its stream
-        (`Shard.job_streams`): 2 for a reply's start, which workers before `continues` cannot
-        read, else 1."""
-        return 2 if self.continues else 1
+        (`Shard.job_streams`): 2 for a reply's start or an outsider's run, which workers before
+        `continues` and `requester_external` cannot read, else 1."""
+        return 2 if self.continues or self.conversation.requester_external else 1
 
     def payload(self) -> str:
-        """The job as queued: without `continues` when it continues nothing."""
-        return self.model_dump_json(exclude=None if self.continues else {"continues"})
+        """The job as queued: without `continues` when it continues nothing, and without the
+        conversation's `requester_external` while false, so an older worker (whose contracts
+        forbid unknown fields) reads every job it knew."""
+        exclude: dict[str, Any] = {} if self.continues else {"continues": True}
+        if not self.conversation.requester_external:
+            exclude["conversation"] = {"requester_external"}
+        return self.model_dump_json(exclude=exclude or None)
 
 
 class ResumeJob(BaseModel):

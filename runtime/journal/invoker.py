@@ -41,6 +41,7 @@ from runtime.db.replication import PrimaryChanged
 from runtime.decisions.choices import ArgumentEdit
 from runtime.decisions.edits import edit_note
 from runtime.journal.starts import OutcomeLost, lost, may_repeat
+from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
 from runtime.record.store import Fenced, Lease, RunStore
 from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted
@@ -128,11 +129,15 @@ class JournaledInvoker:
         *,
         mcp_server: str | None = None,
         kind: str | None = None,
+        argument_schema: ArgumentSchema | None = None,
     ) -> None:
         self._tool_name = tool_name
         self._inner = inner
         self._mcp_server = mcp_server
         self._kind = kind
+        self.argument_schema = argument_schema
+        """How the tool receives its arguments (`runtime.judging.arguments`): the digest of
+        an `executed` entry covers them as its approval did."""
         """`shell`, `local_shell` or `apply_patch` (`runtime.calls.description`): the call's
         `tool_arguments` are then its description, and its digest covers the kind."""
 
@@ -248,13 +253,20 @@ class JournaledInvoker:
             "agent": getattr(ctx.agent, "name", None),
             "requester": scope.requester,
             "channel": scope.channel,
-            # the edited arguments, if a person edited them
+            # the edited arguments, if a person edited them; as the tool receives them
             "digest": call_digest(
-                self._tool_name, ctx.tool_arguments or "", self._mcp_server, kind=self._kind
+                self._tool_name,
+                self._judged(ctx.tool_arguments or ""),
+                self._mcp_server,
+                kind=self._kind,
             ),
             "outcome": _outcome(output),
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
+
+    def _judged(self, arguments: str) -> str:
+        schema = self.argument_schema
+        return arguments if schema is None or self._kind else schema.judged(arguments).text
 
 
 async def _not_running(scope: JournalScope, call_id: str) -> None:
