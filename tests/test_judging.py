@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import RunState
 
 from runtime.calls.digest import call_digest
 from runtime.jobs.contracts import Conversation, StartJob, new_run_id
 from runtime.jobs.queue import JobQueue
-from tests import agents
+from tests import agents, judged_agents
 from tests.fake_openai import Item, ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.harness import Harness
@@ -396,3 +398,31 @@ async def test_no_grant_or_always_covers_an_outsiders_calls(bot: Harness) -> Non
     assert ran("drop_table") == [{"name": "tmp_a", "force": False}]
     stored = json.loads(await bot.field(bot.keys.run(job.run_id), "envelope"))
     assert stored["conversation"]["requester_external"] is True
+
+
+# --- A rolling deploy: a state an earlier worker saved after its `always_approve` --------------
+
+
+async def test_a_state_saved_with_the_sdks_always_approve_still_judges_every_later_call(
+    bot: Harness,
+) -> None:
+    bot.model.script = calls_in_turns(
+        [("drop_table", {"name": "tmp_a"}, "c1")],
+        [("drop_table", {"name": "prod_users"}, "c2")],
+    )
+    root = await bot.start_run("drop tmp_a, then prod_users")
+    [card] = await bot.cards(root, 1)
+    # What an earlier worker stored: the SDK's tool-wide approval of `drop_table` in the state.
+    run_id = card.actions()[0]["value"].split(":")[0]
+    key = bot.keys.run(run_id)
+    state = await RunState.from_string(
+        judged_agents.dba, zlib.decompress(await bot.field(key, "state")).decode()
+    )
+    [item] = state.get_interruptions()
+    state.approve(item, always_approve=True)
+    await bot.redis.hset(key, "state", zlib.compress(json.dumps(state.to_json()).encode()))
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    answer = await bot.final_answer(root)
+    assert "c2: The call to drop_table was not run: the approval policy" in answer.text
+    assert ran("drop_table") == [{"name": "tmp_a", "force": False}]

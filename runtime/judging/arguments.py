@@ -13,7 +13,8 @@ SDK builds from the tool's function (`agents.function_schema`), and:
   `text` is the model's text, unchanged, so digests of stored approvals and "exact arguments"
   grants still match;
 - when it changes some, `text` is the JSON of the values the tool receives (those the model
-  set: a default it left out stays out, and a `when` reading it cannot be judged);
+  set: a default it left out stays out, and a `when` reading it cannot be judged; a key the
+  tool does not take stays as sent);
 - when they do not validate, `problem` says which field and why; the tool would refuse them.
 
 A model whose validation could run code of the tool's author (its own types, validators,
@@ -126,8 +127,9 @@ def _converted(model: type[BaseModel], arguments: str, data: dict[str, Any]) -> 
         return JudgedArguments(text=arguments, problem=problem[:PROBLEM_CHARS])
     except (TypeError, ValueError):
         return JudgedArguments(text=arguments)  # not shown as JSON: judged as sent
-    received = {key: values[key] for key in data if key in values}
-    if received.keys() == data.keys() and all(_same(received[k], data[k]) for k in data):
+    # A key the tool does not take stays as sent (the tool ignores it; the card still shows it).
+    received = {key: values.get(key, data[key]) for key in data}
+    if all(_same(received[key], data[key]) for key in data):
         return JudgedArguments(text=arguments)
     return JudgedArguments(text=json.dumps(received, ensure_ascii=False))
 
