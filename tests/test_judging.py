@@ -154,6 +154,8 @@ async def test_approve_always_covers_only_later_calls_under_the_same_rule(bot: H
     [executed] = [e for e in trail if e["event"] == "executed" and e["call_id"] == "c3"]
     assert executed["digest"] == always["digest"]
     assert "`drop_table` approved by <@UBOB>'s Approve always" in status_text(bot, root)
+    _status, listing = await bot.sender.command("status")
+    assert "Approve always: `drop_table` by <@UBOB>" in json.dumps(listing), listing
 
     await typed(bot, await open_confirmation(bot, forced, user="UCAROL"), "users", user="UCAROL")
     await bot.final_answer(root)

@@ -175,6 +175,7 @@ class LiveRead(Shape):
     requester = Field(rr.REQUESTER, text)
     thread = Field(rr.THREAD, text)
     stopped = Present(rr.STOPPED)
+    always = Field(rr.ALWAYS, parse_permissions)
 
 
 class OpenRead(Shape):

@@ -45,6 +45,9 @@ class LiveRun:
     pending: int
     """Open approvals, while `waiting`."""
     age_seconds: float
+    always: tuple[tuple[str, str], ...] = ()
+    """(tool, who pressed it) of each Approve always of the run: what may approve its later
+    calls under the same rule."""
 
 
 class LiveRuns:
@@ -141,6 +144,7 @@ class LiveRuns:
                     state="stopping" if view.stopped else state,
                     pending=view.pending or 0,
                     age_seconds=max(0.0, now - started),
+                    always=tuple((p.key.tool, p.user_id) for p in view.always or ()),
                 )
             )
         return runs
