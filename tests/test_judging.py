@@ -121,7 +121,9 @@ def status_text(bot: Harness, root: Message) -> str:
 # --- 1. Approve always is a permission of the run, bound to the rule --------------------------
 
 
-async def test_approve_always_covers_only_later_calls_under_the_same_rule(bot: Harness) -> None:
+async def test_approve_always_covers_only_later_calls_under_the_same_rule(
+    bot: Harness, tmp_path: Path
+) -> None:
     bot.model.script = calls_in_turns(
         [("drop_table", {"name": "tmp_a"}, "c1")],
         [("drop_table", {"name": "prod_users"}, "c2")],
@@ -160,6 +162,14 @@ async def test_approve_always_covers_only_later_calls_under_the_same_rule(bot: H
     await typed(bot, await open_confirmation(bot, forced, user="UCAROL"), "users", user="UCAROL")
     await bot.final_answer(root)
     assert ran("drop_table")[-1] == {"name": "users", "force": True}
+    # The trail's reviews know the call an Approve always approved without asking.
+    found = lines(policy(bot, tmp_path / "same.toml", "backtest", "--json", text=POLICY))
+    assert {c["call_id"]: c["was"] for c in found} == {
+        "c1": "approved",
+        "c2": "auto_rejected",
+        "c3": "always",
+        "c4": "approved",
+    }
 
 
 async def test_approve_always_covers_a_call_waiting_beside_it_under_the_same_rule(

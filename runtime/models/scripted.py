@@ -6,9 +6,10 @@ own `agents.testing.ScriptedModel`, given one responder step per model call: the
 tools, the approvals and the hand-offs exactly as with a real model; only the words are canned.
 
 It understands tasks like "delete u-100", "restart the api", "list users", "refund o-1 1200"
-(cents; billing's tool, so ops hands off first; `"1200"`, quoted, is sent as a string), "list tables" and "drop the orders table" (tools
-of the `db` MCP server), "greet me in spanish" (`respond_spanish`, an agent used as a tool, whose
-`spanish` agent asks for `get_user_name`), joined with "and". The `shell` agent runs its whole
+(cents; billing's tool, so ops hands off first; `"1200"`, quoted, is sent as a string), "list
+tables" and "drop the orders table" (tools of the `db` MCP server), "greet me in spanish"
+(`respond_spanish`, an agent used as a tool, whose `spanish` agent asks for `get_user_name`),
+joined with "and". The `shell` agent runs its whole
 task as one shell command ("shell: echo hello >> notes.txt"). Each answer says it came
 from a scripted model, so nobody mistakes it for a real one in Slack either.
 """
