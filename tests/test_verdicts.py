@@ -204,7 +204,7 @@ def test_the_stricter_of_two_rules_field_by_field() -> None:
     )
     assert (too_few.auto, too_few.refusal) == (
         "reject",
-        "2 approvals are needed but only 1 may give one",
+        "2 approvals are needed but only 1 person is allowed by both",
     )
 
 
@@ -237,7 +237,7 @@ def test_no_loosening_survives_a_rule_that_cannot_be_judged() -> None:
     )
     assert (nobody.auto, nobody.refusal) == (
         "reject",
-        "no one may approve it under both rules it may fall under",
+        "no approver is allowed by both",
     )
     typed = stricter(
         CallRule(

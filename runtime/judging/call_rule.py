@@ -24,6 +24,9 @@ from typing import Literal
 
 from runtime.record.deciders import is_group
 
+UNAPPROVABLE = "No person may approve it under the rules it may fall under"
+"""How the reason the model reads begins, for a call rejected because of `CallRule.refusal`."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Unjudged:
@@ -93,13 +96,14 @@ def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule
     confirm = unjudged.confirm or otherwise.confirm
     if unjudged.confirm and otherwise.confirm and unjudged.confirm != otherwise.confirm:
         refusal = (
-            f"two rules ask whoever approves it to type different arguments "
+            f"they ask whoever approves it to type different arguments "
             f"(`{unjudged.confirm}` and `{otherwise.confirm}`)"
         )
     quorum = max(unjudged.quorum, otherwise.quorum)
     users = [p for p in approvers if not is_group(p)]
     if approvers and len(users) == len(approvers) and quorum > len(users):
-        refusal = refusal or f"{quorum} approvals are needed but only {len(users)} may give one"
+        people = "1 person is" if len(users) == 1 else f"{len(users)} people are"
+        refusal = refusal or f"{quorum} approvals are needed but only {people} allowed by both"
     # A rule's own `auto = "reject"` wins; else the first reason nobody could approve it.
     rejected = unjudged.auto == "reject" or (otherwise.auto == "reject" and not otherwise.refusal)
     refusal = None if rejected else otherwise.refusal or refusal
@@ -134,4 +138,4 @@ def _both_allow(
     both = tuple(p for p in first if p in second)
     if both:
         return both, None
-    return (), "no one may approve it under both rules it may fall under"
+    return (), "no approver is allowed by both"

@@ -26,7 +26,7 @@ from runtime.calls.previews import PreviewFunction, preview_of, run_previews
 from runtime.grants.check import GrantCheck, GrantNotices
 from runtime.jobs.contracts import new_approval_id
 from runtime.judging.arguments import ArgumentSchema
-from runtime.judging.call_rule import CallRule
+from runtime.judging.call_rule import UNAPPROVABLE, CallRule
 from runtime.judging.permissions import AlwaysPermission, RuleKey, covering
 from runtime.judging.verdicts import Verdict, judge
 from runtime.mcp.origin import mcp_server_of
@@ -338,7 +338,7 @@ def _rejection_reason(rule: CallRule) -> str:
     if rule.refusal is None:
         return "auto-reject rule"
     why = "; ".join(f"the rule {u.rule} could not be judged: {u.reason}" for u in rule.unjudged)
-    return f"{rule.refusal}" + (f" ({why})" if why else "")
+    return f"{UNAPPROVABLE}: {rule.refusal}" + (f" ({why})" if why else "")
 
 
 def _by_policy(outcome: str, reason: str, digest: str, now: float) -> Decision:

@@ -21,6 +21,7 @@ from runtime.calls.description import tool_kind
 from runtime.calls.digest import call_digest
 from runtime.decisions.choices import ArgumentEdit
 from runtime.journal.lost_outcomes import not_run_again_message
+from runtime.judging.call_rule import UNAPPROVABLE
 from runtime.mcp.origin import mcp_server_of
 from runtime.record.envelope import Decision, PendingCall, RunEnvelope
 from runtime.runs.agent_graph import reachable_agents
@@ -57,8 +58,9 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
             f"so the request expired. {TELL_THE_USER}"
         )
     if decision.by_policy:
-        why = decision.reason if decision.reason not in (None, "auto-reject rule") else None
-        detail = f" ({why})" if why else ""
+        # Why, where the rules themselves left nobody to ask (`runtime.judging.call_rule`).
+        why = decision.reason or ""
+        detail = f". {why}" if why.startswith(UNAPPROVABLE) else ""
         return f"The call to {tool} was not run: the approval policy does not allow it{detail}."
     who = decision.user_name or decision.user_id or "an approver"
     if decision.user_name and decision.user_id:
