@@ -44,6 +44,8 @@ START_SECONDS = 30.0
 """How long the child may take to start (an import of `cel`; longer on a busy machine). Not
 counted against an expression's budget."""
 READY = "ready"
+_PASSED_ON = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "TMPDIR")
+"""What of the environment the child gets: enough to import Python, none of the secrets."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,7 +85,11 @@ class _Child:
                 log.error("the evaluator of policy conditions stopped: %s", error)
                 self.stop()
                 return {"error": "its evaluator stopped"}
-            answer: dict[str, Any] = json.loads(line)
+            try:
+                answer: dict[str, Any] = json.loads(line)
+            except ValueError:
+                self.stop()
+                return {"error": "its evaluator answered something else"}
             return answer
 
     def _started(self) -> subprocess.Popen[bytes]:
@@ -96,7 +102,10 @@ class _Child:
             stdout=subprocess.PIPE,
             bufsize=0,
             close_fds=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={
+                **{name: os.environ[name] for name in _PASSED_ON if name in os.environ},
+                "PYTHONUNBUFFERED": "1",
+            },
         )
         self._process = process
         assert process.stdout is not None
