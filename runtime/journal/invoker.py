@@ -253,20 +253,21 @@ class JournaledInvoker:
             "agent": getattr(ctx.agent, "name", None),
             "requester": scope.requester,
             "channel": scope.channel,
-            # the edited arguments, if a person edited them; as the tool receives them
-            "digest": call_digest(
-                self._tool_name,
-                self._judged(ctx.tool_arguments or ""),
-                self._mcp_server,
-                kind=self._kind,
-            ),
+            "digest": self._digest(scope, ctx),
             "outcome": _outcome(output),
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
 
-    def _judged(self, arguments: str) -> str:
-        schema = self.argument_schema
-        return arguments if schema is None or self._kind else schema.judged(arguments).text
+    def _digest(self, scope: JournalScope, ctx: ToolContext[Any]) -> str:
+        """The digest the call's approval bound: an edit's own (the text a person approved,
+        and the tool runs), else the model's arguments as the tool receives them."""
+        edit = scope.edits.get(ctx.tool_call_id)
+        if edit is not None:
+            return edit.digest
+        arguments, schema = ctx.tool_arguments or "", self.argument_schema
+        if schema is not None and self._kind is None:
+            arguments = schema.judged(arguments).text
+        return call_digest(self._tool_name, arguments, self._mcp_server, kind=self._kind)
 
 
 async def _not_running(scope: JournalScope, call_id: str) -> None:
