@@ -1,7 +1,8 @@
-"""Every call meets the policy in one place, carded or not (issue 31 items 1 to 4, parts of 6
-and 7): Approve always, grants and automatic rules are judged on the exact call, on the values
-its tool receives; a rule that cannot be judged never makes a call easier; an edit is judged
-like a new call. On the real web app and worker, with signed Slack requests and a fake model."""
+"""Every call meets the policy in one place, carded or not: Approve always, grants and automatic
+rules are judged on the exact call, on the values its tool receives; a rule that cannot be
+judged never makes a call easier; an edit is judged like a new call; nothing stands in for a
+person on the calls of a run an outsider started. On the real web app and worker, with signed
+Slack requests and a fake model."""
 
 from __future__ import annotations
 

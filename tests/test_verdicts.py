@@ -280,9 +280,15 @@ async def test_the_verdict_of_a_call(tmp_path: Path) -> None:
     assert unknown.rule.approvers == ("UANN",) and unknown.key is None
     assert [u.rule for u in unknown.rule.unjudged] == ["small"]
     outsider = Conversation(channel="C1", requester="UGUEST", requester_external=True)
-    for judged in (await verdict('{"cents": 50}', outsider),):
-        assert (judged.rule.allow_always, judged.rule.grant_max_seconds, judged.key) == (
-            False,
-            0,
-            None,
-        )
+    theirs = await verdict('{"cents": 50}', outsider)
+    assert theirs.rule.approvers == () and theirs.key is None, "the same rule, nothing looser"
+    assert (theirs.rule.allow_always, theirs.rule.grant_max_seconds) == (False, 0)
+    invalid = await judge(
+        policy,
+        tool="refund",
+        agent="ops",
+        mcp_server=None,
+        arguments=JudgedArguments(text='{"cents": 50}', problem="`cents`: too small"),
+        conversation=members,
+    )
+    assert invalid.key is None and not invalid.rule.allow_always
