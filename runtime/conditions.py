@@ -3,14 +3,18 @@ admission policies and cloud IAM conditions) over what a call does.
 
     when = "args.amount_cents > 100000 && channel == 'C0BILLING'"
 
-Variables: `args` (the call's arguments, a map when they are a JSON object), `tool`, `agent`,
-`mcp_server` (null for a function tool), `channel` and `requester` (the run's Slack ids).
+Variables: `args` (the call's arguments as the tool receives them: `runtime.judging.arguments`),
+`tool`, `agent`, `mcp_server` (null for a function tool), `channel` and `requester` (the run's
+Slack ids).
 
-An expression is compiled when the policy loads (`Condition.compile`, a syntax error names the
-parser's message) and evaluated by the `cel` package, never by Python. `Condition.holds` is
-True or False, or None when the expression cannot be evaluated for this call (a missing field,
-a wrong type, arguments that are not JSON, or no arguments at all): `runtime.policy` then keeps
-the rule and loosens nothing under it.
+An expression is compiled when the policy loads (`Condition.compile`: a syntax error names the
+parser's message), its `==`, `!=` and `in` made strict about types
+(`runtime.judging.comparisons`), and evaluated by the `cel` package, never by Python, in a
+child process within a budget (`runtime.judging.evaluation`). `Condition.holds` says True or
+False, or that the expression cannot be judged for this call and why (a missing field, values
+of different types, arguments that are not a JSON object or not known, over budget):
+`runtime.policy` then makes the call satisfy that rule and the one it would fall under
+otherwise.
 """
 
 from __future__ import annotations
@@ -21,9 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import cel
 
+from runtime.judging.comparisons import Unparsed, strict_source
+from runtime.judging.evaluation import WHEN_MAX_CHARS, Outcome, evaluate, too_large
+
 if TYPE_CHECKING:
     from runtime.jobs.contracts import Conversation
     from runtime.record.envelope import PendingCall
+
+UNKNOWN_ARGUMENTS = "the call's arguments are not known"
 
 
 class ConditionError(ValueError):
@@ -35,8 +44,8 @@ class CallFacts:
     """What a `when` may read of one call."""
 
     arguments: str | None
-    """As the model sent them (or a person edited them); None: not known (a listing, or a
-    trail entry that did not keep them)."""
+    """As the tool receives them (`runtime.judging.arguments`), or as a person edited them;
+    None: not known (a listing, or a trail entry that did not keep them)."""
     tool: str
     agent: str
     mcp_server: str | None = None
@@ -45,7 +54,7 @@ class CallFacts:
 
     @classmethod
     def of(cls, call: PendingCall, conversation: Conversation) -> CallFacts:
-        """A pending call's facts, on the arguments the model sent."""
+        """A pending call's facts, on the arguments its card shows."""
         return cls(
             arguments=call.arguments,
             tool=call.tool,
@@ -55,17 +64,18 @@ class CallFacts:
             requester=conversation.requester,
         )
 
-    def variables(self) -> dict[str, Any] | None:
-        """The expression's variables; None when the arguments are unknown or not a JSON
-        object, so that no expression reading them can be trusted."""
+    def variables(self) -> dict[str, Any] | str:
+        """The expression's variables, or why no expression reading them can be trusted."""
         if self.arguments is None:
-            return None
+            return UNKNOWN_ARGUMENTS
+        if len(self.arguments) > WHEN_MAX_CHARS:
+            return too_large(len(self.arguments))
         try:
             args = json.loads(self.arguments) if self.arguments else {}
         except ValueError:
-            return None
+            return "the arguments are not JSON"
         if not isinstance(args, dict):
-            return None
+            return "the arguments are not a JSON object"
         return {
             "args": args,
             "tool": self.tool,
@@ -79,27 +89,31 @@ class CallFacts:
 @dataclass(frozen=True, slots=True)
 class Condition:
     source: str
-    program: cel.Program
+    strict: str
+    """`source` with its comparisons strict about types (`runtime.judging.comparisons`)."""
 
     @classmethod
     def compile(cls, source: str) -> Condition:
         try:
-            program = cel.compile(source)
+            cel.compile(source)
         except (ValueError, RuntimeError) as error:
             raise ConditionError(_parser_message(str(error))) from error
-        return cls(source, program)
-
-    def holds(self, facts: CallFacts | None) -> bool | None:
-        """Whether the call meets the expression; None: it cannot be evaluated for it."""
-        variables = None if facts is None else facts.variables()
-        if variables is None:
-            return None
         try:
-            result = self.program.execute(variables)
-        except (KeyError, TypeError, RuntimeError, ValueError, OverflowError):
-            return None
-        # A value that is not a boolean (`args.amount_cents`) decides nothing.
-        return result if isinstance(result, bool) else None
+            strict = strict_source(source)
+            cel.compile(strict)
+        except (Unparsed, ValueError, RuntimeError) as error:
+            raise ConditionError(
+                f"its comparisons cannot be made strict about types ({error}); write it "
+                "another way, e.g. with parentheses"
+            ) from error
+        return cls(source, strict)
+
+    async def holds(self, facts: CallFacts | None) -> Outcome:
+        """Whether the call meets the expression, or why it cannot be judged for it."""
+        variables = UNKNOWN_ARGUMENTS if facts is None else facts.variables()
+        if isinstance(variables, str):
+            return Outcome(holds=None, reason=variables)
+        return await evaluate(self.strict, json.dumps(variables, ensure_ascii=False))
 
 
 def _parser_message(text: str) -> str:

@@ -31,16 +31,18 @@ quorum larger than the user ids a rule lists (without groups, nobody else could 
 A rule with `mcp_server` matches only tools from a matching MCP server, and makes their calls
 need a person (or decides them, with `auto`) whatever the server's own `require_approval` says
 (see `runtime.mcp.tools`). A rule with `when` matches only calls its expression holds for; one
-it cannot be evaluated for (a missing field, a wrong type) still falls under it, but loosens
-nothing: no `auto = "approve"`, no grant, no "Approve always" (`Match.undecided`). The runtime
-stores the resolved rule with each pending call, so a policy change never changes what an open
-card promised. Grants are checked again at each call they would cover, against the rule that
-call falls under (`runtime.grants.check`).
+it cannot be judged for (a missing field, values of different types, over its budget) holds
+neither true nor false: the call must satisfy both that rule and the one the policy goes on to
+(`runtime.judging.call_rule.stricter`), and nothing approves it by itself. The runtime stores
+the resolved rule with each pending call, so a policy change never changes what an open card
+promised. Every call meets the policy in one place (`runtime.judging.verdicts`), which also
+checks grants, Approve always and automatic approvals against the rule the call falls under.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, replace
@@ -57,9 +59,13 @@ from pydantic import (
     model_validator,
 )
 
-from runtime.conditions import CallFacts, Condition
+from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
+from runtime.judging.call_rule import CallRule, Unjudged, stricter
+from runtime.judging.evaluation import Outcome
 from runtime.record.deciders import is_group
 from runtime.settings import RuntimeSettings, plain_reason
+
+__all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "load_policy", "parse_principals"]
 
 PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
 AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
@@ -111,9 +117,16 @@ class Rule(BaseModel):
     def model_post_init(self, context: object, /) -> None:
         self._condition = None if self.when is None else Condition.compile(self.when)
 
-    def holds_for(self, facts: CallFacts | None) -> bool | None:
-        """Whether the call meets `when` (True without one); None: it cannot be evaluated."""
-        return True if self._condition is None else self._condition.holds(facts)
+    async def holds(self, facts: CallFacts | None) -> Outcome:
+        """Whether the call meets `when` (true without one), or why it cannot be judged."""
+        if self._condition is None:
+            return Outcome(holds=True)
+        return await self._condition.holds(facts)
+
+    @property
+    def label(self) -> str:
+        """How people know the rule: its `name`, else its `when`, else its tool."""
+        return self.name or self.when or f"tool = {self.tool}"
 
     @model_validator(mode="after")
     def _escalation_is_whole(self) -> Rule:
@@ -143,42 +156,10 @@ class Match:
     """The rule a call falls under."""
 
     index: int | None
-    """In the policy's rules; None: no rule, the environment's defaults."""
-    undecided: bool = False
-    """The rule's `when` could not be evaluated for the call (or no arguments were given):
-    the rule holds, with nothing loosened."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CallRule:
-    """The policy for one tool call, defaults filled in."""
-
-    approvers: tuple[str, ...]
-    """Who may decide; empty means anyone in the channel."""
-    quorum: int
-    ttl_seconds: int
-    allow_always: bool
-    auto: Literal["approve", "reject"] | None
-    grant_max_seconds: int = 0
-    """The longest grant people may make for calls under this rule; 0: none."""
-    allow_edit: bool = True
-    preview: bool = True
-    """False: the card shows no preview, and the tool's preview is never called."""
-    notify: tuple[str, ...] = ()
-    """Users, user groups and channels that get a copy of the card."""
-    escalate_after_seconds: int | None = None
-    escalate_to: tuple[str, ...] = ()
-    """Still undecided after `escalate_after_seconds`: these may decide too, and are told."""
-    external: bool = False
-    """People outside the installing workspace (Slack Connect, guests) may decide too."""
-    when: str | None = None
-    """The rule's `when`, shown on the card and kept in the audit trail."""
-    name: str | None = None
-    """The rule's `name`, shown on the card instead of its `when`."""
-    undecided: bool = False
-    """The `when` could not be evaluated for the call: nothing was loosened."""
-    confirm: str | None = None
-    """The argument whose value each approver types (no Approve always, grants or edits)."""
+    """The first rule that holds for the call, in the policy's rules; None: no rule, the
+    environment's defaults."""
+    unjudged: tuple[Unjudged, ...] = ()
+    """Rules before it whose `when` could not be judged for the call: it must satisfy them too."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -192,50 +173,67 @@ class Policy:
     rule_lines: tuple[int, ...] = ()
     """The line of each rule's `[[rule]]` in the policy file, for whoever points at one."""
 
-    def match(
-        self,
-        tool: str,
-        agent: str,
-        mcp_server: str | None = None,
-        facts: CallFacts | None = None,
-    ) -> Match:
-        """The first rule a call falls under, its `when` read from `facts` (None: the
-        arguments are not known, and a `when` rule holds undecided). The one place a call meets
-        the rules: the processes and the backtest (`runtime.review.backtest`) both ask here."""
+    @property
+    def version(self) -> str:
+        """A digest of the rules and defaults: what an Approve always is bound to
+        (`runtime.judging.permissions`), so a changed policy honours none made before."""
+        text = "\n".join(
+            [
+                *(rule.model_dump_json() for rule in self.rules),
+                ",".join(self.default_approvers),
+                f"{self.default_ttl_seconds},{self.default_grant_max_seconds}",
+                str(self.default_external),
+            ]
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def match(self, tool: str, agent: str, mcp_server: str | None = None) -> Match:
+        """The rule a call of `tool` falls under, its arguments unknown (a tool's listing): a
+        `when` rule cannot be judged, so the call must satisfy it too."""
+        unjudged: list[Unjudged] = []
         for number, rule in enumerate(self.rules):
             if not rule.matches(tool, agent, mcp_server):
                 continue
-            holds = rule.holds_for(facts)
-            if holds is None:
-                return Match(index=number, undecided=True)
-            if holds:
-                return Match(index=number)
-        return Match(index=None)
+            if rule.when is None:
+                return Match(index=number, unjudged=tuple(unjudged))
+            unjudged.append(Unjudged(rule=rule.label, reason=UNKNOWN_ARGUMENTS, index=number))
+        return Match(index=None, unjudged=tuple(unjudged))
 
-    def rule_for(
-        self,
-        tool: str,
-        agent: str,
-        mcp_server: str | None = None,
-        facts: CallFacts | None = None,
-    ) -> CallRule:
-        return self.resolve(self.match(tool, agent, mcp_server, facts))
+    async def judge(self, facts: CallFacts) -> Match:
+        """The first rule that holds for the call, each `when` evaluated on `facts` (within
+        its budget, off the event loop), and the rules before it that could not be judged. The
+        one place a call meets the rules: the processes and the backtest
+        (`runtime.review.backtest`) both ask here."""
+        unjudged: list[Unjudged] = []
+        for number, rule in enumerate(self.rules):
+            if not rule.matches(facts.tool, facts.agent, facts.mcp_server):
+                continue
+            outcome = await rule.holds(facts)
+            if outcome.holds is None:
+                reason = outcome.reason or "it cannot be evaluated"
+                unjudged.append(Unjudged(rule=rule.label, reason=reason, index=number))
+            elif outcome.holds:
+                return Match(index=number, unjudged=tuple(unjudged))
+        return Match(index=None, unjudged=tuple(unjudged))
+
+    def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
+        """The rule for a call whose arguments are not known (`match`)."""
+        return self.resolve(self.match(tool, agent, mcp_server))
 
     def resolve(self, match: Match) -> CallRule:
-        """The rule a match names, defaults filled in; an undecided one loosens nothing."""
-        resolved = self._resolve(match.index)
-        if resolved.confirm is not None:
-            # Each approval is typed: nothing may stand in for it, nor change what is typed for.
-            resolved = replace(resolved, allow_always=False, grant_max_seconds=0, allow_edit=False)
-        if not match.undecided:
-            return resolved
-        return replace(
-            resolved,
-            auto=None if resolved.auto == "approve" else resolved.auto,
-            allow_always=False,
-            grant_max_seconds=0,
-            undecided=True,
-        )
+        """The rule a match names, defaults filled in, made stricter by every rule before it
+        that could not be judged (`runtime.judging.call_rule.stricter`)."""
+        resolved = self._typed(self._resolve(match.index))
+        for unjudged in reversed(match.unjudged):
+            resolved = stricter(self._typed(self._resolve(unjudged.index)), resolved, unjudged)
+        return resolved
+
+    @staticmethod
+    def _typed(rule: CallRule) -> CallRule:
+        if rule.confirm is None:
+            return rule
+        # Each approval is typed: nothing may stand in for it, nor change what is typed for.
+        return replace(rule, allow_always=False, grant_max_seconds=0, allow_edit=False)
 
     def _resolve(self, index: int | None) -> CallRule:
         rule = None if index is None else self.rules[index]
@@ -274,6 +272,7 @@ class Policy:
             when=rule.when,
             name=rule.name,
             confirm=rule.confirm,
+            index=index,
         )
 
 

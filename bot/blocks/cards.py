@@ -20,6 +20,7 @@ from bot.blocks.grants import grant_menu_blocks, granted_blocks
 from bot.blocks.parts import button, context_block
 from bot.words import call_text, deciders
 from bot.words import runs as messages
+from bot.words import verdicts as verdict_words
 from bot.words.nested_calls import asked_inside
 from runtime.record import PendingCall
 from runtime.reporter import RunView
@@ -110,6 +111,10 @@ def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple
         blocks.append(context_block(call_text.tool_description(call.description)))
     if call.when or call.rule_name:
         blocks.append(context_block(messages.rule_line(call.when, call.rule_name)))
+    if call.unjudged:
+        blocks.append(context_block(verdict_words.unjudged_line(call.unjudged)))
+    if call.invalid:
+        blocks.append(context_block(verdict_words.invalid_line(call.tool, call.invalid)))
     blocks += [
         {"type": "section", "fields": fields},
         *context_blocks(run, call),

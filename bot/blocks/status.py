@@ -12,6 +12,7 @@ from slack_sdk.models.blocks.basic_components import MarkdownTextObject
 from bot.blocks.batch import batch_buttons
 from bot.words import commands as command_words
 from bot.words import runs as messages
+from bot.words import verdicts as verdict_words
 from runtime.reporter import Activity
 
 ACTION_STOP = "stop_run"
@@ -37,6 +38,9 @@ def status_step(step: str) -> str:
         return f"called `{messages.escape(name)}`"
     if kind == "handoff":
         return f"handed off to *{messages.escape(name)}*"
+    if kind == "always":
+        tool, _, user_id = name.partition(":")
+        return verdict_words.approved_by_always(tool, user_id)
     return messages.escape(step)
 
 

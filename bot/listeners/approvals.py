@@ -30,6 +30,8 @@ from bot.slack.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUs
 from bot.words import runs as messages
 from runtime.decisions import CallView, Choice, DecisionRecorder
 from runtime.process import TaskSet, bind_log_context
+from runtime.record import Decision
+from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +199,9 @@ class ApprovalActions:
         if answer.took_effect:
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
             self._redraw(answer, message_ts)
+            for approval_id, decision in answer.result.covered if answer.result else ():
+                work = self._redraw_covered(ref.run_id, approval_id, decision)
+                send_later(self.tasks, work, f"redraw:{approval_id}")
             send_later(self.tasks, self.gate.redraw_status(self.reporter, answer), "status")
             return
         self._explain(answer, actor, channel, message_ts)
@@ -234,6 +239,14 @@ class ApprovalActions:
         if found is not None:
             run, call = found
             send_later(self.tasks, self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
+
+    async def _redraw_covered(self, run_id: str, approval_id: str, decision: Decision) -> None:
+        """The card of a call an Approve always approved beside the clicked one."""
+        view = await self.recorder.view(run_id, approval_id)
+        if view.envelope is None or view.call is None or view.call.message_ts is None:
+            return
+        call = view.call.model_copy(update={"decision": decision})
+        await self.reporter.redraw(RunView.of(view.envelope), call)
 
     # --- plumbing ---------------------------------------------------------------------------
 

@@ -122,7 +122,7 @@ class EditActions:
             conversation = view.envelope.conversation
             # Against the rule the call is under now: an earlier edit may have re-gated it.
             current = view.gate.applied_to(view.call) if view.gate else view.call
-            stricter = stricter_rule(self.policy, current, conversation, text)
+            stricter = await stricter_rule(self.policy, current, conversation, text)
         digest = call_digest(view.call.tool, text, view.call.mcp_server)
         if stricter is not None and (
             stricter.auto == "reject" or view.gate is None or digest == meta.digest
@@ -174,6 +174,8 @@ class EditActions:
         self.actions.follow_up(answer, ref, choice, actor, meta.channel, meta.message_ts)
         approvers = () if regate.anyone else (*regate.users, *regate.groups)
         mentions = [f"<!subteam^{p}>" if is_group(p) else user(p) for p in approvers]
-        text = choice_messages.edit_regated(regate.when, regate.rule_name, mentions, regate.quorum)
+        text = choice_messages.edit_regated(
+            regate.when, regate.rule_name, mentions, regate.quorum, confirm=regate.confirm
+        )
         thread = view.envelope.conversation.thread if view.envelope else None
         self.actions.tell(meta.channel, actor.id, thread, text)

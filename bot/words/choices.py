@@ -108,9 +108,17 @@ def edit_under_stricter_rule(when: str | None, approvers: list[str], quorum: int
     )
 
 
-def edit_regated(when: str | None, name: str | None, mentions: list[str], quorum: int) -> str:
+def edit_regated(
+    when: str | None,
+    name: str | None,
+    mentions: list[str],
+    quorum: int,
+    *,
+    confirm: str | None = None,
+) -> str:
     """To the editor, privately: an edit that moved the call under a stricter rule was stored
-    but not approved; its card now asks that rule's approvers (`mentions`: none, anyone)."""
+    but not approved; its card now asks that rule's approvers (`mentions`: none, anyone), and
+    whoever approves types its `confirm` argument when the rule asks it."""
     rule = f"the rule *{escape(name)}*" if name else "a stricter rule"
     if when and not name:
         rule = f"the rule `{escape(when)}`"
@@ -120,6 +128,8 @@ def edit_regated(when: str | None, name: str | None, mentions: list[str], quorum
         who = f"{' or '.join(mentions)} must approve it"
     else:
         who = f"{quorum} of {', '.join(mentions)} must approve it"
+    if confirm:
+        who += f", typing its `{escape(confirm)}`"
     return (
         f"Your edit was not approved: the edited call falls under {rule}, so {who}. The card "
         "now shows the edited arguments under that rule."

@@ -46,10 +46,13 @@ def age(seconds: float) -> str:
 def run_line(run: LiveRun, link: str | None) -> str:
     """One live run: agent, requester, task, state, age, thread and id."""
     where = f"<{link}|thread>" if link else f"<#{run.channel}>"
+    always = "".join(
+        f" · Approve always: `{escape(tool)}` by {user(who)}" for tool, who in run.always
+    )
     return (
         f"• *{escape(run.agent)}* for {user(run.requester)}: "
         f"{escape(shortened(run.task, TASK_SHOWN))} · {run_state(run)} · "
-        f"{age(run.age_seconds)} · {where} · `{run.run_id}`"
+        f"{age(run.age_seconds)} · {where} · `{run.run_id}`{always}"
     )
 
 

@@ -9,7 +9,9 @@ from typing import Any
 from agents import FunctionTool, ItemHelpers, MessageOutputItem, RunResult, ToolCallOutputItem
 from agents.items import ToolApprovalItem
 
+from runtime.calls.description import described_arguments, tool_kind
 from runtime.journal.invoker import JournaledInvoker
+from runtime.judging.arguments import NO_SCHEMA, ArgumentSchema, JudgedArguments
 from runtime.mcp.origin import mcp_server_of
 from runtime.runs.agent_graph import tool_agent
 
@@ -37,6 +39,29 @@ def function_tool_of(item: ToolApprovalItem) -> FunctionTool | None:
         if isinstance(tool, FunctionTool) and tool.name == item.name:
             return tool
     return None
+
+
+def argument_schema(item: ToolApprovalItem) -> ArgumentSchema:
+    """How the function tool of an interruption receives its arguments (`NO_SCHEMA` for any
+    other tool: an MCP tool's schema comes from its listing, `runtime.mcp.tools`)."""
+    tool = function_tool_of(item)
+    if tool is None:
+        return NO_SCHEMA
+    invoker = tool.on_invoke_tool
+    if isinstance(invoker, JournaledInvoker) and invoker.argument_schema is not None:
+        return invoker.argument_schema  # made before the journal wrapped the SDK's invoker
+    return ArgumentSchema.of_function_tool(tool)
+
+
+def judged_arguments(
+    item: ToolApprovalItem, schema: ArgumentSchema | None = None
+) -> JudgedArguments:
+    """What the call will run, as the tool receives it (`runtime.judging.arguments`): a shell
+    or patch call's description as it is, a tool's arguments through its schema."""
+    described = described_arguments(item)
+    if tool_kind(item) is not None:
+        return JudgedArguments(text=described)
+    return (schema or argument_schema(item)).judged(described)
 
 
 def editable_schema(item: ToolApprovalItem) -> dict[str, Any] | None:

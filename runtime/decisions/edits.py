@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -21,9 +21,10 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from referencing.exceptions import Unresolvable
 
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
-from runtime.conditions import CallFacts
 from runtime.decisions.choices import ArgumentEdit
 from runtime.jobs.contracts import Conversation
+from runtime.judging.arguments import JudgedArguments
+from runtime.judging.verdicts import judge
 from runtime.policy import CallRule, Policy
 from runtime.record.envelope import PendingCall
 
@@ -148,24 +149,36 @@ def _sentence(error: ValidationError) -> str:
     return f"{name} is not what the tool takes ({kind})."
 
 
-def stricter_rule(
+async def stricter_rule(
     policy: Policy, call: PendingCall, conversation: Conversation, arguments: str
 ) -> CallRule | None:
-    """The rule the edited arguments fall under, when it asks more than the one the call was
-    asked under (blocked, a larger quorum, approvers of its own, no outsiders): approving them
-    under the looser one would skip it. None: the call's own rule still covers them."""
-    facts = replace(CallFacts.of(call, conversation), arguments=arguments)
-    rule = policy.rule_for(call.tool, call.agent, call.mcp_server, facts)
+    """The rule the edited arguments fall under, judged like a new call's
+    (`runtime.judging.verdicts`), when it asks more than the rule the call is under now: it
+    blocks them, or asks a typed confirmation the call did not, a larger quorum, approvers of
+    its own (some where anyone could decide), or no outsiders. Approving them under the looser
+    rule would skip it. None: the call's own rule still covers them."""
+    verdict = await judge(
+        policy,
+        tool=call.tool,
+        agent=call.agent,
+        mcp_server=call.mcp_server,
+        # Checked against the tool's schema already (`parse_edit`): as the tool receives them.
+        arguments=JudgedArguments(text=arguments),
+        conversation=conversation,
+    )
+    rule = verdict.rule
     if rule.auto == "reject":
         return rule
     if rule.auto == "approve":
         return None
-    if rule.quorum > call.quorum or (call.external and not rule.external):
-        return rule
-    # Other approvers, or some where anyone could decide: whoever edits may not be one of them.
-    if rule.approvers and set(rule.approvers) != set(call.approvers):
-        return rule
-    return None
+    asks_more = (
+        rule.quorum > call.quorum
+        or (call.external and not rule.external)
+        or (rule.confirm is not None and rule.confirm != call.confirm)
+        # Other approvers, or some where anyone could decide: whoever edits may not be one.
+        or (bool(rule.approvers) and set(rule.approvers) != set(call.approvers))
+    )
+    return rule if asks_more else None
 
 
 def pretty_arguments(arguments: str) -> str:

@@ -116,6 +116,9 @@ class RecordResult:
     resume_enqueued: bool = False
     edit: ArgumentEdit | None = None
     """For `counted` and `regated`: the edit this choice made (the count restarted on it)."""
+    covered: tuple[tuple[str, Decision], ...] = ()
+    """For an Approve always `recorded`: the other calls of the round under the same rule that
+    it approved too (approval id, decision; `runtime/record/lua/always.lua`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -304,11 +307,13 @@ def result_of(parts: list[str]) -> RecordResult:
         edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
         return RecordResult(status=status, approvals=approvals, edit=edit)
     decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+    covered = json.loads(parts[3]) if len(parts) > 3 and parts[3] else []
     return RecordResult(
         status=status,
         decision=decision,
         approvals=decision.approvals if decision else (),
         resume_enqueued=len(parts) > 2 and parts[2] == "1",
+        covered=tuple((aid, Decision.model_validate_json(raw)) for aid, raw in covered),
     )
 
 

@@ -73,17 +73,15 @@ class StartJob(BaseModel):
     @property
     def version(self) -> int:
         """The oldest version of the job contract that reads this job, which picks its stream
-        (`Shard.job_streams`): 2 for a reply's start, which workers before `continues` cannot
-        read, else 1."""
-        return 2 if self.continues else 1
+        (`Shard.job_streams`): 2 for a reply's start or an outsider's run, which workers before
+        `continues` and `requester_external` cannot read, else 1."""
+        return 2 if self.continues or self.conversation.requester_external else 1
 
     def payload(self) -> str:
-        """The job as queued: without `continues` when it continues nothing, and without
-        `conversation.requester_external` when false, so that a worker of the release before
-        either reads every job it knew."""
-        exclude: dict[str, Any] = {}
-        if not self.continues:
-            exclude["continues"] = True
+        """The job as queued: without `continues` when it continues nothing, and without the
+        conversation's `requester_external` while false, so an older worker (whose contracts
+        forbid unknown fields) reads every job it knew."""
+        exclude: dict[str, Any] = {} if self.continues else {"continues": True}
         if not self.conversation.requester_external:
             exclude["conversation"] = {"requester_external"}
         return self.model_dump_json(exclude=exclude or None)

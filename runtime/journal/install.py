@@ -6,6 +6,7 @@ from agents import FunctionTool, Model
 
 from runtime.journal.invoker import JournaledInvoker
 from runtime.journal.tool_kinds import journal_tool_kind
+from runtime.judging.arguments import ArgumentSchema
 from runtime.models.journaled import journaled_model
 from runtime.registry import AgentRegistry
 from runtime.runs.agent_graph import reachable_agents
@@ -24,7 +25,11 @@ def install_journal(registry: AgentRegistry) -> int:
         for tool in agent.tools:
             if isinstance(tool, FunctionTool):
                 if not isinstance(tool.on_invoke_tool, JournaledInvoker):
-                    tool.on_invoke_tool = JournaledInvoker(tool.name, tool.on_invoke_tool)
+                    # Its model first: `FunctionTool.__wrapped__` goes with the SDK's invoker.
+                    schema = ArgumentSchema.of_function_tool(tool)
+                    tool.on_invoke_tool = JournaledInvoker(
+                        tool.name, tool.on_invoke_tool, argument_schema=schema
+                    )
                     wrapped += 1
             else:
                 wrapped += journal_tool_kind(agent, tool)

@@ -42,6 +42,7 @@ from runtime.decisions.choices import ArgumentEdit
 from runtime.decisions.edits import edit_note
 from runtime.journal.starts import OutcomeLost, lost, may_repeat
 from runtime.journal.turns import TurnsAsked, inside_call
+from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
 from runtime.record.store import Fenced, Lease, RunStore
 from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted
@@ -146,11 +147,15 @@ class JournaledInvoker:
         *,
         mcp_server: str | None = None,
         kind: str | None = None,
+        argument_schema: ArgumentSchema | None = None,
     ) -> None:
         self._tool_name = tool_name
         self._inner = inner
         self._mcp_server = mcp_server
         self._kind = kind
+        self.argument_schema = argument_schema
+        """How the tool receives its arguments (`runtime.judging.arguments`): the digest of
+        an `executed` entry covers them as its approval did."""
         """`shell`, `local_shell` or `apply_patch` (`runtime.calls.description`): the call's
         `tool_arguments` are then its description, and its digest covers the kind."""
 
@@ -267,13 +272,21 @@ class JournaledInvoker:
             "agent": getattr(ctx.agent, "name", None),
             "requester": scope.requester,
             "channel": scope.channel,
-            # the edited arguments, if a person edited them
-            "digest": call_digest(
-                self._tool_name, ctx.tool_arguments or "", self._mcp_server, kind=self._kind
-            ),
+            "digest": self._digest(scope, ctx),
             "outcome": _outcome(output),
             **({"mcp_server": self._mcp_server} if self._mcp_server is not None else {}),
         }
+
+    def _digest(self, scope: JournalScope, ctx: ToolContext[Any]) -> str:
+        """The digest the call's approval bound: an edit's own (the text a person approved,
+        and the tool runs), else the model's arguments as the tool receives them."""
+        edit = scope.edits.get(ctx.tool_call_id)
+        if edit is not None:
+            return edit.digest
+        arguments, schema = ctx.tool_arguments or "", self.argument_schema
+        if schema is not None and self._kind is None:
+            arguments = schema.judged(arguments).text
+        return call_digest(self._tool_name, arguments, self._mcp_server, kind=self._kind)
 
 
 async def _not_running(scope: JournalScope, call_id: str) -> None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
-from runtime.conditions import CallFacts
 from runtime.failures import RunFailed
 from runtime.jobs.contracts import new_approval_id
 from runtime.journal.starts import OutcomeLost
@@ -92,8 +91,8 @@ def asked_again(
         return None
     if call.decision.edit is not None:
         return None
-    facts = CallFacts.of(call, envelope.conversation)
-    rule = policy.rule_for(call.tool, call.agent, call.mcp_server, facts)
+    # Its gate stays the call's; only how long it waits comes from the policy now.
+    rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
     again = call.model_copy(
         update={
             "approval_id": new_approval_id(),

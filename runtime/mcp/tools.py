@@ -27,6 +27,7 @@ from agents.mcp import MCPServer
 from agents.tool import ToolOriginType, get_function_tool_origin
 
 from runtime.journal.invoker import JournaledInvoker
+from runtime.judging.arguments import ArgumentSchema
 from runtime.mcp.connections import McpConnections
 from runtime.mcp.listing import McpListings, McpToolInfo
 from runtime.mcp.origin import mcp_server_of
@@ -62,6 +63,7 @@ class McpTools:
         self._policy = policy
         self._listings = listings
         self._listed: dict[str, dict[str, McpToolInfo]] = {}
+        self._schemas: dict[tuple[str, str], ArgumentSchema] = {}
         self.connections = McpConnections(
             servers_of(self._agents),
             probe_interval=probe_interval,
@@ -97,30 +99,36 @@ class McpTools:
             listed[tool.name] = McpToolInfo(
                 tool=tool.name, server=server, description=tool.description or ""
             )
+            # Checked against the listed schema, never converted: the server gets the text.
+            schema = ArgumentSchema.of_json_schema(tool.params_json_schema)
+            self._schemas[(agent.name, tool.name)] = schema
             if self._policy_requires_approval(tool.name, agent.name, server):
                 tool.needs_approval = True
             if not isinstance(tool.on_invoke_tool, JournaledInvoker):
                 tool.on_invoke_tool = JournaledInvoker(
-                    tool.name, tool.on_invoke_tool, mcp_server=server
+                    tool.name, tool.on_invoke_tool, mcp_server=server, argument_schema=schema
                 )
         self._listed[agent.name] = listed
 
     def _policy_requires_approval(self, tool: str, agent: str, server: str) -> bool:
-        # No arguments at listing: a `when` rule holds undecided, so it asks (its calls are put
-        # to the rule again, with their arguments, as they are made).
+        # No arguments at listing: a `when` rule cannot be judged, so it asks (its calls are
+        # put to the rules again, with their arguments, as they are made).
         match = self._policy.match(tool, agent, server)
-        rule = None if match.index is None else self._policy.rules[match.index]
-        return (
-            rule is not None
-            and rule.mcp_server is not None
-            and (rule.auto != "approve" or match.undecided)
-        )
+        indices = [u.index for u in match.unjudged]
+        if match.index is not None:
+            indices.append(match.index)
+        named = any(self._policy.rules[i].mcp_server is not None for i in indices)
+        return named and self._policy.resolve(match).auto != "approve"
 
     # --- what runs and cards need ----------------------------------------------------------
 
     def info(self, agent: str, tool: str) -> McpToolInfo | None:
         """The tool as this worker last listed it for `agent`, if it is an MCP tool."""
         return self._listed.get(agent, {}).get(tool)
+
+    def schema(self, agent: str, tool: str) -> ArgumentSchema | None:
+        """The JSON schema of an MCP tool as this worker last listed it for `agent`."""
+        return self._schemas.get((agent, tool))
 
     def offered(self, agent: Agent[Any]) -> set[str]:
         """The MCP tools `agent` offered at its last listing (a restore lists them afresh)."""

@@ -6,9 +6,10 @@ own `agents.testing.ScriptedModel`, given one responder step per model call: the
 tools, the approvals and the hand-offs exactly as with a real model; only the words are canned.
 
 It understands tasks like "delete u-100", "restart the api", "list users", "refund o-1 1200"
-(cents; billing's tool, so ops hands off first), "list tables" and "drop the orders table" (tools
-of the `db` MCP server), "greet me in spanish" (`respond_spanish`, an agent used as a tool, whose
-`spanish` agent asks for `get_user_name`), joined with "and". The `shell` agent runs its whole
+(cents; billing's tool, so ops hands off first; `"1200"`, quoted, is sent as a string), "list
+tables" and "drop the orders table" (tools of the `db` MCP server), "greet me in spanish"
+(`respond_spanish`, an agent used as a tool, whose `spanish` agent asks for `get_user_name`),
+joined with "and". The `shell` agent runs its whole
 task as one shell command ("shell: echo hello >> notes.txt"). Each answer says it came
 from a scripted model, so nobody mistakes it for a real one in Slack either.
 """
@@ -77,9 +78,11 @@ def intents_of(task: str) -> list[Intent]:
             found += [Intent("restart_service", {"service": s}) for s in named or other[:1]]
         if re.search(r"\brefund", words):
             order = re.search(r"\bo-[\w-]+", words)
-            amount = re.search(r"(?<![\w.-])(\d{1,9})(?![\w.-])", words)
+            amount = re.search(r'(?<![\w.-])("?)(\d{1,9})\1(?![\w.-])', words)
             if order and amount:
-                arguments = {"order_id": order[0], "amount_cents": int(amount[1])}
+                # A quoted amount is sent as a string, as a model may: the tool gets a number.
+                cents: int | str = amount[2] if amount[1] else int(amount[2])
+                arguments = {"order_id": order[0], "amount_cents": cents}
                 found.append(Intent("refund_order", arguments, owner="billing"))
         if re.search(r"\blist\b", words) and "user" in words:
             found.append(Intent("list_users", {}))

@@ -11,7 +11,7 @@ from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
     from runtime.record.deciders import is_group, needs_groups
-    from runtime.record.envelope import CardCopy, Decision, PendingCall
+    from runtime.record.envelope import CardCopy, Decision, PendingCall, UnjudgedRule
     from runtime.record.gauges import StateGauges, StateSnapshot, read_state
     from runtime.record.layout import HOME_TAB, CallGate
     from runtime.record.reads import Requester, parse_copies, parse_gate
@@ -26,6 +26,7 @@ _WHERE = {
     "Requester": "reads",
     "StateGauges": "gauges",
     "StateSnapshot": "gauges",
+    "UnjudgedRule": "envelope",
     "is_group": "deciders",
     "needs_groups": "deciders",
     "parse_copies": "reads",
@@ -42,6 +43,7 @@ __all__ = [
     "Requester",
     "StateGauges",
     "StateSnapshot",
+    "UnjudgedRule",
     "is_group",
     "needs_groups",
     "parse_copies",

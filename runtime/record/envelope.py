@@ -17,7 +17,10 @@ Versions:
   call may also carry `external` (absent: only members of the installing workspace may decide
   it; no new version).
   A call asked about again because it may have run (`runtime.journal.lost_outcomes`) also carries
-  `lost` (written only when true: no new version). `edited_preview` is never stored.
+  `lost` (written only when true: no new version). `edited_preview` is never stored. A call
+  whose rules could not all be judged carries `unjudged`, one whose arguments do not fit its
+  tool `invalid` (both written only when set: no new version; a web process of the previous
+  version refuses to decide such a run, which fails closed).
 """
 
 from __future__ import annotations
@@ -97,6 +100,17 @@ class Decision(BaseModel):
     """The grant that approved this call without a card."""
 
 
+class UnjudgedRule(BaseModel):
+    """A rule whose `when` could not be judged for a call (`runtime.judging.call_rule`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: str
+    """Its `name`, else its `when`."""
+    reason: str
+    """Why, in one clause: "the call has no `region`"."""
+
+
 class CardCopy(BaseModel):
     """A copy of a call's card outside its thread: a direct message, or another channel."""
 
@@ -116,7 +130,8 @@ class PendingCall(BaseModel):
     tool: str
     agent: str
     arguments: str
-    """As the model sent them: usually JSON, but not guaranteed to be."""
+    """As the tool receives them (`runtime.judging.arguments`: the model's text unless the
+    tool's schema converts a value): usually JSON, but not guaranteed to be."""
     expires_at: float
     approvers: tuple[str, ...] = ()
     """User and user-group ids who may decide; empty means anyone in the channel."""
@@ -160,6 +175,12 @@ class PendingCall(BaseModel):
     """The argument whose value an approver types to approve (its rule's `confirm`)."""
     lost: bool = False
     """The call may have run and its result was lost: its card asks whether to run it again."""
+    unjudged: tuple[UnjudgedRule, ...] = ()
+    """Rules whose `when` could not be judged for the call: it must satisfy them and the rule
+    it fell under otherwise, and nothing approved it by itself."""
+    invalid: str | None = None
+    """Why the arguments do not fit the tool ("`amount_cents`: Input should be a valid
+    integer"): nothing approved it by itself; a person may reject or edit it."""
     edited_preview: str | None = None
     """The tool's preview of the edited arguments an approval binds, made just before the tool
     runs with them (`runtime.runs.edited_previews`); "" when it failed. Never stored: only the
@@ -226,6 +247,8 @@ _OMITTED_WHEN_UNSET = (
     "when",
     "rule_name",
     "confirm",
+    "unjudged",
+    "invalid",
 )
 
 
@@ -233,6 +256,9 @@ def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
     per_call = {"message_ts", "decision", "approvals", "edit", "copies", "edited_preview"}
     data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
+    if not data["conversation"].get("requester_external"):
+        # Written only when true: a web process of the previous version reads every other run.
+        data["conversation"].pop("requester_external", None)
     for call in data["calls"]:
         for name in _OMITTED_WHEN_UNSET:
             if call.get(name) in (None, [], False):

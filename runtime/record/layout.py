@@ -10,6 +10,9 @@ Fields of `run:<id>`:
 - `status` (`Status`), `round`, `pending` (open approvals of the round), `fence` (see below);
 - plain copies that any version can read: `channel`, `requester`, `thread`, `reply_url`;
 - `status_message`, `status_steps`, `final` (the answer, kept until it is posted), `stopped`;
+- `always` (the run's Approve always permissions) and `rules` (the rule key of each call of
+  the round that offers Approve always), `runtime.judging.permissions`: fields an earlier
+  version neither reads nor writes, so it honours no permission and covers no other call;
 - per approval of the current round: `deadline:<id>`, `ts:<id>` (its card), `gate:<id>` (who may
   decide it, as plain JSON: `CallGate`), `approvals:<id>` (towards a quorum), `denied:<id>`,
   `decision:<id>`, `edit:<id>` (arguments a person edited, `runtime.decisions.choices`),
@@ -66,6 +69,11 @@ STATUS_STEPS: Final = "status_steps"
 FINAL: Final = "final"
 STOPPED: Final = "stopped"
 """Who stopped the run (JSON), once someone did; a working run stops at its next safe point."""
+ALWAYS: Final = "always"
+"""The run's Approve always permissions (JSON list of `AlwaysPermission`), written each round."""
+RULES: Final = "rules"
+"""Approval id -> the rule key (`RuleKey.token`) of each call of the round that offers Approve
+always: the decision script covers a call waiting beside the approved one under the same key."""
 # Per approval id of the current round:
 DEADLINE: Final = "deadline:"
 TS: Final = "ts:"
@@ -275,6 +283,7 @@ LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
         "channel": CHANNEL,
         "requester": REQUESTER,
         "stopped": STOPPED,
+        "rules": RULES,
         "deadline": DEADLINE,
         "gate": GATE,
         "approvals": APPROVALS,
@@ -315,11 +324,14 @@ SCRIPTS: Final[dict[str, str]] = {
     "wait": _script("home_index", "wait"),
     "close": _script("home_index", "close"),
     "journal_put": _script("journal_put"),
-    # The decision script calls the functions of `choices.lua` (grants and edits).
+    # The decision script calls the functions of `choices.lua` (grants and edits); its body is
+    # a function (`batch_open.lua`) that `always.lua` calls for each call an Approve always covers.
     "decide": _script(
         "home_index",
         "choices",
+        "batch_open",
         "decide",
+        "always",
         EVENT_EDITED=AuditEvent.EDITED,
         EVENT_GRANTED=AuditEvent.GRANTED,
         EVENT_REGATED=AuditEvent.REGATED,

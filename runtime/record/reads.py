@@ -14,6 +14,7 @@ import json
 from pydantic import TypeAdapter, ValidationError
 
 from runtime.decisions.choices import ArgumentEdit
+from runtime.judging.permissions import parse_permissions, parse_rule_keys
 from runtime.record import layout as rr
 from runtime.record.envelope import Approval, CardCopy, Decision
 from runtime.record.layout import CallGate
@@ -128,6 +129,8 @@ class Whole(Shape):
     copies = Every(rr.COPIES, parse_copies)
     gates = Every(rr.GATE, parse_gate)
     journal = Every(rr.JOURNAL, stored)
+    always = Field(rr.ALWAYS, parse_permissions)
+    rule_keys = Field(rr.RULES, parse_rule_keys)
 
 
 class CallRead(Shape):
@@ -172,6 +175,7 @@ class LiveRead(Shape):
     requester = Field(rr.REQUESTER, text)
     thread = Field(rr.THREAD, text)
     stopped = Present(rr.STOPPED)
+    always = Field(rr.ALWAYS, parse_permissions)
 
 
 class QuorumRead(Shape):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
@@ -19,6 +19,7 @@ from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.journal.starts import CallStarts
 from runtime.journal.turns import TurnJournal
+from runtime.judging.permissions import AlwaysPermission
 from runtime.record import layout as rr
 from runtime.record.envelope import (
     PendingCall,
@@ -58,6 +59,10 @@ class RunRecord:
     status_steps: tuple[str, ...]
     """The steps the status message shows, kept across the run's stops for approval."""
     final_output: str | None
+    permissions: tuple[AlwaysPermission, ...] = ()
+    """The run's Approve always permissions, as written with its last round."""
+    rule_keys: Mapping[str, str] = field(default_factory=dict)
+    """Approval id -> the rule key of each call of the round that offered Approve always."""
 
 
 ClaimStatus = Literal[
@@ -186,6 +191,8 @@ class RunStore:
             status_message=view.status_message,
             status_steps=view.status_steps or (),
             final_output=view.final,
+            permissions=view.always or (),
+            rule_keys=view.rule_keys or {},
         )
 
     async def find_call(

@@ -2,9 +2,11 @@
 backtest POLICY.toml [--since DATE] [--until DATE] [--json]`).
 
 Each call the trail holds (`runtime.review.history`) is put to the proposed policy through the
-same `Policy.match` the processes use, so whatever a rule can match on is replayed too; the call
-is judged on what the trail kept of it (tool, agent, MCP server, channel, requester, and its
-arguments when kept: a `when` rule is replayed on them).
+same judgement the processes use (`runtime.judging.verdicts`), so whatever a rule can match on
+is replayed too; the call is judged on what the trail kept of it (tool, agent, MCP server,
+channel, requester, and its arguments as the tool received them, when kept: a `when` rule is
+replayed on them). A `when` that cannot be judged for a call is reported as the card reports
+it (the rule and why), and the call is judged under it and the rule it falls under otherwise.
 `--json` writes one line per call; otherwise `Summary` counts the calls that would have run with
 no person, been blocked, asked a person where none was, gone to other approvers or needed
 another quorum, and lists the differences, most frequent first.
@@ -24,7 +26,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TextIO
 
 from runtime.audit.trail import AuditTrail
-from runtime.conditions import CallFacts
+from runtime.jobs.contracts import Conversation
+from runtime.judging.arguments import JudgedArguments
+from runtime.judging.verdicts import judge as judge_call
 from runtime.policy import CallRule, Policy
 from runtime.review.history import PastCall, past_calls
 from runtime.review.names import KnownNames
@@ -56,23 +60,26 @@ class Verdict:
     """Empty: anyone in the channel."""
     quorum: int
     changes: tuple[Change, ...]
+    unjudged: tuple[str, ...] = ()
+    """Each rule whose `when` could not be judged for the call, where it is and why
+    (`policy.toml:12: the call has no `amount_cents``), as the card would say."""
 
 
-def judge(call: PastCall, policy: Policy, source: str) -> Verdict:
+async def judge(call: PastCall, policy: Policy, source: str) -> Verdict:
     """What `policy` (read from `source`) would have done with `call`."""
-    # The processes' own matcher, with what the trail kept: a `when` rule is replayed on the
-    # kept arguments, and holds undecided (loosening nothing) where they were not kept.
-    facts = CallFacts(
-        arguments=call.arguments,
+    # The processes' own judgement, with what the trail kept: a `when` rule is replayed on the
+    # kept arguments, and cannot be judged where they were not kept.
+    verdict = await judge_call(
+        policy,
         tool=call.tool,
         agent=call.agent,
         mcp_server=call.mcp_server,
-        channel=call.channel,
-        requester=call.requester,
+        arguments=JudgedArguments(text=call.arguments) if call.arguments is not None else None,
+        conversation=Conversation(channel=call.channel, requester=call.requester),
     )
-    match = policy.match(call.tool, call.agent, call.mcp_server, facts)
-    rule = policy.resolve(match)
-    where = None if match.index is None else f"{source}:{policy.rule_lines[match.index]}"
+    rule = verdict.rule
+    # The rule that chose who decides; with rules that could not be judged, the first of them.
+    where = None if rule.index is None else _where(policy, source, rule.index)
     would = _would(rule)
     return Verdict(
         would=would,
@@ -80,7 +87,12 @@ def judge(call: PastCall, policy: Policy, source: str) -> Verdict:
         approvers=rule.approvers,
         quorum=rule.quorum,
         changes=_changes(call, rule, would),
+        unjudged=tuple(f"{_where(policy, source, u.index)}: {u.reason}" for u in rule.unjudged),
     )
+
+
+def _where(policy: Policy, source: str, index: int) -> str:
+    return f"{source}:{policy.rule_lines[index]}"
 
 
 def _would(rule: CallRule) -> Would:
@@ -130,6 +142,7 @@ def json_line(call: PastCall, verdict: Verdict) -> str:
         "approvers": list(verdict.approvers),
         "quorum": verdict.quorum,
         "changes": list(verdict.changes),
+        **({"unjudged": list(verdict.unjudged)} if verdict.unjudged else {}),
     }
     return json.dumps(line, ensure_ascii=False)
 
@@ -142,6 +155,8 @@ class Summary:
     calls: int = 0
     changed_calls: int = 0
     without_arguments: int = 0
+    unjudged: Counter[str] = field(default_factory=Counter)
+    """Rule (`file:line: why`) -> calls it could not be judged for."""
     first: float | None = None
     last: float | None = None
     changed: Counter[Change] = field(default_factory=Counter)
@@ -152,6 +167,7 @@ class Summary:
     def add(self, call: PastCall, verdict: Verdict) -> None:
         self.calls += 1
         self.without_arguments += call.arguments is None
+        self.unjudged.update(verdict.unjudged)
         self.first = call.at if self.first is None else min(self.first, call.at)
         self.last = call.at if self.last is None else max(self.last, call.at)
         for change in verdict.changes:
@@ -188,6 +204,10 @@ class Summary:
             lines.append(f"  {words:<{width}}  {count:>6}" + (f"  (were: {now})" if now else ""))
         unchanged = self.calls - self.changed_calls
         lines.append(f"  {'unchanged':<{width}}  {unchanged:>6}")
+        if self.unjudged:
+            lines += ["", "Rules that could not be judged (the stricter of both applied):"]
+            for rule, count in self.unjudged.most_common():
+                lines.append(f"  {count:>6}  {rule}")
         if self.differences:
             lines += ["", "Differences, most frequent first:"]
             for (where, was, verdict), count in self.differences.most_common():
@@ -235,7 +255,7 @@ async def backtest(
     summary = Summary(source=source)
     entries = trail.since(since)
     async for call in past_calls(entries, until=until.timestamp() if until else None):
-        verdict = judge(call, policy, source)
+        verdict = await judge(call, policy, source)
         if as_json:
             out.write(json_line(call, verdict) + "\n")
         summary.add(call, verdict)

@@ -1,11 +1,12 @@
 """The calls the audit trail holds, each with what became of it, read as a stream.
 
 A call is one `requested` entry (it asked a person), `auto_approved`, `auto_rejected` or
-`grant_used` entry (it asked nobody). What became of a call that asked is read from the entries
-that follow with its approval id: `approved`/`approved_always` once the quorum is met
-(`approvals` reaches `quorum`), `rejected`, `expired`; a `stopped` entry of its run stops every
-call of the run still open. A call still open when the trail ends is `undecided` (still waiting,
-or its run failed first).
+`grant_used` entry (it asked nobody), or an `approved` entry `via: always` of a call that asked
+nobody (an Approve always of its run approved it: `runtime.judging.permissions`). What became
+of a call that asked is read from the entries that follow with its approval id:
+`approved`/`approved_always` once the quorum is met (`approvals` reaches `quorum`), `rejected`,
+`expired`; a `stopped` entry of its run stops every call of the run still open. A call still
+open when the trail ends is `undecided` (still waiting, or its run failed first).
 
 Streaming: only the calls still open are held, and each call is given as its outcome is read,
 so the order is that of the outcomes; a trail of any length costs the memory of its open calls.
@@ -28,6 +29,7 @@ Was = Literal[
     "auto_approved",
     "auto_rejected",
     "granted",
+    "always",
     "stopped",
     "undecided",
 ]
@@ -104,6 +106,13 @@ class _OpenCalls:
         event = entry.event
         if event in _ASKED_NOBODY or event == AuditEvent.REQUESTED:
             return [] if late else self._asked(entry)
+        details = entry.details
+        if (
+            event == AuditEvent.APPROVED
+            and details.get("via") == "always"
+            and str(details.get("approval_id", "")) not in self.calls
+        ):
+            return [] if late else self._always(entry)
         if event in (*_APPROVALS, AuditEvent.REJECTED, AuditEvent.EXPIRED):
             return self._decided(entry)
         if event == AuditEvent.STOPPED or event in _RUN_ENDS:
@@ -141,6 +150,14 @@ class _OpenCalls:
         user = entry.details.get("user_id")
         if call.was == "granted" and isinstance(user, str):
             call.decided_by = [user]
+        return [call]
+
+    def _always(self, entry: AuditEntry) -> list[PastCall]:
+        """A call an Approve always of its run approved without asking anyone."""
+        call = _call(entry)
+        call.was = "always"
+        user = entry.details.get("user_id")
+        call.decided_by = [user] if isinstance(user, str) else []
         return [call]
 
     def _decided(self, entry: AuditEntry) -> list[PastCall]:

@@ -68,7 +68,7 @@ class ChannelStats:
         if call.was == "granted":
             self.tool(call.tool).grants_used += 1
             return
-        if call.was in ("auto_approved", "auto_rejected"):
+        if call.was in ("auto_approved", "auto_rejected", "always"):
             return  # nobody was asked
         tool = self.tool(call.tool)
         tool.asked += 1

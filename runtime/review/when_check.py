@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.conditions import Condition
+import cel
 
 Schema = Mapping[str, Any]
 COMPARE = frozenset({"==", "!=", "<", "<=", ">", ">="})
@@ -110,13 +110,13 @@ def _type_problems(when: str, tokens: list[_Token], tool: str, schema: Schema) -
 
 def _evaluation_error(when: str, tool: str, schema: Schema) -> str | None:
     """The evaluator's complaint about the operand types, on a value of each argument's type."""
-    condition = Condition.compile(when)
-    if "args" not in condition.program.variables():
+    program = cel.compile(when)
+    if "args" not in program.variables():
         return None
     variables = {"args": _sample(schema, schema), "tool": tool, "agent": "a"}
     variables |= {"mcp_server": None, "channel": "C0", "requester": "U0"}
     try:
-        condition.program.execute(variables)
+        program.execute(variables)
     except TypeError as error:
         fields = ", ".join(
             f"`args.{_dotted(path)}` {_type_words(_types(_at(schema, schema, path)))}"

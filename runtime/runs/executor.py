@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agents import Agent, RunConfig, Runner, RunState
-from agents.exceptions import AgentsException
 from agents.items import TResponseInputItem
 
 from runtime.audit.events import AuditEvent
@@ -28,8 +27,8 @@ from runtime.jobs.queue import Overtaken
 from runtime.journal.invoker import JournalScope, ToolsInFlight, ran_tools
 from runtime.journal.lost_outcomes import ask_again, run_again
 from runtime.journal.starts import OutcomeLost
+from runtime.judging.permissions import AlwaysPermission, granted, permission_fields
 from runtime.mcp.connections import McpServerUnavailable
-from runtime.mcp.origin import mcp_server_of
 from runtime.mcp.tools import McpTools
 from runtime.metrics import count_model_error
 from runtime.policy import Policy
@@ -41,8 +40,9 @@ from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.runs.edited_previews import preview_edits
 from runtime.runs.endings import RunEndings
 from runtime.runs.observer import RunObserver, not_run_notes
-from runtime.runs.planner import CallPlanner, requested
-from runtime.runs.state_decisions import Applied, apply_decisions, approved_edits, missing_tools
+from runtime.runs.planner import CallPlanner, Planned, requested
+from runtime.runs.restoring import apply_round, restore
+from runtime.runs.state_decisions import apply_decisions, approved_edits
 from runtime.stops.listener import StopListener
 from runtime.stops.mark import Stopped
 from runtime.stops.safe_point import caused_by, run_until_stopped
@@ -183,8 +183,8 @@ class RunExecutor:
         if not await self._servers_ready(envelope, agent, lease, keep=True):
             return
         try:
-            state = await self._restore(agent, record)
-            applied = self._apply(state, envelope)
+            state = await restore(agent, record, self.mcp)
+            applied = apply_round(state, envelope, self.registry.get(envelope.root_agent), self.mcp)
         except RunFailed as failure:
             await self.endings.fail(envelope, failure, lease, keep=True)
             return
@@ -193,7 +193,9 @@ class RunExecutor:
         )
         await self.endings.refused(envelope, applied.refused)
         await preview_edits(state, envelope, store=self.store, reporter=self.reporter, lease=lease)
-        await self._advance(envelope, record, agent, state, lease)
+        # Approve always on this round's calls: permissions of the run, bound to their rules.
+        permissions = granted(envelope.calls, record.rule_keys, record.permissions)
+        await self._advance(envelope, record, agent, state, lease, permissions=permissions)
 
     async def on_dead_job(self, job: StartJob | ResumeJob, reason: str) -> None:
         await self.endings.dead_job(job, reason)
@@ -220,32 +222,6 @@ class RunExecutor:
             return False
         return True
 
-    def _apply(self, state: RunState[Any, Any], envelope: RunEnvelope) -> Applied:
-        mcp, root = self.mcp, self.registry.get(envelope.root_agent)
-        missing = missing_tools(state, root, mcp.offered if mcp else None)
-        if missing:
-            detail = ", ".join(f"`{tool}` of agent {agent}" for agent, tool in missing)
-            raise RunFailed(Failure.TOOL_REMOVED, detail)
-        try:
-            return apply_decisions(state, envelope.calls, mcp.server_now if mcp else mcp_server_of)
-        except AgentsException as error:
-            # The SDK fingerprints each tool call; a state edited behind its back fails here.
-            log.error("run %s: stored state is inconsistent: %s", envelope.run_id, error)
-            detail = "the stored run state is inconsistent; it may have been edited"
-            raise RunFailed(Failure.UNREADABLE_STATE, detail) from error
-
-    async def _restore(self, agent: Agent[Any], record: RunRecord) -> RunState[Any, Any]:
-        if record.state is None:
-            raise RunFailed(Failure.UNREADABLE_STATE, "the run has no stored state")
-        try:
-            return await RunState.from_string(agent, record.state)
-        except Exception as error:
-            if self.mcp is not None and await self.mcp.unreachable(agent):
-                raise  # a server went away since `_servers_ready`: the job is retried
-            # The SDK redacts its restore errors; its message is safe and names the cause.
-            log.exception("run %s: stored state cannot be restored", record.envelope.run_id)
-            raise RunFailed(Failure.UNREADABLE_STATE, str(error)) from error
-
     async def _advance(
         self,
         envelope: RunEnvelope,
@@ -255,8 +231,10 @@ class RunExecutor:
         lease: Lease,
         *,
         context: dict[str, Any] | None = None,
+        permissions: tuple[AlwaysPermission, ...] = (),
     ) -> None:
-        """Run until the answer, or until a call needs a person (the policy may decide some)."""
+        """Run until the answer, or until a call needs a person (the policy may decide some,
+        and `permissions`, the run's Approve always, may approve some under their rules)."""
         observer = RunObserver(
             run=RunView.of(envelope),
             reporter=self.reporter,
@@ -282,7 +260,9 @@ class RunExecutor:
                     run_again=run_again(envelope),
                 )
                 try:
-                    await self._steps(envelope, agent, run_input, observer, scope, context)
+                    await self._steps(
+                        envelope, agent, run_input, observer, scope, context, permissions
+                    )
                 except OutcomeLost as lost:
                     await ask_again(self, lost, envelope, record.state, observer, lease)
         except Stopped as stop:
@@ -298,6 +278,7 @@ class RunExecutor:
         observer: RunObserver,
         scope: JournalScope,
         context: dict[str, Any] | None,
+        permissions: tuple[AlwaysPermission, ...],
     ) -> None:
         lease = scope.lease
         decided = list(envelope.calls)  # on a resume, the calls just decided
@@ -346,12 +327,23 @@ class RunExecutor:
                 return
             # Redis's clock, read once: the calls' deadlines and their reminders count from it.
             now = await self.store.server_time()
-            calls = await self.planner.plan(envelope, result, now=now)
+            planned = await self.planner.plan(envelope, result, now=now, permissions=permissions)
+            calls = planned.calls
+            await observer.approved_always(calls)
             if any(call.decision is None for call in calls):
                 state = json.dumps(result.to_state().to_json(), separators=(",", ":"))
-                await self._stop_for_approvals(envelope, state, calls, observer, lease, now=now)
+                await self._stop_for_approvals(
+                    envelope,
+                    state,
+                    calls,
+                    observer,
+                    lease,
+                    now,
+                    planned=planned,
+                    permissions=permissions,
+                )
                 return
-            # The policy decided every call: go on without asking anyone.
+            # Nothing asks a person: go on (each call was audited as it was decided).
             decided += calls
             run_input = result.to_state()
             apply_decisions(run_input, calls)
@@ -365,11 +357,14 @@ class RunExecutor:
         lease: Lease,
         now: float,
         *audit: str,
+        planned: Planned | None = None,
+        permissions: tuple[AlwaysPermission, ...] = (),
     ) -> None:
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
-        reach = plan_reach(
-            calls, self.policy, envelope.conversation, now=now, reminder_at=self.reminder_at
-        )
+        rules = planned.rules if planned is not None else None
+        reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at, rules=rules)
+        keys = planned.keys if planned is not None else {}
+        fields = {**reach.fields, **permission_fields(calls, keys, permissions)}
         await self.store.wait_for_approvals(
             waiting,
             state_json,
@@ -377,7 +372,7 @@ class RunExecutor:
             previous=envelope,
             reminders=reach.first_due,
             self_ok=self.allow_self_approval,
-            fields=reach.fields,
+            fields=fields,
             audit=(*audit, *requested(self.audit, waiting, calls)),
         )
         await observer.waiting([c for c in calls if c.decision is None], asked=len(calls))

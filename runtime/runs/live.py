@@ -48,6 +48,9 @@ class LiveRun:
     approvals_needed: int = 0
     """Approvals still needed, while `waiting`: one per open call, more for a call under a
     quorum (its quorum less the approvals counted so far)."""
+    always: tuple[tuple[str, str], ...] = ()
+    """(tool, who pressed it) of each Approve always of the run: what may approve its later
+    calls under the same rule."""
 
 
 class LiveRuns:
@@ -149,6 +152,7 @@ class LiveRuns:
                     pending=view.pending or 0,
                     age_seconds=max(0.0, now - started),
                     approvals_needed=needed.get(run_id, view.pending or 0),
+                    always=tuple((p.key.tool, p.user_id) for p in view.always or ()),
                 )
             )
         return runs

@@ -62,6 +62,16 @@ class RunObserver(RunHooks[Any]):
         if self._clock() - self._last_sent >= MIN_UPDATE_INTERVAL_SECONDS:
             await self.flush("working")
 
+    async def approved_always(self, calls: Sequence[PendingCall]) -> None:
+        """A step for each call an Approve always of the run approved (`always:<tool>:<user>`):
+        the thread sees who stood in for it, as it sees a grant's use."""
+        for call in calls:
+            decision = call.decision
+            if decision is None or decision.by_policy or decision.by_grant is not None:
+                continue
+            if decision.user_id is not None:
+                await self._note(f"always:{call.tool}:{decision.user_id}")
+
     async def waiting(self, open_calls: Sequence[PendingCall], *, asked: int) -> None:
         """The run now waits for `open_calls` (of `asked` calls that needed an approval)."""
         tools = tuple(c.tool for c in open_calls)

@@ -1,32 +1,52 @@
-"""A run stopped for approvals: one pending call per interruption, each with its rule, its
-digest and where its tool comes from, and its audit entry. The policy decides the `auto` ones on
-the spot, and a grant covers others (checked here, at call time). A call that needs a card also
-gets what the card shows beyond its arguments: why the model asked, the tool's preview, and its
-schema for edits (function tools only: an MCP tool is rebuilt from each listing)."""
+"""A run stopped for approvals: one pending call per interruption, each judged by the policy
+(`runtime.judging.verdicts`) on the arguments as its tool receives them, with its digest, where
+its tool comes from, and its audit entry.
+
+Then, call by call and in this order, something may stand in for a person, each only where the
+verdict allows it: the rule's `auto` (a rejection always wins), a permission an **Approve
+always** made in this run for the same tool, agent and rule (`runtime.judging.permissions`),
+a grant (`runtime.grants.check`). Each such call is audited on its own before it can run. A
+call that needs a card also gets what the card shows beyond its arguments: why the model asked,
+the tool's preview, and its schema for edits (function tools only: an MCP tool is rebuilt from
+each listing)."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agents import RunResult, ToolApprovalItem
 
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
-from runtime.calls.context import editable_schema, function_tool_of, why_of
-from runtime.calls.description import described_arguments, tool_kind
+from runtime.calls.context import editable_schema, function_tool_of, judged_arguments, why_of
+from runtime.calls.description import tool_kind
 from runtime.calls.digest import ArgumentsTooLarge, call_digest
 from runtime.calls.previews import PreviewFunction, preview_of, run_previews
-from runtime.conditions import CallFacts
 from runtime.grants.check import GrantCheck, GrantNotices
 from runtime.jobs.contracts import new_approval_id
+from runtime.judging.arguments import ArgumentSchema
+from runtime.judging.call_rule import UNAPPROVABLE, CallRule
+from runtime.judging.permissions import AlwaysPermission, RuleKey, covering
+from runtime.judging.verdicts import Verdict, judge
 from runtime.mcp.origin import mcp_server_of
 from runtime.mcp.tools import McpTools
-from runtime.policy import CallRule, Policy
-from runtime.record.envelope import Decision, PendingCall, RunEnvelope
+from runtime.policy import Policy
+from runtime.record.envelope import Approval, Decision, PendingCall, RunEnvelope, UnjudgedRule
 from runtime.record.store import RunStore
 from runtime.reporter import RunView
 from runtime.runs.agent_graph import callers
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Planned:
+    """One round's calls, as judged."""
+
+    calls: tuple[PendingCall, ...]
+    rules: dict[str, CallRule] = field(default_factory=dict)
+    """Approval id -> the rule each call must satisfy (its reach is planned from it)."""
+    keys: dict[str, RuleKey] = field(default_factory=dict)
+    """Approval id -> what an Approve always on it binds, for the calls that offer one."""
 
 
 @dataclass(kw_only=True)
@@ -40,24 +60,32 @@ class CallPlanner:
     notices: GrantNotices | None = None
 
     async def plan(
-        self, envelope: RunEnvelope, result: RunResult, *, now: float
-    ) -> tuple[PendingCall, ...]:
-        """One pending call per interruption, with its rule, asked at `now` (Redis's clock); the
-        policy decides `auto` ones, a grant covers others; each decided one is audited."""
+        self,
+        envelope: RunEnvelope,
+        result: RunResult,
+        *,
+        now: float,
+        permissions: tuple[AlwaysPermission, ...] = (),
+    ) -> Planned:
+        """One pending call per interruption, judged and asked at `now` (Redis's clock); what
+        stands in for a person decided some (each audited)."""
         why = why_of(result)
-        calls = []
+        calls, rules, keys = [], {}, {}
         previews: dict[str, tuple[PreviewFunction, str]] = {}
         for item in result.interruptions:
-            call, rule = await self._pending(envelope, result, item, now, why)
+            call, verdict = await self._pending(envelope, result, item, now, why, permissions)
             calls.append(call)
-            shown = preview_of(function_tool_of(item)) if rule.preview else None
+            rules[call.approval_id] = verdict.rule
+            if verdict.key is not None:
+                keys[call.approval_id] = verdict.key
+            shown = preview_of(function_tool_of(item)) if verdict.rule.preview else None
             if call.decision is None and shown is not None:
                 previews[call.call_id] = (shown, call.arguments)
         texts = await run_previews(previews, run_id=envelope.run_id)
         calls = [c.model_copy(update={"preview": texts.get(c.call_id)}) for c in calls]
         for call in calls:
             await self._announce(envelope, call)
-        return tuple(calls)
+        return Planned(calls=tuple(calls), rules=rules, keys=keys)
 
     async def _pending(
         self,
@@ -66,47 +94,47 @@ class CallPlanner:
         item: ToolApprovalItem,
         now: float,
         why: str | None,
-    ) -> tuple[PendingCall, CallRule]:
-        # What will run: the model's arguments, or a shell or patch call's own description.
-        tool, agent_name, arguments = item.name or "?", item.agent.name, described_arguments(item)
+        permissions: tuple[AlwaysPermission, ...],
+    ) -> tuple[PendingCall, Verdict]:
+        tool, agent_name = item.name or "?", item.agent.name
         server, description = self._origin(item)
-        facts = CallFacts(
-            arguments=arguments,
+        # What will run, as the tool receives it: a shell or patch call's own description.
+        arguments = judged_arguments(item, self._schema(item, server))
+        verdict = await judge(
+            self.policy,
             tool=tool,
             agent=agent_name,
             mcp_server=server,
-            channel=envelope.conversation.channel,
-            requester=envelope.conversation.requester,
+            arguments=arguments,
+            conversation=envelope.conversation,
         )
-        rule = self.policy.rule_for(tool, agent_name, server, facts)
+        rule = verdict.rule
         approval_id = new_approval_id()
+        decision: Decision | None
         try:
-            digest = call_digest(tool, arguments, server, kind=tool_kind(item))
+            digest = call_digest(tool, arguments.text, server, kind=tool_kind(item))
         except ArgumentsTooLarge as error:
             # No digest can bind it, so no person can approve it: the model is told why.
-            digest = hashlib.sha256(arguments.encode()).hexdigest()
-            decision: Decision | None = _by_policy("rejected", str(error), digest, now)
+            digest = hashlib.sha256(arguments.text.encode()).hexdigest()
+            decision = _by_policy("rejected", str(error), digest, now)
         else:
-            if rule.auto is not None:
-                decision = _by_policy(rule.auto, f"auto-{rule.auto} rule", digest, now)
-            else:
-                decision = await self._by_grant(
-                    envelope,
-                    rule,
-                    item,
-                    server=server,
-                    digest=digest,
-                    approval_id=approval_id,
-                    now=now,
-                    arguments=arguments,
-                )
+            decision = await self._stand_in(
+                envelope,
+                verdict,
+                item,
+                permissions,
+                server=server,
+                digest=digest,
+                approval_id=approval_id,
+                now=now,
+            )
         schema = editable_schema(item)
         call = PendingCall(
             approval_id=approval_id,
             call_id=item.call_id or "",
             tool=tool,
             agent=agent_name,
-            arguments=arguments,
+            arguments=arguments.text,
             expires_at=now + rule.ttl_seconds,
             approvers=rule.approvers,
             quorum=rule.quorum,
@@ -124,8 +152,58 @@ class CallPlanner:
             when=rule.when,
             rule_name=rule.name,
             confirm=rule.confirm,
+            unjudged=tuple(UnjudgedRule(rule=u.rule, reason=u.reason) for u in rule.unjudged),
+            invalid=arguments.problem,
         )
-        return call, rule
+        return call, verdict
+
+    async def _stand_in(
+        self,
+        envelope: RunEnvelope,
+        verdict: Verdict,
+        item: ToolApprovalItem,
+        permissions: tuple[AlwaysPermission, ...],
+        *,
+        server: str | None,
+        digest: str,
+        approval_id: str,
+        now: float,
+    ) -> Decision | None:
+        """What decides the call without a card, if anything: its rule's `auto`, an Approve
+        always of this run under the same rule, a grant."""
+        rule = verdict.rule
+        if rule.auto == "reject":
+            return _by_policy("rejected", _rejection_reason(rule), digest, now)
+        if rule.auto == "approve":
+            return _by_policy("approved", "auto-approve rule", digest, now)
+        permission = covering(permissions, verdict.key) if verdict.key is not None else None
+        if permission is not None:
+            return Decision(
+                outcome="approved",
+                user_id=permission.user_id,
+                user_name=permission.user_name,
+                reason=None,
+                decided_at=now,
+                digest=digest,
+                approvals=(
+                    Approval(
+                        user_id=permission.user_id,
+                        user_name=permission.user_name,
+                        outcome="approved_always",
+                        at=permission.at,
+                    ),
+                ),
+            )
+        return await self._by_grant(
+            envelope,
+            rule,
+            item,
+            server=server,
+            digest=digest,
+            approval_id=approval_id,
+            now=now,
+            arguments=verdict.arguments.text if verdict.arguments else "",
+        )
 
     async def _by_grant(
         self,
@@ -140,7 +218,7 @@ class CallPlanner:
         arguments: str,
     ) -> Decision | None:
         """The approval of a grant that covers this call (its use counted and audited)."""
-        if self.grants is None:
+        if self.grants is None or rule.grant_max_seconds <= 0:
             return None
         grant = await self.grants.covering(
             envelope,
@@ -173,19 +251,40 @@ class CallPlanner:
             return server, None
         return listed.server, listed.description or None
 
+    def _schema(self, item: ToolApprovalItem, server: str | None) -> ArgumentSchema | None:
+        """An MCP tool's listed schema (a function tool's is its own: `judged_arguments`)."""
+        if server is None or self.mcp is None:
+            return None
+        return self.mcp.schema(item.agent.name, item.name or "")
+
     async def _announce(self, envelope: RunEnvelope, call: PendingCall) -> None:
         """The audit entry of a call decided without a person (a grant's use was audited as it
         was counted; a call that asks is audited as it opens), and the quiet line."""
-        if call.decision is not None and call.decision.by_grant is not None:
+        decision = call.decision
+        if decision is None:
+            return  # audited as requested by the script that opens it (`requested`)
+        if decision.by_grant is not None:
             if self.notices is not None:
                 await self.notices.grant_used(RunView.of(envelope), call)
             return
-        if call.decision is None:
-            return  # audited as requested by the script that opens it (`requested`)
-        approved = call.decision.outcome == "approved"
-        event = AuditEvent.AUTO_APPROVED if approved else AuditEvent.AUTO_REJECTED
         kept = self.audit.arguments.fields(call.arguments)
-        await self.audit.record(event, envelope.run_id, **audit_fields(envelope, call), **kept)
+        details = {**audit_fields(envelope, call), **kept}
+        if not decision.by_policy:
+            # An Approve always of this run: the person who pressed it approved this call too.
+            always_on = next(a for a in decision.approvals if a.outcome == "approved_always")
+            await self.audit.record(
+                AuditEvent.APPROVED,
+                envelope.run_id,
+                **details,
+                user_id=decision.user_id,
+                user_name=decision.user_name,
+                via="always",
+                always_at=always_on.at,
+            )
+            return
+        approved = decision.outcome == "approved"
+        event = AuditEvent.AUTO_APPROVED if approved else AuditEvent.AUTO_REJECTED
+        await self.audit.record(event, envelope.run_id, **details, reason=decision.reason)
 
 
 def requested(
@@ -221,13 +320,31 @@ def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | in
         # The `when` of the rule that chose who decides, for whoever reads the trail.
         **({"when": call.when} if call.when else {}),
         **({"rule": call.rule_name} if call.rule_name else {}),
+        # Rules that could not be judged, and arguments the tool would refuse.
+        **({"unjudged": unjudged_text(call)} if call.unjudged else {}),
+        **({"invalid": call.invalid} if call.invalid else {}),
     }
 
 
+def unjudged_text(call: PendingCall) -> str:
+    """The rules that could not be judged for `call` and why, as the trail keeps them:
+    `refunds over $1,000: the call has no `amount_cents``, several joined by "; "."""
+    return "; ".join(f"{u.rule}: {u.reason}" for u in call.unjudged)
+
+
+def _rejection_reason(rule: CallRule) -> str:
+    """Why the policy rejected a call, as the model reads it: a rule that says so, or nobody
+    who could approve it under the rules it may fall under (and which could not be judged)."""
+    if rule.refusal is None:
+        return "auto-reject rule"
+    why = "; ".join(f"the rule {u.rule} could not be judged: {u.reason}" for u in rule.unjudged)
+    return f"{UNAPPROVABLE}: {rule.refusal}" + (f" ({why})" if why else "")
+
+
 def _by_policy(outcome: str, reason: str, digest: str, now: float) -> Decision:
-    """A decision nobody was asked for: an `auto` rule's, or a call no digest can bind."""
+    """A decision nobody was asked for: an `auto` rule's, or a call no person could approve."""
     return Decision(
-        outcome="approved" if outcome == "approve" else "rejected",
+        outcome="approved" if outcome == "approved" else "rejected",
         user_name="policy",
         reason=reason,
         decided_at=now,

@@ -7,6 +7,7 @@ refused, not run.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable, Collection
@@ -15,11 +16,12 @@ from typing import Any
 
 from agents import Agent, RunState, ToolApprovalItem
 
-from runtime.calls.context import editable_schema
-from runtime.calls.description import described_arguments, tool_kind
+from runtime.calls.context import editable_schema, judged_arguments
+from runtime.calls.description import tool_kind
 from runtime.calls.digest import call_digest
 from runtime.decisions.choices import ArgumentEdit
 from runtime.journal.lost_outcomes import not_run_again_message
+from runtime.judging.call_rule import UNAPPROVABLE
 from runtime.mcp.origin import mcp_server_of
 from runtime.record.envelope import Decision, PendingCall, RunEnvelope
 from runtime.runs.agent_graph import reachable_agents
@@ -56,7 +58,10 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
             f"so the request expired. {TELL_THE_USER}"
         )
     if decision.by_policy:
-        return f"The call to {tool} was not run: the approval policy does not allow it."
+        # Why, where the rules themselves left nobody to ask (`runtime.judging.call_rule`).
+        why = decision.reason or ""
+        detail = f". {why}" if why.startswith(UNAPPROVABLE) else ""
+        return f"The call to {tool} was not run: the approval policy does not allow it{detail}."
     who = decision.user_name or decision.user_id or "an approver"
     if decision.user_name and decision.user_id:
         who = f"{decision.user_name} ({decision.user_id})"
@@ -84,12 +89,13 @@ def binds(
     """Whether the approval covers the call in the state (`server`: the MCP server it would
     run on, None for a function tool). An edited approval covers the model's call it was made
     on (its original digest), run with the edited arguments, whose digest the approval binds;
-    and only where the tool can run with them (`editable_schema`: never an MCP tool)."""
+    and only where the tool can run with them (`editable_schema`: never an MCP tool). Both
+    digests cover the arguments as the tool receives them (`runtime.judging.arguments`)."""
     tool = item.name or "?"
-    model_digest = call_digest(tool, described_arguments(item), server, kind=tool_kind(item))
+    model_digest = call_digest(tool, judged_arguments(item).text, server, kind=tool_kind(item))
     if decision.edit is None:
         return not decision.digest or decision.digest == model_digest
-    edited_digest = call_digest(tool, decision.edit.arguments, server)
+    edited_digest = call_digest(tool, decision.edit.arguments, server)  # as approved: well typed
     return (
         model_digest == call.digest
         and decision.digest == decision.edit.digest == edited_digest
@@ -153,9 +159,33 @@ def apply_decisions(
             state.reject(item, rejection_message=refusal_message(tool))
             applied.refused.append(call)
             continue
-        state.approve(item, always_approve=decision.outcome == "approved_always")
+        # Never the SDK's `always_approve`: it is keyed by tool name, and later calls would
+        # never come back to the policy. An Approve always is a permission of the run instead
+        # (`runtime.judging.permissions`), checked at each later call.
+        state.approve(item)
         applied.approved.append(call)
     return applied
+
+
+def without_sticky_approvals(state_json: str) -> str:
+    """A saved SDK state without any decision that covers a tool's later calls (an earlier
+    version's `always_approve`): those calls come back to the policy instead. Decisions of
+    single calls stay as they are."""
+    try:
+        data = json.loads(state_json)
+        context = data["context"]
+    except (ValueError, KeyError, TypeError):
+        return state_json  # the SDK says what is wrong with it
+    changed = False
+    records = list((context.get("approvals") or {}).values()) if isinstance(context, dict) else []
+    for name in ("function_tool_approvals", "hosted_mcp_approvals"):
+        entries = context.get(name) if isinstance(context, dict) else None
+        records += [e.get("decision") for e in entries or [] if isinstance(e, dict)]
+    for record in records:
+        if isinstance(record, dict) and record.get("approved") is True:
+            record["approved"] = []
+            changed = True
+    return json.dumps(data, separators=(",", ":")) if changed else state_json
 
 
 def approved_edits(envelope: RunEnvelope) -> dict[str, ArgumentEdit]:

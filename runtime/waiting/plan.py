@@ -9,15 +9,13 @@ reminders due set holds one entry per call, due at its next nudge (`runtime.wait
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.conditions import CallFacts
-from runtime.jobs.contracts import Conversation
-from runtime.policy import Policy
+from runtime.policy import CallRule, Policy
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall
 
@@ -85,19 +83,22 @@ class ReachPlan:
 def plan_reach(
     calls: Iterable[PendingCall],
     policy: Policy,
-    conversation: Conversation,
     *,
     now: float,
     reminder_at: tuple[float, ...],
+    rules: Mapping[str, CallRule] | None = None,
 ) -> ReachPlan:
-    """The reach of each open call: its rule's `notify` and escalation, and the reminders."""
+    """The reach of each open call: its rule's `notify` and escalation (`rules`: the rule each
+    call was judged under, by approval id; a call not there, by its names alone), and the
+    reminders."""
     fields: dict[str, str] = {}
     first_due: dict[str, float] = {}
     for call in calls:
         if call.decision is not None:
             continue
-        facts = CallFacts.of(call, conversation)
-        rule = policy.rule_for(call.tool, call.agent, call.mcp_server, facts)
+        rule = (rules or {}).get(call.approval_id) or policy.rule_for(
+            call.tool, call.agent, call.mcp_server
+        )
         lifetime = call.expires_at - now
         escalate_at = None
         if rule.escalate_after_seconds is not None and rule.escalate_to:

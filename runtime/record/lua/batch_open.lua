@@ -2,6 +2,8 @@
 -- person, in one atomic step. The script is `choices.lua`, this line, `decide.lua` and then
 -- `batch.lua`: the decision script's body becomes the function `decide_one`, called once per
 -- call with that call's KEYS and ARGV, so a batch passes exactly the checks a click passes.
+-- The single decision script opens it the same way and closes it with `always.lua`, which
+-- calls it for the clicked call and for the calls an Approve always covers beside it.
 --
 -- KEYS (all the run's, as the decision script's 1 to 5; no grant)
 --   1 the run's hash

@@ -93,7 +93,10 @@ if mode == 'expire' and now < tonumber(deadline) then return {'early'} end
 local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
 local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], at = now, team = choice['team']}
-if present(choice['batch']) then entry['batch'] = choice['batch'] end  -- "Approve all"
+-- "Approve all"'s batch; an Approve always that covered this call too (`always.lua`).
+for _, name in ipairs({'batch', 'via', 'always_on'}) do
+  if present(choice[name]) then entry[name] = choice[name] end
+end
 if gate then
   for _, name in ipairs({'call_id', 'tool', 'agent', 'requester', 'channel', 'digest'}) do
     entry[name] = gate[name]

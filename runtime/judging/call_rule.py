@@ -1,0 +1,141 @@
+"""The policy for one call, and how two rules combine when a `when` cannot be judged.
+
+A `when` that cannot be judged for a call (a missing field, values of different types, a
+runtime error, over its budget: `runtime.judging.evaluation`) holds neither true nor false. The
+call would fall under that rule if it held, and under the rule the policy goes on to otherwise;
+not knowing which, it must satisfy both (`stricter`), field by field the stricter:
+
+- a rejection wins (`auto = "reject"` of either);
+- nothing approves it by itself: no `auto = "approve"`, no grant, no **Approve always**;
+- a typed confirmation stays (two different ones: nobody can type for both, so it is rejected);
+- the larger quorum;
+- only the approvers both allow, by the same user or group id (anyone: the other's list);
+  nobody left, or fewer users than the quorum (with no group among them): rejected, with a
+  reason the model reads;
+- people outside the workspace only where both let them decide; edits and previews only where
+  both allow them; the shorter wait; copies to both rules' `notify`; no escalation (it would
+  widen who decides past what one of them allows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from runtime.record.deciders import is_group
+
+UNAPPROVABLE = "No person may approve it under the rules it may fall under"
+"""How the reason the model reads begins, for a call rejected because of `CallRule.refusal`."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Unjudged:
+    """A rule whose `when` could not be judged for a call, and why."""
+
+    rule: str
+    """How people know the rule: its `name`, else its `when`."""
+    reason: str
+    """One sentence, lower case, no full stop: "the call has no `region`"."""
+    index: int
+    """In the policy's rules (for a line number)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallRule:
+    """The policy for one tool call, defaults filled in."""
+
+    approvers: tuple[str, ...]
+    """Who may decide; empty means anyone in the channel."""
+    quorum: int
+    ttl_seconds: int
+    allow_always: bool
+    auto: Literal["approve", "reject"] | None
+    grant_max_seconds: int = 0
+    """The longest grant people may make for calls under this rule; 0: none."""
+    allow_edit: bool = True
+    preview: bool = True
+    """False: the card shows no preview, and the tool's preview is never called."""
+    notify: tuple[str, ...] = ()
+    """Users, user groups and channels that get a copy of the card."""
+    escalate_after_seconds: int | None = None
+    escalate_to: tuple[str, ...] = ()
+    """Still undecided after `escalate_after_seconds`: these may decide too, and are told."""
+    external: bool = False
+    """People outside the installing workspace (Slack Connect, guests) may decide too."""
+    when: str | None = None
+    """The rule's `when`, shown on the card and kept in the audit trail."""
+    name: str | None = None
+    """The rule's `name`, shown on the card instead of its `when`."""
+    confirm: str | None = None
+    """The argument whose value each approver types (no Approve always, grants or edits)."""
+    index: int | None = None
+    """The rule's place in the policy (None: no rule, the environment's defaults)."""
+    unjudged: tuple[Unjudged, ...] = ()
+    """The rules whose `when` could not be judged for the call: this rule is the stricter of
+    them and the rule the call fell under otherwise."""
+    refusal: str | None = None
+    """Set when no person could ever approve the call under the combined rule: why, for the
+    model (the call is rejected)."""
+
+    @property
+    def unloosened(self) -> CallRule:
+        """This rule approving nothing by itself: no automatic approval, no grant, no Approve
+        always (a rejection stays)."""
+        return replace(
+            self,
+            auto=None if self.auto == "approve" else self.auto,
+            allow_always=False,
+            grant_max_seconds=0,
+        )
+
+
+def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule:
+    """What a call must satisfy when `why.rule` (resolved as `unjudged`) cannot be judged and
+    the policy would otherwise put it under `otherwise`: both, field by field the stricter."""
+    approvers, refusal = _both_allow(unjudged.approvers, otherwise.approvers)
+    confirm = unjudged.confirm or otherwise.confirm
+    if unjudged.confirm and otherwise.confirm and unjudged.confirm != otherwise.confirm:
+        refusal = (
+            f"they ask whoever approves it to type different arguments "
+            f"(`{unjudged.confirm}` and `{otherwise.confirm}`)"
+        )
+    quorum = max(unjudged.quorum, otherwise.quorum)
+    users = [p for p in approvers if not is_group(p)]
+    if approvers and len(users) == len(approvers) and quorum > len(users):
+        people = "1 person is" if len(users) == 1 else f"{len(users)} people are"
+        refusal = refusal or f"{quorum} approvals are needed but only {people} allowed by both"
+    # A rule's own `auto = "reject"` wins; else the first reason nobody could approve it.
+    rejected = unjudged.auto == "reject" or (otherwise.auto == "reject" and not otherwise.refusal)
+    refusal = None if rejected else otherwise.refusal or refusal
+    return CallRule(
+        approvers=approvers,
+        quorum=quorum,
+        ttl_seconds=min(unjudged.ttl_seconds, otherwise.ttl_seconds),
+        allow_always=False,
+        auto="reject" if rejected or refusal is not None else None,
+        grant_max_seconds=0,
+        allow_edit=unjudged.allow_edit and otherwise.allow_edit,
+        preview=unjudged.preview and otherwise.preview,
+        notify=tuple(dict.fromkeys((*unjudged.notify, *otherwise.notify))),
+        external=unjudged.external and otherwise.external,
+        when=unjudged.when,
+        name=unjudged.name,
+        confirm=confirm,
+        index=unjudged.index,
+        unjudged=(why, *otherwise.unjudged),
+        refusal=refusal,
+    )
+
+
+def _both_allow(
+    first: tuple[str, ...], second: tuple[str, ...]
+) -> tuple[tuple[str, ...], str | None]:
+    """The approvers allowed by both lists (empty: anyone), and why nobody is, if nobody is."""
+    if not first:
+        return second, None
+    if not second:
+        return first, None
+    both = tuple(p for p in first if p in second)
+    if both:
+        return both, None
+    return (), "no approver is allowed by both"
