@@ -9,16 +9,14 @@ every Redis key Countersign created for a run has a TTL.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import json
 import os
-import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
@@ -27,6 +25,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.background_loop import Background
 from tests.deployment import Deployment
 from tests.fake_slack import Message
 from tests.harness import SIGNING_SECRET
@@ -36,24 +35,6 @@ from tests.slack_requests import signature_headers
 PER_EXAMPLE = 20
 EXAMPLES = int(os.environ.get("FUZZ_PAYLOADS", "10000")) // PER_EXAMPLE
 T = TypeVar("T")
-
-
-class Background:
-    """An event loop in a thread: the fake Slack and model live there while Hypothesis, which
-    wants a plain function, drives the test from the main thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, work: Coroutine[Any, Any, T], timeout: float = 60) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        self.loop.close()
 
 
 class Target:
