@@ -6,12 +6,13 @@
     python3 scripts/dev.py test     # venv + dependencies, then ruff, mypy and the test suite
     python3 scripts/dev.py test --latest   # the same on the newest releases pyproject.toml allows
     python3 scripts/dev.py lock [--upgrade]  # write the lock files again (uv, from the dev tools)
+    python3 scripts/dev.py soak --steps N --seed S  # the promise's model, long (tests/promise/)
 
 Both create `.venv/` in the repository and install into it exactly what a lock file names, each
 file checked against its hash (`requirements/demo.txt` for `demo`, `requirements/dev.txt` for
 `test`), then the project itself. `demo` starts a Redis of its own, with its files in `.redis/`.
 `test` also installs Debian's Chromium for the browser test when it is missing and this runs as
-root (as CI does); extra arguments go to pytest.
+root (as CI does), and libfaketime for the promise's model; extra arguments go to pytest.
 Standard library only: it must run before anything is installed.
 """
 
@@ -35,6 +36,7 @@ DEMO_LOCK = ROOT / "requirements" / "demo.txt"
 APP_LOCK = ROOT / "requirements.txt"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 BROWSER_PACKAGES = ("chromium", "fonts-noto-color-emoji")
+FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 PARALLEL = ["-n", "3", "--dist", "loadfile"]
 
 
@@ -197,9 +199,37 @@ def ensure_chromium() -> None:
         say("could not install Chromium; the browser test will say so")
 
 
+def ensure_libfaketime() -> None:
+    """Debian's libfaketime, which moves the clock of the promise model's Redis
+    (tests/promise/rig.py); installed with apt-get when this runs as root. Without it the
+    model's time steps are skipped (and say so)."""
+    if FAKETIME.exists():
+        return
+    apt = shutil.which("apt-get")
+    if apt is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        say("no libfaketime: `sudo apt-get install libfaketime` to let time pass in the model")
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [apt, "install", "-y", "-q", "libfaketime"]
+    done = subprocess.run(install, stdout=subprocess.DEVNULL, env=env, check=False)
+    if done.returncode != 0:
+        subprocess.run([apt, "update", "-q"], stdout=subprocess.DEVNULL, env=env, check=False)
+        subprocess.run(install, stdout=subprocess.DEVNULL, env=env, check=False)
+
+
+def soak(arguments: list[str]) -> None:
+    """The promise's model for as long as asked (`soak --steps N --seed S`): it prints the
+    steps run and sequences tried and ends with `violations: N`, exiting 1 when N > 0."""
+    python = ensure_environment(DEV_LOCK)
+    ensure_libfaketime()
+    os.chdir(ROOT)
+    sys.exit(subprocess.run([python, "-m", "tests.promise.soak", *arguments]).returncode)
+
+
 def test(pytest_args: list[str], latest: bool) -> None:
     python = ensure_latest() if latest else ensure_environment(DEV_LOCK)
     ensure_chromium()
+    ensure_libfaketime()
     say("ruff")
     run(python, "-m", "ruff", "check", ".")
     run(python, "-m", "ruff", "format", "--check", ".")
@@ -234,9 +264,12 @@ def demo() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0],
-        epilog="Arguments after `test` go to pytest, e.g. `test -k expiry -x`.",
+        epilog=(
+            "Arguments after `test` go to pytest, e.g. `test -k expiry -x`; after `soak`, "
+            "`--steps N --seed S`."
+        ),
     )
-    parser.add_argument("command", choices=["demo", "test", "lock"])
+    parser.add_argument("command", choices=["demo", "test", "lock", "soak"])
     parser.add_argument(
         "--latest", action="store_true", help="test: on the newest releases pyproject allows"
     )
@@ -244,6 +277,8 @@ def main() -> None:
     args, rest = parser.parse_known_args()
     if args.command == "test":
         test(rest, args.latest)
+    elif args.command == "soak":
+        soak(rest)
     elif rest:
         parser.error(f"{args.command} takes no further arguments (got {' '.join(rest)})")
     elif args.command == "lock":

@@ -100,6 +100,8 @@ class Stats:
     found: list[str] = field(default_factory=list)
     """New violations, as the failing step reported them."""
     stuck: int = 0
+    broken: int = 0
+    """Sequences that broke the promise (a known way or a new one)."""
     examples: dict[str, str] = field(default_factory=dict)
     """One violation of each known kind, as found."""
 
@@ -217,6 +219,7 @@ class PromiseMachine(RuleBasedStateMachine):
         """Grant lines (a call approved by a grant) with their Revoke value."""
         self._tags = itertools.count(1)
         self.reported: set[tuple[str, str]] = set()
+        self._broken = False
         self.expected: str | None = None
         """A regular test's issue item (`known`): only that item's violations raise
         `PromiseBroken`, and any other violation fails as a new one."""
@@ -476,6 +479,9 @@ class PromiseMachine(RuleBasedStateMachine):
 
     def check(self, violations: list[Violation]) -> None:
         new = []
+        if violations and not self._broken:
+            self._broken = True
+            STATS.broken += 1
         for violation in violations:
             key = (violation.kind, violation.detail)
             if key in self.reported:
