@@ -233,3 +233,19 @@ async def test_a_decision_from_a_newer_version_reads_as_unreadable_not_a_crash(
     with pytest.raises(UnreadableEnvelope):
         await store.load(run_id)
     assert await store.find_call(run_id, approval_id) == (None, None)
+
+
+async def test_a_field_this_version_cannot_parse_is_refused_not_a_500(bot: Harness) -> None:
+    """Found by the stored-records fuzzer: a card's message ts that is not UTF-8 (left by
+    another writer) raised out of the record's view, and the click was answered 500 with a
+    traceback. The click is now refused with a note, as for a record this version cannot
+    read, and nothing is recorded."""
+    _root, card, ref = await waiting_card(bot)
+    run_id, approval_id = ref.split(":")[:2]
+    await bot.redis.hset(bot.keys.run(run_id), rr.TS + approval_id, b"\xfbW\xea")
+    status, _ = await bot.sender.click(card, "reject", user="UBOB")
+    assert status == 200
+    [note] = await notes_to(bot, "UBOB")
+    assert "nothing was recorded" in note, note
+    assert await bot.redis.hget(bot.keys.run(run_id), rr.DECISION + approval_id) is None
+    assert bot.slack.views == [], "no reject modal for a call nobody may decide here"

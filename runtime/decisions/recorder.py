@@ -27,6 +27,7 @@ from runtime.record.envelope import (
     Outcome,
     PendingCall,
     RunEnvelope,
+    UnreadableEnvelope,
 )
 from runtime.record.layout import CallGate
 from runtime.record.reads import CallRead
@@ -162,24 +163,21 @@ class DecisionRecorder:
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
         stored = await read(self._redis, self._keys, CallRead, run_id, approval_id)
-        envelope, call = stored.envelope, None
-        if envelope is not None and (found := envelope.call(approval_id)) is not None:
-            call = found.model_copy(
-                update={
-                    "message_ts": stored.message_ts,
-                    "copies": stored.copies or (),
-                    "edit": stored.edit,
-                }
+        try:
+            return _view_of(stored, run_id, approval_id)
+        except (UnreadableEnvelope, ValueError):
+            # A field this version cannot parse (bytes that are not UTF-8, a number that is
+            # not): as with a gate it cannot read, nobody decides the call here, and the person
+            # is told to try again once a newer version runs.
+            return CallView(
+                run_id=run_id,
+                approval_id=approval_id,
+                exists=True,
+                round="",
+                gate=None,
+                envelope=None,
+                call=None,
             )
-        return CallView(
-            run_id=run_id,
-            approval_id=approval_id,
-            exists=stored.exists,
-            round=stored.round or "",
-            gate=stored.gate,
-            envelope=envelope,
-            call=call,
-        )
 
     async def decide(
         self,
@@ -316,3 +314,24 @@ def _text(value: bytes | str | int | None) -> str | None:
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _view_of(stored: CallRead, run_id: str, approval_id: str) -> CallView:
+    envelope, call = stored.envelope, None
+    if envelope is not None and (found := envelope.call(approval_id)) is not None:
+        call = found.model_copy(
+            update={
+                "message_ts": stored.message_ts,
+                "copies": stored.copies or (),
+                "edit": stored.edit,
+            }
+        )
+    return CallView(
+        run_id=run_id,
+        approval_id=approval_id,
+        exists=stored.exists,
+        round=stored.round or "",
+        gate=stored.gate,
+        envelope=envelope,
+        call=call,
+    )
