@@ -296,12 +296,17 @@ class DecisionRecorder:
 def result_of(parts: list[str]) -> RecordResult:
     """A decision-script reply, parsed (also each call's in a batch, `runtime.decisions.batch`)."""
     status = cast(Status, parts[0])
-    if status in ("counted", "already_approved", "open", "stale", "regated"):
-        approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
-        raw_edit = parts[2] if len(parts) > 2 else ""
-        edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
-        return RecordResult(status=status, approvals=approvals, edit=edit)
-    decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+    try:
+        if status in ("counted", "already_approved", "open", "stale", "regated"):
+            approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
+            raw_edit = parts[2] if len(parts) > 2 else ""
+            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+            return RecordResult(status=status, approvals=approvals, edit=edit)
+        decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+    except ValueError:
+        # A decision, approvals or an edit that another version stored: as with a gate this
+        # version cannot read, nobody decides the call here for now.
+        return RecordResult(status="unreadable")
     return RecordResult(
         status=status,
         decision=decision,
