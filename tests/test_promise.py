@@ -236,7 +236,9 @@ async def test_a_decision_from_a_newer_version_reads_as_unreadable_not_a_crash(
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [(rr.TS, b"\xfbW\xea"), (rr.DECISION, b"false")], ids=["ts", "decision"]
+    ("field", "value"),
+    [(rr.TS, b"\xfbW\xea"), (rr.DECISION, b"false"), (rr.DECISION, b"\x80")],
+    ids=["ts", "decision", "decision-not-utf8"],
 )
 async def test_a_field_this_version_cannot_parse_is_refused_not_a_500(
     bot: Harness, field: str, value: bytes

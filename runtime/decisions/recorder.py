@@ -318,7 +318,8 @@ def result_of(parts: list[str]) -> RecordResult:
 def _text(value: bytes | str | int | None) -> str | None:
     if value is None:
         return None
-    return value.decode() if isinstance(value, bytes) else str(value)
+    # A stored value another writer left undecodable stays unparseable (`result_of`).
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def _view_of(stored: CallRead, run_id: str, approval_id: str) -> CallView:
