@@ -217,13 +217,14 @@ def ensure_libfaketime() -> None:
         subprocess.run(install, stdout=subprocess.DEVNULL, env=env, check=False)
 
 
-def soak(arguments: list[str]) -> None:
+def soak(steps: int, seed: int | None) -> None:
     """The promise's model for as long as asked (`soak --steps N --seed S`): it prints the
     steps run and sequences tried and ends with `violations: N`, exiting 1 when N > 0."""
     python = ensure_environment(DEV_LOCK)
     ensure_libfaketime()
     os.chdir(ROOT)
-    sys.exit(subprocess.run([python, "-m", "tests.promise.soak", *arguments]).returncode)
+    chosen = ["--steps", str(steps), *(["--seed", str(seed)] if seed is not None else [])]
+    sys.exit(subprocess.run([python, "-m", "tests.promise.soak", *chosen]).returncode)
 
 
 def test(pytest_args: list[str], latest: bool) -> None:
@@ -264,25 +265,24 @@ def demo() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0],
-        epilog=(
-            "Arguments after `test` go to pytest, e.g. `test -k expiry -x`; after `soak`, "
-            "`--steps N --seed S`."
-        ),
+        epilog="Arguments after `test` go to pytest, e.g. `test -k expiry -x`.",
     )
     parser.add_argument("command", choices=["demo", "test", "lock", "soak"])
     parser.add_argument(
         "--latest", action="store_true", help="test: on the newest releases pyproject allows"
     )
     parser.add_argument("--upgrade", action="store_true", help="lock: move every pin forward")
+    parser.add_argument("--steps", type=int, default=2000, help="soak: steps to run")
+    parser.add_argument("--seed", type=int, default=None, help="soak: the seed (else random)")
     args, rest = parser.parse_known_args()
     if args.command == "test":
         test(rest, args.latest)
-    elif args.command == "soak":
-        soak(rest)
     elif rest:
         parser.error(f"{args.command} takes no further arguments (got {' '.join(rest)})")
     elif args.command == "lock":
         lock(args.upgrade)
+    elif args.command == "soak":
+        soak(args.steps, args.seed)
     else:
         demo()
 
