@@ -49,7 +49,7 @@ from tests.promise.reference import (
     received,
     rule_for,
 )
-from tests.promise.rig import ClockedRedis, Rig
+from tests.promise.rig import SETTLE_SECONDS, ClockedRedis, Rig
 
 KNOWN: tuple[tuple[str, str], ...] = (
     (r"^(no-entry/)?always", "issue 31 item 1: Approve always lets later calls skip their rule"),
@@ -111,7 +111,7 @@ class Stats:
             f"steps run: {self.steps}",
             f"sequences tried: {self.sequences}",
             f"faults injected: {sum(self.faults.values())} ({faults})",
-            f"steps that did not settle in {30} s: {self.stuck}",
+            f"steps that did not settle in {SETTLE_SECONDS:.0f} s: {self.stuck}",
         ]
         for kind, count in sorted(self.known.items()):
             lines.append(f"known violation {kind} ({known(kind)}): {count} sequence(s)")
@@ -646,7 +646,3 @@ def _confirm_field(policy: str, card: Card | None) -> str | None:
         return None
     shown = received(card.tool, card.arguments) or card.arguments
     return rule_for(policy, card.tool, shown).confirm
-
-
-def wall() -> float:
-    return time.time()
