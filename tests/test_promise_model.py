@@ -1,9 +1,10 @@
 """The promise, checked over generated histories against a reference model (tests/promise/).
 
-`test_the_promise_holds_over_generated_histories` is the bounded profile CI runs: Hypothesis
-generates sequences of runs, clicks, time and faults on the real web app and worker (see
-`tests.promise.machine`), and every invariant is checked after every step. `python3
-scripts/dev.py soak --steps N --seed S` runs the same machine for as long as asked.
+`test_the_promise_holds_over_generated_histories` is the bounded profile CI runs (marked
+`chaos`: about two minutes): Hypothesis generates sequences of runs, clicks, time and faults on
+the real web app and worker (see `tests.promise.machine`), and every invariant is checked after
+every step. `python3 scripts/dev.py soak --steps N --seed S` runs the same machine for as long
+as asked.
 
 The tests after it are the minimal sequences the machine found for violations already filed:
 each reproduces one issue item, is expected to fail until the item's fix lands (strict: it
@@ -34,6 +35,7 @@ def rig_session() -> Iterator[None]:
     promise.close_session()
 
 
+@pytest.mark.chaos  # about two minutes: CI runs it, `-m "not chaos"` skips it locally
 @pytest.mark.timeout(900)
 def test_the_promise_holds_over_generated_histories() -> None:
     run_state_machine_as_test(

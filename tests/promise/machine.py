@@ -177,6 +177,7 @@ ACTIONS = (
     "approve",
     "approve",
     "always",
+    "always",
     "reject",
     "grant:tool:3600",
     "grant:tool:28800",
