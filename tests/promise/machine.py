@@ -461,11 +461,12 @@ class PromiseMachine(RuleBasedStateMachine):
 
     def after_step(self) -> None:
         STATS.steps += 1
-        if not self._run(self.bot.settle()):
+        settled = self._run(self.bot.settle())
+        if not settled:
             STATS.stuck += 1
         trail = self._run(self._trail())
         self._see(trail)
-        facts = self._facts(trail)
+        facts = self._facts(trail, settled)
         if TRACE:
             frame = sys._getframe(1)
             step = {k: v for k, v in frame.f_locals.items() if k not in ("self", "rig")}
@@ -586,13 +587,13 @@ class PromiseMachine(RuleBasedStateMachine):
         thread = self.bot.slack.thread(root.channel, root.ts)
         return next((m for m in thread if "stop_run" in m.action_ids()), None)
 
-    def _facts(self, trail: list[dict[str, Any]]) -> ThreadFacts:
+    def _facts(self, trail: list[dict[str, Any]], settled: bool) -> ThreadFacts:
         decided = {
             card.approval_id: card.ref.split(":")[0]
             for card in self.cards
             if not {"approve", "approve_typed", "reject"} & set(card.message.action_ids())
         }
-        settled = set()
+        answered = set()
         for tag, run in self.runs.items():
             if run.root is None:
                 continue
@@ -602,8 +603,8 @@ class PromiseMachine(RuleBasedStateMachine):
                 m.text.startswith((":x:", ":no_entry: Stopped", ":no_entry_sign:")) for m in thread
             )
             if open_card or ended:
-                settled.add(tag)
-        return ThreadFacts(decided_cards=decided, settled_runs=frozenset(settled))
+                answered.add(tag)
+        return ThreadFacts(decided_cards=decided, settled_runs=frozenset(answered), settled=settled)
 
 
 def _now() -> float:

@@ -461,6 +461,8 @@ class Reference:
         return found
 
     def lost(self, thread: ThreadFacts) -> list[Violation]:
+        if not thread.settled:
+            return []  # a step that has not settled yet may still reach its ending
         found = []
         for tag in self.runs:
             if tag in thread.settled_runs:
@@ -483,3 +485,5 @@ class ThreadFacts:
     """Approval id -> run id, of cards that show a decision (no buttons left)."""
     settled_runs: frozenset[str]
     """Run tags whose thread has an open card or an ending."""
+    settled: bool = True
+    """The step settled (nothing queued, due or posting) before these were read."""
