@@ -6,13 +6,14 @@
     python3 scripts/dev.py test     # venv + dependencies, then ruff, mypy and the test suite
     python3 scripts/dev.py test --latest   # the same on the newest releases pyproject.toml allows
     python3 scripts/dev.py lock [--upgrade]  # write the lock files again (uv, from the dev tools)
+    python3 scripts/dev.py soak --steps N --seed S  # the promise's model, long (tests/promise/)
 
 Both create `.venv/` in the repository and install into it exactly what a lock file names, each
 file checked against its hash (`requirements/demo.txt` for `demo`, `requirements/dev.txt` for
 `test`), then the project itself. `demo` starts a Redis of its own, with its files in `.redis/`.
 `test` also installs Debian's Chromium for the browser test, nftables for the partition tests and
-libfaketime for the clock tests when they are missing and this runs as root (as CI does); extra
-arguments go to pytest.
+libfaketime for the clock tests and the promise's model when they are missing and this runs as
+root (as CI does); extra arguments go to pytest.
 Standard library only: it must run before anything is installed.
 """
 
@@ -214,6 +215,16 @@ def apt_install(packages: tuple[str, ...], purpose: str) -> bool:
     return apt_get(*install) or (apt_get(apt, "update", "-q") and apt_get(*install))
 
 
+def soak(steps: int, seed: int | None) -> None:
+    """The promise's model for as long as asked (`soak --steps N --seed S`): it prints the
+    steps run and sequences tried and ends with `violations: N`, exiting 1 when N > 0."""
+    python = ensure_environment(DEV_LOCK)
+    ensure_fault_tools()
+    os.chdir(ROOT)
+    chosen = ["--steps", str(steps), *(["--seed", str(seed)] if seed is not None else [])]
+    sys.exit(subprocess.run([python, "-m", "tests.promise.soak", *chosen]).returncode)
+
+
 def test(pytest_args: list[str], latest: bool) -> None:
     python = ensure_latest() if latest else ensure_environment(DEV_LOCK)
     ensure_chromium()
@@ -254,11 +265,13 @@ def main() -> None:
         description=(__doc__ or "").split("\n\n")[0],
         epilog="Arguments after `test` go to pytest, e.g. `test -k expiry -x`.",
     )
-    parser.add_argument("command", choices=["demo", "test", "lock"])
+    parser.add_argument("command", choices=["demo", "test", "lock", "soak"])
     parser.add_argument(
         "--latest", action="store_true", help="test: on the newest releases pyproject allows"
     )
     parser.add_argument("--upgrade", action="store_true", help="lock: move every pin forward")
+    parser.add_argument("--steps", type=int, default=2000, help="soak: steps to run")
+    parser.add_argument("--seed", type=int, default=None, help="soak: the seed (else random)")
     args, rest = parser.parse_known_args()
     if args.command == "test":
         test(rest, args.latest)
@@ -266,6 +279,8 @@ def main() -> None:
         parser.error(f"{args.command} takes no further arguments (got {' '.join(rest)})")
     elif args.command == "lock":
         lock(args.upgrade)
+    elif args.command == "soak":
+        soak(args.steps, args.seed)
     else:
         demo()
 

@@ -1,25 +1,30 @@
-"""10,000 signed but malformed or hostile payloads at the real web process.
+"""10,000 signed but malformed or hostile payloads at the real web process, and hostile stored
+records under it.
 
 Slack signs whatever it sends, so the signature proves only the sender; everything inside may
 still be wrong: types, missing fields, huge strings, unknown actions, ids of other runs or
-channels, replays of real decisions. After all of them: no 5xx, no process crashed, the real
-waiting approvals are still undecided (the fuzz never pairs their ids with their channel), and
-every Redis key Countersign created for a run has a TTL.
+channels, replays of real decisions. Half the payloads are Slack's real shapes (every event the
+app subscribes to, its interactions: `tests/slack_shapes.py`) with some of their fields broken.
+After all of them: no 5xx, no process crashed, the real waiting approvals are still undecided
+(the fuzz never pairs their ids with their channel), and every Redis key Countersign created for
+a run has a TTL. Then the records: each field of a waiting run's hash overwritten with something
+a newer, older or broken writer could have left, and its card clicked from its own channel:
+never a 5xx, never a crashed web or worker.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
+import contextlib
 import json
 import os
-import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
@@ -27,33 +32,24 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import slack_shapes as shapes
+from tests.background_loop import Background
 from tests.deployment import Deployment
 from tests.fake_slack import Message
 from tests.harness import SIGNING_SECRET
 from tests.model_scripts import delete_then_answer
 from tests.slack_requests import signature_headers
+from tests.slack_shapes import (
+    ACTION_IDS,
+    CALLBACKS,
+    EVENTS,
+    envelope,
+    hostile_values,
+    mutated,
+)
 
 PER_EXAMPLE = 20
 EXAMPLES = int(os.environ.get("FUZZ_PAYLOADS", "10000")) // PER_EXAMPLE
-T = TypeVar("T")
-
-
-class Background:
-    """An event loop in a thread: the fake Slack and model live there while Hypothesis, which
-    wants a plain function, drives the test from the main thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, work: Coroutine[Any, Any, T], timeout: float = 60) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        self.loop.close()
 
 
 class Target:
@@ -68,20 +64,19 @@ class Target:
         self.statuses: list[int] = []
 
 
-@pytest.fixture(scope="module")
-def target(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+@contextlib.contextmanager
+def waiting_runs(redis_url: str, folder: Path, runs: int) -> Iterator[Target]:
+    """The Procfile's web and a worker, and `runs` runs each waiting on one card."""
     background = Background()
     # A prefix of its own: two runs of this file (two checkouts, parallel workers) share a Redis.
-    deployment = Deployment(
-        redis_url, f"fuzz-{uuid.uuid4().hex[:8]}:", tmp_path_factory.mktemp("fuzz")
-    )
+    deployment = Deployment(redis_url, f"fuzz-{uuid.uuid4().hex[:8]}:", folder)
 
     async def setup() -> list[Message]:
         await deployment.start()
         deployment.model.script = delete_then_answer
         await deployment.web()
         deployment.worker("worker.1")
-        roots = [await deployment.start_run(f"delete u-100 ({n})") for n in range(3)]
+        roots = [await deployment.start_run(f"delete u-100 ({n})") for n in range(runs)]
         return [(await deployment.cards(root, 1))[0] for root in roots]
 
     cards = background.run(setup())
@@ -95,6 +90,12 @@ def target(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             client.delete(*keys)
         client.close()
         background.close()
+
+
+@pytest.fixture(scope="module")
+def target(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    with waiting_runs(redis_url, tmp_path_factory.mktemp("fuzz"), 3) as found:
+        yield found
 
 
 def post(url: str, body: bytes, content_type: str) -> int:
@@ -199,7 +200,31 @@ def slash_commands() -> st.SearchStrategy[dict[str, Any]]:
 
 
 @st.composite
+def shaped(draw: st.DrawFn, real_ids: list[str]) -> tuple[bytes, str]:
+    """One of Slack's real payloads, some of its fields broken (`tests.slack_shapes`)."""
+    kind = draw(st.sampled_from(["event", "action", "action", "view", "command"]))
+    form = "application/x-www-form-urlencoded"
+    if kind == "event":
+        body = draw(mutated(envelope(draw(st.sampled_from(EVENTS)))))
+        return json.dumps(body).encode(), "application/json"
+    if kind == "command":
+        command = draw(mutated(dict(draw(slash_commands()))))
+        fields = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in command.items()}
+        return urlencode(fields).encode(), form
+    real = draw(st.sampled_from(real_ids))
+    run_id, approval_id = real.split(":")[:2]
+    if kind == "view":
+        meta = json.dumps({"run_id": run_id, "approval_id": approval_id, "channel": "CFUZZ"})
+        payload = draw(mutated(shapes.view_submission(draw(st.sampled_from(CALLBACKS)), meta)))
+    else:
+        payload = draw(mutated(shapes.block_actions(draw(st.sampled_from(ACTION_IDS)), real)))
+    return urlencode({"payload": json.dumps(payload)}).encode(), form
+
+
+@st.composite
 def requests(draw: st.DrawFn, real_ids: list[str]) -> tuple[bytes, str]:
+    if draw(st.booleans()):
+        return draw(shaped(real_ids))
     kind = draw(st.sampled_from(["action", "action", "view", "command", "event", "junk"]))
     if kind == "command":
         return urlencode(draw(slash_commands())).encode(), "application/x-www-form-urlencoded"
@@ -258,6 +283,7 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
             deployment.keys.audit,
             deployment.keys.live_runs,
             deployment.keys.due_wake,
+            deployment.keys.home_viewers,  # who opened the Home tab: pruned by age, no run's
             deployment.ledger_key,
         }
         async for key in redis_client.scan_iter(match=f"{deployment.keys.prefix}*"):
@@ -266,3 +292,119 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
                 assert await redis_client.ttl(key) > 0, f"{name} has no TTL"
 
     target.background.run(check())
+
+
+# --- deep bodies and events of unexpected shapes (filed) ------------------------------------------
+
+DEEP = 100_000
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 31 item 6: a body nested 100,000 deep answers 500 (RecursionError)"
+)
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("[" * DEEP + "]" * DEEP, "application/json"),
+        (
+            json.dumps(envelope({"type": "app_mention", "text": "?"})).replace(
+                '"?"', "[" * 5000 + "]" * 5000
+            ),
+            "application/json",
+        ),
+        (urlencode({"payload": "[" * DEEP + "]" * DEEP}), "application/x-www-form-urlencoded"),
+    ],
+    ids=["json", "a-field", "form-payload"],
+)
+def test_a_body_nested_too_deep_is_refused_with_a_4xx(
+    target: Target, body: str, content_type: str
+) -> None:
+    assert post(target.url, body.encode(), content_type) < 500
+    assert all(p.popen.poll() is None for p in target.deployment.processes)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 31 item 6: a subteam_updated whose subteam is a string answers 500",
+)
+def test_an_event_of_an_unexpected_shape_is_answered_200(target: Target) -> None:
+    body = json.dumps(envelope({"type": "subteam_updated", "subteam": "S0ONCALL"}))
+    assert post(target.url, body.encode(), "application/json") == 200
+
+
+# --- stored records ---------------------------------------------------------------------------
+
+RECORD_EXAMPLES = int(os.environ.get("FUZZ_RECORDS", "400"))
+CLICKS = ("approve", "approve_always", "reject", "view_arguments", "approve_typed")
+CLICKERS = ("UALICE", "UALICE", "UALICE", "UALICE", "UALICE", "UALICE", "UBOB")
+"""Mostly the requester, whom the whole gate refuses at its end (a decision ends the run)."""
+
+
+@pytest.fixture(scope="module")
+def records(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    with waiting_runs(redis_url, tmp_path_factory.mktemp("records"), 8) as found:
+        yield found
+
+
+@pytest.mark.timeout(600)
+def test_hostile_stored_records_never_answer_5xx_nor_crash_a_process(records: Target) -> None:
+    """Each example overwrites one field of a waiting run's hash (the envelope, a gate, a
+    deadline, a decision, the status, ...) with what another version or a broken writer could
+    leave, clicks the run's card from its own channel, and puts the field back."""
+    deployment = records.deployment
+
+    async def clicked(
+        card: Message, ref: str, field: bytes, value: bytes, action: str, user: str
+    ) -> int:
+        key = deployment.keys.run(ref.split(":")[0])
+        before: Any = await deployment.redis.hget(key, field)
+        if before is None:
+            return 200  # the run ended (a click decided it): nothing to corrupt
+        await deployment.redis.hset(key, field, value)
+        try:
+            status, _ = await deployment.sender.click(card, action, user=user, value=ref)
+        finally:
+            if await deployment.redis.exists(key):
+                await deployment.redis.hset(key, field, before)
+        return status
+
+    async def fields_of(ref: str) -> list[bytes]:
+        found: Any = await deployment.redis.hkeys(deployment.keys.run(ref.split(":")[0]))
+        return sorted(found)
+
+    statuses: list[int] = []
+
+    @settings(
+        max_examples=RECORD_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        pick=st.integers(0, 1000),
+        field_pick=st.integers(0, 1000),
+        value=st.one_of(
+            hostile_values.map(lambda v: json.dumps(v).encode()),
+            st.binary(max_size=64),
+            st.sampled_from([b"", b"{}", b'{"schema_version": 99}', b"null", b"waiting", b"-1"]),
+        ),
+        action=st.sampled_from(CLICKS),
+        user=st.sampled_from(CLICKERS),
+    )
+    def corrupt(pick: int, field_pick: int, value: bytes, action: str, user: str) -> None:
+        number = pick % len(records.cards)
+        card, ref = records.cards[number], records.real_ids[number]
+        fields = records.background.run(fields_of(ref))
+        if not fields:
+            return  # the run ended: a click decided it
+        field = fields[field_pick % len(fields)]
+        status = records.background.run(clicked(card, ref, field, value, action, user))
+        statuses.append(status)
+        assert status < 500, (field, value[:200], action)
+
+    corrupt()
+    assert all(p.popen.poll() is None for p in deployment.processes), deployment.logs_text()
+    print(
+        f"\n{len(statuses)} clicks on corrupted records, statuses {collections.Counter(statuses)}"
+    )

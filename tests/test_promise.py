@@ -233,3 +233,28 @@ async def test_a_decision_from_a_newer_version_reads_as_unreadable_not_a_crash(
     with pytest.raises(UnreadableEnvelope):
         await store.load(run_id)
     assert await store.find_call(run_id, approval_id) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [(rr.TS, b"\xfbW\xea"), (rr.DECISION, b"false"), (rr.DECISION, b"\x80")],
+    ids=["ts", "decision", "decision-not-utf8"],
+)
+async def test_a_field_this_version_cannot_parse_is_refused_not_a_500(
+    bot: Harness, field: str, value: bytes
+) -> None:
+    """Found by the stored-records fuzzer: a card's message ts that is not UTF-8, or a decision
+    that is not one (left by another writer), raised while the click was checked, and it was
+    answered 500 with a traceback. The click is now refused with a note, as for a gate this
+    version cannot read, and nothing is recorded."""
+    _root, card, ref = await waiting_card(bot)
+    run_id, approval_id = ref.split(":")[:2]
+    key = bot.keys.run(run_id)
+    await bot.redis.hset(key, field + approval_id, value)
+    status, _ = await bot.sender.click(card, "reject", user="UBOB")
+    assert status == 200
+    [note] = await notes_to(bot, "UBOB")
+    assert "recorded" in note or "newer version" in note, note
+    assert bot.slack.views == [], "no reject modal for a call nobody may decide here"
+    stored = await bot.redis.hget(key, rr.DECISION + approval_id)
+    assert stored == (value if field == rr.DECISION else None)

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -107,6 +108,36 @@ async def test_subscribed_events_are_acknowledged(bot: Harness, event: str) -> N
         body, {**_headers(bot, body), "Content-Type": "application/json"}
     )
     assert status == 200
+
+
+@pytest.mark.parametrize(
+    "response_urls",
+    [
+        [
+            {"response_url": "https://hooks.slack.com/a"},
+            {"response_url": "https://hooks.slack.com/b"},
+        ],
+        ["https://hooks.slack.com/a"],
+    ],
+    ids=["two", "not-objects"],
+)
+async def test_a_modal_with_response_urls_it_never_asked_for_is_refused_not_a_500(
+    bot: Harness, response_urls: list[Any]
+) -> None:
+    """Bolt reads `response_urls` while it builds its request: two of them (a modal with two
+    conversation menus that set `response_url_enabled`) raised KeyError there, a string in
+    place of an object AttributeError, both a 500 with a traceback (found by the fuzzer)."""
+    view = {"type": "modal", "callback_id": "reject_reason", "private_metadata": "{}"}
+    payload = {
+        "type": "view_submission",
+        "user": {"id": "UBOB"},
+        "view": view,
+        "response_urls": response_urls,
+    }
+    body = "payload=" + quote(json.dumps(payload))
+    headers = {**_headers(bot, body), "Content-Type": "application/x-www-form-urlencoded"}
+    status, text = await bot.sender.post(body, headers)
+    assert (status, json.loads(text)) == (400, {"ok": False, "error": "malformed_payload"})
 
 
 @pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])

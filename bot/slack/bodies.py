@@ -91,12 +91,19 @@ class _Identified(_Loose):
 _Party = _Identified | str | None
 
 
+class _ResponseUrl(_Loose):
+    response_url: str
+
+
 class _Common(_Loose):
     user: _Party = None
     team: _Party = None
     channel: _Party = None
     enterprise: _Party = None
     authorizations: list[_Loose] | None = None
+    # Bolt reads the first while building its request, and fails on a second (it logs through a
+    # logger its context does not hold yet); no modal of ours asks for one.
+    response_urls: list[_ResponseUrl] = Field(default_factory=list, max_length=1)
 
 
 class _EventBody(_Loose):

@@ -80,6 +80,8 @@ class RedisServer:
     extra_args: list[str] = field(default_factory=list)
     password: str | None = None
     """Clients must AUTH with it (`requirepass`); it is part of `url`."""
+    environ: Mapping[str, str] | None = None
+    """The server's environment (this process's when None): a test moves its clock so."""
     _process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -116,6 +118,7 @@ class RedisServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env=None if self.environ is None else dict(self.environ),
         )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while not answers(self.url):

@@ -27,6 +27,7 @@ from runtime.record.envelope import (
     Outcome,
     PendingCall,
     RunEnvelope,
+    UnreadableEnvelope,
 )
 from runtime.record.layout import CallGate
 from runtime.record.reads import CallRead
@@ -165,24 +166,21 @@ class DecisionRecorder:
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
         stored = await read(self._redis, self._keys, CallRead, run_id, approval_id)
-        envelope, call = stored.envelope, None
-        if envelope is not None and (found := envelope.call(approval_id)) is not None:
-            call = found.model_copy(
-                update={
-                    "message_ts": stored.message_ts,
-                    "copies": stored.copies or (),
-                    "edit": stored.edit,
-                }
+        try:
+            return _view_of(stored, run_id, approval_id)
+        except (UnreadableEnvelope, ValueError):
+            # A field this version cannot parse (bytes that are not UTF-8, a number that is
+            # not): as with a gate it cannot read, nobody decides the call here, and the person
+            # is told to try again once a newer version runs.
+            return CallView(
+                run_id=run_id,
+                approval_id=approval_id,
+                exists=True,
+                round="",
+                gate=None,
+                envelope=None,
+                call=None,
             )
-        return CallView(
-            run_id=run_id,
-            approval_id=approval_id,
-            exists=stored.exists,
-            round=stored.round or "",
-            gate=stored.gate,
-            envelope=envelope,
-            call=call,
-        )
 
     async def decide(
         self,
@@ -301,23 +299,51 @@ class DecisionRecorder:
 def result_of(parts: list[str]) -> RecordResult:
     """A decision-script reply, parsed (also each call's in a batch, `runtime.decisions.batch`)."""
     status = cast(Status, parts[0])
-    if status in ("counted", "already_approved", "open", "stale", "regated"):
-        approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
-        raw_edit = parts[2] if len(parts) > 2 else ""
-        edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
-        return RecordResult(status=status, approvals=approvals, edit=edit)
-    decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
-    covered = json.loads(parts[3]) if len(parts) > 3 and parts[3] else []
+    try:
+        if status in ("counted", "already_approved", "open", "stale", "regated"):
+            approvals = tuple(Approval.model_validate(a) for a in json.loads(parts[1]))
+            raw_edit = parts[2] if len(parts) > 2 else ""
+            edit = ArgumentEdit.model_validate_json(raw_edit) if raw_edit else None
+            return RecordResult(status=status, approvals=approvals, edit=edit)
+        decision = Decision.model_validate_json(parts[1]) if len(parts) > 1 else None
+        covered = json.loads(parts[3]) if len(parts) > 3 and parts[3] else []
+        covering = tuple((aid, Decision.model_validate_json(raw)) for aid, raw in covered)
+    except ValueError:
+        # A decision, approvals or an edit that another version stored: as with a gate this
+        # version cannot read, nobody decides the call here for now.
+        return RecordResult(status="unreadable")
     return RecordResult(
         status=status,
         decision=decision,
         approvals=decision.approvals if decision else (),
         resume_enqueued=len(parts) > 2 and parts[2] == "1",
-        covered=tuple((aid, Decision.model_validate_json(raw)) for aid, raw in covered),
+        covered=covering,
     )
 
 
 def _text(value: bytes | str | int | None) -> str | None:
     if value is None:
         return None
-    return value.decode() if isinstance(value, bytes) else str(value)
+    # A stored value another writer left undecodable stays unparseable (`result_of`).
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _view_of(stored: CallRead, run_id: str, approval_id: str) -> CallView:
+    envelope, call = stored.envelope, None
+    if envelope is not None and (found := envelope.call(approval_id)) is not None:
+        call = found.model_copy(
+            update={
+                "message_ts": stored.message_ts,
+                "copies": stored.copies or (),
+                "edit": stored.edit,
+            }
+        )
+    return CallView(
+        run_id=run_id,
+        approval_id=approval_id,
+        exists=stored.exists,
+        round=stored.round or "",
+        gate=stored.gate,
+        envelope=envelope,
+        call=call,
+    )

@@ -1,0 +1,1 @@
+"""The promise checked like a database: generated histories against a reference model."""
