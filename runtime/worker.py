@@ -135,6 +135,7 @@ class Worker:
             _, late = await asyncio.wait(loops, timeout=self.shutdown.left())
             for task in late:
                 task.cancel()
+        log.info("stopped, %.1f s after the stop signal", self.shutdown.taken())
 
     def stop(self) -> None:
         log.info("stopping: no new jobs; running ones get the grace period")

@@ -15,6 +15,7 @@ from typing import Any
 from agents import Agent
 from agents._run_state_agent_identity import _iter_agent_graph
 
+from bot.words.call_text import NO_ARGUMENTS
 from runtime import examples
 from runtime.runs.agent_graph import callers, reachable_agents
 from tests import agents, graph_agents
@@ -272,15 +273,21 @@ def test_a_card_names_every_agent_that_ran_the_asking_one_as_a_tool() -> None:
 
 
 @with_env(**GRAPH)
-async def test_an_agent_tool_call_has_no_edit_its_inner_tool_has(bot: Harness) -> None:
-    """An edit would be carried by one round only, and an agent tool's run may outlive it."""
+async def test_an_agent_tool_call_has_no_edit_its_inner_tool_is_carded_as_any(
+    bot: Harness,
+) -> None:
+    """An edit would be carried by one round only, and an agent tool's run may outlive it. The
+    inner call's card is drawn as any call's: `get_user_name` takes no arguments, so it says so
+    and offers nothing to edit."""
     bot.model.script = spanish_script
     root = await bot.start_run("greet me in spanish")
     [outer] = await bot.cards(root, 1)
     assert edit_button(outer) is None
+    assert NO_ARGUMENTS not in json.dumps(outer.blocks), "the agent tool's input is shown"
     await bot.sender.click(outer, "approve", user="UBOB")
     [_, inner] = await bot.cards(root, 2)
-    assert edit_button(inner) is not None
+    assert NO_ARGUMENTS in json.dumps(inner.blocks)
+    assert edit_button(inner) is None
 
 
 @with_env(**GRAPH)

@@ -311,9 +311,18 @@ async def test_a_web_sigterm_with_slack_hanging_exits_within_its_budget(
     web.signal(signal.SIGTERM)
     assert await web.wait(timeout=40) == 0, web.log()
     # Before, a 20 s drain came on top of the requests' wait, whatever the setting said.
+    assert stop_taken(web) < 6 + 0.5, "within SHUTDOWN_GRACE_SECONDS, as the web measured it"
     elapsed = time.monotonic() - stopped_at
-    assert elapsed < 6 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
+    assert elapsed < 6 + 10, f"{elapsed:.1f} s: the grace and the interpreter's exit, on a load"
     assert re.search(r"shutdown: \d+ Slack update\(s\) drained, [1-9]\d* cancelled", web.log())
+
+
+def stop_taken(process: Process) -> float:
+    """The seconds from the stop signal to the end of the process's shutdown, as it logged them
+    (its interpreter's exit after that, slower on a loaded machine, is not its budget's)."""
+    found = re.search(r"stopped, ([\d.]+) s after the stop signal", process.log())
+    assert found is not None, process.log()
+    return float(found.group(1))
 
 
 async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
@@ -334,9 +343,11 @@ async def test_a_worker_sigterm_with_slack_hanging_exits_within_its_budget(
     stopped_at = time.monotonic()
     worker.signal(signal.SIGTERM)
     assert await worker.wait(timeout=40) == 0, worker.log()
-    # Before, the expiry poller's Slack call held the worker for as long as Slack's timeout.
+    # Before, the expiry poller's Slack call held the worker for as long as Slack's timeout (30
+    # s). The budget is the process's own to keep: timed by it, not by a loaded test machine.
+    assert stop_taken(worker) < 4 + 0.5, "within SHUTDOWN_GRACE_SECONDS, as the worker measured it"
     elapsed = time.monotonic() - stopped_at
-    assert elapsed < 4 + 3, f"{elapsed:.1f} s: SHUTDOWN_GRACE_SECONDS and the interpreter's exit"
+    assert elapsed < 4 + 10, f"{elapsed:.1f} s: the grace and the interpreter's exit, on a load"
 
 
 async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(

@@ -6,9 +6,10 @@ the real web app and worker (see `tests.promise.machine`), and every invariant i
 every step. `python3 scripts/dev.py soak --steps N --seed S` runs the same machine for as long
 as asked.
 
-The tests after it are the minimal sequences the machine found for violations already filed:
-each reproduces one issue item, is expected to fail until the item's fix lands (strict: it
-then passes, and the mark must go), and fails outright on any other violation.
+The tests after it are the minimal sequences the machine found for the violations it found
+before they were fixed (Approve always meeting a stricter rule, a grant over a coerced argument,
+a rule that cannot be judged, an edit, a retried turn, an outsider's run): each is a regular
+test now, and fails on any violation.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.promise import machine as promise
-from tests.promise.machine import PromiseBroken, PromiseMachine
+from tests.promise.machine import PromiseMachine
 from tests.promise.world import PlannedCall
 
 SEQUENCES = int(os.environ.get("PROMISE_SEQUENCES", "15"))
@@ -67,16 +68,10 @@ def history() -> Iterator[PromiseMachine]:
         machine.teardown()
 
 
-def expecting(item: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, raises=PromiseBroken, reason=item)
-
-
 ITEM_1 = "issue 31 item 1"
 
 
-@expecting(f"{ITEM_1}: a tool name's Approve always lets prod_users skip alice's rule")
 def test_approve_always_covers_no_call_of_another_rule(history: PromiseMachine) -> None:
-    history.expected = ITEM_1
     later = [
         [call("drop_table", name="tmp_a", force=False)],
         [call("drop_table", name="prod_users", force=False)],
@@ -85,9 +80,7 @@ def test_approve_always_covers_no_call_of_another_rule(history: PromiseMachine) 
     history.click(0, "UBOB", "always")
 
 
-@expecting(f"{ITEM_1}: a call approved by Approve always has no approval in the audit trail")
 def test_each_call_approve_always_approves_is_audited(history: PromiseMachine) -> None:
-    history.expected = ITEM_1
     later = [
         [call("drop_table", name="tmp_a", force=False)],
         [call("drop_table", name="tmp_b", force=False)],
@@ -99,17 +92,13 @@ def test_each_call_approve_always_approves_is_audited(history: PromiseMachine) -
 ITEMS_2_3 = "issue 31 items 2 and 3"
 
 
-@expecting(f'{ITEMS_2_3}: a grant covers a forced drop sent as "true"')
 def test_a_grant_is_judged_on_the_values_the_tool_receives(history: PromiseMachine) -> None:
-    history.expected = ITEMS_2_3
     history.begin("strict", "UALICE", [[call("drop_table", name="tmp_a", force=False)]])
     history.click(0, "UBOB", "grant:tool:3600")
     history.start_run("UALICE", [[call("drop_table", name="tmp_a", force="true")]])
 
 
-@expecting(f'{ITEMS_2_3}: a refund of "150000" falls under "small refunds" undecided, bob alone')
 def test_a_rule_that_cannot_be_judged_loosens_nothing(history: PromiseMachine) -> None:
-    history.expected = ITEMS_2_3
     history.begin(
         "strict", "UALICE", [[call("refund_order", order_id="o-3", amount_cents="150000")]]
     )
@@ -119,9 +108,7 @@ def test_a_rule_that_cannot_be_judged_loosens_nothing(history: PromiseMachine) -
 ITEM_4 = "issue 31 item 4"
 
 
-@expecting(f"{ITEM_4}: an edit into a forced drop runs without anyone typing the name")
 def test_an_edit_is_judged_like_a_new_call(history: PromiseMachine) -> None:
-    history.expected = ITEM_4
     history.begin("typed", "UALICE", [[call("drop_table", name="tmp_a", force=False)]])
     history.click(0, "UBOB", "edit")
 
@@ -129,9 +116,7 @@ def test_an_edit_is_judged_like_a_new_call(history: PromiseMachine) -> None:
 ITEM_5 = "issue 31 item 5"
 
 
-@expecting(f"{ITEM_5}: a turn asked again after a model 500 runs list_users a second time")
 def test_a_retried_job_never_reissues_a_call(history: PromiseMachine) -> None:
-    history.expected = ITEM_5
     history.begin(
         "strict",
         "UALICE",
@@ -148,9 +133,7 @@ def test_a_retried_job_never_reissues_a_call(history: PromiseMachine) -> None:
 ITEM_7 = "issue 31 item 7"
 
 
-@expecting(f"{ITEM_7}: bob's grant approves a guest's drop_table")
 def test_a_grant_never_decides_for_an_outsiders_run(history: PromiseMachine) -> None:
-    history.expected = ITEM_7
     history.begin("strict", "UALICE", [[call("drop_table", name="tmp_a", force=False)]])
     history.click(0, "UBOB", "grant:tool:3600")
     history.start_run("UGUEST", [[call("drop_table", name="tmp_b", force=False)]])

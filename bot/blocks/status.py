@@ -80,10 +80,14 @@ def _grouped(steps: Sequence[str]) -> list[tuple[str, int]]:
     return grouped
 
 
+LINES_SHOWN = 12
+"""The status message's last lines of steps: the rest of a long run is in its thread."""
+
+
 def status_text(activity: Activity) -> str:
     lines = [
         f"• {status_step(step)}" + (f" \N{MULTIPLICATION SIGN}{times}" if times > 1 else "")
-        for step, times in _grouped(activity.steps)
+        for step, times in _grouped(activity.steps)[-LINES_SHOWN:]
     ]
     if activity.state == "done" and activity.ran:
         lines += [f"• {_not_run(note)}" for note in activity.not_run]

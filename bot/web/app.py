@@ -246,5 +246,6 @@ def _closing(
         log.info("shutdown: %d Slack update(s) drained, %d cancelled", pending, tasks.cancel_all())
         for close_one in closing:
             await close_one()
+        log.info("stopped, %.1f s after the stop signal", shutdown.taken())
 
     return close

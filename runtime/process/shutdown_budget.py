@@ -23,6 +23,12 @@ class ShutdownBudget:
         if self._deadline is None:
             self._deadline = time.monotonic() + self.seconds
 
+    def taken(self) -> float:
+        """Seconds since the first stop (0 before it): what the process logs as it ends."""
+        if self._deadline is None:
+            return 0.0
+        return self.seconds - (self._deadline - time.monotonic())
+
     def left(self, *, keep: float = 0.0) -> float:
         """Seconds this stage may take: what is left, less `keep` for the stages after it."""
         self.start()

@@ -19,7 +19,9 @@ log = logging.getLogger(__name__)
 
 # chat.update is a Tier 3 method (~50 per minute per workspace); one run stays well below.
 MIN_UPDATE_INTERVAL_SECONDS = 1.5
-MAX_STEPS_SHOWN = 12
+MAX_STEPS_KEPT = 200
+"""Steps kept with the run: the status shows the last dozen lines of them, a repeat folded into
+its line ("called `list_users`", 30 times), so it keeps more than a dozen to count repeats right."""
 
 
 class RunObserver(RunHooks[Any]):
@@ -94,7 +96,7 @@ class RunObserver(RunHooks[Any]):
         self._dirty = False
         self._last_sent = self._clock()
         activity = Activity(
-            steps=tuple(self._steps[-MAX_STEPS_SHOWN:]),
+            steps=tuple(self._steps[-MAX_STEPS_KEPT:]),
             state=state,
             waiting_for=waiting_for,
             approvals_asked=approvals_asked,
@@ -106,7 +108,7 @@ class RunObserver(RunHooks[Any]):
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
         posted = self.message_id if self.message_id != shown else ""
         # Kept with the run, so the next step (after an approval) goes on with the same list.
-        kept = self._steps[-MAX_STEPS_SHOWN:]
+        kept = self._steps[-MAX_STEPS_KEPT:]
         await record_or_retract(
             self._reporter,
             self._run,

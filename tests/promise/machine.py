@@ -51,13 +51,7 @@ from tests.promise.reference import (
 )
 from tests.promise.rig import SETTLE_SECONDS, ClockedRedis, Rig
 
-KNOWN: tuple[tuple[str, str], ...] = (
-    (r"^(no-entry/)?always", "issue 31 item 1: Approve always lets later calls skip their rule"),
-    (r"\+coerced", "issue 31 items 2 and 3: rules judge the values the model sent, not the tool's"),
-    (r"^edit$", "issue 31 item 4: an edit is not judged like a new call"),
-    (r"^twice/reissued", "issue 31 item 5: a retried job asks the model again, new call ids"),
-    (r"outside-requester", "issue 31 item 7: a member's grant decides for an outsider's run"),
-)
+KNOWN: tuple[tuple[str, str], ...] = ()
 """Violation kinds already filed (a pattern of `Violation.kind`, the issue item it reproduces):
 counted, not failed. Remove a line once its fix has landed: its regular test in
 tests/test_promise_model.py then passes, and must lose its xfail mark too."""
