@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
 import signal
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -29,7 +26,7 @@ from runtime.grants.check import GrantCheck, GrantNotices, Membership
 from runtime.grants.store import GrantStore
 from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.due_set import DuePoller, longest_sleep
-from runtime.jobs.live_workers import LiveWorkers
+from runtime.jobs.live_workers import LiveWorkers, consumer_name
 from runtime.jobs.queue import JobQueue
 from runtime.jobs.router import JobRouter
 from runtime.journal.install import install_journal
@@ -56,16 +53,6 @@ from runtime.waiting.expiry import Expiry
 from runtime.waiting.reminders import Reminders
 
 log = logging.getLogger(__name__)
-
-
-def consumer_name() -> str:
-    """The dyno (`worker.1`) or host and pid, plus a suffix of this boot's own (`worker.1:3f9a1c`).
-
-    In a deploy Heroku starts the new `worker.1` before the old one has stopped: with one name
-    between them, the old one's hand-back on SIGTERM would give away the new one's jobs.
-    """
-    where = os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
-    return f"{where}:{secrets.token_hex(3)}"
 
 
 # A loop that keeps crashing is restarted at most this often.

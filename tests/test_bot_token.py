@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from pathlib import Path
 
 import aiohttp
@@ -100,9 +101,13 @@ async def test_a_revoked_token_holds_the_run_and_a_worker_with_a_good_one_goes_o
     await deployment.web()
     first = deployment.worker("worker.1")
     await wait_for_log(first, "Slack: SLACK_BOT_TOKEN is the bot of team")
-    deployment.slack.token_error = "token_revoked"  # uninstalled, say, after both started
-    status, _ = await deployment.sender.command("delete u-100")
-    assert status == 200
+    # Uninstalled, say, once the run was queued (the web, asked first, would have said "try
+    # again": it cannot tell who is asking without the token).
+    first.signal(signal.SIGSTOP)
+    status, body = await deployment.sender.command("delete u-100")
+    assert status == 200 and "Starting" in body["text"], body
+    deployment.slack.token_error = "token_revoked"
+    first.signal(signal.SIGCONT)
     await wait_for_log(first, REFUSAL)
     # Held: not retried post after post, nor given up and dead-lettered.
     await asyncio.sleep(3 * 1.0)  # three job idle timeouts: a retry or takeover would be in

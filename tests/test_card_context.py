@@ -129,6 +129,6 @@ def test_the_example_refund_schema_refuses_what_the_tool_should_never_get() -> N
 
     schema = refund_order.params_json_schema
     assert schema["properties"]["amount_cents"]["minimum"] == 1
-    with pytest.raises(InvalidEdit, match="less than the minimum of 1"):
+    with pytest.raises(InvalidEdit, match="amount_cents must be at least 1, not -500"):
         parse_edit('{"order_id": "o-5521", "amount_cents": -500}', schema)
     parse_edit('{"order_id": "o-5521", "amount_cents": 900}', schema)

@@ -338,7 +338,7 @@ async def test_an_outsider_starts_no_run_by_command_mention_reply_or_dm(
     bot.slack.people["UEVE"] = OTHER_ORG
     bot.slack.people["UGUEST"] = {"is_restricted": True}
     bot.model.script = lambda request: [message("done")]
-    root = await bot.start_run("hello")
+    root = await bot.start_run("say hello")
     await bot.final_answer(root)
     roots = len(bot.slack.roots())
 

@@ -21,6 +21,7 @@ from runtime.judging.arguments import ArgumentSchema, JudgedArguments
 from runtime.judging.call_rule import CallRule, Unjudged, stricter
 from runtime.judging.comparisons import strict_functions, strict_source
 from runtime.judging.evaluation import WHEN_MAX_CHARS
+from runtime.judging.tool_schemas import function_tool_schema
 from runtime.judging.verdicts import judge
 from runtime.policy import Policy, load_policy
 from runtime.settings import RuntimeSettings
@@ -32,7 +33,7 @@ def drop_table(name: str, force: bool = False, rows: int = 0) -> str:
     return name
 
 
-DROP = ArgumentSchema.of_function_tool(drop_table)
+DROP = function_tool_schema(drop_table)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from agents.items import ToolApprovalItem
 from runtime.calls.description import described_arguments, tool_kind
 from runtime.journal.invoker import JournaledInvoker
 from runtime.judging.arguments import NO_SCHEMA, ArgumentSchema, JudgedArguments
+from runtime.judging.tool_schemas import function_tool_schema
 from runtime.mcp.origin import mcp_server_of
 from runtime.runs.agent_graph import tool_agent
 
@@ -50,7 +51,7 @@ def argument_schema(item: ToolApprovalItem) -> ArgumentSchema:
     invoker = tool.on_invoke_tool
     if isinstance(invoker, JournaledInvoker) and invoker.argument_schema is not None:
         return invoker.argument_schema  # made before the journal wrapped the SDK's invoker
-    return ArgumentSchema.of_function_tool(tool)
+    return function_tool_schema(tool)
 
 
 def judged_arguments(

@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 
 from runtime.db.connection import describe_failure
 from runtime.db.replication import PrimaryChanged
+from runtime.jobs.handoffs import LeftForTakeover, RunAgain, TakenOver
 from runtime.jobs.live_workers import FULL_SCAN_SECONDS, LiveWorkers
 from runtime.jobs.outages import redis_away, setting_to_check
 from runtime.jobs.queue import START, Delivery, Handler, JobQueue, Overtaken
@@ -273,9 +274,9 @@ class JobConsumer:
     async def _run_one(self, delivery: Delivery) -> None:
         try:
             await self._handle_in_time(delivery)
-        except _TakenOver:
+        except TakenOver:
             log.info("job %s was taken over by another worker; left to it", delivery.entry_id)
-        except _LeftForTakeover:
+        except LeftForTakeover:
             pass  # said in the log where it was decided
         except RecursionError:
             # Something nested too deep to handle: every delivery would fail the same way.
@@ -305,11 +306,11 @@ class JobConsumer:
                     try:
                         await self._while_redis_is_away(delivery, self._ack)
                         break
-                    except _RunAgain as changed:
+                    except RunAgain as changed:
                         # Its writes may have gone with the old primary: redone on this one.
                         log.warning("job %s: %s", delivery.entry_id, changed)
                         if not await self._still_held(delivery):
-                            raise _TakenOver from None
+                            raise TakenOver from None
         except TimeoutError:
             if not deadline.expired():
                 raise  # the handler's own timeout: a failure like any other
@@ -334,10 +335,10 @@ class JobConsumer:
             if self.credentials is None or not self.credentials.refused_by(error):
                 raise
             if not await held_until_accepted(self.credentials, self._stopping, deadline):
-                raise _LeftForTakeover from None
+                raise LeftForTakeover from None
             tried = False
         if not await self._still_held(delivery):
-            raise _TakenOver from None
+            raise TakenOver from None
         return tried
 
     async def _still_held(self, delivery: Delivery) -> bool:
@@ -350,14 +351,14 @@ class JobConsumer:
 
     async def _attempt(self, delivery: Delivery) -> None:
         if not await self.queue.pin(self.consumer, delivery.entry_id):
-            raise _TakenOver  # a delivery from the old primary: the new one's own runs the job
+            raise TakenOver  # a delivery from the old primary: the new one's own runs the job
         await self.handler(delivery)
 
     async def _ack(self, delivery: Delivery) -> None:
         try:
             await self.queue.ack(delivery.entry_id)
         except PrimaryChanged as error:
-            raise _RunAgain(str(error)) from None  # not retried here: the handler runs again
+            raise RunAgain(str(error)) from None  # not retried here: the handler runs again
 
     async def _while_redis_is_away(self, delivery: Delivery, work: Handler) -> None:
         """`work(delivery)`, tried again in place for as long as it fails because Redis is away."""
@@ -388,18 +389,6 @@ class JobConsumer:
                     "here, it is taken over once Redis is back",
                     delivery.entry_id,
                 )
-                raise _LeftForTakeover
+                raise LeftForTakeover
             if not await self._still_held(delivery):
-                raise _TakenOver
-
-
-class _RunAgain(Exception):
-    """The primary changed since the handler ran: run it again before acknowledging."""
-
-
-class _TakenOver(Exception):
-    """Another worker took the job over: neither tried again nor acknowledged here."""
-
-
-class _LeftForTakeover(Exception):
-    """Stopping while Redis is away: neither tried again nor acknowledged here."""
+                raise TakenOver

@@ -19,6 +19,9 @@ that never wrote a mark (an older version, during a deploy) are found by the ful
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -70,3 +73,13 @@ class LiveWorkers:
             await self.redis.zadd(self.key, {consumer: time.time() - self.overdue_after - 1})
         else:
             await self.redis.zrem(self.key, consumer)
+
+
+def consumer_name() -> str:
+    """The dyno (`worker.1`) or host and pid, plus a suffix of this boot's own (`worker.1:3f9a1c`).
+
+    In a deploy Heroku starts the new `worker.1` before the old one has stopped: with one name
+    between them, the old one's hand-back on SIGTERM would give away the new one's jobs.
+    """
+    where = os.environ.get("DYNO") or f"{socket.gethostname()}:{os.getpid()}"
+    return f"{where}:{secrets.token_hex(3)}"

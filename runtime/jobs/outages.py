@@ -10,7 +10,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime.db.cluster import ClusterUnavailable
 from runtime.db.replication import NotReplicated
-from runtime.stops.safe_point import caused_by
+from runtime.process.causes import caused_by
 
 _AWAY: tuple[type[RedisError], ...] = (
     NotReplicated,

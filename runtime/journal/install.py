@@ -6,7 +6,7 @@ from agents import FunctionTool, Model
 
 from runtime.journal.invoker import JournaledInvoker
 from runtime.journal.tool_kinds import journal_tool_kind
-from runtime.judging.arguments import ArgumentSchema
+from runtime.judging.tool_schemas import function_tool_schema
 from runtime.models.journaled import journaled_model
 from runtime.registry import AgentRegistry
 from runtime.runs.agent_graph import reachable_agents
@@ -26,7 +26,7 @@ def install_journal(registry: AgentRegistry) -> int:
             if isinstance(tool, FunctionTool):
                 if not isinstance(tool.on_invoke_tool, JournaledInvoker):
                     # Its model first: `FunctionTool.__wrapped__` goes with the SDK's invoker.
-                    schema = ArgumentSchema.of_function_tool(tool)
+                    schema = function_tool_schema(tool)
                     tool.on_invoke_tool = JournaledInvoker(
                         tool.name, tool.on_invoke_tool, argument_schema=schema
                     )

@@ -31,9 +31,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agents import FunctionTool
-from agents._function_tool_arguments import can_prepare_without_user_code
-from agents.function_schema import function_schema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ValidationError
@@ -65,29 +62,6 @@ class ArgumentSchema:
     """The pydantic model that converts them as the tool's SDK wrapper will; None: none does."""
     json_schema: dict[str, Any] | None = None
     """The tool's JSON schema, checked when no model converts."""
-
-    @classmethod
-    def of_function_tool(cls, tool: FunctionTool) -> ArgumentSchema:
-        """A `function_tool`'s own model, rebuilt as the SDK built it (before the journal wraps
-        its invoker: `FunctionTool.__wrapped__` is gone afterwards); else its JSON schema."""
-        try:
-            func = tool.__wrapped__
-            built = function_schema(
-                func,
-                name_override=tool.name,
-                use_docstring_info=False,
-                strict_json_schema=tool.strict_json_schema,
-            )
-        except Exception:  # noqa: BLE001 -- not made by `function_tool`: its schema only
-            return cls(json_schema=tool.params_json_schema)
-        model = built.params_pydantic_model
-        # The model the SDK runs must be the one its schema describes, and free of user code.
-        same = set(built.params_json_schema.get("properties", {})) == set(
-            tool.params_json_schema.get("properties", {})
-        )
-        if not same or not can_prepare_without_user_code(model):
-            return cls(json_schema=tool.params_json_schema)
-        return cls(model=model)
 
     @classmethod
     def of_json_schema(cls, schema: dict[str, Any] | None) -> ArgumentSchema:

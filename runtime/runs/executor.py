@@ -32,6 +32,7 @@ from runtime.mcp.connections import McpServerUnavailable
 from runtime.mcp.tools import McpTools
 from runtime.metrics import count_model_error
 from runtime.policy import Policy
+from runtime.process.causes import caused_by
 from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.record.posted_messages import post_cards, record_or_retract
 from runtime.record.store import Fenced, Lease, RunRecord, RunStore
@@ -45,7 +46,7 @@ from runtime.runs.restoring import apply_round, restore
 from runtime.runs.state_decisions import apply_decisions, approved_edits
 from runtime.stops.listener import StopListener
 from runtime.stops.mark import Stopped
-from runtime.stops.safe_point import caused_by, run_until_stopped
+from runtime.stops.safe_point import run_until_stopped
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.plan import plan_reach
 

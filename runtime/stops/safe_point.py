@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from asyncio import FIRST_COMPLETED
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 from agents import RunResult
 from redis.exceptions import RedisError
@@ -17,8 +17,6 @@ from runtime.journal.invoker import JournalScope, journal_scope
 from runtime.journal.signals import PastTheSdk
 from runtime.stops.listener import FALLBACK_SECONDS
 from runtime.stops.mark import Stopped
-
-_E = TypeVar("_E", bound=BaseException)
 
 
 async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: JournalScope) -> RunResult:
@@ -59,13 +57,3 @@ async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: Journal
                 task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception, PastTheSdk):
             await runner
-
-
-def caused_by(error: BaseException, kind: type[_E]) -> _E | None:
-    """The SDK wraps what a tool invoker raises; a fence lost or a stop met inside is ours."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, kind):
-            return seen
-        seen = seen.__cause__
-    return None
