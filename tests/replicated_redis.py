@@ -208,7 +208,11 @@ class ReplicatedRedis:
                     str(self.directory / f"sentinel-{port}.log"),
                 ],
             )
-        await _until(self._sentinels_ready, "the Sentinels see the primary, replica and peers")
+        # Sentinels learn of replicas from the primary's INFO, read every 10 s, and of each other
+        # from hellos every 2 s: on a loaded machine that takes more than one INFO period.
+        await _until(
+            self._sentinels_ready, "the Sentinels see the primary, replica and peers", timeout=60
+        )
 
     def _server(self, name: str, port: int, extra: list[str]) -> None:
         self._spawn(
