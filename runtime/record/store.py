@@ -15,6 +15,7 @@ from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, PrimaryChanged, Replication
+from runtime.failover.calls import RecentCalls
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.journal.starts import CallStarts
@@ -81,7 +82,12 @@ class Claim:
 
 class RunStore:
     def __init__(
-        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+        self,
+        redis: aioredis.Redis,
+        keys: Keys,
+        *,
+        replication: Replication = NO_REPLICAS,
+        recent: RecentCalls | None = None,
     ) -> None:
         self._redis = redis
         self._keys = keys
@@ -89,6 +95,8 @@ class RunStore:
         self._clock = RedisClock()
         self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
         self.starts = CallStarts(redis, keys)
+        self.recent = recent or RecentCalls.off(redis, keys)
+        """The tool calls of this worker that a failover could lose (`runtime.failover`)."""
 
     async def _set(
         self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""
@@ -339,11 +347,13 @@ class RunStore:
         """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run,
         Stopped if someone stopped it (a call that did not run yet must not start)."""
         view = await read(self._redis, self._keys, JournalRead, lease.run_id, call_id)
-        if view.recorded is None and view.fence != lease.fence:
+        # One this worker recorded and a failover lost: written back, as if never lost.
+        recorded = view.recorded or await self.recent.reuse(lease.run_id, call_id)
+        if recorded is None and view.fence != lease.fence:
             raise Fenced(lease.run_id)
-        if view.recorded is None and (mark := view.stopped) is not None:
+        if recorded is None and (mark := view.stopped) is not None:
             raise Stopped(lease.run_id, mark)
-        return view.recorded
+        return recorded
 
     async def stop_mark(self, run_id: str) -> StopMark | None:
         return (await read(self._redis, self._keys, StopRead, run_id)).stopped
@@ -360,6 +370,7 @@ class RunStore:
             args=[rr.JOURNAL + call_id, entry, audit],
             token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
         )
+        self.recent.recorded(run_id, call_id, entry, audit)
         try:
             await self._replication.confirm()
         except PrimaryChanged:
