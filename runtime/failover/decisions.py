@@ -32,6 +32,7 @@ from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.failover.identity import Primary
 from runtime.failover.recent import Recent, Written
+from runtime.failover.stale import stale_primaries
 from runtime.record.envelope import PendingCall
 from runtime.record.reads import AfterFailover
 from runtime.record.view import of_queued, queue
@@ -129,7 +130,14 @@ class AcknowledgedDecisions(Recent[tuple[str, str, str], Acknowledged]):
 
     async def seed(self, redis: aioredis.Redis) -> None:
         """Remember the decisions of the last `seconds` that the audit trail holds (those of an
-        earlier web process too), as on the primary read now."""
+        earlier web process too), as on the primary read now; and those of an old primary that
+        Sentinel has not turned into a replica yet (`runtime.failover.stale`)."""
+        current = await self._seed_from(redis)
+        async with stale_primaries(redis, current) as stale:
+            for client, _ in stale:
+                await self._seed_from(client)
+
+    async def _seed_from(self, redis: aioredis.Redis) -> Primary:
         seconds, micros = await redis.time()
         now, monotonic = seconds + micros / 1e6, time.monotonic()
         since = f"{int((now - self.seconds) * 1000)}-0"  # an entry's id is its time in ms
@@ -141,9 +149,10 @@ class AcknowledgedDecisions(Recent[tuple[str, str, str], Acknowledged]):
         seeded = 0
         for _, fields in reversed(rows):
             entry = _acknowledged(fields, now=now, monotonic=monotonic, seconds=self.seconds)
-            if entry is not None:
+            key = (entry.run_id, entry.approval_id, entry.user_id) if entry else None
+            if entry is not None and key is not None and key not in self.entries:
                 entry.seen_on, entry.offset = primary.replid, primary.offset
-                self.remember((entry.run_id, entry.approval_id, entry.user_id), entry)
+                self.remember(key, entry)
                 seeded += 1
         if seeded:
             log.info(
@@ -151,6 +160,7 @@ class AcknowledgedDecisions(Recent[tuple[str, str, str], Acknowledged]):
                 seeded,
                 self.seconds,
             )
+        return primary
 
     async def look(
         self, key: tuple[str, str, str], entry: Acknowledged, primary: Primary

@@ -4,9 +4,10 @@ One loop per process (the web's and each worker's). At start it reads the primar
 (`runtime.failover.identity`) once: where nothing can fail over (no Sentinel, no replica, no
 `REDIS_MIN_REPLICAS`) it stops there, and where something can but `REDIS_MIN_REPLICAS=0`, it
 logs one line saying what a failover can lose. Otherwise, while a `Guard` remembers a recent
-write (nothing while idle), it reads the identity every `POLL_SECONDS` and hands it to each
-guard, which stamps its new entries and looks up on a new primary those that the ids do not
-prove were carried over (`runtime.failover.recent`).
+write (nothing while idle), it reads the identity every `POLL_SECONDS` (through Sentinel, after
+asking Sentinel which server is primary) and hands it to each guard, which stamps its new
+entries and looks up on a new primary those that the ids do not prove were carried over
+(`runtime.failover.recent`).
 
 A primary the watch has moved away from is never trusted again: a connection still open to it
 (not yet demoted) would otherwise answer that every write is there.
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import redis.asyncio as aioredis
+from redis.asyncio.sentinel import SentinelConnectionPool
 from redis.exceptions import RedisError
 
 from runtime.failover.identity import Primary, read_primary
@@ -108,6 +110,12 @@ class PrimaryWatch:
         """Read the primary once and let each guard settle against it."""
         read_at = time.monotonic()
         try:
+            pool = self._redis.connection_pool
+            if isinstance(pool, SentinelConnectionPool):
+                # Sentinel's word first (one command): it moves the pool to a new primary at
+                # once, where a connection still open to the old one would answer for it until
+                # that one is demoted, up to ten seconds after a partition heals.
+                await pool.get_master_address()  # type: ignore[no-untyped-call]
             primary = await read_primary(self._redis)
         except RedisError:
             return  # away: the next tick reads again
