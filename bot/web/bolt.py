@@ -280,7 +280,8 @@ def _acknowledged(
     if settings.redis_cluster:
         return None
     report = SlackLostDecisions(parts.client, parts.directory, parts.reach)
-    return AcknowledgedDecisions(redis, Keys.of(settings), report)
+    seeds = settings.redis_min_replicas == 0
+    return AcknowledgedDecisions(redis, Keys.of(settings), report, seeds=seeds)
 
 
 class _ClientGivenOnPurpose(logging.Filter):

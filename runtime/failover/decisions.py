@@ -92,13 +92,18 @@ class AcknowledgedDecisions(Recent[tuple[str, str, str], Acknowledged]):
         keys: Keys,
         report: LostDecisionReport,
         *,
+        seeds: bool = True,
         seconds: float = REMEMBER_SECONDS,
         most: int = MOST,
     ) -> None:
+        """`seeds`: read recent decisions from the audit trail at start (`seed`). Only with
+        `REDIS_MIN_REPLICAS=0`: otherwise the trail also holds decisions the replicas never
+        confirmed, whose clickers were told to click again, not that they were recorded."""
         super().__init__(seconds=seconds, most=most)
         self._redis = redis
         self._keys = keys
         self._report = report
+        self._seeds = seeds
 
     def note(
         self,
@@ -132,6 +137,8 @@ class AcknowledgedDecisions(Recent[tuple[str, str, str], Acknowledged]):
         """Remember the decisions of the last `seconds` that the audit trail holds (those of an
         earlier web process too), as on the primary read now; and those of an old primary that
         Sentinel has not turned into a replica yet (`runtime.failover.stale`)."""
+        if not self._seeds:
+            return
         current = await self._seed_from(redis)
         async with stale_primaries(redis, current) as stale:
             for client, _ in stale:
