@@ -22,6 +22,8 @@ from runtime.db.eviction import EvictionPolicyLog
 from runtime.db.keys import Keys
 from runtime.db.replication import Replication
 from runtime.decisions.recorder import DecisionRecorder
+from runtime.failover.calls import RecentCalls
+from runtime.failover.watch import watch_for
 from runtime.grants.check import GrantCheck, GrantNotices, Membership
 from runtime.grants.store import GrantStore
 from runtime.jobs.consumer import JobConsumer
@@ -207,7 +209,12 @@ def build_worker(
     executor = _executor(settings, storage, agents, people, copies=copies, mcp=mcp, stops=stops)
     router = JobRouter(executor=executor)
     consumer = _consumer(settings, storage, router, name=name, shutdown=shutdown, people=people)
-    pollers: list[Poller] = [*_due_set_pollers(storage, people, copies, poll_interval), stops]
+    watch = watch_for(settings, redis, [storage.store.recent])
+    pollers: list[Poller] = [
+        *_due_set_pollers(storage, people, copies, poll_interval),
+        stops,
+        *watch,
+    ]
     if people.credentials is not None:
         pollers.append(people.credentials)  # its check at start
     eviction_log = EvictionPolicyLog()
@@ -239,7 +246,9 @@ def _storage(
         reads=reads,
         keys=keys,
         replication=replication,
-        store=RunStore(redis, keys, replication=replication),
+        store=RunStore(
+            redis, keys, replication=replication, recent=RecentCalls.of(settings, redis, keys)
+        ),
         audit=AuditTrail(
             redis,
             keys,

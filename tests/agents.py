@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -53,6 +54,7 @@ async def _record_call(call_id: str, tool: str, arguments: dict[str, Any]) -> No
                 "arguments": arguments,
                 "call_id": call_id,
                 "dyno": os.environ.get("DYNO", ""),
+                "at": time.time(),
             }
         )
         client = _ledger_client(url)

@@ -14,7 +14,8 @@ from runtime.db.keys import Keys
 from runtime.jobs.contracts import Conversation, StartJob
 from runtime.record import layout as rr
 from runtime.record.envelope import UnreadableEnvelope
-from runtime.record.store import Fenced, RunStore
+from runtime.record.leases import Fenced
+from runtime.record.store import RunStore
 from tests import agents
 from tests.conftest import with_env
 from tests.deployment import Deployment

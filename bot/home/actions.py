@@ -21,6 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.blocks.cards import arguments_modal, reject_modal
 from bot.home.blocks import ACTION_HOME_APPROVE_ALWAYS
 from bot.home.tab import HomeTab
+from bot.listeners.acknowledged import note_acknowledged
 from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.listeners.stops import StopActions
 from bot.reporting.reporter import SlackReporter
@@ -29,6 +30,7 @@ from bot.slack.events import HomeOpened
 from bot.slack.payloads import ApprovalRef, HomeClick, RejectMetadata
 from bot.words import runs as messages
 from runtime.decisions import Choice
+from runtime.failover import AcknowledgedDecisions
 from runtime.process import TaskSet
 from runtime.record import HOME_TAB
 
@@ -43,6 +45,8 @@ class HomeActions:
     stops: StopActions
     client: AsyncWebClient
     tasks: TaskSet
+    acknowledged: AcknowledgedDecisions | None = None
+    """Decisions told to people, looked for again after a Redis failover."""
 
     async def on_home_opened(self, event: HomeOpened) -> None:
         if event.tab == "home":
@@ -142,6 +146,7 @@ class HomeActions:
             "run %s: %s from the Home tab by %s: %s", ref.run_id, choice.outcome, user_id, status
         )
         if answer.took_effect:
+            note_acknowledged(self.acknowledged, answer, choice, where=HOME_TAB, card_ts=None)
             self._redraw(answer)
             send_later(self.tasks, self.gate.redraw_status(self.reporter, answer), "status")
             return

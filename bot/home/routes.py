@@ -31,6 +31,7 @@ from bot.web.in_flight import InFlight
 from bot.wiring import SlackParts
 from runtime.db import Keys
 from runtime.decisions import DecisionRecorder
+from runtime.failover import AcknowledgedDecisions
 from runtime.process import TaskSet
 from runtime.runs import LiveRuns
 from runtime.waiting import WaitingIndex
@@ -55,6 +56,7 @@ def add_home_tab(
     quick_approval_seconds: float,
     publishes_per_minute: int = PUBLISHES_PER_MINUTE,
     in_flight: InFlight | None = None,
+    acknowledged: AcknowledgedDecisions | None = None,
 ) -> HomeWatch:
     """Register the Home tab's listeners (before any catch-all); returns its watcher, for
     `run_home_watch`. `redis` is the tab's own (`bot.wiring.home_tab_redis`): what a tab shows
@@ -91,6 +93,7 @@ def add_home_tab(
         stops=stops,
         client=parts.client,
         tasks=tasks,
+        acknowledged=acknowledged,
     )
     bolt.event("app_home_opened")(listener(HomeOpened, actions.on_home_opened))
     bolt.action(ACTION_HOME_APPROVE)(actions.on_approve)

@@ -23,12 +23,15 @@ from bot.blocks.cards import (
     arguments_modal,
     reject_modal,
 )
+from bot.listeners.acknowledged import note_acknowledged
 from bot.listeners.gate import ApprovalGate, GateAnswer
+from bot.reporting.failovers import redraw_clicked
 from bot.reporting.reporter import SlackReporter
 from bot.slack.client import send_later
 from bot.slack.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.words import runs as messages
 from runtime.decisions import CallView, Choice, DecisionRecorder
+from runtime.failover import AcknowledgedDecisions
 from runtime.process import TaskSet, bind_log_context
 from runtime.record import Decision
 from runtime.reporter import RunView
@@ -43,6 +46,8 @@ class ApprovalActions:
     reporter: SlackReporter
     gate: ApprovalGate
     tasks: TaskSet
+    acknowledged: AcknowledgedDecisions | None = None
+    """Decisions told to people, looked for again after a Redis failover."""
 
     # --- listeners ------------------------------------------------------------------------
 
@@ -198,7 +203,8 @@ class ApprovalActions:
         """What people see after a choice: the card redrawn, or the person told why not."""
         if answer.took_effect:
             log.info("run %s: %s %s by %s", ref.run_id, ref.approval_id, choice.outcome, actor.id)
-            self._redraw(answer, message_ts)
+            note_acknowledged(self.acknowledged, answer, choice, where=channel, card_ts=message_ts)
+            self._redraw(answer, message_ts, channel)
             for approval_id, decision in answer.result.covered if answer.result else ():
                 work = self._redraw_covered(ref.run_id, approval_id, decision)
                 send_later(self.tasks, work, f"redraw:{approval_id}")
@@ -223,7 +229,7 @@ class ApprovalActions:
         log.info("click by %s not recorded: %s", actor.id, result.status if result else "failed")
         if result is not None and view is not None and result.status in ("decided", "stale"):
             # A stale click's card is drawn anew: the call as it stands, with its digest.
-            self._redraw(answer, message_ts)
+            self._redraw(answer, message_ts, channel)
         # Naming the approvers may ask Slack: after the acknowledgement, not before.
         send_later(self.tasks, self._tell_why(answer, actor, channel), "refusal")
 
@@ -233,12 +239,19 @@ class ApprovalActions:
             channel=channel, user=actor.id, text=text, thread_ts=_thread(answer.view)
         )
 
-    def _redraw(self, answer: GateAnswer, message_ts: str | None) -> None:
-        """Show the decision on the card, or the approvals so far while a quorum is not met."""
+    def _redraw(
+        self, answer: GateAnswer, message_ts: str | None, channel: str | None = None
+    ) -> None:
+        """Show the decision on the card, or the approvals so far while a quorum is not met
+        (`message_ts`, `channel`: the message clicked, where known)."""
         found = self.gate.card_after(answer, message_ts)
         if found is not None:
             run, call = found
             send_later(self.tasks, self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
+            if channel == run.conversation.channel and message_ts not in (None, call.message_ts):
+                # The card twice in its thread (the first one's id lost in a Redis failover, and
+                # a retried job posted it again): the one clicked says it too.
+                send_later(self.tasks, redraw_clicked(self.client, run, call, message_ts), "card")
 
     async def _redraw_covered(self, run_id: str, approval_id: str, decision: Decision) -> None:
         """The card of a call an Approve always approved beside the clicked one."""

@@ -31,6 +31,7 @@ from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
 from bot.wiring import blocking_reads_redis, home_tab_redis
 from runtime.db import EvictionPolicyLog, Keys, wait_until_reachable
+from runtime.failover import PrimaryWatch, watch_for
 from runtime.models import uses_scripted_model
 from runtime.policy import Policy
 from runtime.process import Shutdown, ShutdownBudget, TaskSet
@@ -169,6 +170,9 @@ def _serve_slack(
     app[BOLT] = slack.bolt
     app[IN_FLIGHT] = slack.in_flight
     app.router.add_post("/slack/events", slack_events)
+    if slack.acknowledged is not None:
+        for watch in watch_for(settings, redis, [slack.acknowledged]):
+            _run_in_background(app, watch)
     if not settings.console:  # the console's Slack is this process, and its token is its own
         _check_in_background(app, slack.bot_token.check)
     return slack
@@ -184,6 +188,18 @@ def _check_in_background(
         task = asyncio.get_running_loop().create_task(check(stopping))
         yield
         stopping.set()
+        await task
+
+    app.cleanup_ctx.append(running)
+
+
+def _run_in_background(app: web.Application, loop: PrimaryWatch) -> None:
+    """Run `loop` while the app serves; stop it on shutdown."""
+
+    async def running(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.get_running_loop().create_task(loop.run(), name=loop.name)
+        yield
+        loop.stop()
         await task
 
     app.cleanup_ctx.append(running)

@@ -30,6 +30,7 @@ from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import ChannelMembershipEvents, GroupMembershipEvents
+from bot.reporting.failovers import SlackLostDecisions
 from bot.settings import FIXES, Settings
 from bot.slack.bot_token import BotToken
 from bot.slack.channel_members import ChannelMembers
@@ -43,6 +44,7 @@ from runtime.audit import AuditTrail
 from runtime.conversations import ThreadHistory
 from runtime.db import Keys
 from runtime.decisions import BatchRecorder, DecisionRecorder
+from runtime.failover import AcknowledgedDecisions
 from runtime.grants import GrantStore
 from runtime.jobs import JobQueue
 from runtime.mcp import McpListings
@@ -96,12 +98,19 @@ def build_bolt(
         quick_approval_seconds=settings.quick_approval_seconds,
         publishes_per_minute=settings.home_publishes_per_minute,
         in_flight=in_flight,
+        acknowledged=listeners.approvals.acknowledged,
     )
     channel_events = ChannelMembershipEvents(
         channels=lookups.channels, moved=home_watch.member_moved
     )
     add_catch_alls(bolt, listeners, channel_events)
-    return WebSlack(bolt=bolt, home_watch=home_watch, bot_token=bot_token, in_flight=in_flight)
+    return WebSlack(
+        bolt=bolt,
+        home_watch=home_watch,
+        bot_token=bot_token,
+        in_flight=in_flight,
+        acknowledged=listeners.approvals.acknowledged,
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -113,6 +122,9 @@ class WebSlack:
     """Checked once at start (`BotToken.check`), never inside a request."""
     in_flight: InFlight
     """The Slack requests being answered: the Home tabs are drawn between them."""
+    acknowledged: AcknowledgedDecisions | None
+    """Decisions told to people, for the process's watch of the Redis primary (None: a
+    cluster, not watched)."""
 
 
 def _bolt_app(settings: Settings, client: AsyncWebClient, bot_token: BotToken) -> AsyncApp:
@@ -209,6 +221,7 @@ def _listeners(
             quick_approval_seconds=settings.quick_approval_seconds,
         ),
         tasks=tasks,
+        acknowledged=_acknowledged(settings, redis, parts),
     )
     grants = GrantActions(
         actions=approvals,
@@ -259,6 +272,18 @@ def _listeners(
             requesters=requesters,
         ),
     )
+
+
+def _acknowledged(
+    settings: Settings, redis: aioredis.Redis, parts: SlackParts
+) -> AcknowledgedDecisions | None:
+    """Decisions told to people, looked for again after a Redis failover; not on a cluster,
+    which fails over node by node by itself (`runtime.failover.watch.watch_for`)."""
+    if settings.redis_cluster:
+        return None
+    report = SlackLostDecisions(parts.client, parts.directory, parts.reach)
+    seeds = settings.redis_min_replicas == 0
+    return AcknowledgedDecisions(redis, Keys.of(settings), report, seeds=seeds)
 
 
 class _ClientGivenOnPurpose(logging.Filter):

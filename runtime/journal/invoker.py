@@ -44,7 +44,8 @@ from runtime.journal.starts import OutcomeLost, lost, may_repeat
 from runtime.journal.turns import TurnsAsked, inside_call
 from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
-from runtime.record.store import Fenced, Lease, RunStore
+from runtime.record.leases import Fenced, Lease
+from runtime.record.store import RunStore
 from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted
 from runtime.stops.mark import StopMark, Stopped
 
@@ -252,6 +253,7 @@ class JournaledInvoker:
             raise OutcomeLost(run_id, call_id, self._tool_name)
         if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round):
             raise Fenced(run_id)
+        scope.store.recent.started(run_id, call_id, scope.round)
 
     async def _audit(
         self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object
@@ -292,6 +294,7 @@ class JournaledInvoker:
 async def _not_running(scope: JournalScope, call_id: str) -> None:
     """The tool did not start, or raised (it returned): the retry that follows runs it again,
     as it always did. Unsaid (Redis away), the retry asks a person instead."""
+    scope.store.recent.not_running(scope.lease.run_id, call_id)
     with contextlib.suppress(RedisError):
         await scope.store.starts.not_running(scope.lease.run_id, scope.lease.fence, call_id)
 

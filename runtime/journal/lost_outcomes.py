@@ -30,7 +30,8 @@ from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.reporter import Failure
 
 if TYPE_CHECKING:
-    from runtime.record.store import Lease, RunStore
+    from runtime.record.leases import Lease
+    from runtime.record.store import RunStore
     from runtime.runs.endings import RunEndings
     from runtime.runs.observer import RunObserver
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from runtime.journal.starts import OutcomeLost
-from runtime.record.store import Fenced
+from runtime.record.leases import Fenced
 from runtime.stops.mark import Stopped
 
 _T = TypeVar("_T")

@@ -47,7 +47,7 @@ from runtime.journal.turns import (
     load_turn,
     turn_key,
 )
-from runtime.record.store import Fenced
+from runtime.record.leases import Fenced
 from runtime.reporter import Failure
 
 log = logging.getLogger(__name__)

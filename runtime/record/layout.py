@@ -324,6 +324,8 @@ SCRIPTS: Final[dict[str, str]] = {
     "wait": _script("home_index", "wait"),
     "close": _script("home_index", "close"),
     "journal_put": _script("journal_put"),
+    # What a failover lost of a tool call, written back by the worker that ran it.
+    "restore": _script("restore", JOURNAL=JOURNAL, STARTED=STARTED),
     # The decision script calls the functions of `choices.lua` (grants and edits); its body is
     # a function (`batch_open.lua`) that `always.lua` calls for each call an Approve always covers.
     "decide": _script(

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Awaitable
 
 from runtime.record.envelope import RunEnvelope
-from runtime.record.store import Fenced, Lease, RunStore
+from runtime.record.leases import Fenced, Lease
+from runtime.record.store import RunStore
 from runtime.reporter import Reporter, RunView
 from runtime.waiting.copies import CardCopies
 

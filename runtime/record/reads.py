@@ -249,3 +249,19 @@ class TurnRead(Shape):
 
 class StopRead(Shape):
     stopped = Field(rr.STOPPED, parse_stop_mark)
+
+
+class AfterFailover(Shape):
+    """One call, as a web process looks for a decision it acknowledged, on a primary promoted
+    since (`runtime.failover.decisions`)."""
+
+    envelope = Envelope(rr.ENVELOPE, readable=True)
+    exists = Present(rr.ENVELOPE)
+    status = Field(rr.STATUS, text)
+    round = Field(rr.ROUND, integer)
+    gate = Field(rr.GATE, parse_gate)
+    message_ts = Field(rr.TS, text)
+    copies = Field(rr.COPIES, parse_copies)
+    edit = Field(rr.EDIT, parse_edit)
+    decided = Present(rr.DECISION)
+    approvals = Field(rr.APPROVALS, parse_approvals)

@@ -15,6 +15,7 @@ from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, PrimaryChanged, Replication
+from runtime.failover.calls import RecentCalls
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.journal.starts import CallStarts
@@ -28,25 +29,10 @@ from runtime.record.envelope import (
     dump_envelope,
 )
 from runtime.record.layout import CallGate, Status
+from runtime.record.leases import Claim, ClaimStatus, Fenced, Lease
 from runtime.record.reads import JournalRead, Place, StopRead, Whole
 from runtime.record.view import read, read_whole
 from runtime.stops.mark import StopMark, Stopped
-
-
-class Fenced(Exception):
-    """A later delivery of this run's job claimed the run: this one must stop writing."""
-
-    def __init__(self, run_id: str) -> None:
-        super().__init__(f"run {run_id}: another delivery of its job took over")
-        self.run_id = run_id
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Lease:
-    """One delivery's hold on a run: its writes carry the fence."""
-
-    run_id: str
-    fence: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,29 +51,14 @@ class RunRecord:
     """Approval id -> the rule key of each call of the round that offered Approve always."""
 
 
-ClaimStatus = Literal[
-    "claimed",
-    "taken_over",
-    "stale",
-    "gone",
-    "running",
-    "waiting",
-    "finishing",
-    "failed",
-    "ready",
-    "stopped",
-]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Claim:
-    status: ClaimStatus
-    lease: Lease | None = None
-
-
 class RunStore:
     def __init__(
-        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+        self,
+        redis: aioredis.Redis,
+        keys: Keys,
+        *,
+        replication: Replication = NO_REPLICAS,
+        recent: RecentCalls | None = None,
     ) -> None:
         self._redis = redis
         self._keys = keys
@@ -96,6 +67,8 @@ class RunStore:
         self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
         self.starts = CallStarts(redis, keys)
         self.turns = TurnJournal(redis, keys)
+        self.recent = recent or RecentCalls.off(redis, keys)
+        """The tool calls of this worker that a failover could lose (`runtime.failover`)."""
 
     async def _set(
         self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""
@@ -348,11 +321,13 @@ class RunStore:
         """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run,
         Stopped if someone stopped it (a call that did not run yet must not start)."""
         view = await read(self._redis, self._keys, JournalRead, lease.run_id, call_id)
-        if view.recorded is None and view.fence != lease.fence:
+        # One this worker recorded and a failover lost: written back, as if never lost.
+        recorded = view.recorded or await self.recent.reuse(lease.run_id, call_id)
+        if recorded is None and view.fence != lease.fence:
             raise Fenced(lease.run_id)
-        if view.recorded is None and (mark := view.stopped) is not None:
+        if recorded is None and (mark := view.stopped) is not None:
             raise Stopped(lease.run_id, mark)
-        return view.recorded
+        return recorded
 
     async def stop_mark(self, run_id: str) -> StopMark | None:
         return (await read(self._redis, self._keys, StopRead, run_id)).stopped
@@ -369,6 +344,7 @@ class RunStore:
             args=[rr.JOURNAL + call_id, entry, audit],
             token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
         )
+        self.recent.recorded(run_id, call_id, entry, audit)
         try:
             await self._replication.confirm()
         except PrimaryChanged:

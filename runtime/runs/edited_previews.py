@@ -20,7 +20,8 @@ from agents import RunState
 from runtime.calls.context import function_tool_of
 from runtime.calls.previews import PreviewFunction, preview_of, run_previews
 from runtime.record.envelope import RunEnvelope
-from runtime.record.store import Lease, RunStore
+from runtime.record.leases import Lease
+from runtime.record.store import RunStore
 from runtime.reporter import Reporter, RunView
 from runtime.runs.state_decisions import approved_edits
 from runtime.stops.mark import Stopped

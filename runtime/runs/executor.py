@@ -34,8 +34,9 @@ from runtime.metrics import count_model_error
 from runtime.policy import Policy
 from runtime.process.causes import caused_by
 from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
+from runtime.record.leases import Fenced, Lease
 from runtime.record.posted_messages import post_cards, record_or_retract
-from runtime.record.store import Fenced, Lease, RunRecord, RunStore
+from runtime.record.store import RunRecord, RunStore
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.runs.edited_previews import preview_edits

@@ -11,8 +11,9 @@ from typing import Any
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 
 from runtime.record.envelope import PendingCall
+from runtime.record.leases import Lease
 from runtime.record.posted_messages import record_or_retract
-from runtime.record.store import Lease, RunStore
+from runtime.record.store import RunStore
 from runtime.reporter import Activity, Reporter, RunView, batchable
 
 log = logging.getLogger(__name__)
