@@ -243,6 +243,7 @@ def requests(draw: st.DrawFn, real_ids: list[str]) -> tuple[bytes, str]:
 # --- the test ------------------------------------------------------------------------------------
 
 
+@pytest.mark.chaos  # about a minute of signed requests: CI runs it, `-m "not chaos"` skips it
 @pytest.mark.timeout(900)
 def test_ten_thousand_hostile_payloads(target: Target) -> None:
     @settings(

@@ -72,3 +72,32 @@ def test_the_demos_redis_keeps_its_data_across_a_restart_on_either_binary(
         client = redis.Redis.from_url(server.url)
         assert client.get("cstest:kept") == b"yes", "the snapshot taken at shutdown was loaded"
         client.close()
+
+
+def test_a_server_whose_port_was_taken_meanwhile_is_not_mistaken_for_the_one_there(
+    tmp_path: Path,
+) -> None:
+    """A port free when it was picked may be another server's by the time this one binds: that
+    server answers PING, and the tests behind it (two at once, on parallel workers) wrote into
+    each other's Redis."""
+    there = RedisServer(directory=tmp_path / "there")
+    there.start()
+    try:
+        late = RedisServer(directory=tmp_path / "late", port=there.port)
+        late.start()
+        try:
+            assert late.port != there.port, "a port of its own on its first start"
+            client = redis.Redis.from_url(late.url)
+            try:
+                client.set("mine", "1")
+            finally:
+                client.close()
+            other = redis.Redis.from_url(there.url)
+            try:
+                assert other.get("mine") is None, "nothing written into the other one"
+            finally:
+                other.close()
+        finally:
+            late.stop()
+    finally:
+        there.stop()

@@ -57,11 +57,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def answers(url: str, timeout: float = 0.5) -> bool:
-    """Whether a Redis answers PING at `url` right now."""
+def answers(url: str, timeout: float = 0.5, *, pid: int | None = None) -> bool:
+    """Whether a Redis answers PING at `url` right now (with `pid`: that process's)."""
     client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
-        return bool(client.ping())
+        if pid is None:
+            return bool(client.ping())
+        info: dict[str, object] = client.info("server")
+        return info.get("process_id") == pid
     except redis.RedisError:
         return False
     finally:
@@ -83,6 +86,9 @@ class RedisServer:
     environ: Mapping[str, str] | None = None
     """The server's environment (this process's when None): a test moves its clock so."""
     _process: subprocess.Popen[bytes] | None = None
+    _started_once: bool = False
+    """A restart keeps its port (clients and a cluster's nodes know it); a first start whose
+    port was taken meanwhile takes another."""
 
     @property
     def url(self) -> str:
@@ -121,12 +127,19 @@ class RedisServer:
             env=None if self.environ is None else dict(self.environ),
         )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not answers(self.url):
+        # Its own process must answer: a port free a moment ago may have been taken since by
+        # another server, which would answer PING in its place while this one fails to bind.
+        while not answers(self.url, pid=self._process.pid):
             if self._process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 detail = self.log_path.read_text()[-2000:] if self.log_path.exists() else ""
+                if not self._started_once and "Address already in use" in detail:
+                    self.port = free_port()  # never started: no one holds its address yet
+                    self.start()
+                    return
                 raise LocalRedisError(f"redis-server ({self.binary}) did not start: {detail}")
             time.sleep(0.02)
+        self._started_once = True
 
     def signal(self, number: int) -> None:
         """Send the server a signal: SIGSTOP pauses it (a slow Redis), SIGCONT continues it."""
