@@ -121,7 +121,10 @@ def ensure_latest() -> Path:
     run(*pip, "--upgrade", "pip", "setuptools")
     run(*pip, "--upgrade", "--upgrade-strategy", "eager", "-e", ".[dev,demo]")
     say("versions that differ from requirements/dev.txt:")
-    locked = dict(_pins(DEV_LOCK.read_text()))
+    locked: dict[str, set[str]] = {}
+    # A package can be pinned twice, for different Pythons (`numpy==2.4.6 ; python < '3.12'`).
+    for name, version in _pins(DEV_LOCK.read_text()):
+        locked.setdefault(name, set()).add(version)
     frozen = subprocess.run(
         [python, "-m", "pip", "freeze", "--exclude-editable"],
         capture_output=True,
@@ -129,8 +132,8 @@ def ensure_latest() -> Path:
         check=True,
     )
     for name, version in _pins(frozen.stdout):
-        if name in locked and locked[name] != version:
-            print(f"    {name} {locked[name]} -> {version}", flush=True)
+        if name in locked and version not in locked[name]:
+            print(f"    {name} {' or '.join(sorted(locked[name]))} -> {version}", flush=True)
     return python
 
 
