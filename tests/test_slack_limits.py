@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -190,3 +191,26 @@ def test_no_card_the_bot_builds_has_markdown_in_its_plain_text() -> None:
         assert plain_text_marks("chat.update", {"blocks": sent(blocks)}) is None
     for view in (arguments_modal(offered), reject_modal(offered, "m", "UALICE")):
         assert plain_text_marks("views.open", {"view": sent_view(view)}) is None
+
+
+async def test_a_payload_refused_before_sending_is_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`slack_sdk`'s models refuse what Slack would (a text past its limit) before sending: a
+    redraw sent after the acknowledgement says so in one line, as a refusal by Slack does."""
+    from slack_sdk.errors import SlackObjectFormationError
+
+    from bot.slack.client import send_later
+    from runtime.process.tasks import TaskSet
+
+    async def too_long() -> None:
+        raise SlackObjectFormationError("text attribute cannot exceed 3000 characters")
+
+    tasks = TaskSet("test")
+    with caplog.at_level(logging.WARNING):
+        send_later(tasks, too_long(), "card")
+        await tasks.wait(grace=5)
+    said = [r for r in caplog.records if r.name == "bot.slack.client"]
+    assert [r.levelname for r in said] == ["WARNING"], caplog.text
+    assert "past Slack's limits" in said[0].getMessage()
+    assert all(r.exc_info is None for r in caplog.records), "no traceback"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 MAX_GROUP_COPIES = 50
 """Members of one user group who get a direct message each; a bigger group, notify a channel."""
-SLACK_ERRORS = (SlackApiError, ClientError, TimeoutError)
+SLACK_ERRORS = (SlackApiError, SlackObjectFormationError, ClientError, TimeoutError)
+"""A Slack call that failed: refused by Slack, refused before sending as past its limits
+(`slack_sdk`'s models), or Slack unreachable."""
 
 
 class SlackReach:
