@@ -109,7 +109,7 @@ def test_an_edited_call_does_not_show_the_preview_made_for_the_models_arguments(
         expires_at=1_800_000_000.0,
         preview="Would refund 12.00 of 48.00",
     )
-    [shown] = preview_blocks(call)
+    [shown] = [block.to_dict() for block in preview_blocks(call)]
     assert "Would refund 12.00" in shown["text"]["text"]
     edit = ArgumentEdit(
         arguments='{"order_id": "o-5521", "amount_cents": 900}',
@@ -118,7 +118,7 @@ def test_an_edited_call_does_not_show_the_preview_made_for_the_models_arguments(
         user_id="UBOB",
         at=1.0,
     )
-    [edited] = preview_blocks(call.model_copy(update={"edit": edit}))
+    [edited] = [block.to_dict() for block in preview_blocks(call.model_copy(update={"edit": edit}))]
     assert "12.00" not in edited["text"]["text"]
     assert "made for the arguments before the edit" in edited["text"]["text"]
 

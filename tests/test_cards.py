@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from typing import Any
 
 import pytest
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
 
 from bot.blocks.cards import (
     SECTION_TEXT_LIMIT,
@@ -42,6 +45,15 @@ def call(arguments: str, **changes: object) -> PendingCall:
     return base.model_copy(update=changes)
 
 
+def sent(blocks: list[Block]) -> list[dict[str, Any]]:
+    """What the Slack clients send for a builder's blocks: each model's `to_dict()`."""
+    return [block.to_dict() for block in blocks]
+
+
+def sent_view(view: View) -> dict[str, Any]:
+    return view.to_dict()
+
+
 def texts(blocks: list[dict[str, object]]) -> list[str]:
     found: list[str] = []
     for block in blocks:
@@ -55,7 +67,7 @@ def texts(blocks: list[dict[str, object]]) -> list[str]:
 
 
 def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None:
-    blocks = approval_request_blocks(RUN, call('{"user_id":"u-100","hard":true}'))
+    blocks = sent(approval_request_blocks(RUN, call('{"user_id":"u-100","hard":true}')))
     shown = "\n".join(texts(blocks))
     assert "*ops* wants to run `delete_user`" in shown
     assert '"user_id": "u-100",\n  "hard": true' in shown
@@ -79,10 +91,10 @@ def test_a_quorum_card_says_who_approved_and_who_still_may() -> None:
         ((approved,), "1 of 2 approvals: <@UALICE> approved; <@UBOB> or <@UCAROL> can approve"),
     ):
         card = quorum.model_copy(update={"approvals": counted})
-        shown = "\n".join(texts(approval_request_blocks(requested_by_dave, card, approvers)))
+        shown = "\n".join(texts(sent(approval_request_blocks(requested_by_dave, card, approvers))))
         assert f":busts_in_silhouette: {line}" in shown
     anyone = call("{}", quorum=2, approvals=(approved,))
-    shown = "\n".join(texts(approval_request_blocks(RUN, anyone)))
+    shown = "\n".join(texts(sent(approval_request_blocks(RUN, anyone))))
     assert "1 of 2 approvals: <@UALICE> approved; anyone else in the channel can approve" in shown
 
 
@@ -90,7 +102,7 @@ def test_who_may_decide_mentions_people_and_groups_and_the_requesters_withdrawal
     """Names in plain text were not drawn as people by Slack, and the requester, left out,
     could still reject."""
     gate = call("{}", approvers=("UALICE", "UBOB", "S0OPS"))
-    shown = "\n".join(texts(approval_request_blocks(RUN, gate, ["UBOB", "S0OPS"])))
+    shown = "\n".join(texts(sent(approval_request_blocks(RUN, gate, ["UBOB", "S0OPS"]))))
     assert (
         "*Who may decide*\n<@UBOB>, <!subteam^S0OPS>\n<@UALICE> (who asked) may only withdraw it"
         in shown
@@ -99,7 +111,7 @@ def test_who_may_decide_mentions_people_and_groups_and_the_requesters_withdrawal
 
 def test_a_requesters_rejection_of_their_own_call_is_a_withdrawal() -> None:
     decision = Decision(outcome="rejected", user_id="UALICE", reason="wrong user", decided_at=1.0)
-    blocks = approval_decided_blocks(RUN, call("{}", decision=decision))
+    blocks = sent(approval_decided_blocks(RUN, call("{}", decision=decision)))
     assert texts(blocks)[0] == (
         ":leftwards_arrow_with_hook: Withdrawn by <@UALICE>, who asked for `delete_user`: "
         "wrong user"
@@ -116,7 +128,7 @@ def test_every_time_in_slack_is_written_one_way() -> None:
     one_way = "<!date^1800000000^{date_short_pretty} at {time}|2027-01-15T08:00+00:00>"
     entry = AuditEntry(id="1-0", event="granted", run_id="r1", at=1_800_000_000.0, details={})
     written = [
-        "\n".join(texts(approval_request_blocks(RUN, call("{}")))),
+        "\n".join(texts(sent(approval_request_blocks(RUN, call("{}"))))),
         choice_words.grant_used_line("delete_user", "UBOB", 1_800_000_000.0),
         choice_words.granted_line("delete_user", "tool", "C1", 1_800_000_000.0, "UBOB"),
         choice_words.grant_listing("delete_user", "ops", "tool", "UBOB", 1_800_000_000.0, 1),
@@ -165,7 +177,7 @@ def test_a_digest_reads_the_same_on_the_card_the_batch_modal_and_the_audit() -> 
         id="1-0", event="approved", run_id="r1", at=1_800_000_000.0, details={"digest": digest}
     )
     written = {
-        "card": "\n".join(texts(approval_request_blocks(RUN, call("{}", digest=digest)))),
+        "card": "\n".join(texts(sent(approval_request_blocks(RUN, call("{}", digest=digest))))),
         "audit": audit_words.audit_line(entry),
     }
     for where, text in written.items():
@@ -179,17 +191,17 @@ def test_a_digest_reads_the_same_on_the_card_the_batch_modal_and_the_audit() -> 
 
 
 def test_the_reject_modal_names_the_requester_as_the_card_does() -> None:
-    modal = reject_modal(call("{}"), "m", "UALICE")
+    modal = sent_view(reject_modal(call("{}"), "m", "UALICE"))
     assert texts(modal["blocks"])[0] == (
         "Rejecting `delete_user`, requested by <@UALICE> for *ops*."
     )
-    shown = "\n".join(texts(approval_request_blocks(RUN, call("{}"))))
+    shown = "\n".join(texts(sent(approval_request_blocks(RUN, call("{}")))))
     assert "*Requested by*\n<@UALICE>" in shown
 
 
 def test_arguments_cannot_ping_or_close_the_code_block() -> None:
     hostile = json.dumps({"note": "<!channel> <@U1> & ``` *bold*"})
-    blocks = approval_request_blocks(RUN, call(hostile))
+    blocks = sent(approval_request_blocks(RUN, call(hostile)))
     code = next(t for t in texts(blocks) if t.startswith("```"))
     assert "<!channel>" not in code and "<@U1>" not in code
     assert "&lt;!channel&gt; &lt;@U1&gt; &amp;" in code
@@ -200,9 +212,9 @@ def test_arguments_cannot_ping_or_close_the_code_block() -> None:
 def test_no_run_of_backticks_closes_the_code_block_early(fence: str) -> None:
     arguments = json.dumps({"command": f"echo {fence}<!here> *bold*{fence}"})
     card_code = next(
-        t for t in texts(approval_request_blocks(RUN, call(arguments))) if t.startswith("```")
+        t for t in texts(sent(approval_request_blocks(RUN, call(arguments)))) if t.startswith("```")
     )
-    [modal_code] = texts(arguments_modal(call(arguments))["blocks"])
+    [modal_code] = texts(sent_view(arguments_modal(call(arguments)))["blocks"])
     pretty = json.dumps(json.loads(arguments), indent=2)
     for code in (card_code, modal_code):
         inner = code.removeprefix("```\n").removesuffix("\n```")
@@ -214,7 +226,7 @@ def test_no_run_of_backticks_closes_the_code_block_early(fence: str) -> None:
 
 def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
     arguments = json.dumps({"rows": [f"row-{n}-<&>" for n in range(3000)]})
-    blocks = approval_request_blocks(RUN, call(arguments))
+    blocks = sent(approval_request_blocks(RUN, call(arguments)))
     assert all(len(t) <= SECTION_TEXT_LIMIT for t in texts(blocks))
     assert any("Arguments shortened" in t for t in texts(blocks))
     assert "view_arguments" in [
@@ -222,7 +234,7 @@ def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
     ]
     assert len(json.dumps(blocks)) < 16_000
 
-    modal = arguments_modal(call(arguments))
+    modal = sent_view(arguments_modal(call(arguments)))
     assert len(modal["blocks"]) <= 100
     assert all(len(t) <= SECTION_TEXT_LIMIT for t in texts(modal["blocks"]))
     # Split at line breaks: each block ends a line, and together they are every line.
@@ -237,7 +249,7 @@ def test_huge_arguments_are_shortened_and_fully_viewable_in_a_modal() -> None:
 def test_view_full_arguments_splits_a_long_value_between_words() -> None:
     """A long sentence was cut mid-word from one block to the next."""
     note = " ".join(f"word{n}" for n in range(3000))
-    modal = arguments_modal(call(json.dumps({"note": note})))
+    modal = sent_view(arguments_modal(call(json.dumps({"note": note}))))
     inner = [t.removeprefix("```\n").removesuffix("\n```") for t in texts(modal["blocks"])]
     assert len(inner) > 3
     for block, following in itertools.pairwise(inner):
@@ -252,7 +264,7 @@ def test_code_block_counts_source_characters_not_escapes() -> None:
 
 
 def test_arguments_that_are_not_json_are_shown_as_sent() -> None:
-    blocks = approval_request_blocks(RUN, call("not json {"))
+    blocks = sent(approval_request_blocks(RUN, call("not json {")))
     assert any("not json {" in t for t in texts(blocks))
 
 
@@ -305,7 +317,7 @@ def test_arguments_that_are_not_json_are_shown_as_sent() -> None:
 def test_a_decided_card_reads_as_decided_with_no_buttons_and_no_expiry(
     decision: Decision, first_line: str
 ) -> None:
-    blocks = approval_decided_blocks(RUN, call('{"user_id": "u-100"}', decision=decision))
+    blocks = sent(approval_decided_blocks(RUN, call('{"user_id": "u-100"}', decision=decision)))
     shown = texts(blocks)
     assert shown[0] == first_line
     assert shown[1].startswith("Requested by <@UALICE> for *ops* · ")
@@ -320,7 +332,7 @@ def test_a_decided_card_reads_as_decided_with_no_buttons_and_no_expiry(
 def test_a_decided_card_with_shortened_arguments_keeps_only_the_view_button() -> None:
     decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
     arguments = json.dumps({"rows": [f"row-{n}" for n in range(3000)]})
-    blocks = approval_decided_blocks(RUN, call(arguments, decision=decision))
+    blocks = sent(approval_decided_blocks(RUN, call(arguments, decision=decision)))
     assert [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]] == [
         "view_arguments"
     ]
@@ -347,7 +359,7 @@ async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -
 
 def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:
     decision = Decision(outcome="approved", user_id="UBOB", reason=None, decided_at=1.0)
-    blocks = approval_decided_blocks(RUN, call("{}", decision=decision, mcp_server="db"))
+    blocks = sent(approval_decided_blocks(RUN, call("{}", decision=decision, mcp_server="db")))
     assert texts(blocks)[1].startswith("Requested by <@UALICE> for *ops* on MCP server `db` · ")
 
 
@@ -357,7 +369,7 @@ def test_an_mcp_tools_description_leaves_its_docstrings_argument_list_out() -> N
         "Drop a table and every row in it. This cannot be undone.\n\n"
         "    Args:\n        table: The table to drop, e.g. orders.\n"
     )
-    shown = "\n".join(texts(approval_request_blocks(RUN, call("{}", description=listed))))
+    shown = "\n".join(texts(sent(approval_request_blocks(RUN, call("{}", description=listed)))))
     assert "_Tool description:_ Drop a table and every row in it. This cannot be undone." in shown
     assert "Args" not in shown and "e.g. orders" not in shown
 
@@ -365,7 +377,7 @@ def test_an_mcp_tools_description_leaves_its_docstrings_argument_list_out() -> N
 def test_a_call_without_arguments_says_so_and_offers_no_edit() -> None:
     """`get_user_name` showed `{}` with an **Edit** button."""
     none = call("{}", allow_edit=True, params_schema={"type": "object", "properties": {}})
-    blocks = approval_request_blocks(RUN, none)
+    blocks = sent(approval_request_blocks(RUN, none))
     [arguments] = [b for b in blocks if b.get("block_id") == "call_arguments"]
     assert arguments["text"]["text"] == "_No arguments._"
     assert "accessory" not in arguments, "nothing to edit"
@@ -375,6 +387,6 @@ def test_a_call_without_arguments_says_so_and_offers_no_edit() -> None:
         '{"user_id": "u-1"}', allow_edit=True, params_schema={"properties": {"user_id": {}}}
     )
     [arguments] = [
-        b for b in approval_request_blocks(RUN, some) if b.get("block_id") == "call_arguments"
+        b for b in sent(approval_request_blocks(RUN, some)) if b.get("block_id") == "call_arguments"
     ]
     assert arguments["accessory"]["action_id"] == "edit_arguments"

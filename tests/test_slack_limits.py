@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import (
@@ -20,7 +21,7 @@ from bot.blocks.status import status_blocks
 from bot.console.slack_limits import plain_text_marks, refusal
 from runtime.record.envelope import Decision
 from tests.fake_slack import FakeSlack
-from tests.test_cards import RUN, call
+from tests.test_cards import RUN, call, sent, sent_view
 
 
 def section(text: str) -> dict[str, Any]:
@@ -98,9 +99,9 @@ def test_every_card_status_and_modal_the_bot_builds_passes() -> None:
         status_blocks(RUN.run_id, "x" * 3000, "working"),
     ]
     for blocks in messages:
-        assert refusal("chat.update", {"blocks": blocks}) is None
+        assert refusal("chat.update", {"blocks": sent(blocks)}) is None
     for view in (arguments_modal(quorum), reject_modal(quorum, "m" * 500, "UALICE")):
-        assert refusal("views.open", {"view": view}) is None
+        assert refusal("views.open", {"view": sent_view(view)}) is None
 
 
 @pytest.fixture
@@ -130,6 +131,21 @@ async def test_an_over_long_block_is_answered_invalid_blocks_and_fails_the_test(
 
     await client.chat_postMessage(channel="C1", text="t", blocks=[section("x" * 3000)])
     assert len(slack.messages) == 1
+
+
+async def test_what_the_builders_make_and_slack_would_refuse_fails_before_it_leaves(
+    slack: FakeSlack,
+) -> None:
+    """The builders make `slack_sdk` models, which the client validates as it writes them: a
+    card or a modal past Slack's limits fails in the process that sends it, nothing is sent."""
+    client = AsyncWebClient(token="xoxb-test", base_url=slack.api_url)
+    card = approval_request_blocks(RUN, call("{}", tool="t" * 3000))
+    with pytest.raises(SlackObjectFormationError, match="cannot exceed 3000 characters"):
+        await client.chat_postMessage(channel="C1", text="t", blocks=card)
+    modal = reject_modal(call("{}"), "m" * 3001, "UALICE")
+    with pytest.raises(SlackObjectFormationError, match="private_metadata cannot exceed 3000"):
+        await client.views_open(trigger_id="1.2.3", view=modal)
+    assert (slack.messages, slack.views, slack.refused) == ({}, [], []), "nothing reached Slack"
 
 
 @pytest.mark.parametrize(
@@ -172,6 +188,29 @@ def test_no_card_the_bot_builds_has_markdown_in_its_plain_text() -> None:
         status_blocks(RUN.run_id, "*working*", "working"),
     ]
     for blocks in messages:
-        assert plain_text_marks("chat.update", {"blocks": blocks}) is None
+        assert plain_text_marks("chat.update", {"blocks": sent(blocks)}) is None
     for view in (arguments_modal(offered), reject_modal(offered, "m", "UALICE")):
-        assert plain_text_marks("views.open", {"view": view}) is None
+        assert plain_text_marks("views.open", {"view": sent_view(view)}) is None
+
+
+async def test_a_payload_refused_before_sending_is_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`slack_sdk`'s models refuse what Slack would (a text past its limit) before sending: a
+    redraw sent after the acknowledgement says so in one line, as a refusal by Slack does."""
+    from slack_sdk.errors import SlackObjectFormationError
+
+    from bot.slack.client import send_later
+    from runtime.process.tasks import TaskSet
+
+    async def too_long() -> None:
+        raise SlackObjectFormationError("text attribute cannot exceed 3000 characters")
+
+    tasks = TaskSet("test")
+    with caplog.at_level(logging.WARNING):
+        send_later(tasks, too_long(), "card")
+        await tasks.wait(grace=5)
+    said = [r for r in caplog.records if r.name == "bot.slack.client"]
+    assert [r.levelname for r in said] == ["WARNING"], caplog.text
+    assert "past Slack's limits" in said[0].getMessage()
+    assert all(r.exc_info is None for r in caplog.records), "no traceback"

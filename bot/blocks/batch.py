@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from slack_sdk.models.blocks import ButtonElement
+from slack_sdk.models.blocks import ButtonElement, InputBlock, PlainTextInputElement
+from slack_sdk.models.views import View
 
 from bot.blocks.cards import MODAL_BLOCK_LIMIT, code_block, pretty_arguments
-from bot.blocks.parts import context_block
+from bot.blocks.parts import Block, context_block, plain, section
 from bot.words import batch as words
 from runtime.record import PendingCall
 
@@ -31,14 +31,6 @@ def batch_buttons(run_id: str) -> list[ButtonElement]:
         ),
         ButtonElement(text=words.REJECT_ALL, action_id=ACTION_REJECT_ALL, value=run_id),
     ]
-
-
-def _plain(text: str) -> dict[str, Any]:
-    return {"type": "plain_text", "text": text[:24]}
-
-
-def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,39 +76,33 @@ def _code_blocks(arguments: str) -> list[str]:
     return codes or [code_block("")[0]]
 
 
-def batch_modal(listing: BatchListing, private_metadata: str, *, approving: bool) -> dict[str, Any]:
+def batch_modal(listing: BatchListing, private_metadata: str, *, approving: bool) -> View:
     """Every call of `listing`, each whole: its tool, its full digest, all its arguments, as
     the submission binds them; then why any call is left out."""
     count = len(listing.shown)
-    blocks: list[dict[str, Any]] = [_section(words.intro(count, approving))]
+    blocks: list[Block] = [section(words.intro(count, approving))]
     for call, codes in listing.shown:
-        blocks.append(_section(words.call_header(call.tool, call.shown_digest)))
-        blocks.extend(_section(code) for code in codes)
+        blocks.append(section(words.call_header(call.tool, call.shown_digest)))
+        blocks.extend(section(code) for code in codes)
     if listing.left_out:
         tools = [call.tool for call in listing.left_out]
         blocks.append(context_block(words.left_out(tools)))
     if not approving:
-        blocks.append(
-            {
-                "type": "input",
-                "block_id": REASON_BLOCK,
-                "label": {"type": "plain_text", "text": words.REJECT_ALL_LABEL},
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": REASON_ACTION,
-                    "multiline": True,
-                    "min_length": 1,
-                    "max_length": 2000,
-                    "placeholder": {"type": "plain_text", "text": words.REJECT_ALL_PLACEHOLDER},
-                },
-            }
+        reason = PlainTextInputElement(
+            action_id=REASON_ACTION,
+            multiline=True,
+            min_length=1,
+            max_length=2000,
+            placeholder=plain(words.REJECT_ALL_PLACEHOLDER),
         )
-    return {
-        "type": "modal",
-        "callback_id": BATCH_CALLBACK,
-        "private_metadata": private_metadata,
-        "title": _plain(words.APPROVE_ALL_TITLE if approving else words.REJECT_ALL_TITLE),
-        "submit": _plain(words.APPROVE_ALL_SUBMIT if approving else words.REJECT_ALL_SUBMIT),
-        "close": _plain(words.CANCEL),
-        "blocks": blocks,
-    }
+        label = plain(words.REJECT_ALL_LABEL)
+        blocks.append(InputBlock(block_id=REASON_BLOCK, label=label, element=reason))
+    return View(
+        type="modal",
+        callback_id=BATCH_CALLBACK,
+        private_metadata=private_metadata,
+        title=plain(words.APPROVE_ALL_TITLE if approving else words.REJECT_ALL_TITLE, 24),
+        submit=plain(words.APPROVE_ALL_SUBMIT if approving else words.REJECT_ALL_SUBMIT, 24),
+        close=plain(words.CANCEL, 24),
+        blocks=blocks,
+    )

@@ -3,13 +3,10 @@ asked (its words just before the call), and the tool's preview of the call's eff
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.blocks.parts import Block, section
 from bot.words import choices as choice_messages
 from runtime.record import PendingCall
 from runtime.reporter import RunView
-
-Block = dict[str, Any]
 
 TASK_CHARS = 200
 
@@ -19,7 +16,7 @@ def context_blocks(run: RunView, call: PendingCall) -> list[Block]:
     lines = [choice_messages.task_line(task)]
     if call.why:
         lines.append(choice_messages.why_line(call.why))
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}}]
+    return [section("\n".join(lines)[:3000])]
 
 
 def preview_blocks(call: PendingCall) -> list[Block]:
@@ -33,7 +30,7 @@ def preview_blocks(call: PendingCall) -> list[Block]:
         text = choice_messages.PREVIEW_BEFORE_EDIT
     else:
         text = choice_messages.preview_section(call.preview)[:3000]
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return [section(text)]
 
 
 def edited_preview_blocks(call: PendingCall) -> list[Block]:
@@ -42,4 +39,4 @@ def edited_preview_blocks(call: PendingCall) -> list[Block]:
     if call.edited_preview is None:
         return []
     text = choice_messages.edited_preview_section(call.edited_preview)[:3000]
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return [section(text)]

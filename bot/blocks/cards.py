@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
     ButtonElement,
-    ContextBlock,
-    MarkdownTextObject,
+    InputBlock,
+    PlainTextInputElement,
     SectionBlock,
 )
-from slack_sdk.models.blocks import Block as SlackBlock
+from slack_sdk.models.views import View
 
 from bot.blocks.call_context import context_blocks, edited_preview_blocks, preview_blocks
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
-from bot.blocks.parts import button, context_block
+from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, section
 from bot.words import call_text, deciders
 from bot.words import runs as messages
 from bot.words import verdicts as verdict_words
 from bot.words.nested_calls import asked_inside
 from runtime.record import PendingCall
 from runtime.reporter import RunView
-
-Block = dict[str, Any]
 
 SECTION_TEXT_LIMIT = 3000
 MODAL_BLOCK_LIMIT = 100
@@ -94,17 +91,17 @@ def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple
     code, shown = arguments_block_text(arguments)
     requester = run.conversation.requester
     fields = [
-        _field(f"*Requested by*\n{messages.user(requester)}"),
-        _field(f"*Expires*\n{messages.slack_date(call.expires_at)}"),
+        mrkdwn(f"*Requested by*\n{messages.user(requester)}"),
+        mrkdwn(f"*Expires*\n{messages.slack_date(call.expires_at)}"),
     ]
     # The requester, an approver who may not approve their own call, may still reject it.
     withdrawer = requester if requester in call.approvers and requester not in approvers else None
     if approvers or withdrawer:
-        fields.append(_field(deciders.approvers_field(approvers, withdrawer)))
+        fields.append(mrkdwn(deciders.approvers_field(approvers, withdrawer)))
     headline = messages.approval_headline(call.agent, call.tool, call.mcp_server)
     if call.lost:
         headline = messages.outcome_lost_headline(call.tool)
-    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": headline}}]
+    blocks: list[Block] = [section(headline)]
     if call.inside:
         blocks.append(context_block(asked_inside(call.tool, call.agent, call.inside)))
     if call.description:
@@ -116,9 +113,9 @@ def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple
     if call.invalid:
         blocks.append(context_block(verdict_words.invalid_line(call.tool, call.invalid)))
     blocks += [
-        {"type": "section", "fields": fields},
+        SectionBlock(fields=fields),
         *context_blocks(run, call),
-        {"type": "section", "block_id": ARGUMENTS_BLOCK, "text": {"type": "mrkdwn", "text": code}},
+        section(code, block_id=ARGUMENTS_BLOCK),
         *change_blocks(call),
         *preview_blocks(call),
     ]
@@ -129,10 +126,6 @@ def _call_blocks(run: RunView, call: PendingCall, approvers: list[str]) -> tuple
     if notes:
         blocks.append(context_block(" · ".join(notes)))
     return blocks, truncated
-
-
-def _field(text: str) -> Block:
-    return {"type": "mrkdwn", "text": text}
 
 
 def approval_request_blocks(
@@ -161,7 +154,7 @@ def approval_request_blocks(
     buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))
     if truncated:
         buttons.append(button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
-    blocks.append({"type": "actions", "block_id": "approval", "elements": buttons})
+    blocks.append(ActionsBlock(block_id="approval", elements=buttons))
     blocks.extend(grant_menu_blocks(run, call, channel_name))
     if call.allow_always:
         blocks.append(context_block(messages.APPROVE_ALWAYS_HINT))
@@ -180,64 +173,57 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
     context = messages.decision_context(
         call.agent, run.conversation.requester, call.decision, call.mcp_server
     )
-    blocks: list[SlackBlock] = [
-        SectionBlock(
-            block_id=DECISION_BLOCK,
-            text=MarkdownTextObject(
-                text=messages.decision_headline(
-                    call.decision, call.tool, requester=run.conversation.requester
-                )
+    blocks: list[Block] = [
+        section(
+            messages.decision_headline(
+                call.decision, call.tool, requester=run.conversation.requester
             ),
+            block_id=DECISION_BLOCK,
         ),
-        ContextBlock(elements=[MarkdownTextObject(text=context)]),
-        SectionBlock(text=MarkdownTextObject(text=code)),
+        context_block(context),
+        section(code),
+        *change_blocks(call),
+        *edited_preview_blocks(call),
     ]
     notes = [messages.arguments_shortened(shown, len(arguments))] if shown < len(arguments) else []
     if call.shown_digest:
         notes.append(messages.digest_line(call.shown_digest))
     if notes:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=" · ".join(notes))]))
+        blocks.append(context_block(" · ".join(notes)))
     if shown < len(arguments):
+        # A `str` text: slack_sdk's plain text with `"emoji": true`, as this button always had.
         view = ButtonElement(
             text=messages.VIEW_ARGUMENTS,
             action_id=ACTION_VIEW_ARGUMENTS,
             value=button_value(run.run_id, call.approval_id, call.shown_digest),
         )
         blocks.append(ActionsBlock(block_id="arguments", elements=[view]))
-    drawn = [block.to_dict() for block in blocks]
-    edited = [*change_blocks(call), *edited_preview_blocks(call)]
-    return [*drawn[:3], *edited, *drawn[3:], *granted_blocks(run, call)]
+    return [*blocks, *granted_blocks(run, call)]
 
 
-def _plain(text: str, limit: int) -> Block:
-    return {"type": "plain_text", "text": text[:limit]}
-
-
-def reject_modal(call: PendingCall, private_metadata: str, requester: str | None) -> Block:
-    return {
-        "type": "modal",
-        "callback_id": REJECT_CALLBACK,
-        "private_metadata": private_metadata,
-        "title": _plain(messages.REJECT_TITLE, 24),
-        "submit": _plain(messages.REJECT_SUBMIT, 24),
-        "close": _plain(messages.REJECT_CANCEL, 24),
-        "blocks": [
+def reject_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
+    return View(
+        type="modal",
+        callback_id=REJECT_CALLBACK,
+        private_metadata=private_metadata,
+        title=plain(messages.REJECT_TITLE, 24),
+        submit=plain(messages.REJECT_SUBMIT, 24),
+        close=plain(messages.REJECT_CANCEL, 24),
+        blocks=[
             context_block(messages.reject_context(call.agent, call.tool, requester)),
-            {
-                "type": "input",
-                "block_id": REASON_BLOCK,
-                "label": _plain(messages.REJECT_LABEL, 2000),
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": REASON_ACTION,
-                    "multiline": True,
-                    "min_length": 1,
-                    "max_length": 2000,
-                    "placeholder": _plain(messages.REJECT_PLACEHOLDER, 150),
-                },
-            },
+            InputBlock(
+                block_id=REASON_BLOCK,
+                label=plain(messages.REJECT_LABEL, 2000),
+                element=PlainTextInputElement(
+                    action_id=REASON_ACTION,
+                    multiline=True,
+                    min_length=1,
+                    max_length=2000,
+                    placeholder=plain(messages.REJECT_PLACEHOLDER, 150),
+                ),
+            ),
         ],
-    }
+    )
 
 
 def _boundary(text: str, fits: int) -> int:
@@ -253,7 +239,7 @@ def _boundary(text: str, fits: int) -> int:
     return space + 1 if space >= 0 else fits
 
 
-def arguments_modal(call: PendingCall) -> Block:
+def arguments_modal(call: PendingCall) -> View:
     """All of a call's arguments, in as many code blocks as a modal holds."""
     remaining = pretty_arguments(call.shown_arguments)
     blocks: list[Block] = []
@@ -261,7 +247,7 @@ def arguments_modal(call: PendingCall) -> Block:
         _, fits = code_block(remaining)
         end = _boundary(remaining, fits)
         code, _ = code_block(remaining[:end])
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": code}})
+        blocks.append(section(code))
         # A line break at the end of a block is the break between two blocks.
         remaining = remaining[end + 1 :] if remaining[end : end + 1] == "\n" else remaining[end:]
     notes = []
@@ -272,9 +258,9 @@ def arguments_modal(call: PendingCall) -> Block:
         notes.append(messages.digest_line(call.shown_digest))
     if notes:
         blocks.append(context_block(" · ".join(notes)))
-    return {
-        "type": "modal",
-        "title": _plain(messages.ARGUMENTS_TITLE, 24),
-        "close": _plain(messages.ARGUMENTS_CLOSE, 24),
-        "blocks": blocks,
-    }
+    return View(
+        type="modal",
+        title=plain(messages.ARGUMENTS_TITLE, 24),
+        close=plain(messages.ARGUMENTS_CLOSE, 24),
+        blocks=blocks,
+    )

@@ -3,13 +3,13 @@ modal with the arguments as pretty JSON, and the change an edit made, shown on t
 
 from __future__ import annotations
 
-from typing import Any
+from slack_sdk.models.blocks import InputBlock, PlainTextInputElement, SectionBlock
+from slack_sdk.models.views import View
 
+from bot.blocks.parts import Block, button, context_block, plain
 from bot.words import choices as choice_messages
 from runtime.decisions import argument_changes, pretty_arguments, schema_checks
 from runtime.record import PendingCall
-
-Block = dict[str, Any]
 
 ACTION_EDIT = "edit_arguments"
 EDIT_CALLBACK = "edit_arguments"
@@ -36,22 +36,16 @@ def add_edit_button(blocks: list[Block], value: str, call: PendingCall) -> None:
     does but the tool's schema is invalid (no edit could be checked), say so instead."""
     if call.allow_edit and not schema_checks(call.params_schema):
         at = next(
-            (n + 1 for n, b in enumerate(blocks) if b.get("block_id") == ARGUMENTS_BLOCK),
+            (n + 1 for n, b in enumerate(blocks) if b.block_id == ARGUMENTS_BLOCK),
             len(blocks),
         )
-        note = {"type": "mrkdwn", "text": choice_messages.EDIT_SCHEMA_INVALID}
-        blocks.insert(at, {"type": "context", "elements": [note]})
+        blocks.insert(at, context_block(choice_messages.EDIT_SCHEMA_INVALID))
         return
     if not editable(call):
         return
     for block in blocks:
-        if block.get("block_id") == ARGUMENTS_BLOCK:
-            block["accessory"] = {
-                "type": "button",
-                "action_id": ACTION_EDIT,
-                "text": {"type": "plain_text", "text": choice_messages.EDIT},
-                "value": value,
-            }
+        if isinstance(block, SectionBlock) and block.block_id == ARGUMENTS_BLOCK:
+            block.accessory = button(ACTION_EDIT, choice_messages.EDIT, value)
 
 
 def change_blocks(call: PendingCall) -> list[Block]:
@@ -67,39 +61,28 @@ def change_blocks(call: PendingCall) -> list[Block]:
     approved = edit.user_id in approvers
     lines = [choice_messages.edited_line(edit.user_id, decided, approved)]
     lines += [choice_messages.argument_change(c.where, c.old, c.new) for c in changes[:10]]
-    return [{"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}]
+    return [context_block("\n".join(lines))]
 
 
-def edit_modal(call: PendingCall, private_metadata: str) -> Block:
-    return {
-        "type": "modal",
-        "callback_id": EDIT_CALLBACK,
-        "private_metadata": private_metadata,
-        "title": _plain(choice_messages.EDIT_TITLE),
-        "submit": _plain(choice_messages.EDIT_SUBMIT),
-        "close": _plain(choice_messages.EDIT_CANCEL),
-        "blocks": [
-            {
-                "type": "context",
-                "elements": [
-                    {"type": "mrkdwn", "text": choice_messages.edit_context(call.agent, call.tool)}
-                ],
-            },
-            {
-                "type": "input",
-                "block_id": EDIT_BLOCK,
-                "label": _plain(choice_messages.EDIT_LABEL),
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": EDIT_ACTION,
-                    "multiline": True,
-                    "max_length": INPUT_LIMIT,
-                    "initial_value": pretty_arguments(call.shown_arguments),
-                },
-            },
+def edit_modal(call: PendingCall, private_metadata: str) -> View:
+    return View(
+        type="modal",
+        callback_id=EDIT_CALLBACK,
+        private_metadata=private_metadata,
+        title=plain(choice_messages.EDIT_TITLE, 24),
+        submit=plain(choice_messages.EDIT_SUBMIT, 24),
+        close=plain(choice_messages.EDIT_CANCEL, 24),
+        blocks=[
+            context_block(choice_messages.edit_context(call.agent, call.tool)),
+            InputBlock(
+                block_id=EDIT_BLOCK,
+                label=plain(choice_messages.EDIT_LABEL, 24),
+                element=PlainTextInputElement(
+                    action_id=EDIT_ACTION,
+                    multiline=True,
+                    max_length=INPUT_LIMIT,
+                    initial_value=pretty_arguments(call.shown_arguments),
+                ),
+            ),
         ],
-    }
-
-
-def _plain(text: str) -> Block:
-    return {"type": "plain_text", "text": text[:24]}
+    )

@@ -3,15 +3,16 @@ thread, a decided card's note of the grant it made, and the `/agent grants` list
 
 from __future__ import annotations
 
-from typing import Any
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement, Option, StaticSelectElement
 
-from bot.blocks.parts import context_block
+from bot.blocks.parts import Block, button, context_block, plain, section
 from bot.words import choices as choice_messages
 from runtime.grants import GRANT_CHOICES, Grant
 from runtime.record import PendingCall
 from runtime.reporter import RunView
 
-Block = dict[str, Any]
+TEXT_LIMIT = 75
+"""An option's text, a button's: Slack's limit."""
 
 ACTION_GRANT = "approve_with_grant"
 ACTION_REVOKE_GRANT = "revoke_grant"
@@ -33,23 +34,23 @@ def grant_menu_blocks(run: RunView, call: PendingCall, channel_name: str | None)
     if call.quorum > 1 or call.grant_max_seconds <= 0:
         return []
     options = [
-        {
-            "text": _plain(choice_messages.grant_option(scope, seconds, call.tool, channel_name)),
-            "value": grant_value(run.run_id, call.approval_id, scope, seconds, call.shown_digest),
-        }
+        Option(
+            text=plain(
+                choice_messages.grant_option(scope, seconds, call.tool, channel_name), TEXT_LIMIT
+            ),
+            value=grant_value(run.run_id, call.approval_id, scope, seconds, call.shown_digest),
+        )
         for scope, seconds in GRANT_CHOICES
         if seconds <= call.grant_max_seconds
     ]
     if not options:
         return []
-    menu = {
-        "type": "static_select",
-        "action_id": ACTION_GRANT,
-        "placeholder": _plain(choice_messages.GRANT_MENU_PLACEHOLDER),
-        "options": options,
-    }
-    text = {"type": "mrkdwn", "text": choice_messages.GRANT_MENU_LABEL}
-    return [{"type": "section", "block_id": GRANT_MENU_BLOCK, "text": text, "accessory": menu}]
+    menu = StaticSelectElement(
+        action_id=ACTION_GRANT,
+        placeholder=plain(choice_messages.GRANT_MENU_PLACEHOLDER, TEXT_LIMIT),
+        options=options,
+    )
+    return [section(choice_messages.GRANT_MENU_LABEL, block_id=GRANT_MENU_BLOCK, accessory=menu)]
 
 
 def granted_blocks(run: RunView, call: PendingCall) -> list[Block]:
@@ -64,38 +65,18 @@ def granted_blocks(run: RunView, call: PendingCall) -> list[Block]:
 
 
 def grant_used_blocks(text: str, grant_id: str) -> list[Block]:
-    return [
-        _section(text),
-        {
-            "type": "actions",
-            "block_id": GRANT_USED_BLOCK,
-            "elements": [_revoke(grant_id)],
-        },
-    ]
+    return [section(text), ActionsBlock(block_id=GRANT_USED_BLOCK, elements=[_revoke(grant_id)])]
 
 
 def grants_listing_blocks(grants: list[Grant]) -> list[Block]:
-    blocks: list[Block] = [_section(choice_messages.grants_heading(len(grants)))]
+    blocks: list[Block] = [section(choice_messages.grants_heading(len(grants)))]
     for grant in grants[:45]:  # Slack's 50 blocks per message
         line = choice_messages.grant_listing(
             grant.tool, grant.agent, grant.scope, grant.user_id, grant.ends_at, grant.uses
         )
-        blocks.append({**_section(line), "accessory": _revoke(grant.id)})
+        blocks.append(section(line, accessory=_revoke(grant.id)))
     return blocks
 
 
-def _revoke(grant_id: str) -> Block:
-    return {
-        "type": "button",
-        "action_id": ACTION_REVOKE_GRANT,
-        "text": _plain(choice_messages.REVOKE),
-        "value": grant_id,
-    }
-
-
-def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-
-
-def _plain(text: str) -> Block:
-    return {"type": "plain_text", "text": text[:75]}
+def _revoke(grant_id: str) -> ButtonElement:
+    return button(ACTION_REVOKE_GRANT, choice_messages.REVOKE[:TEXT_LIMIT], grant_id)

@@ -4,12 +4,11 @@ ran), and a **Stop** button while the run is alive."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from slack_sdk.models.blocks import ActionsBlock, ButtonElement, ContextBlock, SectionBlock
-from slack_sdk.models.blocks.basic_components import MarkdownTextObject
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
 from bot.blocks.batch import batch_buttons
+from bot.blocks.parts import Block, context_block
 from bot.words import commands as command_words
 from bot.words import runs as messages
 from bot.words import verdicts as verdict_words
@@ -94,18 +93,15 @@ def status_text(activity: Activity) -> str:
     return "\n".join([status_headline(activity), *lines])
 
 
-def status_blocks(
-    run_id: str, text: str, state: str, *, batch: bool = False
-) -> list[dict[str, Any]]:
+def status_blocks(run_id: str, text: str, state: str, *, batch: bool = False) -> list[Block]:
     """`batch`: two or more calls wait that may be decided at once (`Activity.batchable`).
     The run id at the foot is what `/agent stop` and `/agent audit` take."""
-    blocks: list[Any] = [SectionBlock(text=text)]
+    blocks: list[Block] = [SectionBlock(text=text)]
     if state in ALIVE_STATES:
         stop = ButtonElement(
             text=messages.STOP, action_id=ACTION_STOP, value=run_id, style="danger"
         )
         extra = batch_buttons(run_id) if batch and state == "waiting" else []
         blocks.append(ActionsBlock(elements=[*extra, stop]))
-    run_id_text = MarkdownTextObject(text=command_words.run_id_line(run_id))
-    blocks.append(ContextBlock(elements=[run_id_text]))
-    return [block.to_dict() for block in blocks]
+    blocks.append(context_block(command_words.run_id_line(run_id)))
+    return blocks

@@ -1,11 +1,14 @@
 """What real Slack would refuse, judged by Slack's own SDK before the stand-in Slack accepts it.
 
-Nothing Countersign sends is tried against real Slack in the tests or the console, so every
-message, update, ephemeral note, response and view goes through `slack_sdk`'s Block Kit models
-(`Block.parse`, `View`) and their validation (`to_dict()` runs `validate_json()` on every
-nested object): lengths, counts, styles. The models keep only fields they know, so a block that
-does not survive the round trip unchanged has a field or a type Slack would not take. A few
-documented limits the models do not check are checked here too.
+Nothing Countersign sends is tried against real Slack in the tests or the console. The bot
+builds every card, message, modal and Home tab as `slack_sdk` models (`bot.blocks`), and the
+client that sends one validates it as it writes it (`to_dict()` runs `validate_json()` on every
+nested object: lengths, counts, styles): past those limits, what the bot builds fails in the
+process that sends it and never arrives. What arrives is judged again, as JSON, by the same
+models (`Block.parse`, `View`), which also catches what building cannot: a key or a value a
+model would drop or read differently (`_same`), and Block Kit written by hand as dicts. A few
+documented limits the models do not check are checked here only: 50 blocks a message, 40,000
+characters of text, 2,000 characters a field.
 
 `refusal()` answers with Slack's error code (`invalid_blocks`, `msg_too_long`) and why.
 `plain_text_marks()` is our own rule, not Slack's: Slack shows Markdown in a `plain_text` object

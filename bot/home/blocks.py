@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from slack_sdk.models.blocks import ActionsBlock, DividerBlock, HeaderBlock
+from slack_sdk.models.views import View
 
 from bot.blocks.cards import button_value
-from bot.blocks.parts import button, context_block
+from bot.blocks.parts import Block, button, context_block, plain, section
 from bot.words import deciders
 from bot.words import overviews as words
 from bot.words import runs as messages
 from runtime.record import PendingCall
 from runtime.reporter import RunView
 from runtime.runs import LiveRun
-
-Block = dict[str, Any]
 
 ACTION_HOME_APPROVE = "home_approve"
 ACTION_HOME_APPROVE_ALWAYS = "home_approve_always"
@@ -46,7 +46,7 @@ def home_view(
     more_waiting: int = 0,
     about: bool = False,
     more_runs: int = 0,
-) -> Block:
+) -> View:
     blocks: list[Block] = [_header(words.HOME_WAITING)]
     if not waiting:
         blocks.append(context_block(words.HOME_NOTHING_WAITING))
@@ -54,14 +54,14 @@ def home_view(
         blocks += _waiting(item)
     if more_waiting:
         blocks.append(context_block(words.home_more(more_waiting, about=about)))
-    blocks += [{"type": "divider"}, _header(words.HOME_YOUR_RUNS)]
+    blocks += [DividerBlock(), _header(words.HOME_YOUR_RUNS)]
     if not runs:
         blocks.append(context_block(words.HOME_NO_RUNS))
     for own in runs[:RUNS_SHOWN]:
         blocks.append(_own_run(own))
     if more := max(more_runs, len(runs) - RUNS_SHOWN):
         blocks.append(context_block(words.home_more(more)))
-    return {"type": "home", "blocks": blocks}
+    return View(type="home", blocks=blocks)
 
 
 def _waiting(item: WaitingCall) -> list[Block]:
@@ -89,22 +89,18 @@ def _waiting(item: WaitingCall) -> list[Block]:
     if call.shown_digest:
         context = f"{context} · {messages.digest_line(call.shown_digest)}"
     return [
-        _section(words.home_call(call.agent, call.tool, call.shown_arguments)),
+        section(words.home_call(call.agent, call.tool, call.shown_arguments)[:3000]),
         context_block(context),
-        {"type": "actions", "block_id": f"home:{call.approval_id}", "elements": buttons},
+        ActionsBlock(block_id=f"home:{call.approval_id}", elements=buttons),
     ]
 
 
 def _own_run(own: OwnRun) -> Block:
-    block = _section(words.home_run(own.run, own.link))
+    stop = None
     if own.run.state != "stopping":
-        block["accessory"] = button(ACTION_HOME_STOP, messages.STOP, own.run.run_id, "danger")
-    return block
+        stop = button(ACTION_HOME_STOP, messages.STOP, own.run.run_id, "danger")
+    return section(words.home_run(own.run, own.link)[:3000], accessory=stop)
 
 
 def _header(text: str) -> Block:
-    return {"type": "header", "text": {"type": "plain_text", "text": text[:150]}}
-
-
-def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+    return HeaderBlock(text=plain(text, 150))

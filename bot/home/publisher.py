@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import redis.asyncio as aioredis
 from aiohttp import ClientError
 from redis.exceptions import RedisError
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
 from bot.home.pace import PublishRate
 from bot.slack.directory import DirectoryUnavailable
@@ -35,7 +35,14 @@ DEBOUNCE_SECONDS = 2.0
 SETTLE_SECONDS = 0.2
 """A change waits this long before its publish, so that a burst (a decision, then the resume)
 is one publish."""
-_GIVEN_UP = (RedisError, SlackApiError, ClientError, TimeoutError, DirectoryUnavailable)
+_GIVEN_UP = (
+    RedisError,
+    SlackApiError,
+    SlackObjectFormationError,
+    ClientError,
+    TimeoutError,
+    DirectoryUnavailable,
+)
 """Failures that leave a tab as it was until the next change marks its person again."""
 
 

@@ -22,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.grants import grants_listing_blocks
+from bot.blocks.parts import Block, section
 from bot.listeners.approvals import ApprovalActions
 from bot.slack.client import response_url as response_url_client
 from bot.slack.client import send_later
@@ -157,10 +158,11 @@ class GrantActions:
 
     async def _redraw_lines(self, grant_id: str, text: str) -> None:
         """Every quiet line of a revoked grant, without its **Revoke**."""
-        section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
         for channel, ts in await self.store.lines(grant_id):
             try:
-                await self.client.chat_update(channel=channel, ts=ts, text=text, blocks=[section])
+                await self.client.chat_update(
+                    channel=channel, ts=ts, text=text, blocks=[section(text)]
+                )
             except (SlackApiError, ClientError, TimeoutError) as error:
                 log.warning("grant %s: a line in %s not redrawn (%s)", grant_id, channel, error)
 
@@ -173,7 +175,7 @@ class GrantActions:
         except (ClientError, TimeoutError) as error:
             log.warning("grants listing not redrawn (%s)", type(error).__name__)
 
-    async def listing(self, channel: str) -> tuple[str, list[dict[str, Any]]]:
+    async def listing(self, channel: str) -> tuple[str, list[Block]]:
         """`/agent grants`: the channel's active grants, each with **Revoke**."""
         try:
             grants = await self.store.active(channel)

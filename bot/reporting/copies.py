@@ -9,13 +9,13 @@ group's members each get one, a channel gets it as a message.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
+from bot.blocks.parts import Block, context_block
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from bot.words import overviews as words
@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 MAX_GROUP_COPIES = 50
 """Members of one user group who get a direct message each; a bigger group, notify a channel."""
-SLACK_ERRORS = (SlackApiError, ClientError, TimeoutError)
+SLACK_ERRORS = (SlackApiError, SlackObjectFormationError, ClientError, TimeoutError)
+"""A Slack call that failed: refused by Slack, refused before sending as past its limits
+(`slack_sdk`'s models), or Slack unreachable."""
 
 
 class SlackReach:
@@ -110,7 +112,7 @@ class SlackReach:
                 log.warning("run %s: card not redrawn: %s", run.run_id, _why(error))
         await self.redraw_copies(run, call)
 
-    async def _blocks(self, run: RunView, call: PendingCall) -> list[dict[str, Any]]:
+    async def _blocks(self, run: RunView, call: PendingCall) -> list[Block]:
         approvers = self.approvers_shown(run, call)
         channel_name = await self._directory.channel_name(run.conversation.channel)
         blocks = (
@@ -125,7 +127,7 @@ class SlackReach:
             if call.decision is None
             else words.copy_settled_note(channel, link, call.decision, run.conversation.requester)
         )
-        return [*blocks, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
+        return [*blocks, context_block(note)]
 
     async def _channels(self, run: RunView, targets: tuple[str, ...]) -> list[str]:
         """Where the copies go: each channel named, and a direct message per person (the

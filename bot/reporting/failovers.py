@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
-from bot.blocks.parts import Block, context_block
+from bot.blocks.parts import Block, context_block, section
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.slack.directory import ApproverDirectory
 from bot.words import failovers as words
@@ -84,9 +84,8 @@ class SlackLostDecisions:
         if decision.card_ts is None or not channel or channel == HOME_TAB:
             return  # no card known to this process
         line = words.void_line(decision.user_id, decision.outcome)
-        blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]
         await self._client.chat_update(
-            channel=channel, ts=decision.card_ts, text=line, blocks=blocks
+            channel=channel, ts=decision.card_ts, text=line, blocks=[section(line)]
         )
 
     async def _update_or_post(

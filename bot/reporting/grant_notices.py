@@ -7,7 +7,7 @@ import logging
 
 from aiohttp import ClientError
 from redis.exceptions import RedisError
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.grants import grant_used_blocks
@@ -40,7 +40,7 @@ class SlackGrantNotices:
                 text=text,
                 blocks=grant_used_blocks(text, grant.id),
             )
-        except (SlackApiError, ClientError, TimeoutError):
+        except (SlackApiError, SlackObjectFormationError, ClientError, TimeoutError):
             # The audit trail has the `grant_used` entry; the run goes on without the line.
             log.warning("run %s: grant line not posted", run.run_id, exc_info=True)
             return

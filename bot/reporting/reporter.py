@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from aiohttp import ClientError
 from redis.exceptions import RedisError
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
@@ -91,7 +91,7 @@ class SlackReporter:
                 raise  # the token, not the message: the run waits for it (`runtime.jobs`)
             log.warning("run %s: status message not updated", run.run_id, exc_info=True)
             return message_id or ""
-        except (ClientError, TimeoutError):
+        except (ClientError, TimeoutError, SlackObjectFormationError):
             # The status message is a courtesy; the run goes on without it.
             log.warning("run %s: status message not updated", run.run_id, exc_info=True)
             return message_id or ""

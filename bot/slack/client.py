@@ -7,7 +7,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -96,5 +96,8 @@ async def _logged(work: Coroutine[Any, Any, Any], name: str) -> None:
         await work
     except SlackApiError as error:
         log.warning("%s: Slack refused: %s", name, error.response.get("error"))
+    except SlackObjectFormationError as error:
+        # What Slack would refuse, refused before sending (`slack_sdk`'s models check it).
+        log.warning("%s: not sent, past Slack's limits: %s", name, error)
     except (aiohttp.ClientError, TimeoutError) as error:
         log.warning("%s: Slack unreachable: %s", name, type(error).__name__)
