@@ -60,10 +60,10 @@ from pydantic import (
 )
 
 from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
+from runtime.deciders import is_group
 from runtime.judging.call_rule import CallRule, Unjudged, stricter
 from runtime.judging.evaluation import Outcome
 from runtime.judging.policy_file_words import plain_reason
-from runtime.record.deciders import is_group
 from runtime.settings import RuntimeSettings
 
 __all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "load_policy", "parse_principals"]

@@ -13,9 +13,9 @@ import redis.asyncio as aioredis
 from runtime.calls.digest import call_digest
 from runtime.db.connection import connect
 from runtime.db.keys import Keys
+from runtime.deciders import Approvers, is_group, refusal
 from runtime.decisions.recorder import Choice, DecisionRecorder
 from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
-from runtime.record.deciders import Approvers, is_group, refusal
 from runtime.record.envelope import Outcome, PendingCall, RunEnvelope
 from runtime.record.store import RunStore
 

@@ -54,8 +54,9 @@ from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.web.in_flight import InFlight
 from runtime.db import Keys
+from runtime.deciders import may_decide, needs_groups
 from runtime.decisions import CallView, DecisionRecorder
-from runtime.record import CallGate, deciders, needs_groups
+from runtime.record import CallGate
 from runtime.reporter import RunView
 from runtime.runs import LiveRuns
 from runtime.waiting import Listed, OpenApproval, WaitingIndex
@@ -289,7 +290,7 @@ class HomeTab:
             return await self._may_decide_in_channel(user_id, gate, seen, copies)
         member_of: list[str] = []
         # No lookup when being in every group would not do either (the requester).
-        if needs_groups(gate, user_id) and deciders.may_decide(gate, user_id, gate.groups):
+        if needs_groups(gate, user_id) and may_decide(gate, user_id, gate.groups):
             for group in gate.groups:
                 if group not in groups:
                     try:
@@ -299,12 +300,12 @@ class HomeTab:
                 if user_id in (groups[group] or ()):
                     member_of.append(group)
                     break
-        if not deciders.may_decide(gate, user_id, member_of):
+        if not may_decide(gate, user_id, member_of):
             return False
         # Named or not, someone outside the workspace decides only where the call lets them:
         # listed otherwise, their click would only be refused.
         try:
-            return deciders.may_decide(
+            return may_decide(
                 gate, user_id, member_of, outside=not await self._inside(user_id, seen)
             )
         except StandingUnknown:
@@ -322,12 +323,12 @@ class HomeTab:
         """A call anyone in its channel may decide: for the members of its channel or a copy's,
         not the requester (unless self-approval is allowed), not someone outside the workspace
         (unless the call lets such people decide); never when Slack cannot say."""
-        if not deciders.may_decide(gate, user_id):
+        if not may_decide(gate, user_id):
             return False  # the requester: no lookup would change that
         try:
             if await self.channels.channel_with(user_id, (gate.channel, *copies), seen.members):
                 outside = not await self._inside(user_id, seen)
-                return deciders.may_decide(gate, user_id, outside=outside)
+                return may_decide(gate, user_id, outside=outside)
         except (DirectoryUnavailable, StandingUnknown):
             pass
         return False

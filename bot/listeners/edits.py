@@ -38,10 +38,11 @@ from bot.words import choices as choice_messages
 from bot.words import runs as messages
 from bot.words.runs import user
 from runtime.calls import call_digest
+from runtime.deciders import is_group
 from runtime.decisions import Choice, EditChoice, InvalidEdit, parse_edit, stricter_rule
 from runtime.jobs import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
 from runtime.policy import Policy
-from runtime.record import CallGate, is_group
+from runtime.record import CallGate
 
 log = logging.getLogger(__name__)
 

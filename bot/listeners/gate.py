@@ -29,6 +29,7 @@ from bot.words import choices as choice_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated
+from runtime.deciders import needs_groups
 from runtime.decisions import (
     CallView,
     Choice,
@@ -38,7 +39,7 @@ from runtime.decisions import (
     UnconfirmedDecision,
 )
 from runtime.metrics import count_decision, count_denied
-from runtime.record import HOME_TAB, CallGate, PendingCall, needs_groups
+from runtime.record import HOME_TAB, CallGate, PendingCall
 from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)

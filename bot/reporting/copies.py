@@ -20,7 +20,8 @@ from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from bot.words import overviews as words
 from bot.words import runs as messages
-from runtime.record import CardCopy, PendingCall, is_group
+from runtime.deciders import is_group
+from runtime.record import CardCopy, PendingCall
 from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from bot.slack.directory import ApproverDirectory
 from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
-from runtime.record import PendingCall, is_group
+from runtime.deciders import is_group
+from runtime.record import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
 
 log = logging.getLogger(__name__)

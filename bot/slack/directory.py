@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.member_cache import DirectoryUnavailable, MemberCache
 from runtime.db import Keys
-from runtime.record import is_group
+from runtime.deciders import is_group
 
 __all__ = ["ApproverDirectory", "DirectoryUnavailable"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.words.runs import and_list, names_list, user
-from runtime.record import is_group
+from runtime.deciders import is_group
 
 
 def mention(principal: str) -> str:

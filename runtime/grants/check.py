@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtime.deciders import Approvers, may_decide, needs_groups
 from runtime.grants.store import Grant, GrantStore
 from runtime.policy import CallRule
-from runtime.record.deciders import Approvers, may_decide, needs_groups
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.reporter import RunView
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from runtime.record.deciders import is_group
+from runtime.deciders import is_group
 
 UNAPPROVABLE = "No person may approve it under the rules it may fall under"
 """How the reason the model reads begins, for a call rejected because of `CallRule.refusal`."""

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from runtime._faces import lazy_names
 
 if TYPE_CHECKING:
-    from runtime.record.deciders import is_group, needs_groups
     from runtime.record.envelope import CardCopy, Decision, PendingCall, UnjudgedRule
     from runtime.record.gauges import StateGauges, StateSnapshot, read_state
     from runtime.record.layout import HOME_TAB, CallGate
@@ -27,8 +26,6 @@ _WHERE = {
     "StateGauges": "gauges",
     "StateSnapshot": "gauges",
     "UnjudgedRule": "envelope",
-    "is_group": "deciders",
-    "needs_groups": "deciders",
     "parse_copies": "reads",
     "parse_gate": "reads",
     "read": "view",
@@ -44,8 +41,6 @@ __all__ = [
     "StateGauges",
     "StateSnapshot",
     "UnjudgedRule",
-    "is_group",
-    "needs_groups",
     "parse_copies",
     "parse_gate",
     "read",

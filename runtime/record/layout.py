@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import HOME_CHANNELS, HOME_GROUPS, HOME_WAITING, LIVE_BY
 from runtime.db.lua import LuaConstant, lua_script
-from runtime.record.deciders import is_group
+from runtime.deciders import is_group
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.once import OnceScript, once_body
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.db.keys import Keys
-from runtime.record.deciders import is_group
+from runtime.deciders import is_group
 
 
 def readable(principal: str, cached: str | None) -> str:

@@ -16,8 +16,8 @@ import redis.asyncio as aioredis
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, Replication
+from runtime.deciders import is_group
 from runtime.record import layout as rr
-from runtime.record.deciders import is_group
 from runtime.record.envelope import (
     CardCopy,
     PendingCall,
