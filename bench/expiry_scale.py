@@ -26,13 +26,13 @@ from runtime.calls.digest import call_digest
 from runtime.db.connection import connect
 from runtime.db.keys import Keys
 from runtime.db.local import RedisServer
+from runtime.decisions.expiry import Expiry
 from runtime.decisions.recorder import DecisionRecorder
 from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
 from runtime.jobs.due_set import DuePoller
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.store import RunStore
 from runtime.reporter import Activity, Failure, RunView
-from runtime.waiting.expiry import Expiry
 
 FAR = 30 * 86400.0
 

@@ -33,7 +33,7 @@ from runtime.db.keys import Keys
 from runtime.db.local import RedisServer
 from runtime.decisions.recorder import Choice, DecisionRecorder
 from runtime.jobs.contracts import Conversation, ResumeJob, StartJob, new_run_id
-from runtime.journal.install import install_journal
+from runtime.models.install import install_journal
 from runtime.policy import load_policy
 from runtime.record.store import RunStore
 from runtime.registry import load_registry

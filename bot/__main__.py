@@ -1,6 +1,6 @@
 """Process entry points: `python -m bot web` and `python -m bot worker` (see Procfile), and
 `python -m bot demo` (everything in one process, with the local console: see
-bot/console/demo.py)."""
+bot/demo.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bot.reporting.worker import slack_worker
 from bot.settings import Settings, SettingsError, load_settings, with_console_defaults
 from bot.web.app import create_web_app, requests_grace
 from bot.wiring import blocking_reads_redis, web_redis, worker_redis
+from bot.worker import slack_worker
 from runtime.models import share_openai_client, uses_scripted_model
 from runtime.policy import Policy, PolicyError, load_policy
 from runtime.process import configure_logging
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.process == "demo":
         # Imported only here: `web` and `worker` do not load the console.
-        from bot.console.demo import run_demo
+        from bot.demo import run_demo
 
         return run_demo(os.environ, Path.cwd())
     try:

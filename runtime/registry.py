@@ -8,8 +8,8 @@ from typing import Any
 
 from agents import Agent
 
+from runtime.agent_graph import reachable_agents
 from runtime.calls.description import refusal
-from runtime.runs.agent_graph import reachable_agents
 
 
 class RegistryError(Exception):

@@ -22,8 +22,10 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from redis.asyncio.connection import parse_url
 
-from runtime.db.keys import DEFAULT_CLUSTER_SHARDS
 from runtime.process.logs import LogFormat
+
+DEFAULT_CLUSTER_SHARDS = 16
+"""Shards on a Redis Cluster when `REDIS_SHARDS` is not set (`runtime.db.keys` shards by it)."""
 
 # What to tell the operator when a variable is missing or wrong, by variable name.
 FIXES: dict[str, str] = {
@@ -154,7 +156,7 @@ class RuntimeSettings(BaseSettings):
     worker_niceness: int = Field(10, validation_alias="WORKER_NICENESS", ge=0, le=19)
     """Where web and worker share CPUs, the worker yields: Slack's 3 s are the hard deadline."""
 
-    # --- who may decide (see runtime/policy.py) ---
+    # --- who may decide (see runtime/policy/rules.py) ---
     approvers: str = Field("", validation_alias="APPROVERS", pattern=_PRINCIPALS)
     """Comma-separated user and user-group ids; empty means anyone in the channel."""
     allow_self_approval: bool = Field(False, validation_alias="ALLOW_SELF_APPROVAL")

@@ -6,7 +6,7 @@
     @function_tool
     async def list_users(team: str) -> str: ...
 
-Every call is marked started before its tool runs (`runtime.journal.starts`). A worker that dies
+Every call is marked started before its tool runs (`runtime.record.starts`). A worker that dies
 inside a tool leaves a mark without an outcome, and the retry does not run the call again but
 asks a person ("`pay` may have run; its result was lost", **Run again**). A tool whose effect is
 the same when repeated (it only reads, or it passes `idempotency_key(ctx)` to the system it
@@ -22,7 +22,7 @@ from agents.tool_context import ToolContext
 
 from runtime.calls.previews import preview
 from runtime.journal.invoker import idempotency_key
-from runtime.journal.starts import SAFE_TO_REPEAT
+from runtime.record.starts import SAFE_TO_REPEAT
 
 __all__ = ["idempotency_key", "preview", "safe_to_repeat"]
 

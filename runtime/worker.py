@@ -21,6 +21,7 @@ from runtime.db.connection import wait_until_reachable
 from runtime.db.eviction import EvictionPolicyLog
 from runtime.db.keys import Keys
 from runtime.db.replication import Replication
+from runtime.decisions.expiry import Expiry
 from runtime.decisions.recorder import DecisionRecorder
 from runtime.failover.calls import RecentCalls
 from runtime.failover.watch import watch_for
@@ -30,28 +31,27 @@ from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.due_set import DuePoller, longest_sleep
 from runtime.jobs.live_workers import LiveWorkers, consumer_name
 from runtime.jobs.queue import JobQueue
-from runtime.jobs.router import JobRouter
-from runtime.journal.install import install_journal
 from runtime.mcp.connections import McpConnections
 from runtime.mcp.listing import McpListings
 from runtime.mcp.tools import McpTools
 from runtime.metrics import MetricsEndpoint
+from runtime.models.install import install_journal
 from runtime.models.journaled import journaled_run_config
 from runtime.models.retries import model_retry
 from runtime.policy import Policy
 from runtime.process.credentials import Credentials
-from runtime.process.readiness import readyz_response
 from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
+from runtime.readiness import readyz_response
 from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry
 from runtime.reporter import Reach, Reporter
 from runtime.runs.executor import RunExecutor
+from runtime.runs.router import JobRouter
 from runtime.settings import RuntimeSettings
 from runtime.stops.listener import StopListener
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.escalation import Escalation
-from runtime.waiting.expiry import Expiry
 from runtime.waiting.reminders import Reminders
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ class Agents:
 
 @dataclass(frozen=True, kw_only=True)
 class People:
-    """How the worker reaches people and asks about them: Slack, in `bot.reporting.worker`."""
+    """How the worker reaches people and asks about them: Slack, in `bot.worker`."""
 
     reporter: Reporter
     reach: Reach | None = None
@@ -183,6 +183,7 @@ class _Storage:
     keys: Keys
     replication: Replication
     store: RunStore
+    recent: RecentCalls
     audit: AuditTrail
 
 
@@ -209,7 +210,7 @@ def build_worker(
     executor = _executor(settings, storage, agents, people, copies=copies, mcp=mcp, stops=stops)
     router = JobRouter(executor=executor)
     consumer = _consumer(settings, storage, router, name=name, shutdown=shutdown, people=people)
-    watch = watch_for(settings, redis, [storage.store.recent])
+    watch = watch_for(settings, redis, [storage.recent])
     pollers: list[Poller] = [
         *_due_set_pollers(storage, people, copies, poll_interval),
         stops,
@@ -241,14 +242,14 @@ def _storage(
     replication = Replication.of(
         redis, keys, min_replicas=settings.redis_min_replicas, wait_ms=settings.redis_wait_ms
     )
+    recent = RecentCalls.of(settings, redis, keys)
     return _Storage(
         redis=redis,
         reads=reads,
         keys=keys,
         replication=replication,
-        store=RunStore(
-            redis, keys, replication=replication, recent=RecentCalls.of(settings, redis, keys)
-        ),
+        store=RunStore(redis, keys, replication=replication, recent=recent),
+        recent=recent,
         audit=AuditTrail(
             redis,
             keys,

@@ -18,19 +18,20 @@ from agents import OpenAIProvider, RunConfig
 from aiohttp import web
 from openai import AsyncOpenAI
 
-from bot.reporting.worker import slack_worker
 from bot.settings import Settings
 from bot.slack.members import STANDING_TTL_SECONDS
 from bot.web.app import create_web_app
 from bot.wiring import blocking_reads_redis, web_redis
+from bot.worker import slack_worker
 from runtime.conversations.threads import NOTICE_SECONDS
 from runtime.db.cluster import connect_cluster
 from runtime.db.connection import connect
-from runtime.db.keys import DEFAULT_CLUSTER_SHARDS, Keys
+from runtime.db.keys import Keys
 from runtime.policy import load_policy
 from runtime.record.layout import TOMBSTONE_SECONDS
 from runtime.record.once import ONCE_SECONDS
 from runtime.registry import load_registry
+from runtime.settings import DEFAULT_CLUSTER_SHARDS
 from runtime.worker import Worker
 from tests.fake_openai import FakeOpenAI
 from tests.fake_slack import FakeSlack, Message

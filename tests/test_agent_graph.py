@@ -17,7 +17,7 @@ from agents._run_state_agent_identity import _iter_agent_graph
 
 from bot.words.call_text import NO_ARGUMENTS
 from runtime import examples
-from runtime.runs.agent_graph import callers, reachable_agents
+from runtime.agent_graph import callers, reachable_agents
 from tests import agents, graph_agents
 from tests.conftest import with_env
 from tests.deployment import Deployment

@@ -39,9 +39,9 @@ from bot.blocks.edits import edit_modal
 from bot.blocks.grants import grant_used_blocks, grants_listing_blocks
 from bot.blocks.status import status_blocks
 from bot.home.blocks import OwnRun, WaitingCall, home_view
-from runtime.decisions.choices import ArgumentEdit, GrantRef
 from runtime.grants import Grant
 from runtime.jobs.contracts import Conversation
+from runtime.record.choices import ArgumentEdit, GrantRef
 from runtime.record.envelope import Approval, Decision, PendingCall, UnjudgedRule
 from runtime.reporter import RunView
 from runtime.runs import LiveRun

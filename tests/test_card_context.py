@@ -97,7 +97,7 @@ async def test_a_working_preview_is_shown(bot: Harness) -> None:
 
 def test_an_edited_call_does_not_show_the_preview_made_for_the_models_arguments() -> None:
     from bot.blocks.call_context import preview_blocks
-    from runtime.decisions.choices import ArgumentEdit
+    from runtime.record.choices import ArgumentEdit
     from runtime.record.envelope import PendingCall
 
     call = PendingCall(

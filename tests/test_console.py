@@ -19,9 +19,9 @@ from bot.console.routes import LOCAL_SLACK
 from bot.console.slack_limits import Refusal
 from bot.console.slack_payloads import element_action
 from bot.console.workspace import demo_defaults
-from bot.reporting.worker import slack_worker
 from bot.settings import Settings, load_settings, with_console_defaults
 from bot.web.app import create_web_app
+from bot.worker import slack_worker
 from runtime.db.connection import connect
 from runtime.db.local import free_port
 from runtime.examples.ops import SERVICES

@@ -1,11 +1,11 @@
-"""Home tabs are drawn between the Slack requests a web process answers (`bot.web.in_flight`)."""
+"""Home tabs are drawn between the Slack requests a web process answers (`bot.slack.in_flight`)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from bot.web.in_flight import InFlight
+from bot.slack.in_flight import InFlight
 
 
 async def test_background_work_waits_for_the_requests_in_flight() -> None:

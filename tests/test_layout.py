@@ -183,7 +183,7 @@ def test_the_web_and_the_worker_do_not_load_the_console() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, bot.__main__, bot.web.app, bot.reporting.worker; "
+            "import sys, bot.__main__, bot.web.app, bot.worker; "
             "print(sorted(m for m in sys.modules if m.startswith('bot.console')))",
         ],
         cwd=ROOT,

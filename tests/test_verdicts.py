@@ -18,12 +18,12 @@ from agents import function_tool
 from runtime.conditions import CallFacts, Condition, ConditionError
 from runtime.jobs.contracts import Conversation
 from runtime.judging.arguments import ArgumentSchema, JudgedArguments
-from runtime.judging.call_rule import CallRule, Unjudged, stricter
 from runtime.judging.comparisons import strict_functions, strict_source
 from runtime.judging.evaluation import WHEN_MAX_CHARS
 from runtime.judging.tool_schemas import function_tool_schema
-from runtime.judging.verdicts import judge
 from runtime.policy import Policy, load_policy
+from runtime.policy.verdicts import judge
+from runtime.record.call_rule import CallRule, Unjudged, stricter
 from runtime.settings import RuntimeSettings
 
 

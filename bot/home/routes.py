@@ -26,8 +26,8 @@ from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import publish_client
 from bot.slack.directory import ApproverDirectory
 from bot.slack.events import HomeOpened, listener
+from bot.slack.in_flight import InFlight
 from bot.slack.members import WorkspaceMembers
-from bot.web.in_flight import InFlight
 from bot.wiring import SlackParts
 from runtime.db import Keys
 from runtime.decisions import DecisionRecorder

@@ -27,7 +27,7 @@ The decision script stays the judge of every click, whatever a tab listed.
 Publishes go out one at a time from one loop per web process (`bot.home.publisher`), paced
 across web processes (`bot.home.pace`), and read on a Redis pool of their own
 (`bot.wiring.home_tab_redis`): clicks wait behind neither. A tab is drawn (CPU with no await
-in it) only between the Slack requests its web process answers (`bot.web.in_flight`).
+in it) only between the Slack requests its web process answers (`bot.slack.in_flight`).
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from bot.home.publisher import DEBOUNCE_SECONDS, TabPublisher
 from bot.home.shared import SharedRead, SharedReads
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
+from bot.slack.in_flight import InFlight
 from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
-from bot.web.in_flight import InFlight
 from runtime.db import Keys
 from runtime.deciders import may_decide, needs_groups
 from runtime.decisions import CallView, DecisionRecorder
@@ -95,7 +95,7 @@ class HomeTab:
     members: WorkspaceMembers
     """Who is outside the workspace: such a person is listed anyone-calls only where allowed."""
     in_flight: InFlight | None = None
-    """The web's Slack requests in flight: a tab is drawn after them (`bot.web.in_flight`)."""
+    """The web's Slack requests in flight: a tab is drawn after them (`bot.slack.in_flight`)."""
     _viewers: dict[str, float] = field(default_factory=dict)
     """Viewer -> when they last opened the tab (epoch s), as this process knows it."""
     _viewers_read_at: float | None = None

@@ -31,8 +31,9 @@ from bot.slack.payloads import MESSAGE_TS, ApprovalRef, SlackUser, _Channel, _Pa
 from bot.words import choices as choice_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
-from runtime.decisions import GRANT_ID_PATTERN, Choice, GrantChoice, GrantScope
+from runtime.decisions import Choice, GrantChoice
 from runtime.grants import GRANT_CHOICES, GrantStore
+from runtime.record import GRANT_ID_PATTERN, GrantScope
 
 log = logging.getLogger(__name__)
 

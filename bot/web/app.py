@@ -25,8 +25,8 @@ from slack_sdk.signature import SignatureVerifier
 from bot.home.routes import run_home_watch
 from bot.settings import FIXES, Settings
 from bot.slack.bodies import MAX_BODY_CHARS, RefusedBody, read_body
+from bot.slack.in_flight import InFlight
 from bot.web.bolt import WebSlack, build_bolt
-from bot.web.in_flight import InFlight
 from bot.web.operations import add_operations
 from bot.web.socket_mode import add_socket_mode
 from bot.wiring import blocking_reads_redis, home_tab_redis

@@ -36,8 +36,8 @@ from bot.slack.bot_token import BotToken
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
 from bot.slack.directory import ApproverDirectory
+from bot.slack.in_flight import InFlight
 from bot.slack.members import WorkspaceMembers
-from bot.web.in_flight import InFlight
 from bot.web.installation import InstallationCheck
 from bot.wiring import SlackParts, replication_for, slack_parts
 from runtime.audit import AuditTrail

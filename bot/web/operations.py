@@ -2,7 +2,7 @@
 
 `/healthz` (`bot.web.app`) stays the liveness check: the process answers and Redis pings. `/readyz`
 also wants the run record's scripts in Redis's cache and a Redis that never evicts keys
-(`runtime.process.readiness`), a bot token Slack does not refuse (`bot.slack.bot_token`), and in
+(`runtime.readiness`), a bot token Slack does not refuse (`bot.slack.bot_token`), and in
 Socket Mode a connection to Slack (`socket_mode`).
 `/metrics` is this process's counters (`runtime.metrics`) plus what Redis holds right now
 (`runtime.record.gauges`).
@@ -20,7 +20,8 @@ from redis.exceptions import RedisError
 from bot.web.socket_mode import SocketModeConnection, SocketState
 from runtime.db import EvictionPolicyLog, Keys
 from runtime.metrics import Scrape, metrics_response
-from runtime.process import Credentials, check_readiness, with_credentials
+from runtime.process import Credentials
+from runtime.readiness import check_readiness, with_credentials
 from runtime.record import StateGauges, StateSnapshot, read_state
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ class AuditEvent(StrEnum):
     REPLAYED = "replayed"
     OUTCOME_LOST = "outcome_lost"
     """A retried step reached a call that started but has no recorded outcome: it was not run
-    again, and asks a person (`runtime.journal.lost_outcomes`)."""
+    again, and asks a person (`runtime.runs.lost_outcomes`)."""
     """A retried step reached a call that had already run: its recorded output was reused."""
     GRANTED = "granted"
     """An approval that also allowed later calls for a while (a grant, `runtime.grants.store`)."""

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.db.shards import (
-    DEFAULT_CLUSTER_SHARDS,
     HOME_CHANNELS,
     HOME_GROUPS,
     HOME_WAITING,
@@ -31,7 +30,6 @@ from runtime.db.shards import (
 )
 
 __all__ = [
-    "DEFAULT_CLUSTER_SHARDS",
     "HOME_CHANNELS",
     "HOME_GROUPS",
     "HOME_WAITING",

@@ -15,7 +15,6 @@ HOME_CHANNELS = "home:channels"
 LIVE_BY = "live:by:"
 """The Home tab's index of open calls, per shard: spelled here for Python and, as Lua locals,
 for the record's scripts that keep it (`runtime/record/lua/home_index.lua`)."""
-DEFAULT_CLUSTER_SHARDS = 16
 
 
 def shard_index(name: str, shards: int) -> int:

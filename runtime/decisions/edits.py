@@ -21,11 +21,12 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from referencing.exceptions import Unresolvable
 
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
-from runtime.decisions.choices import ArgumentEdit
 from runtime.jobs.contracts import Conversation
 from runtime.judging.arguments import JudgedArguments
-from runtime.judging.verdicts import judge
-from runtime.policy import CallRule, Policy
+from runtime.policy import Policy
+from runtime.policy.verdicts import judge
+from runtime.record.call_rule import CallRule
+from runtime.record.choices import ArgumentEdit
 from runtime.record.envelope import PendingCall
 
 VALUE_CHARS = 120
@@ -153,7 +154,7 @@ async def stricter_rule(
     policy: Policy, call: PendingCall, conversation: Conversation, arguments: str
 ) -> CallRule | None:
     """The rule the edited arguments fall under, judged like a new call's
-    (`runtime.judging.verdicts`), when it asks more than the rule the call is under now: it
+    (`runtime.policy.verdicts`), when it asks more than the rule the call is under now: it
     blocks them, or asks a typed confirmation the call did not, a larger quorum, approvers of
     its own (some where anyone could decide), or no outsiders. Approving them under the looser
     rule would skip it. None: the call's own rule still covers them."""

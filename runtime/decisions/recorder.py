@@ -16,11 +16,11 @@ import redis.asyncio as aioredis
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, NotReplicated, Replication
-from runtime.decisions.choices import ArgumentEdit, GrantScope
 from runtime.grants.store import note_grant_shard
 from runtime.jobs.contracts import ResumeJob
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH
 from runtime.record import layout as rr
+from runtime.record.choices import ArgumentEdit, GrantScope
 from runtime.record.envelope import (
     Approval,
     Decision,

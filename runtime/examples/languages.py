@@ -4,7 +4,7 @@ Like the SDK's human-in-the-loop example: `ops` may call `respond_spanish` (the 
 run as a tool, `Agent.as_tool`), which needs approval; the `spanish` agent then asks to run
 `get_user_name`, which needs approval too. Its card says "`get_user_name` asked by *spanish*,
 inside *ops*". `spanish` is not in the registry: it is reached only through the tool, and its
-tool is journaled all the same (`runtime.runs.agent_graph`). In the console: `/agent greet me in
+tool is journaled all the same (`runtime.agent_graph`). In the console: `/agent greet me in
 spanish`.
 """
 

@@ -11,7 +11,7 @@ while the run exists, never over what is there).
 
 What cannot be written back: a worker killed (or restarted) before the new primary was reachable
 took the output with it. Its retry then finds the start mark, if that survived, and asks a
-person before running the tool again (`runtime.journal.lost_outcomes`); if the mark was lost too,
+person before running the tool again (`runtime.runs.lost_outcomes`); if the mark was lost too,
 the tool runs again.
 """
 

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from runtime.deciders import Approvers, may_decide, needs_groups
 from runtime.grants.store import Grant, GrantStore
-from runtime.policy import CallRule
+from runtime.record.call_rule import CallRule
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.reporter import RunView
 

@@ -27,7 +27,7 @@ from runtime.db.clock import LATEST
 from runtime.db.keys import Keys, Shard
 from runtime.db.lua import lua_script
 from runtime.db.replication import NO_REPLICAS, Replication
-from runtime.decisions.choices import GRANT_ID_PATTERN, GrantRef, GrantScope
+from runtime.record.choices import GRANT_ID_PATTERN, GrantRef, GrantScope
 from runtime.record.once import OnceScript, once_body
 
 GRANT_CHOICES: tuple[tuple[GrantScope, int], ...] = (

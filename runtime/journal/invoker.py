@@ -2,7 +2,7 @@
 
 A job can fail after a tool ran (the model answers 5xx, the worker is killed) and is then retried
 from the state saved before the approval, which asks for the same calls again. Each function tool
-of every agent the registry reaches (`runtime.runs.agent_graph`: hand-offs, agents used as tools) is
+of every agent the registry reaches (`runtime.agent_graph`: hand-offs, agents used as tools) is
 wrapped once (shell, local shell, apply_patch and custom tools too, in
 `runtime.journal.tool_kinds`): a call that already has a recorded outcome gets that outcome
 back instead of running again, and a delivery that lost its run (see fencing in
@@ -11,8 +11,8 @@ afresh from each listing, are wrapped the same way as they are listed (`runtime.
 An agent used as a tool is recorded only once it has really returned: while its inner run waits
 for approvals, the SDK keeps that run's state and resumes it, so nothing is recorded for it yet.
 What remains is a crash *inside* a tool, before it returns: each call is marked started before
-its tool runs (`runtime.journal.starts`), and a retry that finds the mark without an outcome does
-not run it but asks a person (`runtime.journal.lost_outcomes`), unless the tool declared itself
+its tool runs (`runtime.record.starts`), and a retry that finds the mark without an outcome does
+not run it but asks a person (`runtime.runs.lost_outcomes`), unless the tool declared itself
 safe to
 repeat (`runtime.tools.safe_to_repeat`). Run again, it has the same `idempotency_key(ctx)`.
 
@@ -34,20 +34,20 @@ from typing import Any
 from agents.tool_context import ToolContext
 from redis.exceptions import RedisError
 
+from runtime.agent_graph import end_inner_run, inner_run_interrupted
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
 from runtime.calls.digest import call_digest
 from runtime.db.replication import PrimaryChanged
-from runtime.decisions.choices import ArgumentEdit
 from runtime.decisions.edits import edit_note
-from runtime.journal.starts import OutcomeLost, lost, may_repeat
-from runtime.journal.turns import TurnsAsked, inside_call
 from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
+from runtime.record.choices import ArgumentEdit
 from runtime.record.leases import Fenced, Lease
+from runtime.record.starts import OutcomeLost, lost, may_repeat
+from runtime.record.stop_mark import StopMark, Stopped
 from runtime.record.store import RunStore
-from runtime.runs.agent_graph import end_inner_run, inner_run_interrupted
-from runtime.stops.mark import StopMark, Stopped
+from runtime.record.turns import TurnsAsked, inside_call
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,11 @@ class JournalScope:
     heard: asyncio.Event | None = None
     """Set when the worker's `StopListener` hears that this run was stopped."""
     round: int = 0
-    """The run's round being worked on: a start mark records it (`runtime.journal.starts`)."""
+    """The run's round being worked on: a start mark records it (`runtime.record.starts`)."""
     run_again: frozenset[str] = frozenset()
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
     turns: TurnsAsked = field(default_factory=TurnsAsked)
-    """This delivery's model requests, keyed for the turn journal (`runtime.journal.turns`)."""
+    """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(

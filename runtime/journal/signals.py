@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from runtime.journal.starts import OutcomeLost
 from runtime.record.leases import Fenced
-from runtime.stops.mark import Stopped
+from runtime.record.starts import OutcomeLost
+from runtime.record.stop_mark import Stopped
 
 _T = TypeVar("_T")
 

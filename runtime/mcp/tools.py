@@ -3,7 +3,7 @@
 The SDK builds an agent's MCP tools afresh from its servers' listings on every turn and on
 every restore of a saved run (`Agent.get_mcp_tools`), so they cannot be wrapped once at start
 like function tools. `McpTools.install` decorates each agent the registry reaches
-(`runtime.runs.agent_graph`: hand-offs, agents used as tools) that has `mcp_servers`: its
+(`runtime.agent_graph`: hand-offs, agents used as tools) that has `mcp_servers`: its
 `get_mcp_tools` still is the SDK's (listing, tool filters, names, `require_approval`), and
 then, for every MCP tool listed,
 - its invoker goes into the tool journal (exactly once, as for function tools);
@@ -26,6 +26,7 @@ from agents import Agent, FunctionTool, RunContextWrapper, Tool, ToolApprovalIte
 from agents.mcp import MCPServer
 from agents.tool import ToolOriginType, get_function_tool_origin
 
+from runtime.agent_graph import reachable_agents
 from runtime.journal.invoker import JournaledInvoker
 from runtime.judging.arguments import ArgumentSchema
 from runtime.mcp.connections import McpConnections
@@ -33,7 +34,6 @@ from runtime.mcp.listing import McpListings, McpToolInfo
 from runtime.mcp.origin import mcp_server_of
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
-from runtime.runs.agent_graph import reachable_agents
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ config, so its model calls are journaled too, and so are a hand-off's.
 
 Each call of `JournaledModel.get_response` inside a run (`runtime.journal.invoker.current_scope`):
 1. replays the response journaled for the same request of the same round, if there is one
-   (`runtime.journal.turns`): a retried job sees the call ids it saw before;
+   (`runtime.record.turns`): a retried job sees the call ids it saw before;
 2. otherwise asks the model, whose call the runner retries on a 429 or 5xx
    (`runtime.models.retries`);
 3. refuses a response with a function call whose arguments pass the digest's bounds
@@ -39,7 +39,8 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
 from runtime.failures import RunFailed
 from runtime.journal.invoker import JournalScope, carried_out, current_scope
-from runtime.journal.turns import (
+from runtime.record.leases import Fenced
+from runtime.record.turns import (
     Request,
     UnreadableTurn,
     asks_for_tools,
@@ -47,7 +48,6 @@ from runtime.journal.turns import (
     load_turn,
     turn_key,
 )
-from runtime.record.leases import Fenced
 from runtime.reporter import Failure
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ job back: a delivery spent (`JOB_MAX_DELIVERIES`), the run restarted from its sa
 (`ModelSettings.retry`): `MODEL_RETRIES` more tries, each after the pause the model's
 `Retry-After` asks for, else `FIRST_PAUSE_SECONDS` doubling up to `LONGEST_PAUSE_SECONDS`. Only
 once they are spent is the job retried; a retried job replays the turns already answered
-(`runtime.journal.turns`), so nothing the model asked for runs twice either way.
+(`runtime.record.turns`), so nothing the model asked for runs twice either way.
 
 Worst case a call holds its run for about `MODEL_RETRIES` x `LONGEST_PAUSE_SECONDS` (32 s at the
 default 4) plus the tries themselves, far inside `JOB_TIMEOUT_SECONDS`; a stop still cancels it

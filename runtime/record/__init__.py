@@ -1,50 +1,32 @@
-"""The run record: one Redis hash per run, the scripts that touch it, the store.
+"""The run record: one Redis hash per run, the scripts that touch it, the store."""
 
-The names `bot` uses, loaded on first use (`runtime._faces`).
-"""
+from runtime.record.call_rule import CallRule, Unjudged
+from runtime.record.choices import GRANT_ID_PATTERN, GrantScope
+from runtime.record.envelope import CardCopy, Decision, PendingCall, UnjudgedRule
+from runtime.record.gauges import StateGauges, StateSnapshot, read_state
+from runtime.record.layout import HOME_TAB, CallGate
+from runtime.record.permissions import AlwaysPermission, RuleKey
+from runtime.record.reads import Requester, parse_copies, parse_gate
+from runtime.record.view import read
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from runtime._faces import lazy_names
-
-if TYPE_CHECKING:
-    from runtime.record.envelope import CardCopy, Decision, PendingCall, UnjudgedRule
-    from runtime.record.gauges import StateGauges, StateSnapshot, read_state
-    from runtime.record.layout import HOME_TAB, CallGate
-    from runtime.record.reads import Requester, parse_copies, parse_gate
-    from runtime.record.view import read
-
-_WHERE = {
-    "CallGate": "layout",
-    "CardCopy": "envelope",
-    "Decision": "envelope",
-    "HOME_TAB": "layout",
-    "PendingCall": "envelope",
-    "Requester": "reads",
-    "StateGauges": "gauges",
-    "StateSnapshot": "gauges",
-    "UnjudgedRule": "envelope",
-    "parse_copies": "reads",
-    "parse_gate": "reads",
-    "read": "view",
-    "read_state": "gauges",
-}
 __all__ = [
+    "GRANT_ID_PATTERN",
     "HOME_TAB",
+    "AlwaysPermission",
     "CallGate",
+    "CallRule",
     "CardCopy",
     "Decision",
+    "GrantScope",
     "PendingCall",
     "Requester",
+    "RuleKey",
     "StateGauges",
     "StateSnapshot",
+    "Unjudged",
     "UnjudgedRule",
     "parse_copies",
     "parse_gate",
     "read",
     "read_state",
 ]
-
-__getattr__ = lazy_names(__name__, _WHERE)

@@ -16,7 +16,7 @@ Versions:
   carries `inside`, the agents that ran it as a tool (optional, absent: none; no new version). A
   call may also carry `external` (absent: only members of the installing workspace may decide
   it; no new version).
-  A call asked about again because it may have run (`runtime.journal.lost_outcomes`) also carries
+  A call asked about again because it may have run (`runtime.runs.lost_outcomes`) also carries
   `lost` (written only when true: no new version). `edited_preview` is never stored. A call
   whose rules could not all be judged carries `unjudged`, one whose arguments do not fit its
   tool `invalid` (both written only when set: no new version; a web process of the previous
@@ -30,8 +30,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runtime.decisions.choices import ArgumentEdit, GrantRef
 from runtime.jobs.contracts import APPROVAL_ID_PATTERN, RUN_ID_PATTERN, Conversation
+from runtime.record.choices import ArgumentEdit, GrantRef
 
 SCHEMA_VERSION: Final = 3
 SCHEMA_VERSION_SUMMARIES: dict[int, str] = {
@@ -101,7 +101,7 @@ class Decision(BaseModel):
 
 
 class UnjudgedRule(BaseModel):
-    """A rule whose `when` could not be judged for a call (`runtime.judging.call_rule`)."""
+    """A rule whose `when` could not be judged for a call (`runtime.record.call_rule`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -147,7 +147,7 @@ class PendingCall(BaseModel):
     decision: Decision | None = None
     approvals: tuple[Approval, ...] = ()
     """Approvals so far, while a quorum is not yet met."""
-    # Version 3: less fatigue, same safety (see runtime/decisions/choices.py).
+    # Version 3: less fatigue, same safety (see runtime/record/choices.py).
     why: str | None = None
     """What the model said just before asking, shortened: the intent behind the call."""
     preview: str | None = None

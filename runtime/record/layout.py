@@ -11,17 +11,17 @@ Fields of `run:<id>`:
 - plain copies that any version can read: `channel`, `requester`, `thread`, `reply_url`;
 - `status_message`, `status_steps`, `final` (the answer, kept until it is posted), `stopped`;
 - `always` (the run's Approve always permissions) and `rules` (the rule key of each call of
-  the round that offers Approve always), `runtime.judging.permissions`: fields an earlier
+  the round that offers Approve always), `runtime.record.permissions`: fields an earlier
   version neither reads nor writes, so it honours no permission and covers no other call;
 - per approval of the current round: `deadline:<id>`, `ts:<id>` (its card), `gate:<id>` (who may
   decide it, as plain JSON: `CallGate`), `approvals:<id>` (towards a quorum), `denied:<id>`,
-  `decision:<id>`, `edit:<id>` (arguments a person edited, `runtime.decisions.choices`),
+  `decision:<id>`, `edit:<id>` (arguments a person edited, `runtime.record.choices`),
   `copies:<id>` (its card elsewhere), `reach:<id>` (`CallReach`: notify, reminders,
   escalation) and `nudged:<id>` (until when those were done);
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.journal.invoker`), and
-  `started:<call id>`, the round it started in (`runtime.journal.starts`);
+  `started:<call id>`, the round it started in (`runtime.record.starts`);
 - per model response of the working round that asked for tool calls: `turn:<round>:<request>`
-  (`runtime.journal.turns`), dropped when the run stops for approvals.
+  (`runtime.record.turns`), dropped when the run stops for approvals.
 
 **Fencing.** Every delivery of a job claims the run and gets a new, higher `fence`; every
 write a worker makes for that step names its fence and is refused once a later delivery has
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from runtime.db.keys import Keys
-    from runtime.policy import CallRule as GateRule
+    from runtime.record.call_rule import CallRule as GateRule
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -93,7 +93,7 @@ PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, EDIT, COPIES, REACH
 # Per SDK call id:
 JOURNAL: Final = "journal:"
 STARTED: Final = "started:"
-# Per model request of the working round (`runtime.journal.turns`):
+# Per model request of the working round (`runtime.record.turns`):
 TURN: Final = "turn:"
 
 # A run that is working (not waiting for people) and untouched for this long is abandoned.

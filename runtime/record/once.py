@@ -48,7 +48,7 @@ def new_token() -> str:
 
 class OnceScript:
     """A registered script whose every call takes effect once (see the module docstring);
-    `source` is `once_body(...)`'s, as `/readyz` checks it loaded (`runtime.process.readiness`)."""
+    `source` is `once_body(...)`'s, as `/readyz` checks it loaded (`runtime.readiness`)."""
 
     def __init__(self, redis: aioredis.Redis, keys: Keys, source: str) -> None:
         self._script = redis.register_script(source)

@@ -13,14 +13,14 @@ import json
 
 from pydantic import TypeAdapter, ValidationError
 
-from runtime.decisions.choices import ArgumentEdit
-from runtime.judging.permissions import parse_permissions, parse_rule_keys
 from runtime.record import layout as rr
+from runtime.record.choices import ArgumentEdit
 from runtime.record.envelope import Approval, CardCopy, Decision
 from runtime.record.layout import CallGate
+from runtime.record.permissions import parse_permissions, parse_rule_keys
+from runtime.record.reach import CallReach
+from runtime.record.stop_mark import StopMark
 from runtime.record.view import Envelope, Every, Field, Present, Shape
-from runtime.stops.mark import StopMark
-from runtime.waiting.plan import CallReach
 
 # --- how a field's value is parsed -----------------------------------------------------------
 
@@ -236,13 +236,13 @@ class JournalRead(Shape):
 
 
 class StartRead(Shape):
-    """The round in which a tool call started without returning (`runtime.journal.starts`)."""
+    """The round in which a tool call started without returning (`runtime.record.starts`)."""
 
     started = Field(rr.STARTED, integer)
 
 
 class TurnRead(Shape):
-    """A model response journaled for a request of the working round (`runtime.journal.turns`)."""
+    """A model response journaled for a request of the working round (`runtime.record.turns`)."""
 
     response = Field(rr.TURN, stored)
 

@@ -15,13 +15,10 @@ from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, PrimaryChanged, Replication
-from runtime.failover.calls import RecentCalls
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
-from runtime.journal.starts import CallStarts
-from runtime.journal.turns import TurnJournal
-from runtime.judging.permissions import AlwaysPermission
 from runtime.record import layout as rr
+from runtime.record.call_memory import FORGETFUL, CallMemory
 from runtime.record.envelope import (
     PendingCall,
     RunEnvelope,
@@ -30,9 +27,12 @@ from runtime.record.envelope import (
 )
 from runtime.record.layout import CallGate, Status
 from runtime.record.leases import Claim, ClaimStatus, Fenced, Lease
+from runtime.record.permissions import AlwaysPermission
 from runtime.record.reads import JournalRead, Place, StopRead, Whole
+from runtime.record.starts import CallStarts
+from runtime.record.stop_mark import StopMark, Stopped
+from runtime.record.turns import TurnJournal
 from runtime.record.view import read, read_whole
-from runtime.stops.mark import StopMark, Stopped
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,7 +58,7 @@ class RunStore:
         keys: Keys,
         *,
         replication: Replication = NO_REPLICAS,
-        recent: RecentCalls | None = None,
+        recent: CallMemory | None = None,
     ) -> None:
         self._redis = redis
         self._keys = keys
@@ -67,7 +67,7 @@ class RunStore:
         self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
         self.starts = CallStarts(redis, keys)
         self.turns = TurnJournal(redis, keys)
-        self.recent = recent or RecentCalls.off(redis, keys)
+        self.recent = recent or FORGETFUL
         """The tool calls of this worker that a failover could lose (`runtime.failover`)."""
 
     async def _set(

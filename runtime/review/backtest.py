@@ -2,7 +2,7 @@
 backtest POLICY.toml [--since DATE] [--until DATE] [--json]`).
 
 Each call the trail holds (`runtime.review.history`) is put to the proposed policy through the
-same judgement the processes use (`runtime.judging.verdicts`), so whatever a rule can match on
+same judgement the processes use (`runtime.policy.verdicts`), so whatever a rule can match on
 is replayed too; the call is judged on what the trail kept of it (tool, agent, MCP server,
 channel, requester, and its arguments as the tool received them, when kept: a `when` rule is
 replayed on them). A `when` that cannot be judged for a call is reported as the card reports
@@ -28,8 +28,9 @@ from typing import Literal, TextIO
 from runtime.audit.trail import AuditTrail
 from runtime.jobs.contracts import Conversation
 from runtime.judging.arguments import JudgedArguments
-from runtime.judging.verdicts import judge as judge_call
-from runtime.policy import CallRule, Policy
+from runtime.policy import Policy
+from runtime.policy.verdicts import judge as judge_call
+from runtime.record.call_rule import CallRule
 from runtime.review.history import PastCall, past_calls
 from runtime.review.names import KnownNames
 

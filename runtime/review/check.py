@@ -27,10 +27,10 @@ from typing import Any
 
 from agents import Agent, FunctionTool, HostedMCPTool
 
+from runtime.agent_graph import reachable_agents
 from runtime.policy import Policy, Rule
 from runtime.registry import AgentRegistry
 from runtime.review.when_check import when_problems
-from runtime.runs.agent_graph import reachable_agents
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -2,7 +2,7 @@
 
 A call is one `requested` entry (it asked a person), `auto_approved`, `auto_rejected` or
 `grant_used` entry (it asked nobody), or an `approved` entry `via: always` of a call that asked
-nobody (an Approve always of its run approved it: `runtime.judging.permissions`). What became
+nobody (an Approve always of its run approved it: `runtime.record.permissions`). What became
 of a call that asked is read from the entries that follow with its approval id:
 `approved`/`approved_always` once the quorum is met (`approvals` reaches `quorum`), `rejected`,
 `expired`; a `stopped` entry of its run stops every call of the run still open. A call still

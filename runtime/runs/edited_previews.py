@@ -17,14 +17,14 @@ from typing import Any
 
 from agents import RunState
 
-from runtime.calls.context import function_tool_of
 from runtime.calls.previews import PreviewFunction, preview_of, run_previews
 from runtime.record.envelope import RunEnvelope
 from runtime.record.leases import Lease
+from runtime.record.stop_mark import Stopped
 from runtime.record.store import RunStore
 from runtime.reporter import Reporter, RunView
+from runtime.runs.call_context import function_tool_of
 from runtime.runs.state_decisions import approved_edits
-from runtime.stops.mark import Stopped
 
 log = logging.getLogger(__name__)
 

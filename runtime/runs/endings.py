@@ -19,10 +19,10 @@ from runtime.journal.invoker import ran_tools
 from runtime.metrics import count_run
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.leases import Lease
+from runtime.record.stop_mark import StopMark
 from runtime.record.store import RunStore
 from runtime.reporter import Failure, Reporter, RunView
 from runtime.runs.planner import audit_fields
-from runtime.stops.mark import StopMark
 
 log = logging.getLogger(__name__)
 

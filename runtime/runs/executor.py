@@ -25,9 +25,6 @@ from runtime.grants.check import GrantCheck, GrantNotices
 from runtime.jobs.contracts import ResumeJob, StartJob
 from runtime.jobs.queue import Overtaken
 from runtime.journal.invoker import JournalScope, ToolsInFlight, ran_tools
-from runtime.journal.lost_outcomes import ask_again, run_again
-from runtime.journal.starts import OutcomeLost
-from runtime.judging.permissions import AlwaysPermission, granted, permission_fields
 from runtime.mcp.connections import McpServerUnavailable
 from runtime.mcp.tools import McpTools
 from runtime.metrics import count_model_error
@@ -35,18 +32,21 @@ from runtime.policy import Policy
 from runtime.process.causes import caused_by
 from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.record.leases import Fenced, Lease
-from runtime.record.posted_messages import post_cards, record_or_retract
+from runtime.record.permissions import AlwaysPermission, granted, permission_fields
+from runtime.record.starts import OutcomeLost
+from runtime.record.stop_mark import Stopped
 from runtime.record.store import RunRecord, RunStore
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import ConversationUnavailable, Failure, Reporter, RunView
 from runtime.runs.edited_previews import preview_edits
 from runtime.runs.endings import RunEndings
+from runtime.runs.lost_outcomes import ask_again, run_again
 from runtime.runs.observer import RunObserver, not_run_notes
 from runtime.runs.planner import CallPlanner, Planned, requested
+from runtime.runs.posted_messages import post_cards, record_or_retract
 from runtime.runs.restoring import apply_round, restore
 from runtime.runs.state_decisions import apply_decisions, approved_edits
 from runtime.stops.listener import StopListener
-from runtime.stops.mark import Stopped
 from runtime.stops.safe_point import run_until_stopped
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.plan import plan_reach

@@ -12,9 +12,9 @@ from agents import Agent, RunContextWrapper, RunHooks, Tool
 
 from runtime.record.envelope import PendingCall
 from runtime.record.leases import Lease
-from runtime.record.posted_messages import record_or_retract
 from runtime.record.store import RunStore
 from runtime.reporter import Activity, Reporter, RunView, batchable
+from runtime.runs.posted_messages import record_or_retract
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """A run stopped for approvals: one pending call per interruption, each judged by the policy
-(`runtime.judging.verdicts`) on the arguments as its tool receives them, with its digest, where
+(`runtime.policy.verdicts`) on the arguments as its tool receives them, with its digest, where
 its tool comes from, and its audit entry.
 
 Then, call by call and in this order, something may stand in for a person, each only where the
 verdict allows it: the rule's `auto` (a rejection always wins), a permission an **Approve
-always** made in this run for the same tool, agent and rule (`runtime.judging.permissions`),
+always** made in this run for the same tool, agent and rule (`runtime.record.permissions`),
 a grant (`runtime.grants.check`). Each such call is audited on its own before it can run. A
 call that needs a card also gets what the card shows beyond its arguments: why the model asked,
 the tool's preview, and its schema for edits (function tools only: an MCP tool is rebuilt from
@@ -17,25 +17,25 @@ from dataclasses import dataclass, field
 
 from agents import RunResult, ToolApprovalItem
 
+from runtime.agent_graph import callers
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
-from runtime.calls.context import editable_schema, function_tool_of, judged_arguments, why_of
 from runtime.calls.description import tool_kind
 from runtime.calls.digest import ArgumentsTooLarge, call_digest
 from runtime.calls.previews import PreviewFunction, preview_of, run_previews
 from runtime.grants.check import GrantCheck, GrantNotices
 from runtime.jobs.contracts import new_approval_id
 from runtime.judging.arguments import ArgumentSchema
-from runtime.judging.call_rule import UNAPPROVABLE, CallRule
-from runtime.judging.permissions import AlwaysPermission, RuleKey, covering
-from runtime.judging.verdicts import Verdict, judge
 from runtime.mcp.origin import mcp_server_of
 from runtime.mcp.tools import McpTools
 from runtime.policy import Policy
+from runtime.policy.verdicts import Verdict, judge
+from runtime.record.call_rule import UNAPPROVABLE, CallRule
 from runtime.record.envelope import Approval, Decision, PendingCall, RunEnvelope, UnjudgedRule
+from runtime.record.permissions import AlwaysPermission, RuleKey, covering
 from runtime.record.store import RunStore
 from runtime.reporter import RunView
-from runtime.runs.agent_graph import callers
+from runtime.runs.call_context import editable_schema, function_tool_of, judged_arguments, why_of
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

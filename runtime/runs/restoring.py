@@ -2,7 +2,7 @@
 
 The state is restored without any approval the SDK would make of later calls by itself (an
 `always_approve` an earlier version gave): every later call comes back to the policy
-(`runtime.judging.permissions`)."""
+(`runtime.record.permissions`)."""
 
 from __future__ import annotations
 

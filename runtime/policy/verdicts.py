@@ -6,12 +6,12 @@ is judged here, on the arguments as the tool receives them (`runtime.judging.arg
 
 1. the rules are walked in order and each `when` evaluated within its budget
    (`Policy.judge`); one that cannot be judged makes the call satisfy it and the rule it falls
-   under otherwise (`runtime.judging.call_rule.stricter`);
+   under otherwise (`runtime.record.call_rule.stricter`);
 2. nothing approves the call by itself (no `auto = "approve"`, no grant, no Approve always) when
    a `when` could not be judged, when its arguments do not fit the tool, or when its run was
    started by a guest or a person of another organisation (`Conversation.requester_external`);
 3. the verdict names the rule key an Approve always on the call would bind
-   (`runtime.judging.permissions`).
+   (`runtime.record.permissions`).
 
 What may then stand in for a person (an automatic rule, a permission, a grant) is checked by the
 planner against this verdict, call by call, and audited call by call.
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from runtime.conditions import CallFacts
 from runtime.jobs.contracts import Conversation
 from runtime.judging.arguments import JudgedArguments
-from runtime.judging.call_rule import CallRule
-from runtime.judging.permissions import RuleKey
-from runtime.policy import Policy
+from runtime.policy.rules import Policy
+from runtime.record.call_rule import CallRule
+from runtime.record.permissions import RuleKey
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

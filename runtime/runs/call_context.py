@@ -9,12 +9,12 @@ from typing import Any
 from agents import FunctionTool, ItemHelpers, MessageOutputItem, RunResult, ToolCallOutputItem
 from agents.items import ToolApprovalItem
 
+from runtime.agent_graph import tool_agent
 from runtime.calls.description import described_arguments, tool_kind
 from runtime.journal.invoker import JournaledInvoker
 from runtime.judging.arguments import NO_SCHEMA, ArgumentSchema, JudgedArguments
 from runtime.judging.tool_schemas import function_tool_schema
 from runtime.mcp.origin import mcp_server_of
-from runtime.runs.agent_graph import tool_agent
 
 WHY_CHARS = 600
 

@@ -19,7 +19,6 @@ import aiohttp
 from aiohttp import web
 
 from bot.console.workspace import demo_defaults
-from bot.reporting.worker import slack_worker
 from bot.settings import (
     SLACK_CREDENTIALS,
     Settings,
@@ -29,6 +28,7 @@ from bot.settings import (
 )
 from bot.web.app import create_web_app, requests_grace
 from bot.wiring import web_redis, worker_redis
+from bot.worker import slack_worker
 from runtime.db import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
 from runtime.models import uses_scripted_model
 from runtime.policy import Policy, PolicyError, load_policy

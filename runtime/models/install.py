@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from agents import FunctionTool, Model
 
+from runtime.agent_graph import reachable_agents
 from runtime.journal.invoker import JournaledInvoker
 from runtime.journal.tool_kinds import journal_tool_kind
 from runtime.judging.tool_schemas import function_tool_schema
 from runtime.models.journaled import journaled_model
 from runtime.registry import AgentRegistry
-from runtime.runs.agent_graph import reachable_agents
 
 
 def install_journal(registry: AgentRegistry) -> int:

@@ -33,9 +33,9 @@ need a person (or decides them, with `auto`) whatever the server's own `require_
 (see `runtime.mcp.tools`). A rule with `when` matches only calls its expression holds for; one
 it cannot be judged for (a missing field, values of different types, over its budget) holds
 neither true nor false: the call must satisfy both that rule and the one the policy goes on to
-(`runtime.judging.call_rule.stricter`), and nothing approves it by itself. The runtime stores
+(`runtime.record.call_rule.stricter`), and nothing approves it by itself. The runtime stores
 the resolved rule with each pending call, so a policy change never changes what an open card
-promised. Every call meets the policy in one place (`runtime.judging.verdicts`), which also
+promised. Every call meets the policy in one place (`runtime.policy.verdicts`), which also
 checks grants, Approve always and automatic approvals against the rule the call falls under.
 """
 
@@ -61,9 +61,9 @@ from pydantic import (
 
 from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
 from runtime.deciders import is_group
-from runtime.judging.call_rule import CallRule, Unjudged, stricter
 from runtime.judging.evaluation import Outcome
 from runtime.judging.policy_file_words import plain_reason
+from runtime.record.call_rule import CallRule, Unjudged, stricter
 from runtime.settings import RuntimeSettings
 
 __all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "load_policy", "parse_principals"]
@@ -177,7 +177,7 @@ class Policy:
     @property
     def version(self) -> str:
         """A digest of the rules and defaults: what an Approve always is bound to
-        (`runtime.judging.permissions`), so a changed policy honours none made before."""
+        (`runtime.record.permissions`), so a changed policy honours none made before."""
         text = "\n".join(
             [
                 *(rule.model_dump_json() for rule in self.rules),
@@ -223,7 +223,7 @@ class Policy:
 
     def resolve(self, match: Match) -> CallRule:
         """The rule a match names, defaults filled in, made stricter by every rule before it
-        that could not be judged (`runtime.judging.call_rule.stricter`)."""
+        that could not be judged (`runtime.record.call_rule.stricter`)."""
         resolved = self._typed(self._resolve(match.index))
         for unjudged in reversed(match.unjudged):
             resolved = stricter(self._typed(self._resolve(unjudged.index)), resolved, unjudged)

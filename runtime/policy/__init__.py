@@ -1,0 +1,15 @@
+"""The policy: its file of rules (who may decide which tool calls, how many must agree, which need
+nobody) and the one judgement every call meets (`verdicts`)."""
+
+from runtime.policy.rules import Policy, PolicyError, Rule, load_policy, parse_principals
+from runtime.policy.verdicts import Verdict, judge
+
+__all__ = [
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "Verdict",
+    "judge",
+    "load_policy",
+    "parse_principals",
+]
