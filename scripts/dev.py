@@ -3,7 +3,7 @@
 
     python3 scripts/dev.py demo     # venv + dependencies, then the local console (no Slack app,
                                     # no OpenAI key, no Redis needed): http://localhost:3000/console
-    python3 scripts/dev.py test     # venv + dependencies, then ruff, mypy and the test suite
+    python3 scripts/dev.py test     # venv + dependencies, then ruff, mypy, lint-imports, the tests
     python3 scripts/dev.py test --latest   # the same on the newest releases pyproject.toml allows
     python3 scripts/dev.py lock [--upgrade]  # write the lock files again (uv, from the dev tools)
     python3 scripts/dev.py soak --steps N --seed S  # the promise's model, long (tests/promise/)
@@ -237,6 +237,8 @@ def test(pytest_args: list[str], latest: bool) -> None:
     run(python, "-m", "ruff", "format", "--check", ".")
     say("mypy (strict)")
     run(python, "-m", "mypy")
+    say("lint-imports (the floors in pyproject.toml)")
+    run(python.parent / "lint-imports")
     say("pytest")
     # Three pytest workers, a test file each at a time: most of a test's time is spent waiting
     # on real processes (two workers kept two cores 60% busy), so three finish sooner even on
