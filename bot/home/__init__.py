@@ -1,1 +1,4 @@
-"""The app's Home tab: what waits for each person, their runs, its buttons and republishing."""
+"""The app's Home tab: what waits for each person, their runs, its buttons and republishing.
+
+Above `listeners` and `bot.wiring` (imports them and the floors below); below `bot.web`.
+"""

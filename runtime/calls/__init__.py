@@ -1,4 +1,8 @@
-"""What a pending call is and shows: its description, digest, context and effect preview."""
+"""What a pending call shows: its description, the digest that binds an approval to it, and
+its effect preview (on threads of its own).
+
+Floor 1 (values): imports nothing else of `runtime`.
+"""
 
 from runtime.calls.digest import call_digest, shown_digest
 

@@ -1,5 +1,7 @@
 """Redis: one server, Sentinel or Cluster; keys, clock, replication waits, Lua files, a local
 server.
+
+Floor 2 (storage): imports `runtime.settings` beside it and the values floor (`process`).
 """
 
 from runtime.db.client import connect_to

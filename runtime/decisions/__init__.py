@@ -1,4 +1,8 @@
-"""People's decisions on calls, through the one decision script, with grants and edits."""
+"""People's decisions on calls, through the one decision script, with grants and edits; and the
+decision nobody made (expiry).
+
+Floor 5 (a call's actions): imports `grants` and `waiting` beside it, and the floors below.
+"""
 
 from runtime.decisions.batch import BatchRecorder, BatchResult, waiting_views
 from runtime.decisions.edits import (

@@ -1,5 +1,8 @@
 """What a Redis failover lost, found and said: the primary's identity watched, and the decisions
-and tool outputs a process acknowledged lately looked for again on the new primary."""
+and tool outputs a process acknowledged lately looked for again on the new primary.
+
+Floor 5 (a call's actions): imports the record (and its `reporter`) and the floors below.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The job queue between web and workers: contracts, consumer, router, due sets, live workers."""
+"""The job queue between web and workers: contracts, the stream, its consumer, due sets, live
+workers. Which run a job goes to is the runs' business (`runtime.runs.router`).
+
+Floor 2 (storage): imports `db` beside it and the values floor.
+"""
 
 from runtime.jobs.contracts import (
     APPROVAL_ID_PATTERN,

@@ -1,7 +1,7 @@
-"""Where every call meets the policy: arguments as the tool gets them, bounded conditions.
+"""The language a rule judges a call in: arguments as the tool gets them, their schemas, and
+the bounded comparisons and evaluation a `when` runs on (`runtime.conditions`).
 
-Also what a rule that cannot be judged combines to, and Approve always as a permission of the
-run.
+Floor 4 (rules): imports the floors below (the record, storage, values).
 """
 
 from runtime.judging.arguments import ArgumentSchema, JudgedArguments

@@ -1,5 +1,8 @@
 """The policy: its file of rules (who may decide which tool calls, how many must agree, which need
-nobody) and the one judgement every call meets (`verdicts`)."""
+nobody) and the one judgement every call meets (`verdicts`).
+
+Floor 4 (rules): imports `conditions` and `judging` beside it and the floors below.
+"""
 
 from runtime.policy.rules import Policy, PolicyError, Rule, load_policy, parse_principals
 from runtime.policy.verdicts import Verdict, judge

@@ -1,4 +1,7 @@
-"""A process's life: shutdown signal and budget, owned tasks, logs, readiness, retry back-off."""
+"""A process's life: shutdown signal and budget, owned tasks, logs, credentials, retry back-off.
+
+Floor 1 (values): imports nothing else of `runtime`.
+"""
 
 from runtime.process.backoff import Backoff
 from runtime.process.credentials import Credentials

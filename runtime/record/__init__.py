@@ -1,4 +1,11 @@
-"""The run record: one Redis hash per run, the scripts that touch it, the store."""
+"""The run record: one Redis hash per run, every field of it, the scripts that touch it, the store.
+
+Its fields' values live here too: the versioned envelope, the rule resolved for a call and the
+gate that stores it, a decision's choices, Approve always permissions, a call's reach, start
+marks, journaled model turns, stop marks, leases, and the gauges read from it.
+
+Floor 3 (the record): imports the storage and values floors.
+"""
 
 from runtime.record.call_rule import CallRule, Unjudged
 from runtime.record.choices import GRANT_ID_PATTERN, GrantScope

@@ -1,4 +1,8 @@
-"""Running a run's steps with the SDK: planning approvals, applying decisions, observing, ending."""
+"""Running a run's steps with the SDK: the job routed to it, planning approvals, applying
+decisions, asking about lost outcomes, posting and observing, ending.
+
+Floor 6 (a run): imports `mcp` and `runtime.registry` beside it, and every floor below.
+"""
 
 from runtime.runs.live import LiveRun, LiveRuns
 

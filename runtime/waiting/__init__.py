@@ -1,4 +1,7 @@
-"""Calls waiting for people: copies, reminders, escalation, expiry, what waits."""
+"""Calls waiting for people: what they were promised, copies, reminders, escalation, what waits.
+
+Floor 5 (a call's actions): imports the rules, the record and the floors below.
+"""
 
 from runtime.waiting.index import Listed, OpenApproval, WaitingIndex
 
