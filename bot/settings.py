@@ -33,7 +33,7 @@ class Settings(RuntimeSettings):
     )
     port: int = Field(3000, validation_alias="PORT", ge=1, le=65535)
 
-    # --- the Home tab at scale (issue 20) -------------------------------------------------------
+    # --- the Home tab at scale ---
     home_publishes_per_minute: int = Field(
         100, validation_alias="HOME_PUBLISHES_PER_MINUTE", ge=1, le=100_000
     )
@@ -41,7 +41,7 @@ class Settings(RuntimeSettings):
     home_redis_connections: int = Field(8, validation_alias="HOME_REDIS_CONNECTIONS", ge=1, le=1000)
     """The web's Redis connections for Home tab work, apart from the clicks' (`bot.wiring`)."""
 
-    # --- first run: the local console and Socket Mode (issue 4) ---------------------------------
+    # --- first run: the local console and Socket Mode ---
     console: bool = Field(False, validation_alias="CONSOLE")
     """Serve the console at /console and talk to its stand-in Slack API instead of Slack."""
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
@@ -76,7 +76,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(describe_settings_error(error, FIXES)) from None
 
 
-# --- first run: the local console and Socket Mode (issue 4) ------------------------------------
+# --- first run: the local console and Socket Mode ---
 
 CONSOLE_PREFIX = "/console/"
 CONSOLE_BOT_TOKEN = "xoxb-console-local"

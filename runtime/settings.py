@@ -195,7 +195,7 @@ class RuntimeSettings(BaseSettings):
     grant_max_seconds: int = Field(86400, validation_alias="GRANT_MAX_SECONDS", ge=0, le=604800)
     """The longest grant a card offers where the policy rule says nothing; 0 turns grants off."""
 
-    # --- operating it (issue 12) ---------------------------------------------------------------
+    # --- operating it ---
     metrics_port: int | None = Field(None, validation_alias="METRICS_PORT", ge=1, le=65535)
     """A worker serves `GET /metrics` and `GET /readyz` on this port; unset, neither. (The web
     process serves both on `PORT`.)"""
@@ -261,7 +261,7 @@ class RuntimeSettings(BaseSettings):
     mcp_wait_seconds: float = Field(30.0, validation_alias="MCP_WAIT_SECONDS", ge=0, le=600)
     """How long a run waits for a down MCP server (reconnected meanwhile) before it stops."""
 
-    # --- first run (issue 4) ------------------------------------------------------------------
+    # --- first run ---
     openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
     """Read by the `openai` client itself; here only to know whether it is set: without it,
     the bundled example agents run on a scripted model (`runtime.models.scripted`)."""

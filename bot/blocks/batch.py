@@ -1,4 +1,4 @@
-"""**Approve all** and **Reject all** (issue 20 item 2): the buttons on a waiting run's status
+"""**Approve all** and **Reject all**: the buttons on a waiting run's status
 message, and the modal that lists every waiting call, whole, with the digest it will be bound
 to (a call it cannot show whole is left out of the batch and decided on its card)."""
 

@@ -1,4 +1,4 @@
-"""**Approve all** and **Reject all** on a waiting run's status message (issue 20 item 2).
+"""**Approve all** and **Reject all** on a waiting run's status message.
 
 The click opens a modal listing every waiting call whole (all its arguments) with the digest it
 will be bound to, leaving out of the batch, with a sentence, a call it cannot show whole; the

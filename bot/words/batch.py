@@ -1,4 +1,4 @@
-"""The words of batch decisions (issue 20 item 2): **Approve all** and **Reject all** on a run's
+"""The words of batch decisions: **Approve all** and **Reject all** on a run's
 status message, their modal, and why a batch recorded nothing."""
 
 from __future__ import annotations

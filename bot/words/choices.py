@@ -1,4 +1,4 @@
-"""The words of what a card offers beyond yes and no (issue 11): grants, edits, the task and
+"""The words of what a card offers beyond yes and no: grants, edits, the task and
 the model's reason, and previews. Part of `bot.words.runs`, kept apart only for size."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The words for who is in: people outside the installing workspace (issue 18), and people outside
+"""The words for who is in: people outside the installing workspace, and people outside
 the channel of a call that anyone there may decide, clicking on the Home tab. Part of
 `bot.words.runs`, kept apart only for size."""
 
