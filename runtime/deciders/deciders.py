@@ -181,8 +181,8 @@ def one_by_one(*, quorum: int, confirm: str | None) -> bool:
     return quorum > 1 or confirm is not None
 
 
-def outsider_may_act(calls: Collection[Deciders], *, outsiders_allowed: bool) -> bool:
-    """Whether someone outside the installing workspace may stop a run or revoke a grant: where
-    `EXTERNAL_DECIDERS=allow`, or (a stop) where they may decide every call of the run's round,
+def outsider_may_stop(calls: Collection[Deciders], *, outsiders_allowed: bool) -> bool:
+    """Whether someone outside the installing workspace may stop a run: where
+    `EXTERNAL_DECIDERS=allow`, or where they may decide every call of the run's round (`calls`),
     since stopping decides them all."""
     return outsiders_allowed or (bool(calls) and all(who.external for who in calls))

@@ -4,10 +4,11 @@ A grant made an hour ago promises nothing the policy no longer allows. It covers
 - the call's rule is not `auto` (`auto = "reject"` always wins; `auto = "approve"` needs none),
   is decided by one untyped approval (never under a quorum or a typed confirmation:
   `runtime.deciders.one_by_one`) and allows grants at least that long;
-- the person who granted may still decide the call, as `runtime.deciders` answers: listed in the rule's approvers (or in one
-  of its groups, asked through `Membership`; when that cannot be answered the call asks a
-  person), not its requester unless self-approval is allowed, and, for a person outside the
-  installing workspace, only where the call's rule lets such people decide (`external`);
+- the person who granted may still decide the call, as `runtime.deciders` answers: listed in
+  the rule's approvers (or in one of its groups, asked through `Membership`; when that cannot
+  be answered the call asks a person), not its requester unless self-approval is allowed, and,
+  for a person outside the installing workspace, only where the call's rule lets such people
+  decide (`external`);
 - the grant still exists and has not ended when it is used (`GrantStore.use`, atomic with a
   revocation).
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from runtime.deciders import is_group
+from runtime.deciders import split
 
 UNAPPROVABLE = "No person may approve it under the rules it may fall under"
 """How the reason the model reads begins, for a call rejected because of `CallRule.refusal`."""
@@ -100,7 +100,7 @@ def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule
             f"(`{unjudged.confirm}` and `{otherwise.confirm}`)"
         )
     quorum = max(unjudged.quorum, otherwise.quorum)
-    users = [p for p in approvers if not is_group(p)]
+    users, _ = split(approvers)
     if approvers and len(users) == len(approvers) and quorum > len(users):
         people = "1 person is" if len(users) == 1 else f"{len(users)} people are"
         refusal = refusal or f"{quorum} approvals are needed but only {people} allowed by both"
