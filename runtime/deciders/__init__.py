@@ -24,14 +24,17 @@ from runtime.deciders.deciders import (
     split,
     stop_groups_to_ask,
 )
+from runtime.deciders.terms import TERMS, Terms
 
 __all__ = [
+    "TERMS",
     "Approvers",
     "Deciders",
     "Facts",
     "Listed",
     "Members",
     "Refusal",
+    "Terms",
     "decides",
     "first_member_of",
     "groups_of",

@@ -42,7 +42,9 @@ class Unjudged:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CallRule:
-    """The policy for one tool call, defaults filled in."""
+    """The policy for one tool call, defaults filled in: the `runtime.deciders.Terms` that go
+    with the call to its card and gate, and how the call is asked (`ttl_seconds`, `auto`,
+    `preview`, `notify`)."""
 
     approvers: tuple[str, ...]
     """Who may decide; empty means anyone in the channel."""

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import HOME_CHANNELS, HOME_GROUPS, HOME_WAITING, LIVE_BY
 from runtime.db.lua import LuaConstant, lua_script
-from runtime.deciders import is_group, split
+from runtime.deciders import Terms, is_group, split
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.once import OnceScript, once_body
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from runtime.db.keys import Keys
-    from runtime.policy import CallRule as GateRule
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -206,7 +205,7 @@ class CallGate(BaseModel):
             }
         )
 
-    def regated_to(self, rule: GateRule, arguments: str, digest: str) -> CallGate:
+    def regated_to(self, rule: Terms, arguments: str, digest: str) -> CallGate:
         """This gate under the stricter rule an edit moved the call to: its approvers, quorum
         and loosenings, bound to the edited arguments (`digest`), the count to restart. Written
         by the decision script with the edit (`decide.lua`), never around it.
