@@ -24,6 +24,7 @@ from runtime.deciders import (
     one_by_one,
     refusal,
     split,
+    too_few,
 )
 from runtime.decisions.batch import BatchRecorder, waiting_views
 from runtime.decisions.recorder import Choice, DecisionRecorder
@@ -287,3 +288,11 @@ async def test_a_call_decided_one_by_one_is_one_the_batch_script_refuses(
 def test_a_group_is_an_s_id() -> None:
     assert [is_group(p) for p in ("S0SRE", "U01", "W01", "C01")] == [True, False, False, False]
     assert split(("U01", "S0SRE", "W01", "S0OPS")) == (("U01", "W01"), ("S0SRE", "S0OPS"))
+
+
+def test_a_quorum_out_of_reach_is_known_only_without_groups() -> None:
+    assert too_few(("UANN", "UBOB"), 3) == 2
+    assert too_few(("UANN", "UANN"), 2) == 1  # the same person twice counts once
+    assert too_few(("UANN", "SOPS"), 3) is None  # the group's members count at click time
+    assert too_few((), 5) is None  # anyone
+    assert too_few(("UANN", "UBOB"), 2) is None

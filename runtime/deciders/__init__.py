@@ -23,6 +23,7 @@ from runtime.deciders.deciders import (
     refusal,
     split,
     stop_groups_to_ask,
+    too_few,
 )
 from runtime.deciders.terms import TERMS, Terms
 
@@ -49,4 +50,5 @@ __all__ = [
     "refusal",
     "split",
     "stop_groups_to_ask",
+    "too_few",
 ]

@@ -175,6 +175,16 @@ def may_approve(principals: Iterable[str], *, requester: str, self_ok: bool) -> 
     return tuple(p for p in principals if self_ok or p != requester)
 
 
+def too_few(approvers: Collection[str], quorum: int) -> int | None:
+    """How many people may approve, when that is known before any click and fewer than
+    `quorum`, so that no call could ever be approved; None when anyone may, when a group is
+    among them (its members are counted only at click time), or when there are enough."""
+    people = set(approvers)
+    if not people or any(is_group(p) for p in people) or quorum <= len(people):
+        return None
+    return len(people)
+
+
 def one_by_one(*, quorum: int, confirm: str | None) -> bool:
     """A call each person decides on its own: under a quorum (every approval counts) or a typed
     confirmation (every approval is typed). No grant, Approve always or batch decides it."""

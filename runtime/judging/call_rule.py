@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from runtime.deciders import split
+from runtime.deciders import too_few
 
 UNAPPROVABLE = "No person may approve it under the rules it may fall under"
 """How the reason the model reads begins, for a call rejected because of `CallRule.refusal`."""
@@ -102,9 +102,8 @@ def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule
             f"(`{unjudged.confirm}` and `{otherwise.confirm}`)"
         )
     quorum = max(unjudged.quorum, otherwise.quorum)
-    users, _ = split(approvers)
-    if approvers and len(users) == len(approvers) and quorum > len(users):
-        people = "1 person is" if len(users) == 1 else f"{len(users)} people are"
+    if (few := too_few(approvers, quorum)) is not None:
+        people = "1 person is" if few == 1 else f"{few} people are"
         refusal = refusal or f"{quorum} approvals are needed but only {people} allowed by both"
     # A rule's own `auto = "reject"` wins; else the first reason nobody could approve it.
     rejected = unjudged.auto == "reject" or (otherwise.auto == "reject" and not otherwise.refusal)
