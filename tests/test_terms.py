@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
-from runtime.deciders import TERMS, Terms
+from runtime.deciders import TERMS, Terms, asks_more
 from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
 from runtime.judging.call_rule import CallRule
 from runtime.policy import Rule
@@ -26,7 +26,12 @@ GATE_ONLY = ("escalate_after_seconds", "escalate_to")
 
 
 def test_the_names_are_the_protocols() -> None:
-    declared = {name for name, value in vars(Terms).items() if isinstance(value, property)}
+    declared = {
+        name
+        for protocol in Terms.__mro__
+        for name, value in vars(protocol).items()
+        if isinstance(value, property)
+    }
     assert set(TERMS) == declared
 
 
@@ -105,3 +110,30 @@ def test_the_scripts_read_only_fields_a_gate_has() -> None:
         read |= set(re.findall(r"\bgate\['(\w+)'\]", script.read_text()))
     assert read, "no script reads a gate: the pattern is stale"
     assert read <= set(CallGate.model_fields), read - set(CallGate.model_fields)
+
+
+def test_an_edit_asks_more_under_a_rule_that_narrows_who_decides() -> None:
+    call = PendingCall(
+        approval_id=new_approval_id(),
+        call_id="c",
+        tool="refund",
+        agent="ops",
+        arguments="{}",
+        expires_at=0,
+        approvers=("UANN", "UBOB"),
+        external=True,
+    )
+    same = CallRule(
+        approvers=("UBOB", "UANN"),
+        quorum=1,
+        ttl_seconds=60,
+        allow_always=True,
+        auto=None,
+        external=True,
+    )
+    assert not asks_more(same, call)
+    assert not asks_more(replace(same, approvers=()), call)  # anyone: asks no more
+    assert asks_more(replace(same, quorum=2), call)
+    assert asks_more(replace(same, external=False), call)
+    assert asks_more(replace(same, confirm="order_id"), call)
+    assert asks_more(replace(same, approvers=("UANN",)), call)

@@ -25,17 +25,19 @@ from runtime.deciders.deciders import (
     stop_groups_to_ask,
     too_few,
 )
-from runtime.deciders.terms import TERMS, Terms
+from runtime.deciders.terms import TERMS, Asked, Terms, asks_more
 
 __all__ = [
     "TERMS",
     "Approvers",
+    "Asked",
     "Deciders",
     "Facts",
     "Listed",
     "Members",
     "Refusal",
     "Terms",
+    "asks_more",
     "decides",
     "first_member_of",
     "groups_of",

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Protocol
 
 
-class Terms(Protocol):
-    """The resolved fields of the rule a call falls under (defaults filled in)."""
+class Asked(Protocol):
+    """Who must decide a call, and how: the part of `Terms` a waiting call keeps as it is."""
 
     @property
     def approvers(self) -> tuple[str, ...]:
@@ -27,6 +27,20 @@ class Terms(Protocol):
     def quorum(self) -> int:
         """Approvals needed, each by another person (a rejection decides at once)."""
         ...
+
+    @property
+    def external(self) -> bool:
+        """People outside the installing workspace (Slack Connect, guests) may decide too."""
+        ...
+
+    @property
+    def confirm(self) -> str | None:
+        """The argument whose value each approver types."""
+        ...
+
+
+class Terms(Asked, Protocol):
+    """The resolved fields of the rule a call falls under (defaults filled in)."""
 
     @property
     def allow_always(self) -> bool:
@@ -41,16 +55,6 @@ class Terms(Protocol):
     @property
     def grant_max_seconds(self) -> int:
         """The longest grant people may make on the call; 0: none."""
-        ...
-
-    @property
-    def external(self) -> bool:
-        """People outside the installing workspace (Slack Connect, guests) may decide too."""
-        ...
-
-    @property
-    def confirm(self) -> str | None:
-        """The argument whose value each approver types."""
         ...
 
     @property
@@ -70,6 +74,19 @@ class Terms(Protocol):
 
     @property
     def escalate_to(self) -> tuple[str, ...]: ...
+
+
+def asks_more(rule: Asked, than: Asked) -> bool:
+    """Whether a call under `rule` asks more of whoever decides it than under `than`: a larger
+    quorum, no outsiders where they could, a typed confirmation `than` did not ask, approvers of
+    its own (other people, or some where anyone could decide: whoever edits may not be one).
+    Approving under `than` would then skip `rule`."""
+    return (
+        rule.quorum > than.quorum
+        or (than.external and not rule.external)
+        or (rule.confirm is not None and rule.confirm != than.confirm)
+        or (bool(rule.approvers) and set(rule.approvers) != set(than.approvers))
+    )
 
 
 TERMS = (
