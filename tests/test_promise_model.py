@@ -8,8 +8,8 @@ as asked.
 
 The tests after it are the minimal sequences the machine found for the violations it found
 before they were fixed (Approve always meeting a stricter rule, a grant over a coerced argument,
-a rule that cannot be judged, an edit, a retried turn, an outsider's run): each is a regular
-test now, and fails on any violation.
+a rule that cannot be judged, an edit, a retried turn, an outsider's run, a worker killed in a
+tool beside a call that waits): each is a regular test now, and fails on any violation.
 """
 
 from __future__ import annotations
@@ -137,3 +137,21 @@ def test_a_grant_never_decides_for_an_outsiders_run(history: PromiseMachine) -> 
     history.begin("strict", "UALICE", [[call("drop_table", name="tmp_a", force=False)]])
     history.click(0, "UBOB", "grant:tool:3600")
     history.start_run("UGUEST", [[call("drop_table", name="tmp_b", force=False)]])
+
+
+def test_a_call_beside_one_that_waits_runs_once_when_its_worker_is_killed_in_it(
+    history: PromiseMachine,
+) -> None:
+    """The soak's finding: the replacement worker asked the model again and `list_users` ran
+    twice. The rig's fault, not the runtime's: the kill, started from inside the tool, handed
+    the tool's context (its call id, which keys an agent tool's inner model turns) to the
+    replacement, whose turn then missed the journaled one. A new process inherits nothing."""
+    history.begin("typed", "UALICE", [[call("delete_user", user_id="u-100")]])
+    history.world_event("worker killed in a tool", seconds=60, times=1, after=0)
+    history.start_run(
+        "UBOB",
+        [
+            [call("restart_service", service="search"), call("list_users")],
+            [call("restart_service", service="search")],
+        ],
+    )

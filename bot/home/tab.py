@@ -54,7 +54,7 @@ from bot.slack.in_flight import InFlight
 from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from runtime.db import Keys
-from runtime.deciders import may_decide, needs_groups
+from runtime.deciders import decides
 from runtime.decisions import CallView, DecisionRecorder
 from runtime.record import CallGate
 from runtime.reporter import RunView
@@ -285,53 +285,47 @@ class HomeTab:
     ) -> bool:
         """`groups`: the members of each group looked up so far (None: Slack cannot say), so
         that a tab looks each group up once however many calls name it; `seen` the same for
-        channels. `copies`: the channels of the call's copies."""
-        if gate.anyone:
-            return await self._may_decide_in_channel(user_id, gate, seen, copies)
-        member_of: list[str] = []
-        # No lookup when being in every group would not do either (the requester).
-        if needs_groups(gate, user_id) and may_decide(gate, user_id, gate.groups):
-            for group in gate.groups:
-                if group not in groups:
-                    try:
-                        groups[group] = await self.directory.members(group)
-                    except DirectoryUnavailable:
-                        groups[group] = None
-                if user_id in (groups[group] or ()):
-                    member_of.append(group)
-                    break
-        if not may_decide(gate, user_id, member_of):
-            return False
-        # Named or not, someone outside the workspace decides only where the call lets them:
-        # listed otherwise, their click would only be refused.
+        channels. `copies`: the channels of the call's copies. Someone outside the workspace,
+        named or not, is listed only where the call lets them decide (elsewhere their click
+        would only be refused); when Slack cannot say, the call is not listed."""
+        facts = _TabFacts(
+            tab=self, user_id=user_id, groups=groups, seen=seen, where=(gate.channel, *copies)
+        )
         try:
-            return may_decide(
-                gate, user_id, member_of, outside=not await self._inside(user_id, seen)
-            )
-        except StandingUnknown:
-            return False
-
-    async def _inside(self, user_id: str, seen: _ChannelsSeen) -> bool:
-        """Whether `user_id` is a full member of the workspace, asked once per tab."""
-        if seen.inside is None:
-            seen.inside = (await self.members.standing(user_id)).inside
-        return seen.inside
-
-    async def _may_decide_in_channel(
-        self, user_id: str, gate: CallGate, seen: _ChannelsSeen, copies: tuple[str, ...]
-    ) -> bool:
-        """A call anyone in its channel may decide: for the members of its channel or a copy's,
-        not the requester (unless self-approval is allowed), not someone outside the workspace
-        (unless the call lets such people decide); never when Slack cannot say."""
-        if not may_decide(gate, user_id):
-            return False  # the requester: no lookup would change that
-        try:
-            if await self.channels.channel_with(user_id, (gate.channel, *copies), seen.members):
-                outside = not await self._inside(user_id, seen)
-                return may_decide(gate, user_id, outside=outside)
+            return await decides(gate, user_id, facts)
         except (DirectoryUnavailable, StandingUnknown):
-            pass
-        return False
+            return False
+
+
+@dataclass(kw_only=True, slots=True)
+class _TabFacts:
+    """What a tab finds out about its person for one call (`runtime.deciders.Facts`), from what
+    it found for the calls before: a group whose members Slack cannot say has none here."""
+
+    tab: HomeTab
+    user_id: str
+    groups: dict[str, set[str] | None]
+    seen: _ChannelsSeen
+    where: tuple[str, ...]
+    """The call's channel and its copies' (for a call anyone there may decide)."""
+
+    async def members(self, group_id: str) -> set[str]:
+        if group_id not in self.groups:
+            try:
+                self.groups[group_id] = await self.tab.directory.members(group_id)
+            except DirectoryUnavailable:
+                self.groups[group_id] = None
+        return self.groups[group_id] or set()
+
+    async def present(self) -> bool:
+        channels = self.tab.channels
+        return await channels.channel_with(self.user_id, self.where, self.seen.members) is not None
+
+    async def outside(self) -> bool:
+        """Asked of Slack once per tab."""
+        if self.seen.inside is None:
+            self.seen.inside = (await self.tab.members.standing(self.user_id)).inside
+        return not self.seen.inside
 
 
 async def _looked_up(

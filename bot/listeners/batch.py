@@ -27,6 +27,7 @@ from bot.words import batch as words
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated
+from runtime.deciders import one_by_one, own_call
 from runtime.decisions import (
     BatchRecorder,
     BatchResult,
@@ -114,7 +115,7 @@ class BatchActions:
             self.actions.tell(channel, user, None, words.TRY_AGAIN)
             return
         calls = [v.call for v in views if v.call is not None]
-        single = [c.tool for c in calls if c.quorum > 1 or c.confirm is not None]
+        single = [c.tool for c in calls if one_by_one(quorum=c.quorum, confirm=c.confirm)]
         if len(calls) < 2 or single or len(calls) > words.MOST_CALLS:
             text = (
                 words.NOTHING_TO_BATCH
@@ -154,7 +155,7 @@ class BatchActions:
         submission still goes through the decision script, which alone decides."""
         user = click.user.id
         gates = [v.gate for v in views if v.gate is not None]
-        if approving and gates and all(g.requester == user and not g.self_ok for g in gates):
+        if approving and gates and all(own_call(g, user) for g in gates):
             return words.OWN_CALLS
         gate = self.actions.gate
         for view in views:

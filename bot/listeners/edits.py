@@ -38,7 +38,7 @@ from bot.words import choices as choice_messages
 from bot.words import runs as messages
 from bot.words.runs import user
 from runtime.calls import call_digest
-from runtime.deciders import is_group
+from runtime.deciders import is_group, own_call
 from runtime.decisions import Choice, EditChoice, InvalidEdit, parse_edit, stricter_rule
 from runtime.jobs import APPROVAL_ID_PATTERN, RUN_ID_PATTERN
 from runtime.policy import Policy
@@ -78,7 +78,7 @@ class EditActions:
         refusal = None
         if not editable(call):
             refusal = choice_messages.EDIT_NOT_OFFERED
-        elif gate is not None and click.user.id == gate.requester and not gate.self_ok:
+        elif gate is not None and own_call(gate, click.user.id):
             # Editing approves: the requester may only reject their own run's calls.
             refusal = messages.SELF_APPROVAL_REFUSED
         if refusal is not None:

@@ -29,7 +29,7 @@ from bot.words import choices as choice_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated
-from runtime.deciders import needs_groups
+from runtime.deciders import groups_of
 from runtime.decisions import (
     CallView,
     Choice,
@@ -239,12 +239,10 @@ class ApprovalGate:
     async def groups_of(self, user_id: str, gate: CallGate | None) -> tuple[str, ...]:
         """The gate's groups `user_id` belongs to (one is enough); raises DirectoryUnavailable
         when Slack cannot say in time, so the click is refused rather than guessed."""
-        if gate is None or not needs_groups(gate, user_id):
+        if gate is None:
             return ()
-        for group in gate.groups:
-            if user_id in await self.directory.members(group):
-                return (group,)
-        return ()
+        # As for a rejection (which the requester may make): every group that can let them in.
+        return await groups_of(gate, user_id, self.directory, approving=False)
 
     async def _channel_of(self, user_id: str, view: CallView, where: str) -> str | None:
         """From the Home tab, for a call anyone in its channel may decide: the call's channel

@@ -30,6 +30,7 @@ from bot.slack.payloads import ButtonClick
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated
+from runtime.deciders import first_member_of, outsider_may_stop, stop_groups_to_ask
 from runtime.jobs import RUN_ID_PATTERN
 from runtime.metrics import DECISIONS
 from runtime.process import TaskSet
@@ -144,24 +145,17 @@ class StopActions:
     def _may_act(self, standing: Standing, view: StopView) -> bool:
         """A member may; someone outside the workspace only where the policy lets such people
         decide every call of the round (stopping decides them all)."""
-        if standing.inside or self.outsiders_allowed:
-            return True
-        return bool(view.gates) and all(gate.external for gate in view.gates.values())
+        calls = list(view.gates.values())
+        return standing.inside or outsider_may_stop(calls, outsiders_allowed=self.outsiders_allowed)
 
     async def _groups_of(self, user_id: str, view: StopView, where: str) -> tuple[str, ...]:
         """The groups involved that `user_id` is in; none needed when listed by id (or when a
         call anyone may decide is in `where`)."""
-        if user_id == view.requester or user_id in self.admins.users:
-            return ()
-        if any(user_id in gate.users for gate in view.gates.values()):
-            return ()
-        if any(gate.anyone and view.in_channel(aid, where) for aid, gate in view.gates.items()):
-            return ()
-        groups = {*self.admins.groups, *(g for gate in view.gates.values() for g in gate.groups)}
-        for group in sorted(groups):
-            if user_id in await self.directory.members(group):
-                return (group,)
-        return ()
+        calls = [(gate, view.in_channel(aid, where)) for aid, gate in view.gates.items()]
+        groups = stop_groups_to_ask(
+            user_id, requester=view.requester, admins=self.admins, calls=calls
+        )
+        return await first_member_of(user_id, groups, self.directory)
 
     async def _who_may_stop(self, view: StopView) -> str:
         principals = [view.requester] if view.requester else []

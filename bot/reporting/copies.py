@@ -20,7 +20,7 @@ from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
 from bot.words import overviews as words
 from bot.words import runs as messages
-from runtime.deciders import is_group
+from runtime.deciders import is_group, may_approve
 from runtime.record import CardCopy, PendingCall
 from runtime.reporter import RunView
 
@@ -49,7 +49,7 @@ class SlackReach:
         approvers but the requester (who may only reject their own call, unless self-approval
         is allowed)."""
         requester = run.conversation.requester
-        return [p for p in call.approvers if self._self_approval or p != requester]
+        return list(may_approve(call.approvers, requester=requester, self_ok=self._self_approval))
 
     async def copy_card(
         self, run: RunView, call: PendingCall, targets: tuple[str, ...]

@@ -58,15 +58,6 @@ class ApproverDirectory:
             ttl_seconds=MEMBERS_TTL_SECONDS,
         )
 
-    async def may_decide(self, user_id: str, approvers: Sequence[str]) -> bool:
-        """Empty `approvers` means anyone; otherwise the user or one of their groups is listed."""
-        if not approvers or user_id in approvers:
-            return True
-        for group in (p for p in approvers if is_group(p)):
-            if user_id in await self.members(group):
-                return True
-        return False
-
     async def members(self, group_id: str) -> set[str]:
         return set(await self._groups.members(group_id))
 

@@ -21,6 +21,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from referencing.exceptions import Unresolvable
 
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
+from runtime.deciders import asks_more
 from runtime.jobs.contracts import Conversation
 from runtime.judging.arguments import JudgedArguments
 from runtime.policy import Policy
@@ -172,14 +173,7 @@ async def stricter_rule(
         return rule
     if rule.auto == "approve":
         return None
-    asks_more = (
-        rule.quorum > call.quorum
-        or (call.external and not rule.external)
-        or (rule.confirm is not None and rule.confirm != call.confirm)
-        # Other approvers, or some where anyone could decide: whoever edits may not be one.
-        or (bool(rule.approvers) and set(rule.approvers) != set(call.approvers))
-    )
-    return rule if asks_more else None
+    return rule if asks_more(rule, call) else None
 
 
 def pretty_arguments(arguments: str) -> str:

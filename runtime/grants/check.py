@@ -2,11 +2,13 @@
 
 A grant made an hour ago promises nothing the policy no longer allows. It covers a call only if
 - the call's rule is not `auto` (`auto = "reject"` always wins; `auto = "approve"` needs none),
-  needs one approval (never under a quorum) and allows grants at least that long;
-- the person who granted may still decide the call: listed in the rule's approvers (or in one
-  of its groups, asked through `Membership`; when that cannot be answered the call asks a
-  person), not its requester unless self-approval is allowed, and, for a person outside the
-  installing workspace, only where the call's rule lets such people decide (`external`);
+  is decided by one untyped approval (never under a quorum or a typed confirmation:
+  `runtime.deciders.one_by_one`) and allows grants at least that long;
+- the person who granted may still decide the call, as `runtime.deciders` answers: listed in
+  the rule's approvers (or in one of its groups, asked through `Membership`; when that cannot
+  be answered the call asks a person), not its requester unless self-approval is allowed, and,
+  for a person outside the installing workspace, only where the call's rule lets such people
+  decide (`external`);
 - the grant still exists and has not ended when it is used (`GrantStore.use`, atomic with a
   revocation).
 """
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.deciders import Approvers, may_decide, needs_groups
+from runtime.deciders import Approvers, decides, one_by_one
 from runtime.grants.store import Grant, GrantStore
 from runtime.record.call_rule import CallRule
 from runtime.record.envelope import PendingCall, RunEnvelope
@@ -67,7 +69,11 @@ class GrantCheck:
     ) -> Grant | None:
         """The grant that approves this call (its use counted and audited, its `grant_used`
         entry with `audit_details` too: the arguments as the trail keeps them), or None: ask."""
-        if rule.auto is not None or rule.quorum > 1 or rule.grant_max_seconds <= 0:
+        if (
+            rule.auto is not None
+            or one_by_one(quorum=rule.quorum, confirm=rule.confirm)
+            or rule.grant_max_seconds <= 0
+        ):
             return None
         conversation = envelope.conversation
         grants = await self.store.active(conversation.channel)
@@ -111,16 +117,29 @@ class GrantCheck:
     async def _may_approve(self, who: Approvers, user: str, *, outside: bool) -> bool:
         """As the decision script would answer the person who granted, asked now; a group's
         members that cannot be told (or no `membership`) count as not a member."""
-        member_of: tuple[str, ...] = ()
-        # No lookup when being in every group would not do either (an outsider, the requester).
-        if needs_groups(who, user) and may_decide(who, user, who.groups, outside=outside):
-            for group in who.groups:
-                if self.membership is None:
-                    break
-                try:
-                    if user in await self.membership.members(group):
-                        member_of = (group,)
-                        break
-                except MembershipUnavailable:
-                    break
-        return may_decide(who, user, member_of, outside=outside)
+        try:
+            granter = _Granter(membership=self.membership, was_outside=outside)
+            return await decides(who, user, granter, outside=outside)
+        except MembershipUnavailable:
+            return False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Granter:
+    """What is known of the person who granted (`runtime.deciders.Facts`): their groups through
+    `membership`, and that they are where the call is (a grant covers its own channel only);
+    their standing is the one the grant recorded."""
+
+    membership: Membership | None
+    was_outside: bool
+
+    async def members(self, group_id: str) -> set[str]:
+        if self.membership is None:
+            raise MembershipUnavailable(group_id)
+        return await self.membership.members(group_id)
+
+    async def present(self) -> bool:
+        return True
+
+    async def outside(self) -> bool:
+        return self.was_outside

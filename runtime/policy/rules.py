@@ -60,7 +60,7 @@ from pydantic import (
 )
 
 from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
-from runtime.deciders import is_group
+from runtime.deciders import too_few
 from runtime.judging.evaluation import Outcome
 from runtime.judging.policy_file_words import plain_reason
 from runtime.record.call_rule import CallRule, Unjudged, stricter
@@ -351,10 +351,9 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
             "anyone in the channel decide."
         )
     approvers = default_approvers if rule.approvers is None else rule.approvers
-    users = set(approvers)
     # With a group among them the count is only known at click time; with users only, now.
-    if users and not any(is_group(p) for p in users) and rule.quorum > len(users):
-        people = "1 person" if len(users) == 1 else f"{len(users)} people"
+    if (few := too_few(approvers, rule.quorum)) is not None:
+        people = "1 person" if few == 1 else f"{few} people"
         where = "" if rule.approvers is not None else " (APPROVERS)"
         return "quorum", (
             f"{name} `quorum` is {rule.quorum}, but only {people} may decide{where}, so no call "

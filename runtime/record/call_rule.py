@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from runtime.deciders import is_group
+from runtime.deciders import too_few
 
 UNAPPROVABLE = "No person may approve it under the rules it may fall under"
 """How the reason the model reads begins, for a call rejected because of `CallRule.refusal`."""
@@ -42,7 +42,9 @@ class Unjudged:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CallRule:
-    """The policy for one tool call, defaults filled in."""
+    """The policy for one tool call, defaults filled in: the `runtime.deciders.Terms` that go
+    with the call to its card and gate, and how the call is asked (`ttl_seconds`, `auto`,
+    `preview`, `notify`)."""
 
     approvers: tuple[str, ...]
     """Who may decide; empty means anyone in the channel."""
@@ -100,9 +102,8 @@ def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule
             f"(`{unjudged.confirm}` and `{otherwise.confirm}`)"
         )
     quorum = max(unjudged.quorum, otherwise.quorum)
-    users = [p for p in approvers if not is_group(p)]
-    if approvers and len(users) == len(approvers) and quorum > len(users):
-        people = "1 person is" if len(users) == 1 else f"{len(users)} people are"
+    if (few := too_few(approvers, quorum)) is not None:
+        people = "1 person is" if few == 1 else f"{few} people are"
         refusal = refusal or f"{quorum} approvals are needed but only {people} allowed by both"
     # A rule's own `auto = "reject"` wins; else the first reason nobody could approve it.
     rejected = unjudged.auto == "reject" or (otherwise.auto == "reject" and not otherwise.refusal)

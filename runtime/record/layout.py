@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import HOME_CHANNELS, HOME_GROUPS, HOME_WAITING, LIVE_BY
 from runtime.db.lua import LuaConstant, lua_script
-from runtime.deciders import is_group
+from runtime.deciders import Terms, is_group, split
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.once import OnceScript, once_body
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from runtime.db.keys import Keys
-    from runtime.record.call_rule import CallRule as GateRule
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -206,7 +205,7 @@ class CallGate(BaseModel):
             }
         )
 
-    def regated_to(self, rule: GateRule, arguments: str, digest: str) -> CallGate:
+    def regated_to(self, rule: Terms, arguments: str, digest: str) -> CallGate:
         """This gate under the stricter rule an edit moved the call to: its approvers, quorum
         and loosenings, bound to the edited arguments (`digest`), the count to restart. Written
         by the decision script with the edit (`decide.lua`), never around it.
@@ -221,11 +220,11 @@ class CallGate(BaseModel):
         the call's reminders entry at now, and the worker's escalation widens this gate, with
         its audit entry, mention and copies), a later one when that time comes; the looser
         rule's escalation never widens this gate (`runtime.waiting.reminders`)."""
-        users = tuple(p for p in rule.approvers if not is_group(p))
+        users, groups = split(rule.approvers)
         return self.model_copy(
             update={
                 "users": users,
-                "groups": tuple(p for p in rule.approvers if is_group(p)),
+                "groups": groups,
                 "anyone": not rule.approvers,
                 "quorum": rule.quorum,
                 "allow_always": self.allow_always and rule.allow_always,
@@ -247,6 +246,7 @@ class CallGate(BaseModel):
 
     @classmethod
     def of(cls, envelope: RunEnvelope, call: PendingCall, *, self_ok: bool) -> CallGate:
+        users, groups = split(call.approvers)
         return cls(
             round=envelope.round,
             call_id=call.call_id,
@@ -254,8 +254,8 @@ class CallGate(BaseModel):
             agent=call.agent,
             requester=envelope.conversation.requester,
             channel=envelope.conversation.channel,
-            users=tuple(p for p in call.approvers if not is_group(p)),
-            groups=tuple(p for p in call.approvers if is_group(p)),
+            users=users,
+            groups=groups,
             anyone=not call.approvers,
             quorum=call.quorum,
             allow_always=call.allow_always,

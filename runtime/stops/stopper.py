@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, Replication
-from runtime.deciders import is_group
+from runtime.deciders import split
 from runtime.record import layout as rr
 from runtime.record.envelope import (
     CardCopy,
@@ -49,10 +49,8 @@ class Principals:
 
     @classmethod
     def parse(cls, principals: tuple[str, ...]) -> Principals:
-        return cls(
-            users=tuple(p for p in principals if not is_group(p)),
-            groups=tuple(p for p in principals if is_group(p)),
-        )
+        users, groups = split(principals)
+        return cls(users=users, groups=groups)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

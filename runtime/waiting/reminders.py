@@ -25,6 +25,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
+from runtime.deciders import may_approve
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
@@ -101,8 +102,10 @@ class Reminders:
 
     async def _remind(self, run: RunView, call: PendingCall, gate: CallGate | None) -> bool:
         if gate is not None:
-            users = [u for u in gate.users if u != gate.requester or gate.self_ok]
-            approvers = () if gate.anyone else (*users, *gate.groups)
+            named = may_approve(
+                (*gate.users, *gate.groups), requester=gate.requester, self_ok=gate.self_ok
+            )
+            approvers = () if gate.anyone else named
             call = call.model_copy(update={"approvers": approvers})
         try:
             await self.reporter.approval_reminder(run, call)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -235,7 +236,10 @@ class Rig(Harness):
         """Kill the worker, from any thread (a tool runs on the worker's own loop)."""
         loop = self._loop
         assert loop is not None
-        loop.call_soon_threadsafe(self._start_killing)
+        # In an empty context: the caller's (a tool's, its call id among the journal's context
+        # variables) would pass to the kill's task and on to the replacement worker it starts,
+        # which a new process never inherits.
+        loop.call_soon_threadsafe(self._start_killing, context=contextvars.Context())
 
     def _start_killing(self) -> None:
         if self._killing is None or self._killing.done():

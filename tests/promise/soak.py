@@ -75,7 +75,9 @@ def run_batch(batch_seed: int, steps: int, sequence_steps: int) -> bool:
             ),
         )
     except AssertionError as error:
-        print(f"batch {batch_seed}: {error}", flush=True)
+        # The minimal sequence is in the error's notes (Hypothesis's "Falsifying example").
+        notes = "\n".join(getattr(error, "__notes__", []))
+        print(f"batch {batch_seed}: {error}\n{notes}", flush=True)
         return False
     return True
 
