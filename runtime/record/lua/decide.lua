@@ -44,7 +44,9 @@ local mode = ARGV[4]
 -- Everything this script reads of the run, in one read.
 local seen = redis.call('HMGET', run, F.deadline .. aid, F.gate .. aid, F.edit .. aid,
   F.copies .. aid, F.decision .. aid, F.status, F.round, F.approvals .. aid, F.denied .. aid,
-  F.pending)
+  F.pending, F.reach .. aid)
+-- The call's fields the Home tab's index is made from (`home_index.lua`), as read.
+local indexed = {gate = seen[2], copies = seen[4], reach = seen[11]}
 local deadline = seen[1]
 if not deadline then
   if redis.call('EXISTS', run) == 0 then return {'gone'} end
@@ -168,9 +170,9 @@ if present(choice['regate']) then
     return {'unreadable'}
   end
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
-  home_unindex(run, aid)  -- the Home tab's index follows the gate (`home_index.lua`)
+  home_unindex(run, aid, indexed)  -- the Home tab's index follows the gate (`home_index.lua`)
   redis.call('HSET', run, F.gate .. aid, choice['regate'])
-  home_index(run, aid)
+  home_index(run, aid, {gate = choice['regate'], copies = seen[4], reach = seen[11]})
   -- The stricter rule's escalation counts from when the call was asked, and may be due
   -- already: the call's nudges are looked at again now (`runtime.waiting.reminders`).
   redis.call('ZADD', KEYS[5], now, ARGV[5])
@@ -221,7 +223,7 @@ attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], K
 local encoded = cjson.encode(decision)
 -- Nothing above wrote `pending`: the count read at the top is current.
 local pending = (tonumber(seen[10]) or 1) - 1
-home_unindex(run, aid)  -- decided: off the Home tabs' index
+home_unindex(run, aid, indexed)  -- decided: off the Home tabs' index
 if pending > 0 then
   redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending)
 else
