@@ -1,11 +1,11 @@
 -- Append items to a thread's history, keep only the newest, and start its time to live again.
 --
 -- KEYS
---   1 the conversation's list
+--   1 conversation: the conversation's list
 -- ARGV
---   1 the time to live, in seconds
---   2 the most items kept
---   3... the items, as JSON, oldest first
+--   1 ttl_seconds: the time to live, in seconds
+--   2 most: the most items kept
+--   3... items: the items, as JSON, oldest first
 -- Returns the list's length afterwards.
 local most = tonumber(ARGV[2])
 if #ARGV > 2 and most > 0 then

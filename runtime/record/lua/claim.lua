@@ -7,15 +7,15 @@
 -- and the delivery whose claim was lost cannot write over the other's.
 --
 -- KEYS
---   1 the run's hash
---   2 the audit stream of the run's shard
+--   1 run: the run's hash
+--   2 audit: the audit stream of the run's shard
 -- ARGV
---   1 the job's kind: 'start' or 'resume'
---   2 the round the job resumes (a start's is not read)
---   3 the hash's TTL in seconds while the run works (`RUNNING_TTL_SECONDS`)
---   4 the run id
---   5 the audit event of a resume (`resumed`)
---   6 how much the fence grows (`fence_step`)
+--   1 kind: the job's kind: 'start' or 'resume'
+--   2 round: the round the job resumes (a start's is not read)
+--   3 ttl_seconds: the hash's TTL in seconds while the run works (`RUNNING_TTL_SECONDS`)
+--   4 run_id: the run id
+--   5 event: the audit event of a resume (`resumed`)
+--   6 fence_step: how much the fence grows (`fence_step`)
 -- Returns {'gone'}; {'claimed', fence} (a start); {'claimed' or 'taken_over', fence, seconds,
 -- microseconds of Redis's clock} (a resume); {'waiting' or 'finishing', fence}; {'stale'} (a
 -- resume of another round); or {status} (not taken).

@@ -3,20 +3,20 @@
 -- stays.
 --
 -- KEYS
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the reminders (a due set)
---   4 the run's tombstone
---   5 the live runs
---   6 the audit stream
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 reminders: the reminders (a due set)
+--   4 tombstone: the run's tombstone
+--   5 live_runs: the live runs
+--   6 audit: the audit stream
 -- ARGV
---   1 the writer's fence ('' for writes that any holder may make)
---   2 the tombstone's TTL in seconds (`TOMBSTONE_SECONDS`)
---   3 the outcome, the tombstone's value
---   4 '1' keeps the hash, as `failed`; '0' deletes it
---   5 the run id
---   6 the audit entry (JSON list of its fields), or ''
---   7... the run's due-set members (`<run id>:<approval id>`) to remove
+--   1 fence: the writer's fence ('' for writes that any holder may make)
+--   2 tombstone_seconds: the tombstone's TTL in seconds (`TOMBSTONE_SECONDS`)
+--   3 outcome: the outcome, the tombstone's value
+--   4 keep: '1' keeps the hash, as `failed`; '0' deletes it
+--   5 run_id: the run id
+--   6 entry: the audit entry (JSON list of its fields), or ''
+--   7... members: the run's due-set members (`<run id>:<approval id>`) to remove
 -- Returns 1 done, -1 fenced off.
 -- One read: the fence, the requester, and for each call the fields its index entries come from.
 local wanted = {F.fence, F.requester}

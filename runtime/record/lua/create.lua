@@ -4,13 +4,13 @@
 -- the worker plans deadlines from it.
 --
 -- KEYS
---   1 the run's hash (`run:<id>`)
---   2 the run's tombstone (`done:<id>`)
---   3 the live runs of the run's shard
+--   1 run: the run's hash (`run:<id>`)
+--   2 tombstone: the run's tombstone (`done:<id>`)
+--   3 live_runs: the live runs of the run's shard
 -- ARGV
---   1 the hash's TTL in seconds (`RUNNING_TTL_SECONDS`)
---   2 the run id
---   3... field, value, field, value, ... of the new hash
+--   1 ttl_seconds: the hash's TTL in seconds (`RUNNING_TTL_SECONDS`)
+--   2 run_id: the run id
+--   3... fields: field, value, field, value, ... of the new hash
 -- Returns 'finished' (a tombstone: the run ended), 'exists', or {'created', seconds,
 -- microseconds} of Redis's clock.
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then

@@ -6,19 +6,19 @@
 -- call joins the Home tab's index (`home_index.lua`); the last round's calls leave it.
 --
 -- KEYS
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the reminders (a due set)
---   4 the due sets' wake-up stream (`Keys.due_wake`)
---   5 the audit stream
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 reminders: the reminders (a due set)
+--   4 due_wake: the due sets' wake-up stream (`Keys.due_wake`)
+--   5 audit: the audit stream
 -- ARGV
---   1 the writer's fence
---   2 when the hash expires (epoch seconds: the last deadline and `STATE_GRACE_SECONDS`)
---   3 the plan (JSON): `delete` (fields to drop), `set` (field -> value), `deadlines` and
+--   1 fence: the writer's fence
+--   2 expires_at: when the hash expires (epoch seconds: the last deadline and `STATE_GRACE_SECONDS`)
+--   3 plan: the plan (JSON): `delete` (fields to drop), `set` (field -> value), `deadlines` and
 --     `reminders` (due-set member -> epoch seconds), `audit` (entries, each a list of fields)
---   4 the SDK's RunState JSON, compressed (zlib)
---   5 a due-set poller's longest sleep in seconds (`longest_sleep`)
---   6 wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
+--   4 state: the SDK's RunState JSON, compressed (zlib)
+--   5 longest_sleep: a due-set poller's longest sleep in seconds (`longest_sleep`)
+--   6 wake_length: wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
 -- Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
 local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped, F.requester)
 if seen[1] ~= ARGV[1] then
