@@ -9,6 +9,11 @@ audit trail or counts is registered here: each call carries a token of its own, 
 in the same step as its effect, stores its reply under the token; a copy that finds the reply
 returns it instead of running again.
 
+A fenced write without an audit entry (`runtime.record.scripts.FENCED_WRITE`) goes without the
+frame: it neither appends nor counts. A copy that runs again writes the same fields under the
+same fence (and is refused once a later delivery holds the run); the caller sends nothing else
+until the call it retries has answered.
+
 The token's key is `once:<token>` in the shard of the script's first key (`Keys.once`): the
 same hash tag, so the same cluster slot. It expires after `ONCE_SECONDS`, longer than any copy
 can lag the first: redis-py's retries are over within a minute, a caller's within
