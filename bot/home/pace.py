@@ -72,8 +72,8 @@ class PublishRate:
         while True:
             taken, wait_ms = await self._script(
                 TakeToken(
-                    rate=self.keys.home_publish_rate,
-                    pause=self.keys.home_publish_pause,
+                    rate=self.keys.home.publish_rate,
+                    pause=self.keys.home.publish_pause,
                     interval_ms=self._interval_ms,
                     burst=self._burst,
                     ahead_ms=int(AHEAD_SECONDS * 1000),
@@ -87,4 +87,4 @@ class PublishRate:
 
     async def pause(self, seconds: float) -> None:
         """Slack answered 429: no web process publishes for `seconds` (its Retry-After)."""
-        await self.redis.set(self.keys.home_publish_pause, "1", px=max(1, int(seconds * 1000)))
+        await self.redis.set(self.keys.home.publish_pause, "1", px=max(1, int(seconds * 1000)))

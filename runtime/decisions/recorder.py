@@ -243,7 +243,7 @@ class DecisionRecorder:
         shard = self._keys.shard_of(run_id)
         if choice.grant and mode == "decide":
             await note_grant_shard(self._redis, self._keys, run_channel, choice.grant.id)
-        # The grant's id was drawn in the run's shard (`Keys.new_grant_id`): one slot.
+        # The grant's id was drawn in the run's shard (`GrantKeys.new_id`): one slot.
         grant_keys = (
             [shard.grant(choice.grant.id), shard.channel_grants(run_channel)]
             if choice.grant

@@ -130,7 +130,7 @@ async def note_grant_shard(redis: aioredis.Redis, keys: Keys, channel: str, gran
     shard named for a grant that was not made costs a lookup one empty read."""
     if keys.shard_count == 1:
         return
-    key = keys.grant_shards(channel)
+    key = keys.grants.shards(channel)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.sadd(key, keys.shard_of(grant_id).index)
         # Every grant is one of GRANT_CHOICES (at most as long), so each note leaves the list
@@ -151,7 +151,7 @@ class GrantStore:
 
     def new_id(self, run_id: str) -> str:
         """An id for a grant that a decision on `run_id` creates (in the run's shard)."""
-        return self._keys.new_grant_id(run_id)
+        return self._keys.grants.new_id(run_id)
 
     async def active(self, channel: str) -> list[Grant]:
         """The channel's grants that have not ended, soonest end first."""
@@ -177,19 +177,19 @@ class GrantStore:
     async def _shards_with_grants(self, channel: str) -> list[Shard]:
         if self._keys.shard_count == 1:
             return [self._keys.shard(0)]
-        named: Any = await self._redis.smembers(self._keys.grant_shards(channel))
+        named: Any = await self._redis.smembers(self._keys.grants.shards(channel))
         indexes = {int(i) for i in named if i.isdigit() and int(i) < self._keys.shard_count}
         return [self._keys.shard(index) for index in sorted(indexes)]
 
     async def get(self, grant_id: str) -> Grant | None:
-        raw: Any = await self._redis.hmget(self._keys.grant(grant_id), ["grant", "uses"])
+        raw: Any = await self._redis.hmget(self._keys.grants.grant(grant_id), ["grant", "uses"])
         return _grant(raw[0], raw[1])
 
     async def use(self, grant: Grant, run_id: str, **details: str | int | None) -> Grant | None:
         """Count one more call covered by `grant`; None if it was revoked or has ended."""
         reply = await self._use(
             Use(
-                grant=self._keys.grant(grant.id),
+                grant=self._keys.grants.grant(grant.id),
                 audit=self._keys.shard_of(grant.id).audit,
                 run_id=run_id,
                 details=json.dumps(details),
@@ -200,7 +200,7 @@ class GrantStore:
 
     async def note_line(self, grant_id: str, ends_at: float, channel: str, ts: str) -> None:
         """Where a quiet line of the grant was posted (kept until the grant ends)."""
-        key = self._keys.grant_lines(grant_id)
+        key = self._keys.grants.lines(grant_id)
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.sadd(key, f"{channel}:{ts}")
             pipe.expireat(key, int(ends_at) + 1)
@@ -208,7 +208,7 @@ class GrantStore:
 
     async def lines(self, grant_id: str) -> list[tuple[str, str]]:
         """Each quiet line of the grant: (channel, ts)."""
-        found: Any = await self._redis.smembers(self._keys.grant_lines(grant_id))
+        found: Any = await self._redis.smembers(self._keys.grants.lines(grant_id))
         lines = [member.decode().partition(":") for member in found]
         return sorted((channel, ts) for channel, _, ts in lines if channel and ts)
 
@@ -225,7 +225,7 @@ class GrantStore:
         shard = self._keys.shard_of(grant_id)
         reply = await self._revoke(
             Revoke(
-                grant=self._keys.grant(grant_id),
+                grant=self._keys.grants.grant(grant_id),
                 channel_grants=shard.channel_grants(channel),
                 audit=shard.audit,
                 grant_id=grant_id,

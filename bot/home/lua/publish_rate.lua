@@ -5,8 +5,8 @@
 -- without asking again (one call per publish while paced, not two).
 --
 -- KEYS
---   1 rate: when the bucket is next full enough, epoch ms (`Keys.home_publish_rate`)
---   2 pause: exists while Slack asked for a pause (`Keys.home_publish_pause`)
+--   1 rate: when the bucket is next full enough, epoch ms (`HomeKeys.publish_rate`)
+--   2 pause: exists while Slack asked for a pause (`HomeKeys.publish_pause`)
 -- ARGV
 --   1 interval_ms: ms between publishes
 --   2 burst: publishes allowed at once (the bucket's size)
