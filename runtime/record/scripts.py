@@ -4,8 +4,10 @@
 A caller builds the call with named values (`FencedSet(run=..., audit=..., fence=..., ...)`) and
 hands it to the registered script (`once(redis, keys, FENCED_SET)`), which turns it into KEYS and
 ARGV in order. Each script takes effect once per call, however often redis-py sends it
-(`runtime.record.once`); `FENCED_WRITE`, the fenced write without an audit entry, needs no
-frame: the same fields written again under the same fence are the same hash (see `once`).
+(`runtime.record.once`). Two need no frame, and are registered as they are
+(`runtime.db.lua.Registered`): `CREATE`, which writes only a run that does not exist yet, and
+`FENCED_WRITE`, the fenced write without an audit entry (the same fields written again under the
+same fence are the same hash: see `runtime.record.once`).
 """
 
 from __future__ import annotations
@@ -297,7 +299,9 @@ class Escalate(ScriptCall):
     details: str
 
 
-CREATE: Final = _declare(Create, "home_index", "create")
+CREATE: Final = declare(Create, "runtime.record", "home_index", "create", constants=LUA_CONSTANTS)
+"""Without the frame: the script itself writes nothing when the run exists (a copy of the call
+answers 'exists', and `RunStore.create` reads the run either way)."""
 CLAIM: Final = _declare(Claim, "home_index", "claim")
 FENCED_SET: Final = _declare(FencedSet, "fenced_set")
 FENCED_WRITE: Final = declare(FencedSet, "runtime.record", "fenced_set", constants=LUA_CONSTANTS)

@@ -66,7 +66,7 @@ class RunStore:
         self._keys = keys
         self._replication = replication
         self._clock = RedisClock()
-        self._create = rs.once(redis, keys, rs.CREATE)
+        self._create = Registered(redis, rs.CREATE)
         self._claim = rs.once(redis, keys, rs.CLAIM)
         self._fenced_set = rs.once(redis, keys, rs.FENCED_SET)
         self._fenced_write = Registered(redis, rs.FENCED_WRITE)
