@@ -73,7 +73,7 @@ class _Part(enum.Enum):
 Key: TypeAlias = Annotated[str, _Part.KEY]
 """A field that is one of the script's KEYS (every other field is one of its ARGV)."""
 MoreKeys: TypeAlias = Annotated[Sequence[str], _Part.MORE_KEYS]
-"""The last of the KEYS fields: any number of keys (`1..n`, `3...` in the script's header)."""
+"""The last of the KEYS fields: any number of keys (`6...` in the script's header)."""
 MoreArgs: TypeAlias = Annotated[Sequence[LuaArg], _Part.MORE_ARGS]
 """The last field: any number of arguments (`3...` in the script's header)."""
 
