@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from runtime.db.eviction import EvictionPolicyLog
     from runtime.db.keys import Keys
     from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
-    from runtime.db.lua import lua_script
+    from runtime.db.lua import Key, Registered, ScriptCall, declare, lua_script
     from runtime.db.replication import NotReplicated, Replication
     from runtime.db.streams import stream_tail
 
@@ -33,12 +33,16 @@ _WHERE = {
     "DEMO_REDIS_FOLDER": "local",
     "EvictionPolicyLog": "eviction",
     "FIRST_RETRY_SECONDS": "connection",
+    "Key": "lua",
     "Keys": "keys",
     "LocalRedisError": "local",
     "MAX_RETRY_SECONDS": "connection",
     "NotReplicated": "replication",
+    "Registered": "lua",
     "Replication": "replication",
+    "ScriptCall": "lua",
     "connect_to": "client",
+    "declare": "lua",
     "longest_block": "connection",
     "lua_script": "lua",
     "redis_for_demo": "local",
@@ -53,11 +57,15 @@ __all__ = [
     "FIRST_RETRY_SECONDS",
     "MAX_RETRY_SECONDS",
     "EvictionPolicyLog",
+    "Key",
     "Keys",
     "LocalRedisError",
     "NotReplicated",
+    "Registered",
     "Replication",
+    "ScriptCall",
     "connect_to",
+    "declare",
     "longest_block",
     "lua_script",
     "redis_for_demo",
