@@ -48,6 +48,7 @@ import redis.asyncio as aioredis
 
 from bench.harness import add_cluster_option, approve_then_answer, header
 from runtime.db.local import RedisServer
+from runtime.db.lua import Script
 from tests.deployment import Deployment
 from tests.processes import Process
 from tests.redis_cluster import LocalCluster
@@ -76,7 +77,9 @@ def script_names() -> dict[str, str]:
                 continue
             for attr, value in vars(module).items():
                 candidates = value.items() if isinstance(value, dict) else [("", value)]
-                for key, text in candidates:
+                for key, item in candidates:
+                    # A declared script (`runtime.db.lua.Script`) is named by its source.
+                    text = item.source if isinstance(item, Script) else item
                     if isinstance(text, str) and "redis.call" in text:
                         label = f"{info.name.split('.')[-1]}.{attr}" + (f"[{key}]" if key else "")
                         names.setdefault(hashlib.sha1(text.encode()).hexdigest(), label)

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from runtime.db.eviction import HIDDEN, EvictionPolicyLog, may_evict, read_eviction_policy
 from runtime.process.credentials import Credentials
-from runtime.record import layout as run_record
+from runtime.record import scripts as run_record
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -275,7 +275,7 @@ class Harness:
                 continue
             if key.startswith(threads) and 0 < ttl <= history_ttl:
                 continue  # the thread's, kept for a reply in it: it expires with the history
-            if key.startswith(self.keys.person("")) and 0 < ttl <= STANDING_TTL_SECONDS:
+            if key.startswith(self.keys.slack.person("")) and 0 < ttl <= STANDING_TTL_SECONDS:
                 continue  # not the run's: whether a person is a member of the workspace
             if key.startswith(self.keys.notice("")) and 0 < ttl <= NOTICE_SECONDS:
                 continue  # "still working", said at most once a minute per thread

@@ -37,7 +37,7 @@ def test_without_a_cluster_the_key_names_are_those_of_every_earlier_version() ->
     assert [s.index for s in keys.shards] == [0]
     assert keys.run("r1") == "countersign:run:r1"
     assert keys.tombstone("r1") == "countersign:done:r1"
-    assert keys.grant("g0123456789") == "countersign:grant:g0123456789"
+    assert keys.grants.grant("g0123456789") == "countersign:grant:g0123456789"
     assert keys.jobs == "countersign:jobs"
     assert keys.dead_jobs == "countersign:jobs:dead"
     assert keys.job_marker("start:r1") == "countersign:job:start:r1"
@@ -45,9 +45,9 @@ def test_without_a_cluster_the_key_names_are_those_of_every_earlier_version() ->
     assert keys.reminders == "countersign:reminders"
     assert keys.live_runs == "countersign:live"
     assert keys.audit == "countersign:audit"
-    assert keys.channel_grants("C1") == "countersign:grants:C1"
-    assert keys.group_members("S1") == "countersign:group:S1"
-    assert keys.group_generation("S1") == "countersign:group-generation:S1"
+    assert keys.grants.of_channel("C1") == "countersign:grants:C1"
+    assert keys.slack.group_members("S1") == "countersign:group:S1"
+    assert keys.slack.group_generation("S1") == "countersign:group-generation:S1"
     assert keys.shard_of("r1").run("r1") == keys.run("r1")
     settings = RuntimeSettings.from_environ({"REDIS_KEY_PREFIX": "countersign:"})
     assert Keys.of(settings) == keys
@@ -59,14 +59,14 @@ def test_on_a_cluster_each_runs_keys_and_its_shards_structures_share_one_slot() 
     for run_id in RUN_IDS:
         shard = keys.shard_of(run_id)
         used.add(shard.index)
-        grant_id = keys.new_grant_id(run_id)
+        grant_id = keys.grants.new_id(run_id)
         decide = [
             keys.run(run_id),
             shard.deadlines,
             shard.jobs,
             shard.audit,
             shard.reminders,
-            keys.grant(grant_id),
+            keys.grants.grant(grant_id),
             shard.channel_grants("C1"),
         ]
         close = [shard.live_runs, keys.tombstone(run_id), shard.job_marker(f"start:{run_id}")]
@@ -74,8 +74,8 @@ def test_on_a_cluster_each_runs_keys_and_its_shards_structures_share_one_slot() 
         assert {slot(key) for key in decide + close + due} == {slot(keys.run(run_id))}
     assert used == set(range(16)), "runs spread over every shard"
     assert len({slot(shard.jobs) for shard in keys.shards}) == 16
-    assert slot(keys.group_members("S1")) == slot(keys.group_generation("S1"))
-    assert slot(keys.channel_members("C1")) == slot(keys.channel_generation("C1"))
+    assert slot(keys.slack.group_members("S1")) == slot(keys.slack.group_generation("S1"))
+    assert slot(keys.slack.channel_members("C1")) == slot(keys.slack.channel_generation("C1"))
     with pytest.raises(ValueError, match="per shard"):
         _ = keys.audit
 

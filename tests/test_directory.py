@@ -62,7 +62,7 @@ async def members_changed(bot: Harness) -> None:
 async def test_posting_a_card_looks_its_group_up_before_anyone_clicks(bot: Harness) -> None:
     root, card = await card_for_sre(bot)
     assert len(bot.slack.calls_to(LOOKUP)) == 1, "asked when the card was posted"
-    assert await bot.redis.get(bot.keys.group_members("S0SRE")) == b'["UCAROL"]'
+    assert await bot.redis.get(bot.keys.slack.group_members("S0SRE")) == b'["UCAROL"]'
 
     await bot.sender.click(card, "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
@@ -75,7 +75,7 @@ async def test_a_card_is_posted_even_when_slack_will_not_say_who_is_in_its_group
 ) -> None:
     bot.slack.fail_next(LOOKUP, 200, {"ok": False, "error": "missing_scope"})
     root, card = await card_for_sre(bot)
-    assert await bot.redis.get(bot.keys.group_members("S0SRE")) is None
+    assert await bot.redis.get(bot.keys.slack.group_members("S0SRE")) is None
 
     await bot.sender.click(card, "approve", user="UCAROL")  # the click asks for itself
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
@@ -134,7 +134,7 @@ async def test_a_group_change_during_a_lookup_leaves_nothing_stale(
 
     redis = connect(redis_url)
     try:
-        assert await redis.get(Keys(prefix).group_members("S0SRE")) is None
+        assert await redis.get(Keys(prefix).slack.group_members("S0SRE")) is None
     finally:
         await redis.aclose()
     assert await directory.members("S0SRE") == {"UDAVE"}

@@ -284,7 +284,7 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
             deployment.keys.audit,
             deployment.keys.live_runs,
             deployment.keys.due_wake,
-            deployment.keys.home_viewers,  # who opened the Home tab: pruned by age, no run's
+            deployment.keys.home.viewers,  # who opened the Home tab: pruned by age, no run's
             deployment.ledger_key,
         }
         async for key in redis_client.scan_iter(match=f"{deployment.keys.prefix}*"):

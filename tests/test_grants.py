@@ -152,7 +152,7 @@ async def test_a_grant_ends_on_time(bot: Harness) -> None:
     bot.model.script = delete_then_answer
     _card, grant_id = await granted(bot, "delete_user in #general for 1 hour")
     # Let the hour pass: the grant now ends in a second (its stored end and its key's expiry).
-    key = bot.keys.grant(grant_id)
+    key = bot.keys.grants.grant(grant_id)
     stored = json.loads(await bot.field(key, "grant"))
     seconds, micros = await bot.redis.time()
     stored["ends_at"] = seconds + micros / 1e6 + 1
@@ -272,7 +272,7 @@ async def test_a_grant_by_a_group_member_covers_calls_while_they_are_in_it(
     await bot.sender.event(
         {"type": "subteam_members_changed", "subteam_id": "S0SRE", "team_id": "T0001"}
     )
-    await gone(bot, bot.keys.group_members("S0SRE"))
+    await gone(bot, bot.keys.slack.group_members("S0SRE"))
     asked = await run_in(bot, "delete u-100 once more")
     await bot.cards(asked, 1)
 

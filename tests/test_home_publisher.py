@@ -112,7 +112,7 @@ async def test_a_person_waiting_out_their_debounce_holds_up_no_one_behind(
 ) -> None:
     publisher, published = running
     # Another web process published UALICE's tab just now.
-    await redis.set(Keys(prefix).home_published("UALICE"), "1", px=1000)
+    await redis.set(Keys(prefix).home.published("UALICE"), "1", px=1000)
     marked = time.monotonic()
     publisher.mark("UALICE")
     publisher.mark("UBOB")

@@ -101,7 +101,7 @@ async def test_publishes_keep_one_rate_across_web_processes_and_wait_out_a_429(
         lambda: published_to(deployment, people[0], refused_at), what="the refused publish"
     )
     for _ in range(200):  # the other web process publishes once the pause is set
-        if await deployment.redis.exists(deployment.keys.home_publish_pause):
+        if await deployment.redis.exists(deployment.keys.home.publish_pause):
             break
         await asyncio.sleep(0.02)
     await open_through(senders[1], deployment, people[7])

@@ -89,14 +89,16 @@ async def test_a_grant_use_whose_reply_was_lost_is_counted_once(
         run_id="rgrantor",
         approval_id="a1",
     )
-    await client.hset(KEYS.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0})
+    await client.hset(
+        KEYS.grants.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0}
+    )
     await grants.use(grant, "rwarm")  # the script is loaded: the paused call is one EVALSHA
 
     used = await through_a_pause(server, grants.use(grant, "rpaused"))
     await settled(client)
 
     assert used is not None and used.uses == 2
-    assert await client.hget(KEYS.grant(grant.id), "uses") == b"2", "each call counted once"
+    assert await client.hget(KEYS.grants.grant(grant.id), "uses") == b"2", "each call counted once"
     assert await audit_events(client, "rpaused") == ["grant_used"]
 
 

@@ -23,7 +23,7 @@ from bot.settings import SettingsError, load_settings
 from runtime.db.local import RedisServer, free_port
 from runtime.process.logs import TEXT_FORMAT, JsonFormatter, TextFormatter, log_context
 from runtime.record.gauges import UNSAMPLED, read_state
-from runtime.record.layout import SCRIPTS
+from runtime.record.scripts import SCRIPTS
 from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.harness import Harness

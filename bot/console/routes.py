@@ -122,8 +122,8 @@ async def name_the_workspace(redis: aioredis.Redis, keys: Keys) -> None:
     anyone looked them up."""
     async with redis.pipeline(transaction=False) as pipe:
         for person in PEOPLE:
-            pipe.set(keys.display_name(person.id), person.name)
-        pipe.set(keys.display_name(CHANNEL), CHANNEL_NAME)
+            pipe.set(keys.slack.display_name(person.id), person.name)
+        pipe.set(keys.slack.display_name(CHANNEL), CHANNEL_NAME)
         await pipe.execute()
 
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import redis.asyncio as aioredis
 
-from runtime.db import Keys, lua_script
+from runtime.db import Key, Keys, Registered, ScriptCall, declare
 
 PUBLISHES_PER_MINUTE: Final = 100
 """Slack's Tier 4 floor."""
@@ -33,7 +33,20 @@ AHEAD_SECONDS: Final = 2.0
 while paced). A 429 from Slack meanwhile does not take it back: another web's publish already
 reserved may go out during the pause, and is paused again by its own 429 (at most one per web,
 each publishing one tab at a time)."""
-_SCRIPT = lua_script("bot.home", "publish_rate")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TakeToken(ScriptCall):
+    """`bot/home/lua/publish_rate.lua`."""
+
+    rate: Key
+    pause: Key
+    interval_ms: int
+    burst: int
+    ahead_ms: int
+
+
+_SCRIPT = declare(TakeToken, "bot.home", "publish_rate")
 
 
 @dataclass(kw_only=True)
@@ -44,7 +57,7 @@ class PublishRate:
     _script: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._script = self.redis.register_script(_SCRIPT)
+        self._script = Registered(self.redis, _SCRIPT)
 
     @property
     def _interval_ms(self) -> int:
@@ -58,8 +71,13 @@ class PublishRate:
         """Once one more publish may go out (a token taken)."""
         while True:
             taken, wait_ms = await self._script(
-                keys=[self.keys.home_publish_rate, self.keys.home_publish_pause],
-                args=[self._interval_ms, self._burst, int(AHEAD_SECONDS * 1000)],
+                TakeToken(
+                    rate=self.keys.home.publish_rate,
+                    pause=self.keys.home.publish_pause,
+                    interval_ms=self._interval_ms,
+                    burst=self._burst,
+                    ahead_ms=int(AHEAD_SECONDS * 1000),
+                )
             )
             if int(taken):
                 if int(wait_ms) > 0:
@@ -69,4 +87,4 @@ class PublishRate:
 
     async def pause(self, seconds: float) -> None:
         """Slack answered 429: no web process publishes for `seconds` (its Retry-After)."""
-        await self.redis.set(self.keys.home_publish_pause, "1", px=max(1, int(seconds * 1000)))
+        await self.redis.set(self.keys.home.publish_pause, "1", px=max(1, int(seconds * 1000)))

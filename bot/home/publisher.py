@@ -131,7 +131,7 @@ class TabPublisher:
 
     async def _turn(self, user_id: str) -> float:
         """0 when this process may publish now, else how long until it may."""
-        key = self.keys.home_published(user_id)
+        key = self.keys.home.published(user_id)
         if await self.redis.set(key, "1", nx=True, px=int(self.debounce_seconds * 1000)):
             return 0.0
         remaining = await self.redis.pttl(key)

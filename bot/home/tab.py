@@ -142,8 +142,8 @@ class HomeTab:
         self._opened.set()
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.zadd(self.keys.home_viewers, {user_id: now})
-                pipe.zremrangebyscore(self.keys.home_viewers, 0, now - VIEWER_DAYS * 86400)
+                pipe.zadd(self.keys.home.viewers, {user_id: now})
+                pipe.zremrangebyscore(self.keys.home.viewers, 0, now - VIEWER_DAYS * 86400)
                 await pipe.execute()
         except RedisError:
             log.warning("home tab of %s: viewer not recorded", user_id)
@@ -156,7 +156,7 @@ class HomeTab:
         asked = sorted(people)
         if not asked:
             return set()
-        scores: Any = await self.redis.zmscore(self.keys.home_viewers, asked)
+        scores: Any = await self.redis.zmscore(self.keys.home.viewers, asked)
         for person, score in zip(asked, scores, strict=True):
             if score is not None:
                 self._viewers[person] = max(self._viewers.get(person, 0.0), float(score))
@@ -169,7 +169,7 @@ class HomeTab:
         if self._viewers_read_at is None or clock - self._viewers_read_at > VIEWERS_RELOAD_SECONDS:
             since = time.time() - VIEWER_DAYS * 86400
             rows: Any = await self.redis.zrangebyscore(
-                self.keys.home_viewers, since, "+inf", withscores=True
+                self.keys.home.viewers, since, "+inf", withscores=True
             )
             self._viewers_read_at = clock
             for member, score in rows:

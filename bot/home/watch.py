@@ -8,7 +8,7 @@ everyone who may decide the run's open calls ("Waiting for you"): for a call any
 channel may decide, the members of its channel and of its copies'
 (`bot.slack.channel_members`). Someone joining or leaving a channel (`member_moved`) has their
 own tab republished. `HomeTab.refresh` debounces.
-Every web process follows the trail; the first to claim an entry in Redis (`Keys.home_change`)
+Every web process follows the trail; the first to claim an entry in Redis (`HomeKeys.change`)
 republishes the tabs it concerns, also of viewers who opened theirs through another process, and
 the others leave it.
 
@@ -134,7 +134,7 @@ class HomeWatch:
         if event in UNCHANGED:
             return
         # Every web process follows every change; one republishes what it concerns.
-        claim = self.keys.home_change(stream, _text(entry_id))
+        claim = self.keys.home.change(stream, _text(entry_id))
         if not await self.redis.set(claim, "1", nx=True, px=int(CLAIM_SECONDS * 1000)):
             return
         run_id = _text(fields.get(b"run_id", b""))

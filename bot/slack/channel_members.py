@@ -58,8 +58,8 @@ class ChannelMembers:
         self._lookup_seconds = lookup_seconds
         self._cache = MemberCache(
             redis=redis,
-            members_key=keys.channel_members,
-            generation_key=keys.channel_generation,
+            members_key=keys.slack.channel_members,
+            generation_key=keys.slack.channel_generation,
             ask=self._ask_slack,
             ttl_seconds=MEMBERS_TTL_SECONDS,
             unavailable=ChannelUnavailable,

@@ -52,8 +52,8 @@ class ApproverDirectory:
         self._lookup_seconds = lookup_seconds
         self._groups = MemberCache(
             redis=redis,
-            members_key=keys.group_members,
-            generation_key=keys.group_generation,
+            members_key=keys.slack.group_members,
+            generation_key=keys.slack.group_generation,
             ask=self._ask_slack,
             ttl_seconds=MEMBERS_TTL_SECONDS,
         )
@@ -88,7 +88,7 @@ class ApproverDirectory:
         return dict(zip(principals, names, strict=True))
 
     async def _name(self, principal: str) -> str:
-        key = self._keys.display_name(principal)
+        key = self._keys.slack.display_name(principal)
         cached: Any = await self._redis.get(key)
         if cached is not None:
             return str(cached.decode())
@@ -121,7 +121,7 @@ class ApproverDirectory:
 
     async def channel_name(self, channel_id: str) -> str | None:
         """A channel's name without the `#` (cached like names); None if Slack won't say."""
-        key = self._keys.display_name(channel_id)
+        key = self._keys.slack.display_name(channel_id)
         cached: Any = await self._redis.get(key)
         if cached is not None:
             return str(cached.decode())

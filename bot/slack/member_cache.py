@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
 
-from runtime.db import lua_script
+from runtime.db import Key, Registered, ScriptCall, declare
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,20 @@ and still running when the counter lapses could then cache an old answer, and lo
 seconds. (Channels change often; their counters must not pile up.)"""
 
 # Caches an id's members unless it changed while Slack was asked.
-_STORE_IF_UNCHANGED = lua_script("bot.slack", "store_members")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreMembers(ScriptCall):
+    """`bot/slack/lua/store_members.lua`."""
+
+    generation: Key
+    members: Key
+    generation_read: bytes | str
+    found: str
+    ttl_seconds: int
+
+
+_STORE_IF_UNCHANGED = declare(StoreMembers, "bot.slack", "store_members")
 
 
 class DirectoryUnavailable(Exception):
@@ -52,7 +65,7 @@ class MemberCache:
     """Lookups in flight in this process, by id."""
 
     def __post_init__(self) -> None:
-        self._store = self.redis.register_script(_STORE_IF_UNCHANGED)
+        self._store = Registered(self.redis, _STORE_IF_UNCHANGED)
 
     async def members(self, of: str) -> frozenset[str]:
         cached, generation = await self.redis.mget(self.members_key(of), self.generation_key(of))
@@ -89,8 +102,13 @@ class MemberCache:
         try:
             found = await self.ask(of)
             await self._store(
-                keys=[self.generation_key(of), self.members_key(of)],
-                args=[generation or b"0", json.dumps(sorted(found)), self.ttl_seconds],
+                StoreMembers(
+                    generation=self.generation_key(of),
+                    members=self.members_key(of),
+                    generation_read=generation or b"0",
+                    found=json.dumps(sorted(found)),
+                    ttl_seconds=self.ttl_seconds,
+                )
             )
             pending.set_result(found)
             return found

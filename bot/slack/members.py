@@ -138,7 +138,7 @@ class WorkspaceMembers:
 
     async def _person(self, user_id: str) -> _Person | None:
         """The person as Slack describes them (cached); None when Slack knows no such user."""
-        key = self._keys.person(user_id)
+        key = self._keys.slack.person(user_id)
         cached: Any = await self._redis.get(key)
         if cached is not None:
             try:

@@ -19,12 +19,23 @@ import redis.asyncio as aioredis
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
 from runtime.db.keys import Keys
-from runtime.db.lua import lua_script
+from runtime.db.lua import Key, MoreArgs, Registered, ScriptCall, declare
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-ADD_ITEMS_SCRIPT = lua_script("runtime.conversations", "add_items")
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddItems(ScriptCall):
+    """`runtime/conversations/lua/add_items.lua`."""
+
+    conversation: Key
+    ttl_seconds: int
+    most: int
+    items: MoreArgs
+
+
+ADD_ITEMS_SCRIPT = declare(AddItems, "runtime.conversations", "add_items")
 
 
 def conversation_id(channel: str, thread: str) -> str:
@@ -47,7 +58,7 @@ class ThreadSession:
 
     def __post_init__(self) -> None:
         self._key = self.keys.conversation(self.session_id)
-        self._add = self.redis.register_script(ADD_ITEMS_SCRIPT)
+        self._add = Registered(self.redis, ADD_ITEMS_SCRIPT)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The latest `limit` items (all without one), oldest first."""
@@ -62,7 +73,14 @@ class ThreadSession:
         # Only the newest can be kept: older ones would be trimmed by the same script anyway.
         kept = items[-self.max_items :]
         payloads = [json.dumps(item, separators=(",", ":")) for item in kept]
-        await self._add(keys=[self._key], args=[self.ttl_seconds, self.max_items, *payloads])
+        await self._add(
+            AddItems(
+                conversation=self._key,
+                ttl_seconds=self.ttl_seconds,
+                most=self.max_items,
+                items=payloads,
+            )
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         raw = await self.redis.rpop(self._key)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from runtime.conversations.session import ThreadSession, conversation_id
 from runtime.db.clock import LATEST
 from runtime.db.keys import Keys
-from runtime.db.lua import lua_script
+from runtime.db.lua import Key, Registered, ScriptCall, declare
 from runtime.jobs.contracts import Conversation, StartJob, start_job_id
 from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope
@@ -42,7 +42,18 @@ Not `finishing`: its answer is written (and its turn is in the history), only it
 closing are left, and a person may read the answer and reply before the record is closed."""
 
 
-FOLLOW_SCRIPT = lua_script("runtime.conversations", "follow")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Follow(ScriptCall):
+    """`runtime/conversations/lua/follow.lua`."""
+
+    thread: Key
+    last_run_id: str
+    value: str
+    run_id: str
+    ttl_seconds: int
+
+
+FOLLOW_SCRIPT = declare(Follow, "runtime.conversations", "follow")
 NOTICE_SECONDS = 60
 """A thread is told its run still works at most once this long, however many replies arrive."""
 TURN_TAKEN_SECONDS = 60.0
@@ -70,7 +81,7 @@ class ThreadHistory:
     max_items: int
 
     def __post_init__(self) -> None:
-        self._follow = self.redis.register_script(FOLLOW_SCRIPT)
+        self._follow = Registered(self.redis, FOLLOW_SCRIPT)
 
     def session(self, channel: str, thread: str) -> ThreadSession:
         return ThreadSession(
@@ -94,7 +105,15 @@ class ThreadHistory:
         # Redis's clock: another web process, whose clock may differ by minutes, reads it.
         taken_at = await LATEST.read(self.redis)
         value = ThreadRun(run_id=run_id, agent=agent, taken_at=taken_at).model_dump_json()
-        taken = await self._follow(keys=[key], args=[last, value, run_id, self.ttl_seconds])
+        taken = await self._follow(
+            Follow(
+                thread=key,
+                last_run_id=last,
+                value=value,
+                run_id=run_id,
+                ttl_seconds=self.ttl_seconds,
+            )
+        )
         return int(taken) == 1
 
     async def give_back(self, channel: str, thread: str, run_id: str, last: ThreadRun) -> None:

@@ -16,7 +16,7 @@ from runtime.db.connection import (
 from runtime.db.eviction import EvictionPolicyLog
 from runtime.db.keys import Keys
 from runtime.db.local import DEMO_KEY_PREFIX, DEMO_REDIS_FOLDER, LocalRedisError, redis_for_demo
-from runtime.db.lua import lua_script
+from runtime.db.lua import Key, Registered, ScriptCall, declare, lua_script
 from runtime.db.replication import NotReplicated, Replication
 from runtime.db.streams import stream_tail
 
@@ -27,11 +27,15 @@ __all__ = [
     "FIRST_RETRY_SECONDS",
     "MAX_RETRY_SECONDS",
     "EvictionPolicyLog",
+    "Key",
     "Keys",
     "LocalRedisError",
     "NotReplicated",
+    "Registered",
     "Replication",
+    "ScriptCall",
     "connect_to",
+    "declare",
     "longest_block",
     "lua_script",
     "redis_for_demo",

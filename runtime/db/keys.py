@@ -7,7 +7,7 @@ With `REDIS_CLUSTER=true` the keys are split into `REDIS_SHARDS` shards so that 
 touches keys of one hash slot: a run belongs to shard `zlib.crc32(run id) mod S`, and its record,
 its tombstone, its job marker and its shard's jobs, dead letters, deadlines, reminders, live set
 and audit stream share the hash tag `{<prefix>s<k>}`. A grant lives in the shard of the run whose
-decision created it (its id is drawn to hash there, `Keys.new_grant_id`), beside that shard's
+decision created it (its id is drawn to hash there, `GrantKeys.new_id`), beside that shard's
 index of the channel's grants, so the decision script can create it in the same step. Readers of
 the shared structures walk `Keys.shards`. Without a cluster there is one shard and no tag: the
 key names are those of every earlier version, so an upgrade finds the runs it stored.
@@ -35,9 +35,12 @@ __all__ = [
     "HOME_WAITING",
     "JOB_GROUP",
     "LIVE_BY",
+    "GrantKeys",
+    "HomeKeys",
     "KeySettings",
     "Keys",
     "Shard",
+    "SlackKeys",
     "shard_index",
 ]
 
@@ -94,20 +97,26 @@ class Keys:
             raise ValueError("this key is per shard with REDIS_SHARDS > 1: walk Keys.shards")
         return self.shard(0)
 
+    @property
+    def grants(self) -> GrantKeys:
+        """The grants' keys (Approve for a while)."""
+        return GrantKeys(self)
+
+    @property
+    def slack(self) -> SlackKeys:
+        """What the web processes cache of Slack: people, groups, channels' members."""
+        return SlackKeys(self.prefix, self.cluster)
+
+    @property
+    def home(self) -> HomeKeys:
+        """The app's Home tab: who opened it, and the pace of its publishes."""
+        return HomeKeys(self.prefix, self.cluster)
+
     def once(self, key: str, token: str) -> str:
         """The reply of one script call on `key` (`runtime.record.once`), in `key`'s slot."""
         if not self.cluster:
             return f"{self.prefix}once:{token}"
         return f"{key[: key.index('}') + 1]}:once:{token}"
-
-    def new_grant_id(self, run_id: str) -> str:
-        """A fresh grant id in `run_id`'s shard, so the decision script creates the grant in
-        the run's slot (about `shard_count` draws)."""
-        wanted = shard_index(run_id, self.shard_count)
-        while True:
-            grant_id = "g" + secrets.token_hex(5)
-            if shard_index(grant_id, self.shard_count) == wanted:
-                return grant_id
 
     def run(self, run_id: str) -> str:
         return self.shard_of(run_id).run(run_id)
@@ -123,20 +132,11 @@ class Keys:
     def thread(self, conversation_id: str) -> str:
         return self.shard_of(conversation_id).thread(conversation_id)
 
-    def grant(self, grant_id: str) -> str:
-        return self.shard_of(grant_id).grant(grant_id)
-
-    def grant_lines(self, grant_id: str) -> str:
-        return self.shard_of(grant_id).grant_lines(grant_id)
-
     def reminder_lines(self, run_id: str) -> str:
         return self.shard_of(run_id).reminder_lines(run_id)
 
     def card_draws(self, run_id: str) -> str:
         return self.shard_of(run_id).card_draws(run_id)
-
-    def grant_shards(self, channel: str) -> str:
-        return self.shard_of(channel).grant_shards(channel)
 
     # Shared structures of the one shard (see `only`).
     @property
@@ -174,9 +174,6 @@ class Keys:
     def replication_probe(self) -> str:
         return self.only.replication_probe
 
-    def channel_grants(self, channel: str) -> str:
-        return self.only.channel_grants(channel)
-
     @staticmethod
     def parked(due_set: str) -> str:
         """Sorted set of a due set's members whose handler kept raising, set aside for a person:
@@ -187,6 +184,67 @@ class Keys:
     def due_tries(due_set: str) -> str:
         """Hash: member of a due set -> how often its handler raised (until handled or parked)."""
         return f"{due_set}:tries"
+
+    def notice(self, about: str) -> str:
+        """Set while a notice about `about` was said lately (`ThreadHistory.first_notice`)."""
+        return f"{self.prefix}notice:{about}"
+
+    @property
+    def console(self) -> str:
+        """The local console's channel (its stand-in Slack's messages), JSON; only with
+        `CONSOLE=true`, so a restarted demo still shows the cards of runs that wait."""
+        return f"{self.prefix}console"
+
+    @property
+    def live_workers(self) -> str:
+        """Sorted set of workers: member consumer name, score when it last said it was alive
+        (epoch s, its own clock). Read to know when to look for a dead one's jobs
+        (`runtime.jobs.live_workers`)."""
+        return f"{self.prefix}workers:live"
+
+    @property
+    def mcp_tools(self) -> str:
+        """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""
+        return f"{self.prefix}mcp:tools"
+
+
+@dataclass(frozen=True, slots=True)
+class GrantKeys:
+    """A grant lives in the shard of the run whose decision created it (its id is drawn to
+    hash there, `new_id`), beside that shard's index of the channel's grants."""
+
+    keys: Keys
+
+    def new_id(self, run_id: str) -> str:
+        """A fresh grant id in `run_id`'s shard, so the decision script creates the grant in
+        the run's slot (about `shard_count` draws)."""
+        wanted = shard_index(run_id, self.keys.shard_count)
+        while True:
+            grant_id = "g" + secrets.token_hex(5)
+            if shard_index(grant_id, self.keys.shard_count) == wanted:
+                return grant_id
+
+    def grant(self, grant_id: str) -> str:
+        return self.keys.shard_of(grant_id).grant(grant_id)
+
+    def lines(self, grant_id: str) -> str:
+        return self.keys.shard_of(grant_id).grant_lines(grant_id)
+
+    def shards(self, channel: str) -> str:
+        """The shards that hold grants of `channel` (`runtime.grants.store.note_grant_shard`)."""
+        return self.keys.shard_of(channel).grant_shards(channel)
+
+    def of_channel(self, channel: str) -> str:
+        """The channel's grants, with one shard (`Keys.only`)."""
+        return self.keys.only.channel_grants(channel)
+
+
+@dataclass(frozen=True, slots=True)
+class SlackKeys:
+    """What the web processes cache of Slack."""
+
+    prefix: str
+    cluster: bool = False
 
     def group_members(self, group_id: str) -> str:
         """Cached members of a Slack user group (short TTL; refreshed on membership events)."""
@@ -219,55 +277,41 @@ class Keys:
         """Cached standing of a Slack user: their team, enterprise, guest or not (users.info)."""
         return f"{self.prefix}person:{user_id}"
 
-    def notice(self, about: str) -> str:
-        """Set while a notice about `about` was said lately (`ThreadHistory.first_notice`)."""
-        return f"{self.prefix}notice:{about}"
+
+@dataclass(frozen=True, slots=True)
+class HomeKeys:
+    """The app's Home tab (`bot.home`); its index of open calls is per shard (`Shard`)."""
+
+    prefix: str
+    cluster: bool = False
 
     @property
-    def console(self) -> str:
-        """The local console's channel (its stand-in Slack's messages), JSON; only with
-        `CONSOLE=true`, so a restarted demo still shows the cards of runs that wait."""
-        return f"{self.prefix}console"
-
-    @property
-    def live_workers(self) -> str:
-        """Sorted set of workers: member consumer name, score when it last said it was alive
-        (epoch s, its own clock). Read to know when to look for a dead one's jobs
-        (`runtime.jobs.live_workers`)."""
-        return f"{self.prefix}workers:live"
-
-    @property
-    def home_viewers(self) -> str:
+    def viewers(self) -> str:
         """Sorted set of people who opened the app's Home tab: member user id, score when last
         (epoch s). Their tab is republished when something changes for them."""
         return f"{self.prefix}home:viewers"
 
-    def home_published(self, user_id: str) -> str:
+    def published(self, user_id: str) -> str:
         """Exists for a short while after a person's Home tab was published (the debounce)."""
         return f"{self.prefix}home:published:{user_id}"
 
     @property
-    def home_publish_rate(self) -> str:
+    def publish_rate(self) -> str:
         """When the web processes' bucket of `views.publish` tokens is next due, epoch ms
         (`bot.home.pace`)."""
-        return f"{self._home_prefix}home:publish-rate"
+        return f"{self._rate_prefix}home:publish-rate"
 
     @property
-    def home_publish_pause(self) -> str:
+    def publish_pause(self) -> str:
         """Exists while Slack's Retry-After (a 429 to `views.publish`) lasts."""
-        return f"{self._home_prefix}home:publish-pause"
+        return f"{self._rate_prefix}home:publish-pause"
 
     @property
-    def _home_prefix(self) -> str:
+    def _rate_prefix(self) -> str:
         """The rate's two keys are read by one script: one slot."""
         return f"{{{self.prefix}home}}:" if self.cluster else self.prefix
 
-    def home_change(self, stream: str, entry_id: str) -> str:
+    def change(self, stream: str, entry_id: str) -> str:
         """Set by the web process that republishes the tabs an audit entry concerns, so that the
         others leave them (it lapses after `bot.home.watch.CLAIM_SECONDS`)."""
         return f"{self.prefix}home:change:{stream}:{entry_id}"
-
-    @property
-    def mcp_tools(self) -> str:
-        """Hash: agent name -> the MCP tools the worker last listed for it (for `/agent help`)."""
-        return f"{self.prefix}mcp:tools"

@@ -30,7 +30,7 @@ from runtime.decisions.recorder import (
     result_of,
 )
 from runtime.jobs.contracts import ResumeJob
-from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.reads import Whole
 from runtime.record.view import read_whole
 
@@ -74,7 +74,7 @@ class BatchRecorder:
     replication: Replication = NO_REPLICAS
 
     def __post_init__(self) -> None:
-        self._script = rr.script(self.redis, self.keys, "decide_batch")
+        self._script = rs.once(self.redis, self.keys, rs.DECIDE_BATCH)
 
     async def decide(
         self,
@@ -102,16 +102,20 @@ class BatchRecorder:
         ]
         shard = self.keys.shard_of(run_id)
         reply = await self._script(
-            keys=[shard.run(run_id), shard.deadlines, shard.jobs, shard.audit, shard.reminders],
-            args=[
-                json.dumps(calls),
-                json.dumps(sent),
-                channel,
-                run_id,
-                job.model_dump_json() if job else "",
-                round_,
-                AuditEvent.DENIED,
-            ],
+            rs.DecideBatch(
+                run=shard.run(run_id),
+                deadlines=shard.deadlines,
+                jobs=shard.jobs,
+                audit=shard.audit,
+                reminders=shard.reminders,
+                calls=json.dumps(calls),
+                choice=json.dumps(sent),
+                where=channel,
+                run_id=run_id,
+                job=job.model_dump_json() if job else "",
+                round=round_,
+                denied_event=AuditEvent.DENIED,
+            )
         )
         status = cast(BatchStatus, _text(reply[0]))
         body = json.loads(_text(reply[1]))

@@ -19,7 +19,7 @@ from runtime.db.replication import NO_REPLICAS, NotReplicated, Replication
 from runtime.grants.store import note_grant_shard
 from runtime.jobs.contracts import ResumeJob
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH
-from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.choices import ArgumentEdit, GrantScope
 from runtime.record.envelope import (
     Approval,
@@ -162,7 +162,7 @@ class DecisionRecorder:
         self._keys = keys
         self.redis, self.keys = redis, keys
         self._replication = replication
-        self._decide = rr.script(redis, keys, "decide")
+        self._decide = rs.once(redis, keys, rs.DECIDE)
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
         stored = await read(self._redis, self._keys, CallRead, run_id, approval_id)
@@ -243,34 +243,32 @@ class DecisionRecorder:
         shard = self._keys.shard_of(run_id)
         if choice.grant and mode == "decide":
             await note_grant_shard(self._redis, self._keys, run_channel, choice.grant.id)
-        # The grant's id was drawn in the run's shard (`Keys.new_grant_id`): one slot.
+        # The grant's id was drawn in the run's shard (`GrantKeys.new_id`): one slot.
         grant_keys = (
             [shard.grant(choice.grant.id), shard.channel_grants(run_channel)]
             if choice.grant
             else []
         )
         reply = await self._decide(
-            keys=[
-                shard.run(run_id),
-                shard.deadlines,
-                shard.jobs,
-                shard.audit,
-                shard.reminders,
-                *grant_keys,
-            ],
-            args=[
-                view.approval_id,
-                json.dumps(sent),
-                channel,
-                mode,
-                f"{run_id}:{view.approval_id}",
-                run_id,
-                json.dumps(list(member_of)),
-                job.model_dump_json() if job else "",
-                view.round,
-                AuditEvent.DENIED,
-                seen or "",
-            ],
+            rs.Decide(
+                run=shard.run(run_id),
+                deadlines=shard.deadlines,
+                jobs=shard.jobs,
+                audit=shard.audit,
+                reminders=shard.reminders,
+                grant=grant_keys,
+                approval_id=view.approval_id,
+                choice=json.dumps(sent),
+                where=channel,
+                mode=mode,
+                member=f"{run_id}:{view.approval_id}",
+                run_id=run_id,
+                groups=json.dumps(list(member_of)),
+                job=job.model_dump_json() if job else "",
+                round=view.round,
+                denied_event=AuditEvent.DENIED,
+                digest=seen or "",
+            )
         )
         parts = [_text(p) or "" for p in reply]
         result = result_of(parts)

@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from runtime.db.keys import Keys
 from runtime.failover.identity import Primary
 from runtime.failover.recent import Recent, Written
-from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.settings import RuntimeSettings
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class RecentCalls(Recent[tuple[str, str], CallWritten]):
     ) -> None:
         super().__init__(seconds=seconds, most=most)
         self._keys = keys
-        self._restore = rr.script(redis, keys, "restore")
+        self._restore = rs.once(redis, keys, rs.RESTORE)
         self._most_bytes = most_bytes
         self._bytes = 0
 
@@ -146,14 +146,15 @@ class RecentCalls(Recent[tuple[str, str], CallWritten]):
     async def _write_back(self, entry: CallWritten, replid: str) -> tuple[str, int]:
         """`restore.lua` for `entry`, on the primary `replid` ('': whichever answers)."""
         reply = await self._restore(
-            keys=[self._keys.run(entry.run_id), self._keys.shard_of(entry.run_id).audit],
-            args=[
-                replid,
-                entry.call_id,
-                entry.output,
-                entry.audit if entry.output else "",
-                "" if entry.started is None else str(entry.started),
-            ],
+            rs.Restore(
+                run=self._keys.run(entry.run_id),
+                audit=self._keys.shard_of(entry.run_id).audit,
+                replid=replid,
+                call_id=entry.call_id,
+                outcome=entry.output,
+                entry=entry.audit if entry.output else "",
+                started_round="" if entry.started is None else str(entry.started),
+            )
         )
         status = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
         return status, int(reply[1])

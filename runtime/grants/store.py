@@ -17,6 +17,7 @@ in the channel's shard names the shards to read, `note_grant_shard`). A deployme
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runtime.audit.events import AuditEvent
 from runtime.db.clock import LATEST
 from runtime.db.keys import Keys, Shard
-from runtime.db.lua import lua_script
+from runtime.db.lua import Key, ScriptCall, declare
 from runtime.db.replication import NO_REPLICAS, Replication
 from runtime.record.choices import GRANT_ID_PATTERN, GrantRef, GrantScope
 from runtime.record.once import OnceScript, once_body
@@ -91,9 +92,35 @@ class Grant(BaseModel):
         )
 
 
-# Using a grant (`runtime/grants/lua/use.lua`) and revoking one (`revoke.lua`).
-USE = lua_script("runtime.grants", "use")
-REVOKE = lua_script("runtime.grants", "revoke")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Use(ScriptCall):
+    """Using a grant (`runtime/grants/lua/use.lua`)."""
+
+    grant: Key
+    audit: Key
+    run_id: str
+    details: str
+    event: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Revoke(ScriptCall):
+    """Revoking a grant (`runtime/grants/lua/revoke.lua`)."""
+
+    grant: Key
+    channel_grants: Key
+    audit: Key
+    grant_id: str
+    channel: str
+    user_id: str
+    user_name: str
+    event: str
+    team: str
+
+
+# Counted and audited once per call, however often redis-py sends it.
+USE = declare(Use, "runtime.grants", "use", frame=once_body)
+REVOKE = declare(Revoke, "runtime.grants", "revoke", frame=once_body)
 
 
 async def note_grant_shard(redis: aioredis.Redis, keys: Keys, channel: str, grant_id: str) -> None:
@@ -103,7 +130,7 @@ async def note_grant_shard(redis: aioredis.Redis, keys: Keys, channel: str, gran
     shard named for a grant that was not made costs a lookup one empty read."""
     if keys.shard_count == 1:
         return
-    key = keys.grant_shards(channel)
+    key = keys.grants.shards(channel)
     async with redis.pipeline(transaction=False) as pipe:
         pipe.sadd(key, keys.shard_of(grant_id).index)
         # Every grant is one of GRANT_CHOICES (at most as long), so each note leaves the list
@@ -119,13 +146,12 @@ class GrantStore:
         self._redis = redis
         self._keys = keys
         self._replication = replication
-        # Counted and audited once per call, however often redis-py sends it.
-        self._use = OnceScript(redis, keys, once_body(USE))
-        self._revoke = OnceScript(redis, keys, once_body(REVOKE))
+        self._use = OnceScript(redis, keys, USE)
+        self._revoke = OnceScript(redis, keys, REVOKE)
 
     def new_id(self, run_id: str) -> str:
         """An id for a grant that a decision on `run_id` creates (in the run's shard)."""
-        return self._keys.new_grant_id(run_id)
+        return self._keys.grants.new_id(run_id)
 
     async def active(self, channel: str) -> list[Grant]:
         """The channel's grants that have not ended, soonest end first."""
@@ -151,25 +177,30 @@ class GrantStore:
     async def _shards_with_grants(self, channel: str) -> list[Shard]:
         if self._keys.shard_count == 1:
             return [self._keys.shard(0)]
-        named: Any = await self._redis.smembers(self._keys.grant_shards(channel))
+        named: Any = await self._redis.smembers(self._keys.grants.shards(channel))
         indexes = {int(i) for i in named if i.isdigit() and int(i) < self._keys.shard_count}
         return [self._keys.shard(index) for index in sorted(indexes)]
 
     async def get(self, grant_id: str) -> Grant | None:
-        raw: Any = await self._redis.hmget(self._keys.grant(grant_id), ["grant", "uses"])
+        raw: Any = await self._redis.hmget(self._keys.grants.grant(grant_id), ["grant", "uses"])
         return _grant(raw[0], raw[1])
 
     async def use(self, grant: Grant, run_id: str, **details: str | int | None) -> Grant | None:
         """Count one more call covered by `grant`; None if it was revoked or has ended."""
         reply = await self._use(
-            keys=[self._keys.grant(grant.id), self._keys.shard_of(grant.id).audit],
-            args=[run_id, json.dumps(details), AuditEvent.GRANT_USED],
+            Use(
+                grant=self._keys.grants.grant(grant.id),
+                audit=self._keys.shard_of(grant.id).audit,
+                run_id=run_id,
+                details=json.dumps(details),
+                event=AuditEvent.GRANT_USED,
+            )
         )
         return _grant(reply[0], reply[1]) if reply else None
 
     async def note_line(self, grant_id: str, ends_at: float, channel: str, ts: str) -> None:
         """Where a quiet line of the grant was posted (kept until the grant ends)."""
-        key = self._keys.grant_lines(grant_id)
+        key = self._keys.grants.lines(grant_id)
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.sadd(key, f"{channel}:{ts}")
             pipe.expireat(key, int(ends_at) + 1)
@@ -177,7 +208,7 @@ class GrantStore:
 
     async def lines(self, grant_id: str) -> list[tuple[str, str]]:
         """Each quiet line of the grant: (channel, ts)."""
-        found: Any = await self._redis.smembers(self._keys.grant_lines(grant_id))
+        found: Any = await self._redis.smembers(self._keys.grants.lines(grant_id))
         lines = [member.decode().partition(":") for member in found]
         return sorted((channel, ts) for channel, _, ts in lines if channel and ts)
 
@@ -191,13 +222,19 @@ class GrantStore:
         team: str | None = None,
     ) -> Grant | None:
         """End a grant of `channel` now; None if there is no such grant (ended, revoked)."""
+        shard = self._keys.shard_of(grant_id)
         reply = await self._revoke(
-            keys=[
-                self._keys.grant(grant_id),
-                self._keys.shard_of(grant_id).channel_grants(channel),
-                self._keys.shard_of(grant_id).audit,
-            ],
-            args=[grant_id, channel, user_id, user_name or "", AuditEvent.REVOKED, team or ""],
+            Revoke(
+                grant=self._keys.grants.grant(grant_id),
+                channel_grants=shard.channel_grants(channel),
+                audit=shard.audit,
+                grant_id=grant_id,
+                channel=channel,
+                user_id=user_id,
+                user_name=user_name or "",
+                event=AuditEvent.REVOKED,
+                team=team or "",
+            )
         )
         # A revocation a failover could undo would let the grant approve calls again.
         await self._replication.confirm()

@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 
 from runtime.db.connection import describe_failure, longest_block
 from runtime.db.keys import Keys
-from runtime.db.lua import lua_script
+from runtime.db.lua import Key, MoreKeys, Registered, ScriptCall, declare
 from runtime.db.streams import stream_tail
 from runtime.process.backoff import Backoff
 from runtime.process.credentials import Credentials
@@ -71,10 +71,33 @@ def longest_sleep(shard_count: int) -> float:
 WAKE_STREAM_LENGTH = 100
 """Wake-ups kept in the stream (approximately): a poller only needs the newest one."""
 
-# One script per tick claims what is due in every set; another counts a member's failed tries
-# and parks it after the last (`runtime/jobs/lua/due_tick.lua`, `due_failed.lua`).
-_TICK = lua_script("runtime.jobs", "due_tick")
-_FAILED = lua_script("runtime.jobs", "due_failed")
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DueTick(ScriptCall):
+    """One script per tick claims what is due in every set (`runtime/jobs/lua/due_tick.lua`)."""
+
+    due_keys: MoreKeys
+    """The due sets, then the wake-up stream if there is one."""
+    lease_seconds: float
+    batch: int
+    sets: int
+    wake_length: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DueFailed(ScriptCall):
+    """Another counts a member's failed tries and parks it after the last (`due_failed.lua`)."""
+
+    due_set: Key
+    tries: Key
+    parked: Key
+    member: str
+    max_tries: int
+    tries_ttl: int
+
+
+_TICK = declare(DueTick, "runtime.jobs", "due_tick")
+_FAILED = declare(DueFailed, "runtime.jobs", "due_failed")
 
 MAX_TRIES = 5
 """Failed tries of one member before it is parked."""
@@ -122,8 +145,8 @@ class DuePoller:
     _failed: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._tick = self.redis.register_script(_TICK)
-        self._failed = self.redis.register_script(_FAILED)
+        self._tick = Registered(self.redis, _TICK)
+        self._failed = Registered(self.redis, _FAILED)
         self.interval = min(self.interval, MAX_SLEEP_SECONDS)
 
     def stop(self) -> None:
@@ -166,8 +189,13 @@ class DuePoller:
         keys = list(self.due)
         wake = [self.wake] if self.wake is not None else []
         reply = await self._tick(
-            keys=[*keys, *wake],
-            args=[self.lease_seconds, self.batch, len(keys), WAKE_STREAM_LENGTH],
+            DueTick(
+                due_keys=[*keys, *wake],
+                lease_seconds=self.lease_seconds,
+                batch=self.batch,
+                sets=len(keys),
+                wake_length=WAKE_STREAM_LENGTH,
+            )
         )
         claimed = 0
         for key, members in zip(keys, reply[1:-1], strict=True):
@@ -228,8 +256,14 @@ class DuePoller:
     async def _count_failure(self, key: str, member: str, error: Exception) -> None:
         parked_key = Keys.parked(key)
         tries, reply = await self._failed(
-            keys=[key, Keys.due_tries(key), parked_key],
-            args=[member, MAX_TRIES, _TRIES_TTL_SECONDS],
+            DueFailed(
+                due_set=key,
+                tries=Keys.due_tries(key),
+                parked=parked_key,
+                member=member,
+                max_tries=MAX_TRIES,
+                tries_ttl=_TRIES_TTL_SECONDS,
+            )
         )
         outcome = reply.decode() if isinstance(reply, bytes) else reply
         if outcome == "gone":

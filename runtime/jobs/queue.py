@@ -25,18 +25,12 @@ from redis.exceptions import RedisError, ResponseError
 
 from runtime.db.connection import longest_block
 from runtime.db.keys import JOB_GROUP, Keys
+from runtime.db.lua import Registered
 from runtime.db.replication import NO_REPLICAS, Replication
-from runtime.jobs.scripts import (
-    ENQUEUE_SCRIPT,
-    FORGET_IDLE_CONSUMERS_SCRIPT,
-    HEARTBEAT_SCRIPT,
-    STREAM_LOST,
-)
+from runtime.jobs import scripts
 
 log = logging.getLogger(__name__)
 
-# How long an enqueued job id is remembered, to drop a duplicate of the same request.
-MARKER_TTL_SECONDS = 3600
 V2 = "v2:"
 """Begins the entry id of a delivery from a shard's `jobs_v2` (after its `<shard>/`)."""
 
@@ -95,9 +89,9 @@ class JobQueue:
         self._reads = reads or redis
         self._keys = keys
         self._replication = replication
-        self._enqueue = redis.register_script(ENQUEUE_SCRIPT)
-        self._heartbeat = redis.register_script(HEARTBEAT_SCRIPT)
-        self._forget_idle = redis.register_script(FORGET_IDLE_CONSUMERS_SCRIPT)
+        self._enqueue = Registered(redis, scripts.ENQUEUE)
+        self._heartbeat = Registered(redis, scripts.HEARTBEAT)
+        self._forget_idle = Registered(redis, scripts.FORGET_IDLE_CONSUMERS)
         self._in_flight: dict[int, asyncio.Task[list[Delivery]]] = {}
         self._ready: list[Delivery] = []
         self._known: set[str] = set()
@@ -113,8 +107,9 @@ class JobQueue:
         too; raises `NotReplicated` if they do not confirm in time."""
         shard = self._keys.shard_of(run_id or job_id)
         stream, other = shard.job_streams[version - 1], shard.job_streams[2 - version]
+        marker = shard.job_marker(job_id)
         added, made = await self._enqueue(
-            keys=[stream, shard.job_marker(job_id), other], args=[payload, MARKER_TTL_SECONDS]
+            scripts.Enqueue(stream=stream, marker=marker, other=other, job=payload)
         )
         self._made(stream, bool(made))
         self._known.add(other)
@@ -130,7 +125,7 @@ class JobQueue:
             made = [stream for _, stream in self._streams() if await self._make_group(stream)]
             if any(stream in self._known for stream in made):
                 # One line however many: a shard's two streams are lost together.
-                log.error(STREAM_LOST, ", ".join(made))
+                log.error(scripts.STREAM_LOST, ", ".join(made))
             self._known.update(made)
         except RedisError:
             return False  # away again: the caller's retry tries once more
@@ -163,7 +158,7 @@ class JobQueue:
         """A stream made anew is news only if this process saw it before (a first deploy's
         first `/agent` makes it too)."""
         if made and stream in self._known:
-            log.error(STREAM_LOST, stream)
+            log.error(scripts.STREAM_LOST, stream)
         self._known.add(stream)
 
     async def _make_group(self, stream: str) -> bool:
@@ -310,13 +305,17 @@ class JobQueue:
             by_stream.setdefault(stream, []).append(entry)
         kept = 0
         for stream, entries in by_stream.items():
-            kept += int(await self._heartbeat(keys=[stream], args=[JOB_GROUP, consumer, *entries]))
+            beat = scripts.Heartbeat(stream=stream, consumer=consumer, entries=entries)
+            kept += int(await self._heartbeat(beat))
         return kept
 
     async def keep(self, consumer: str, entry_id: str) -> bool:
         """Heartbeat one job; False if this consumer holds it no more (it was taken over)."""
         stream, entry = self._where(entry_id)
-        return int(await self._heartbeat(keys=[stream], args=[JOB_GROUP, consumer, entry])) == 1
+        kept = await self._heartbeat(
+            scripts.Heartbeat(stream=stream, consumer=consumer, entries=[entry])
+        )
+        return int(kept) == 1
 
     def _read_but_not_taken(self) -> list[Delivery]:
         done = [r for r in self._in_flight.values() if r.done() and not r.cancelled()]
@@ -366,7 +365,7 @@ class JobQueue:
         gone: set[str] = set()
         for _, stream in self._streams():
             names: list[bytes | str] = await self._forget_idle(
-                keys=[stream], args=[JOB_GROUP, min_idle_ms]
+                scripts.ForgetIdleConsumers(stream=stream, min_idle_ms=min_idle_ms)
             )
             gone.update(_text(name) for name in names)
         return sorted(gone)

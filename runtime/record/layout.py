@@ -1,8 +1,8 @@
 """The run record: one Redis hash per run, its field names, and every script that touches it.
 
 This module owns the layout. `RunStore` (the worker's steps) and `DecisionRecorder` (people's
-decisions) call its scripts (`SCRIPTS`, from `runtime/record/lua/`, each file headed by its keys
-and arguments) and nothing else writes the hash.
+decisions) call its scripts (declared in `runtime.record.scripts`, from `runtime/record/lua/`,
+each file headed by its keys and arguments) and nothing else writes the hash.
 
 Fields of `run:<id>`:
 - `envelope` (our versioned JSON, `runtime.record.envelope`), `state` (zlib of the SDK's
@@ -35,21 +35,12 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.audit.events import AuditEvent
-from runtime.db.keys import HOME_CHANNELS, HOME_GROUPS, HOME_WAITING, LIVE_BY
-from runtime.db.lua import LuaConstant, lua_script
 from runtime.deciders import Terms, is_group, split
 from runtime.record.envelope import PendingCall, RunEnvelope
-from runtime.record.once import OnceScript, once_body
-
-if TYPE_CHECKING:
-    import redis.asyncio as aioredis
-
-    from runtime.db.keys import Keys
 
 Status = Literal["running", "waiting", "ready", "resuming", "finishing", "failed", "stopped"]
 
@@ -272,95 +263,9 @@ class CallGate(BaseModel):
         )
 
 
-LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
-    "F": {
-        "envelope": ENVELOPE,
-        "state": STATE,
-        "status": STATUS,
-        "round": ROUND,
-        "pending": PENDING,
-        "fence": FENCE,
-        "channel": CHANNEL,
-        "requester": REQUESTER,
-        "stopped": STOPPED,
-        "rules": RULES,
-        "deadline": DEADLINE,
-        "gate": GATE,
-        "approvals": APPROVALS,
-        "denied": DENIED,
-        "decision": DECISION,
-        "edit": EDIT,
-        "copies": COPIES,
-        "reach": REACH,
-        "turn": TURN,
-    },
-    "GATE_VERSION": GATE_VERSION,
-    "HOME_WAITING": HOME_WAITING,
-    "HOME_GROUPS": HOME_GROUPS,
-    "HOME_CHANNELS": HOME_CHANNELS,
-    "LIVE_BY": LIVE_BY,
-    "HOME_TAB": HOME_TAB,
-}
-"""What every script of the record reads as Lua locals: the field names as the table `F`
-(`F.status`), so that they are spelled once, here."""
-
-
 def fence_step() -> int:
     """How much a claim raises the fence (`claim.lua`): at random, up to about a million."""
     return 1 + secrets.randbelow(1 << 20)
-
-
-def _script(*fragments: str, **constants: LuaConstant) -> str:
-    """`runtime/record/lua/<fragment>.lua`, in order, after `LUA_CONSTANTS` and `constants`."""
-    return once_body(
-        lua_script("runtime.record", *fragments, constants={**LUA_CONSTANTS, **constants})
-    )
-
-
-SCRIPTS: Final[dict[str, str]] = {
-    "create": _script("home_index", "create"),
-    "claim": _script("home_index", "claim"),
-    "fenced_set": _script("fenced_set"),
-    "wait": _script("home_index", "wait"),
-    "close": _script("home_index", "close"),
-    "journal_put": _script("journal_put"),
-    # What a failover lost of a tool call, written back by the worker that ran it.
-    "restore": _script("restore", JOURNAL=JOURNAL, STARTED=STARTED),
-    # The decision script calls the functions of `choices.lua` (grants and edits); its body is
-    # a function (`batch_open.lua`) that `always.lua` calls for each call an Approve always covers.
-    "decide": _script(
-        "home_index",
-        "choices",
-        "batch_open",
-        "decide",
-        "always",
-        EVENT_EDITED=AuditEvent.EDITED,
-        EVENT_GRANTED=AuditEvent.GRANTED,
-        EVENT_REGATED=AuditEvent.REGATED,
-    ),
-    # A batch ("Approve all") runs the decision script's body once per call (`batch_open.lua`).
-    "decide_batch": _script(
-        "home_index",
-        "choices",
-        "batch_open",
-        "decide",
-        "batch",
-        EVENT_EDITED=AuditEvent.EDITED,
-        EVENT_GRANTED=AuditEvent.GRANTED,
-        EVENT_REGATED=AuditEvent.REGATED,
-    ),
-    "stop": _script("home_index", "stop"),
-    "add_copies": _script("home_index", "add_copies"),
-    "escalate": _script("home_index", "escalate"),
-}
-"""Every script of the run record, by name, as sent to Redis: each takes effect once per call,
-however often redis-py sends it (`runtime.record.once`). Their contracts (keys, arguments,
-replies) head their files in `runtime/record/lua/`."""
-
-
-def script(redis: aioredis.Redis, keys: Keys, name: str) -> OnceScript:
-    """One of `SCRIPTS`, registered on `redis`."""
-    return OnceScript(redis, keys, SCRIPTS[name])
 
 
 def confirm_text(arguments: str, name: str) -> str | None:

@@ -9,6 +9,11 @@ audit trail or counts is registered here: each call carries a token of its own, 
 in the same step as its effect, stores its reply under the token; a copy that finds the reply
 returns it instead of running again.
 
+A fenced write without an audit entry (`runtime.record.scripts.FENCED_WRITE`) goes without the
+frame: it neither appends nor counts. A copy that runs again writes the same fields under the
+same fence (and is refused once a later delivery holds the run); the caller sends nothing else
+until the call it retries has answered.
+
 The token's key is `once:<token>` in the shard of the script's first key (`Keys.once`): the
 same hash tag, so the same cluster slot. It expires after `ONCE_SECONDS`, longer than any copy
 can lag the first: redis-py's retries are over within a minute, a caller's within
@@ -18,13 +23,12 @@ can lag the first: redis-py's retries are over within a minute, a caller's withi
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic
 
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.db.lua import lua_file
+from runtime.db.lua import C, Script, lua_file
 
 ONCE_SECONDS = 900
 """How long a call's reply is kept for its late copies (the default `JOB_TIMEOUT_SECONDS`)."""
@@ -46,21 +50,17 @@ def new_token() -> str:
     return secrets.token_hex(12)
 
 
-class OnceScript:
+class OnceScript(Generic[C]):
     """A registered script whose every call takes effect once (see the module docstring);
-    `source` is `once_body(...)`'s, as `/readyz` checks it loaded (`runtime.readiness`)."""
+    `script.source` is `once_body(...)`'s, as `/readyz` checks it loaded
+    (`runtime.readiness`)."""
 
-    def __init__(self, redis: aioredis.Redis, keys: Keys, source: str) -> None:
-        self._script = redis.register_script(source)
+    def __init__(self, redis: aioredis.Redis, keys: Keys, script: Script[C]) -> None:
+        self._script = redis.register_script(script.source)
         self._keys = keys
 
-    async def __call__(
-        self,
-        *,
-        keys: Sequence[str],
-        args: Sequence[str | int | float | bytes],
-        token: str | None = None,
-    ) -> Any:
+    async def __call__(self, call: C, *, token: str | None = None) -> Any:
         """Run the script; a caller that retries the call itself passes the same `token`."""
+        keys = call.keys()
         marker = self._keys.once(keys[0], token or new_token())
-        return await self._script(keys=[*keys, marker], args=[*args, ONCE_SECONDS])
+        return await self._script(keys=[*keys, marker], args=[*call.args(), ONCE_SECONDS])

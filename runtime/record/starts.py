@@ -19,7 +19,9 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
+from runtime.db.lua import Registered
 from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.reads import StartRead
 from runtime.record.view import read
 
@@ -38,23 +40,26 @@ class CallStarts:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys
-        self._set = rr.script(redis, keys, "fenced_set")
+        self._set = Registered(redis, rs.FENCED_WRITE)
 
     async def mark(self, run_id: str, fence: int, call_id: str, round_: int) -> bool:
         """Mark the call started in `round_`; False if this delivery lost the run (or the run
         is gone): then the tool must not run."""
-        written = await self._set(
-            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
-            args=[str(fence), "", rr.STARTED + call_id, str(round_)],
-        )
+        written = await self._set(self._write(run_id, fence, call_id, str(round_)))
         return int(written) == 1
 
     async def not_running(self, run_id: str, fence: int, call_id: str) -> None:
         """Take the mark back: the tool did not start after all, or it raised (it returned):
         only a call cut off inside its tool has lost its outcome."""
-        await self._set(
-            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
-            args=[str(fence), "", rr.STARTED + call_id, ""],
+        await self._set(self._write(run_id, fence, call_id, ""))
+
+    def _write(self, run_id: str, fence: int, call_id: str, round_: str) -> rs.FencedSet:
+        return rs.FencedSet(
+            run=self._keys.run(run_id),
+            audit=self._keys.shard_of(run_id).audit,
+            fence=str(fence),
+            entry="",
+            fields=[rr.STARTED + call_id, round_],
         )
 
     async def started_in(self, run_id: str, call_id: str) -> int | None:

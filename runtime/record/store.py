@@ -14,10 +14,12 @@ from pydantic import ValidationError
 from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
 from runtime.db.keys import Keys
+from runtime.db.lua import Registered
 from runtime.db.replication import NO_REPLICAS, PrimaryChanged, Replication
 from runtime.jobs.contracts import Conversation
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH, longest_sleep
 from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.call_memory import FORGETFUL, CallMemory
 from runtime.record.envelope import (
     PendingCall,
@@ -64,7 +66,13 @@ class RunStore:
         self._keys = keys
         self._replication = replication
         self._clock = RedisClock()
-        self._scripts = {name: rr.script(redis, keys, name) for name in rr.SCRIPTS}
+        self._create = Registered(redis, rs.CREATE)
+        self._claim = rs.once(redis, keys, rs.CLAIM)
+        self._fenced_set = rs.once(redis, keys, rs.FENCED_SET)
+        self._fenced_write = Registered(redis, rs.FENCED_WRITE)
+        self._wait = rs.once(redis, keys, rs.WAIT)
+        self._close = rs.once(redis, keys, rs.CLOSE)
+        self._journal_put = rs.once(redis, keys, rs.JOURNAL_PUT)
         self.starts = CallStarts(redis, keys)
         self.turns = TurnJournal(redis, keys)
         self.recent = recent or FORGETFUL
@@ -74,14 +82,15 @@ class RunStore:
         self, run_id: str, fields: dict[str, str], lease: Lease | None, audit: str = ""
     ) -> None:
         """`audit`: an entry (`AuditTrail.entry`) appended with the write, if it is made."""
-        args = [
-            str(lease.fence) if lease else "",
-            audit,
-            *[p for pair in fields.items() for p in pair],
-        ]
-        written = await self._scripts["fenced_set"](
-            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit], args=args
+        call = rs.FencedSet(
+            run=self._keys.run(run_id),
+            audit=self._keys.shard_of(run_id).audit,
+            fence=str(lease.fence) if lease else "",
+            entry=audit,
+            fields=[p for pair in fields.items() for p in pair],
         )
+        # Only a write with an audit entry needs the frame that makes it take effect once.
+        written = await (self._fenced_set(call) if audit else self._fenced_write(call))
         if int(written) == -1:
             raise Fenced(run_id)
 
@@ -100,17 +109,16 @@ class RunStore:
             rr.REQUESTER: conversation.requester,
             rr.REPLY_URL: conversation.reply_url or "",
         }
-        args: list[str | int] = [
-            rr.RUNNING_TTL_SECONDS,
-            envelope.run_id,
-            *[p for pair in fields.items() for p in pair],
-        ]
-        keys = [
-            self._keys.run(envelope.run_id),
-            self._keys.tombstone(envelope.run_id),
-            self._keys.shard_of(envelope.run_id).live_runs,
-        ]
-        reply: Any = await self._scripts["create"](keys=keys, args=args)
+        reply: Any = await self._create(
+            rs.Create(
+                run=self._keys.run(envelope.run_id),
+                tombstone=self._keys.tombstone(envelope.run_id),
+                live_runs=self._keys.shard_of(envelope.run_id).live_runs,
+                ttl_seconds=rr.RUNNING_TTL_SECONDS,
+                run_id=envelope.run_id,
+                fields=[p for pair in fields.items() for p in pair],
+            )
+        )
         if isinstance(reply, list):
             self._clock.saw(reply[1], reply[2])
         elif _text(reply) == "finished":
@@ -119,10 +127,17 @@ class RunStore:
 
     async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
         """Take the run for this delivery of its job (see `runtime.record.layout`)."""
-        step = rr.fence_step()
-        reply = await self._scripts["claim"](
-            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
-            args=[kind, round_, rr.RUNNING_TTL_SECONDS, run_id, AuditEvent.RESUMED, step],
+        reply = await self._claim(
+            rs.Claim(
+                run=self._keys.run(run_id),
+                audit=self._keys.shard_of(run_id).audit,
+                kind=kind,
+                round=round_,
+                ttl_seconds=rr.RUNNING_TTL_SECONDS,
+                run_id=run_id,
+                event=AuditEvent.RESUMED,
+                fence_step=rr.fence_step(),
+            )
         )
         status = cast(ClaimStatus, _text(reply[0]))
         if len(reply) > 3:
@@ -254,22 +269,21 @@ class RunStore:
         last = max((c.expires_at for c in envelope.calls), default=None)
         if last is None:
             last = await self.server_time()
-        written = await self._scripts["wait"](
-            keys=[
-                self._keys.run(envelope.run_id),
-                self._keys.shard_of(envelope.run_id).deadlines,
-                self._keys.shard_of(envelope.run_id).reminders,
-                self._keys.shard_of(envelope.run_id).due_wake,
-                self._keys.shard_of(envelope.run_id).audit,
-            ],
-            args=[
-                lease.fence,
-                int(last + rr.STATE_GRACE_SECONDS),
-                json.dumps(plan),
-                zlib.compress(state_json.encode(), 6),
-                longest_sleep(self._keys.shard_count),
-                WAKE_STREAM_LENGTH,
-            ],
+        shard = self._keys.shard_of(envelope.run_id)
+        written = await self._wait(
+            rs.Wait(
+                run=self._keys.run(envelope.run_id),
+                deadlines=shard.deadlines,
+                reminders=shard.reminders,
+                due_wake=shard.due_wake,
+                audit=shard.audit,
+                fence=lease.fence,
+                expires_at=int(last + rr.STATE_GRACE_SECONDS),
+                plan=json.dumps(plan),
+                state=zlib.compress(state_json.encode(), 6),
+                longest_sleep=longest_sleep(self._keys.shard_count),
+                wake_length=WAKE_STREAM_LENGTH,
+            )
         )
         if int(written) == -1:
             raise Fenced(envelope.run_id)
@@ -293,24 +307,23 @@ class RunStore:
     ) -> None:
         """End the run: delete it (or, `keep`, mark it failed until its TTL, for recovery by
         hand) and leave its tombstone; `audit` (`AuditTrail.entry`) is appended with it."""
-        written = await self._scripts["close"](
-            keys=[
-                self._keys.run(run_id),
-                self._keys.shard_of(run_id).deadlines,
-                self._keys.shard_of(run_id).reminders,
-                self._keys.tombstone(run_id),
-                self._keys.shard_of(run_id).live_runs,
-                self._keys.shard_of(run_id).audit,
-            ],
-            args=[
-                str(lease.fence) if lease else "",
-                rr.TOMBSTONE_SECONDS,
-                outcome,
-                "1" if keep else "0",
-                run_id,
-                audit,
-                *[f"{run_id}:{aid}" for aid in approval_ids],
-            ],
+        shard = self._keys.shard_of(run_id)
+        written = await self._close(
+            rs.Close(
+                run=self._keys.run(run_id),
+                deadlines=shard.deadlines,
+                reminders=shard.reminders,
+                tombstone=self._keys.tombstone(run_id),
+                live_runs=shard.live_runs,
+                audit=shard.audit,
+                fence=str(lease.fence) if lease else "",
+                tombstone_seconds=rr.TOMBSTONE_SECONDS,
+                outcome=outcome,
+                keep="1" if keep else "0",
+                run_id=run_id,
+                entry=audit,
+                members=[f"{run_id}:{aid}" for aid in approval_ids],
+            )
         )
         if int(written) == -1:
             raise Fenced(run_id)
@@ -339,9 +352,14 @@ class RunStore:
     async def journal_put(self, run_id: str, call_id: str, entry: str, audit: str = "") -> None:
         """Record a tool call's outcome and `audit` (its `AuditTrail.entry`), and return once
         the replicas have it (`REDIS_MIN_REPLICAS`): a failover then cannot make it run again."""
-        await self._scripts["journal_put"](
-            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
-            args=[rr.JOURNAL + call_id, entry, audit],
+        await self._journal_put(
+            rs.JournalPut(
+                run=self._keys.run(run_id),
+                audit=self._keys.shard_of(run_id).audit,
+                field=rr.JOURNAL + call_id,
+                outcome=entry,
+                entry=audit,
+            ),
             token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
         )
         self.recent.recorded(run_id, call_id, entry, audit)

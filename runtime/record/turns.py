@@ -44,7 +44,9 @@ from openai.types.responses import ResponseOutputItem
 from pydantic import BaseModel, TypeAdapter
 
 from runtime.db.keys import Keys
+from runtime.db.lua import Registered
 from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.reads import TurnRead
 from runtime.record.view import read
 
@@ -186,7 +188,7 @@ class TurnJournal:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys
-        self._set = rr.script(redis, keys, "fenced_set")
+        self._set = Registered(redis, rs.FENCED_WRITE)
 
     async def recorded(self, run_id: str, key: str) -> bytes | None:
         return (await read(self._redis, self._keys, TurnRead, run_id, key)).response
@@ -195,7 +197,12 @@ class TurnJournal:
         """Journal a response; False if this delivery lost the run (or the run is gone): then
         none of its calls may run."""
         written = await self._set(
-            keys=[self._keys.run(run_id), self._keys.shard_of(run_id).audit],
-            args=[str(fence), "", rr.TURN + key, entry],
+            rs.FencedSet(
+                run=self._keys.run(run_id),
+                audit=self._keys.shard_of(run_id).audit,
+                fence=str(fence),
+                entry="",
+                fields=[rr.TURN + key, entry],
+            )
         )
         return int(written) == 1

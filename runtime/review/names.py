@@ -1,10 +1,11 @@
 """People, groups and channels by name in what the command line prints (`@alice`, `#ops`), where
 Countersign knows them.
 
-The web process caches each name Slack tells it under `Keys.display_name` (`bot.slack.directory`:
-a person's display name, a group's `@handle`, a channel's name; the console writes its own
-people's and channel's). The command line has no Slack token, so it reads that cache and nothing
-else: an id nobody looked up lately is printed as it is (`UALICE`), never guessed.
+The web process caches each name Slack tells it under `SlackKeys.display_name`
+(`bot.slack.directory`: a person's display name, a group's `@handle`, a channel's name; the
+console writes its own people's and channel's). The command line has no Slack token, so it reads
+that cache and nothing else: an id nobody looked up lately is printed as it is (`UALICE`), never
+guessed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class KnownNames:
         # One GET each: the keys may live in different slots of a cluster.
         async with self.redis.pipeline(transaction=False) as pipe:
             for principal in unique:
-                pipe.get(self.keys.display_name(principal))
+                pipe.get(self.keys.slack.display_name(principal))
             cached = await pipe.execute()
         return {
             principal: readable(principal, value.decode() if isinstance(value, bytes) else value)

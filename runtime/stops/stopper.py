@@ -18,6 +18,7 @@ from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, Replication
 from runtime.deciders import split
 from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.envelope import (
     CardCopy,
     PendingCall,
@@ -110,7 +111,7 @@ class RunStopper:
         self._redis = redis
         self._keys = keys
         self._replication = replication
-        self._stop = rr.script(redis, keys, "stop")
+        self._stop = rs.once(redis, keys, rs.STOP)
 
     async def view(self, run_id: str) -> StopView:
         whole = await read_whole(self._redis, self._keys, Whole, run_id)
@@ -143,27 +144,26 @@ class RunStopper:
         audit trail."""
         run_id = view.run_id
         who = {"user_id": user_id, "user_name": user_name, **({"team": team} if team else {})}
+        shard = self._keys.shard_of(run_id)
         reply = await self._stop(
-            keys=[
-                self._keys.run(run_id),
-                self._keys.shard_of(run_id).deadlines,
-                self._keys.shard_of(run_id).reminders,
-                self._keys.shard_of(run_id).audit,
-                self._keys.tombstone(run_id),
-                self._keys.shard_of(run_id).live_runs,
-                self._keys.shard_of(run_id).stops,
-            ],
-            args=[
-                json.dumps(who),
-                json.dumps(list(member_of)),
-                json.dumps({"users": list(admins.users), "groups": list(admins.groups)}),
-                run_id,
-                AuditEvent.STOPPED,
-                rr.TOMBSTONE_SECONDS,
-                STOPPED_KEPT_SECONDS,
-                STOPS_KEPT,
-                where,
-            ],
+            rs.Stop(
+                run=self._keys.run(run_id),
+                deadlines=shard.deadlines,
+                reminders=shard.reminders,
+                audit=shard.audit,
+                tombstone=self._keys.tombstone(run_id),
+                live_runs=shard.live_runs,
+                stops=shard.stops,
+                who=json.dumps(who),
+                groups=json.dumps(list(member_of)),
+                admins=json.dumps({"users": list(admins.users), "groups": list(admins.groups)}),
+                run_id=run_id,
+                event=AuditEvent.STOPPED,
+                tombstone_seconds=rr.TOMBSTONE_SECONDS,
+                stopped_seconds=STOPPED_KEPT_SECONDS,
+                stops_length=STOPS_KEPT,
+                where=where,
+            )
         )
         parts = [p.decode() if isinstance(p, bytes) else str(p) for p in reply]
         status = cast(StopStatus, parts[0])

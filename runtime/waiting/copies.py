@@ -14,7 +14,7 @@ import logging
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.envelope import Decision, PendingCall
 from runtime.record.reads import CopiesRead
 from runtime.record.view import read
@@ -28,7 +28,7 @@ class CardCopies:
         self._redis = redis
         self._keys = keys
         self._reach = reach
-        self._add = rr.script(redis, keys, "add_copies")
+        self._add = rs.once(redis, keys, rs.ADD_COPIES)
 
     async def notify(self, run: RunView, call: PendingCall) -> None:
         """Send the copies the call's rule asks for (`notify`), unless they were sent."""
@@ -46,8 +46,11 @@ class CardCopies:
         if not copies:
             return
         reply = await self._add(
-            keys=[self._keys.run(run.run_id)],
-            args=[call.approval_id, json.dumps([copy.model_dump() for copy in copies])],
+            rs.AddCopies(
+                run=self._keys.run(run.run_id),
+                approval_id=call.approval_id,
+                copies=json.dumps([copy.model_dump() for copy in copies]),
+            )
         )
         status = _text(reply[0])
         if status == "decided":

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
-from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
 from runtime.record.reads import GateRead
@@ -40,7 +40,7 @@ class Escalation:
     _script: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._script = rr.script(self.redis, self.keys, "escalate")
+        self._script = rs.once(self.redis, self.keys, rs.ESCALATE)
 
     async def escalate(
         self, run: RunView, call: PendingCall, targets: tuple[str, ...]
@@ -68,15 +68,16 @@ class Escalation:
                 "escalate_to": list(targets),
             }
             reply = await self._script(
-                keys=[key, self.keys.shard_of(run.run_id).audit],
-                args=[
-                    call.approval_id,
-                    raw,
-                    widened.stored(),
-                    run.run_id,
-                    AuditEvent.ESCALATED,
-                    json.dumps(details),
-                ],
+                rs.Escalate(
+                    run=key,
+                    audit=self.keys.shard_of(run.run_id).audit,
+                    approval_id=call.approval_id,
+                    read_gate=raw,
+                    gate=widened.stored(),
+                    run_id=run.run_id,
+                    event=AuditEvent.ESCALATED,
+                    details=json.dumps(details),
+                )
             )
             status = reply.decode() if isinstance(reply, bytes) else str(reply)
             if status != "changed":

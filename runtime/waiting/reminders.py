@@ -25,8 +25,10 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
+from runtime.db.lua import Registered
 from runtime.deciders import may_approve
 from runtime.record import layout as rr
+from runtime.record import scripts as rs
 from runtime.record.envelope import PendingCall
 from runtime.record.layout import CallGate
 from runtime.record.reach import CallReach, Nudge
@@ -50,7 +52,7 @@ class Reminders:
     _set: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._set = rr.script(self.redis, self.keys, "fenced_set")
+        self._set = Registered(self.redis, rs.FENCED_WRITE)
 
     async def handle(self, member: str) -> bool:
         """Do the nudges due; True removes the entry, False keeps it (moved to the next nudge,
@@ -82,8 +84,13 @@ class Reminders:
             elif nudge.kind == "remind" and not await self._remind(run, call, gate):
                 return False
             await self._set(
-                keys=[self.keys.run(run_id), self.keys.shard_of(run_id).audit],
-                args=["", "", rr.NUDGED + approval_id, repr(done := max(done, nudge.at))],
+                rs.FencedSet(
+                    run=self.keys.run(run_id),
+                    audit=self.keys.shard_of(run_id).audit,
+                    fence="",
+                    entry="",
+                    fields=[rr.NUDGED + approval_id, repr(done := max(done, nudge.at))],
+                )
             )
         following = reach.next_after(now)
         if following is None:

@@ -5,12 +5,12 @@
 -- without asking again (one call per publish while paced, not two).
 --
 -- KEYS
---   1 when the bucket is next full enough, epoch ms (`Keys.home_publish_rate`)
---   2 exists while Slack asked for a pause (`Keys.home_publish_pause`)
+--   1 rate: when the bucket is next full enough, epoch ms (`HomeKeys.publish_rate`)
+--   2 pause: exists while Slack asked for a pause (`HomeKeys.publish_pause`)
 -- ARGV
---   1 ms between publishes
---   2 publishes allowed at once (the bucket's size)
---   3 the longest wait, ms, a token is taken ahead for
+--   1 interval_ms: ms between publishes
+--   2 burst: publishes allowed at once (the bucket's size)
+--   3 ahead_ms: the longest wait, ms, a token is taken ahead for
 -- Returns {1, ms}: a token taken, publish in ms (0: now); or {0, ms}: none, ask again in ms.
 local paused = redis.call('PTTL', KEYS[2])
 if paused > 0 then return {0, paused} end

@@ -2,12 +2,12 @@
 -- the generation grew) while we asked: an answer from before the change must not stay.
 --
 -- KEYS
---   1 the group's generation (a counter)
---   2 the group's cached members
+--   1 generation: the group's generation (a counter)
+--   2 members: the group's cached members
 -- ARGV
---   1 the generation read before asking Slack
---   2 the members (JSON list)
---   3 the cache's TTL in seconds
+--   1 generation_read: the generation read before asking Slack
+--   2 found: the members (JSON list)
+--   3 ttl_seconds: the cache's TTL in seconds
 -- Returns 1 cached, 0 not (the group changed meanwhile).
 if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then
   return 0

@@ -2,12 +2,12 @@
 -- replies racing in one thread, exactly one takes the turn.
 --
 -- KEYS
---   1 the thread (`Keys.thread`): JSON {run_id, agent, ...}
+--   1 thread: the thread (`Keys.thread`): JSON {run_id, agent, ...}
 -- ARGV
---   1 the run id the web read as the thread's last run, and found no longer busy
---   2 the reply's run, as the thread's new value (JSON, its `run_id` the reply's)
---   3 the reply's run id
---   4 the time to live, in seconds
+--   1 last_run_id: the run id the web read as the thread's last run, and found no longer busy
+--   2 value: the reply's run, as the thread's new value (JSON, its `run_id` the reply's)
+--   3 run_id: the reply's run id
+--   4 ttl_seconds: the time to live, in seconds
 -- Returns 1 when the reply's run is now the thread's last (also when this very reply took it
 -- already: redis-py sends a script again after a timeout), 0 when another run took the turn or
 -- the thread was forgotten meanwhile.

@@ -1,16 +1,16 @@
 -- A person ends a grant early, in its own channel; the next call it would have covered asks.
 --
 -- KEYS
---   1 the grant's hash
---   2 the channel's grants (a sorted set, in the grant's shard)
---   3 the audit stream of the grant's shard
+--   1 grant: the grant's hash
+--   2 channel_grants: the channel's grants (a sorted set, in the grant's shard)
+--   3 audit: the audit stream of the grant's shard
 -- ARGV
---   1 the grant id
---   2 the channel the person revokes it in (another channel's grant is not touched)
---   3 the person's user id
---   4 the person's name ('' unknown)
---   5 the audit event's name (`revoked`)
---   6 the person's team ('' unknown)
+--   1 grant_id: the grant id
+--   2 channel: the channel the person revokes it in (another channel's grant is not touched)
+--   3 user_id: the person's user id
+--   4 user_name: the person's name ('' unknown)
+--   5 event: the audit event's name (`revoked`)
+--   6 team: the person's team ('' unknown)
 -- Returns false (no such grant in this channel), or {the grant JSON, uses}.
 local raw = redis.call('HGET', KEYS[1], 'grant')
 if not raw then return false end

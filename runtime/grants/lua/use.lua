@@ -2,12 +2,12 @@
 -- clock), counts the use and writes `grant_used`. A revoked grant is gone: the next call asks.
 --
 -- KEYS
---   1 the grant's hash (`grant:<id>`)
---   2 the audit stream of its shard
+--   1 grant: the grant's hash (`grant:<id>`)
+--   2 audit: the audit stream of its shard
 -- ARGV
---   1 the run id of the call it covers
---   2 the audit entry's details (JSON object; the grant's own are added here)
---   3 the audit event's name (`grant_used`)
+--   1 run_id: the run id of the call it covers
+--   2 details: the audit entry's details (JSON object; the grant's own are added here)
+--   3 event: the audit event's name (`grant_used`)
 -- Returns false (gone or ended), or {the grant JSON, uses so far}.
 local raw = redis.call('HGET', KEYS[1], 'grant')
 if not raw then return false end

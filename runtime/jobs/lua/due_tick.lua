@@ -6,13 +6,12 @@
 -- the wake-up stream, if there is one, for the case that the claimer dies.
 --
 -- KEYS
---   1..n the due sets
---   n+1 the wake-up stream (optional)
+--   1... due_keys: the due sets (ARGV[3] of them), then the wake-up stream (optional)
 -- ARGV
---   1 the lease in seconds
---   2 the most members claimed per set (batch)
---   3 n, the number of due sets
---   4 wake-ups kept in the stream (approximately)
+--   1 lease_seconds: the lease in seconds
+--   2 batch: the most members claimed per set (batch)
+--   3 sets: n, the number of due sets
+--   4 wake_length: wake-ups kept in the stream (approximately)
 -- Returns {seconds until the nearest member is due ('' if none), due members of each set...,
 -- the id of the announcement ('' if none)}.
 local t = redis.call('TIME')

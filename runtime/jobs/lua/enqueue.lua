@@ -4,13 +4,13 @@
 -- the script's constants.
 --
 -- KEYS
---   1 the job stream of the shard (of the job's version: `Shard.job_streams`)
---   2 the job id's marker (`Shard.job_marker`)
---   3 the shard's other job stream, made with the first when missing (one emptied Redis, one
+--   1 stream: the job stream of the shard (of the job's version: `Shard.job_streams`)
+--   2 marker: the job id's marker (`Shard.job_marker`)
+--   3 other: the shard's other job stream, made with the first when missing (one emptied Redis, one
 --     stream made again as far as anyone reading it can tell)
 -- ARGV
---   1 the job (JSON)
---   2 the marker's TTL in seconds
+--   1 job: the job (JSON)
+--   2 marker_ttl: the marker's TTL in seconds
 -- Returns {the entry id, or false for a duplicate; 1 if the stream had to be made, else 0}.
 local function enqueue(stream, marker, job, marker_ttl, other)
   local made = 0

@@ -3,10 +3,10 @@
 -- from the pending list).
 --
 -- KEYS
---   1 the job stream
+--   1 stream: the job stream
 -- ARGV
---   1 the consumer group
---   2 the idle time in milliseconds beyond which a consumer with nothing pending goes
+--   1 group: the consumer group
+--   2 min_idle_ms: the idle time in milliseconds beyond which a consumer with nothing pending goes
 -- Returns the names of the consumers dropped.
 local gone = {}
 for _, row in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do

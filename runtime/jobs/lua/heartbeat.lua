@@ -2,11 +2,11 @@
 -- a job that another worker already took over.
 --
 -- KEYS
---   1 the job stream
+--   1 stream: the job stream
 -- ARGV
---   1 the consumer group
---   2 this consumer's name
---   3... the entry ids it believes it holds
+--   1 group: the consumer group
+--   2 consumer: this consumer's name
+--   3... entries: the entry ids it believes it holds
 -- Returns how many of them it still held.
 local kept = 0
 for i = 3, #ARGV do

@@ -2,10 +2,10 @@
 -- decision from any of them). A copy posted after the decision is told so, to be redrawn.
 --
 -- KEYS
---   1 the run's hash
+--   1 run: the run's hash
 -- ARGV
---   1 the approval id
---   2 the copies (JSON list of {channel, ts})
+--   1 approval_id: the approval id
+--   2 copies: the copies (JSON list of {channel, ts})
 -- Returns {'gone'} (no such run or call), {'open'}, or {'decided', decision JSON}.
 local run = KEYS[1]
 local aid = ARGV[1]

@@ -6,21 +6,21 @@
 -- calls it for the clicked call and for the calls an Approve always covers beside it.
 --
 -- KEYS (all the run's, as the decision script's 1 to 5; no grant)
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the job stream of the run's shard (the one resume job goes there)
---   4 the audit stream
---   5 the reminders (a due set)
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 jobs: the job stream of the run's shard (the one resume job goes there)
+--   4 audit: the audit stream
+--   5 reminders: the reminders (a due set)
 -- ARGV
---   1 the calls (JSON list of {aid, digest, member, groups}: the approval id, the digest the
+--   1 calls: the calls (JSON list of {aid, digest, member, groups}: the approval id, the digest the
 --     person's modal showed, the due-set member, the gate's groups the person is in,
 --     itself JSON text)
---   2 the choice (JSON `Choice`, the same for every call, with `batch` set)
---   3 where it was made (the run's channel)
---   4 the run id
---   5 the resume job (JSON)
---   6 the round the caller read
---   7 the `denied` audit event's name
+--   2 choice: the choice (JSON `Choice`, the same for every call, with `batch` set)
+--   3 where: where it was made (the run's channel)
+--   4 run_id: the run id
+--   5 job: the resume job (JSON)
+--   6 round: the round the caller read
+--   7 denied_event: the `denied` audit event's name
 -- Returns {'not_offered', aids} (a call needs a quorum or a typed confirmation),
 -- {'refused', [[aid, status], ...]} (some call would not take this choice now: nothing was
 -- decided), or {'recorded', [[aid, reply...], ...]} with each call's decision-script reply.

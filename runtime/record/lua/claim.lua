@@ -7,19 +7,19 @@
 -- and the delivery whose claim was lost cannot write over the other's.
 --
 -- KEYS
---   1 the run's hash
---   2 the audit stream of the run's shard
+--   1 run: the run's hash
+--   2 audit: the audit stream of the run's shard
 -- ARGV
---   1 the job's kind: 'start' or 'resume'
---   2 the round the job resumes (a start's is not read)
---   3 the hash's TTL in seconds while the run works (`RUNNING_TTL_SECONDS`)
---   4 the run id
---   5 the audit event of a resume (`resumed`)
---   6 how much the fence grows (`fence_step`)
+--   1 kind: the job's kind: 'start' or 'resume'
+--   2 round: the round the job resumes (a start's is not read)
+--   3 ttl_seconds: the hash's TTL in seconds while the run works (`RUNNING_TTL_SECONDS`)
+--   4 run_id: the run id
+--   5 event: the audit event of a resume (`resumed`)
+--   6 fence_step: how much the fence grows (`fence_step`)
 -- Returns {'gone'}; {'claimed', fence} (a start); {'claimed' or 'taken_over', fence, seconds,
 -- microseconds of Redis's clock} (a resume); {'waiting' or 'finishing', fence}; {'stale'} (a
 -- resume of another round); or {status} (not taken).
-local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel)
+local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel, F.requester)
 local status = seen[1]
 if not status and redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
 local resume = ARGV[1] == 'resume'
@@ -31,8 +31,8 @@ if takes then
   if not resume then return {'claimed', fence} end
   redis.call('HSET', KEYS[1], F.status, 'resuming')
   redis.call('EXPIRE', KEYS[1], ARGV[3])
-  live_by_outlive(KEYS[1])  -- `home_index.lua`
-  local t = redis.call('TIME')
+  live_by_outlive(KEYS[1], seen[4], tonumber(ARGV[3]) * 1000)  -- `home_index.lua`
+  local t = redis_time()
   local details = cjson.encode({round = tonumber(ARGV[2]), fence = fence,
     taken_over = status == 'resuming', channel = seen[3],
     at = tonumber(t[1]) + tonumber(t[2]) / 1000000})

@@ -3,29 +3,42 @@
 -- stays.
 --
 -- KEYS
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the reminders (a due set)
---   4 the run's tombstone
---   5 the live runs
---   6 the audit stream
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 reminders: the reminders (a due set)
+--   4 tombstone: the run's tombstone
+--   5 live_runs: the live runs
+--   6 audit: the audit stream
 -- ARGV
---   1 the writer's fence ('' for writes that any holder may make)
---   2 the tombstone's TTL in seconds (`TOMBSTONE_SECONDS`)
---   3 the outcome, the tombstone's value
---   4 '1' keeps the hash, as `failed`; '0' deletes it
---   5 the run id
---   6 the audit entry (JSON list of its fields), or ''
---   7... the run's due-set members (`<run id>:<approval id>`) to remove
+--   1 fence: the writer's fence ('' for writes that any holder may make)
+--   2 tombstone_seconds: the tombstone's TTL in seconds (`TOMBSTONE_SECONDS`)
+--   3 outcome: the outcome, the tombstone's value
+--   4 keep: '1' keeps the hash, as `failed`; '0' deletes it
+--   5 run_id: the run id
+--   6 entry: the audit entry (JSON list of its fields), or ''
+--   7... members: the run's due-set members (`<run id>:<approval id>`) to remove
 -- Returns 1 done, -1 fenced off.
-local fence = false
-if ARGV[1] ~= '' then fence = redis.call('HGET', KEYS[1], F.fence) end
+-- One read: the fence, the requester, and for each call the fields its index entries come from.
+local wanted = {F.fence, F.requester}
+for i = 7, #ARGV do
+  local aid = string.match(ARGV[i], ':(.*)$')
+  for _, name in ipairs({F.gate, F.copies, F.reach, F.decision}) do
+    wanted[#wanted + 1] = name .. aid
+  end
+end
+local seen = redis.call('HMGET', KEYS[1], unpack(wanted))
+local fence = seen[1]
 local live = fence ~= false or redis.call('EXISTS', KEYS[1]) == 1
 if live and ARGV[1] ~= '' and fence ~= ARGV[1] then return -1 end
 for i = 7, #ARGV do
-  home_unindex(KEYS[1], string.match(ARGV[i], ':(.*)$'))
+  local at = 2 + (i - 7) * 4
+  -- A decided call left the index with its decision (`decide.lua`, `stop.lua`).
+  if not seen[at + 4] then
+    home_unindex(KEYS[1], string.match(ARGV[i], ':(.*)$'),
+      {gate = seen[at + 1], copies = seen[at + 2], reach = seen[at + 3]})
+  end
 end
-local requester = redis.call('HGET', KEYS[1], F.requester)
+local requester = seen[2]
 if requester then
   redis.call('ZREM', string.match(KEYS[1], '^(.*)run:[^:]*$') .. LIVE_BY .. requester, ARGV[5])
 end

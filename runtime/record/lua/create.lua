@@ -4,13 +4,13 @@
 -- the worker plans deadlines from it.
 --
 -- KEYS
---   1 the run's hash (`run:<id>`)
---   2 the run's tombstone (`done:<id>`)
---   3 the live runs of the run's shard
+--   1 run: the run's hash (`run:<id>`)
+--   2 tombstone: the run's tombstone (`done:<id>`)
+--   3 live_runs: the live runs of the run's shard
 -- ARGV
---   1 the hash's TTL in seconds (`RUNNING_TTL_SECONDS`)
---   2 the run id
---   3... field, value, field, value, ... of the new hash
+--   1 ttl_seconds: the hash's TTL in seconds (`RUNNING_TTL_SECONDS`)
+--   2 run_id: the run id
+--   3... fields: field, value, field, value, ... of the new hash
 -- Returns 'finished' (a tombstone: the run ended), 'exists', or {'created', seconds,
 -- microseconds} of Redis's clock.
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
@@ -25,7 +25,7 @@ redis.call('ZADD', KEYS[3], t[1], ARGV[2])
 for i = 3, #ARGV - 1, 2 do
   if ARGV[i] == F.requester then
     redis.call('ZADD', home_prefix(KEYS[1]) .. LIVE_BY .. ARGV[i + 1], t[1], ARGV[2])
-    outlive(home_prefix(KEYS[1]) .. LIVE_BY .. ARGV[i + 1], KEYS[1])  -- `home_index.lua`
+    live_by_outlive(KEYS[1], ARGV[i + 1], tonumber(ARGV[1]) * 1000)  -- `home_index.lua`
   end
 end
 return {'created', t[1], t[2]}

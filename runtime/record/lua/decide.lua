@@ -9,28 +9,28 @@
 -- before this file.
 --
 -- KEYS
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the job stream of the run's shard (the resume job goes there)
---   4 the audit stream
---   5 the reminders (a due set)
---   6 only with a grant: the grant's hash (`grant:<id>`, in the run's shard)
---   7 only with a grant: the channel's grants (a sorted set)
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 jobs: the job stream of the run's shard (the resume job goes there)
+--   4 audit: the audit stream
+--   5 reminders: the reminders (a due set)
+--   6... grant: only with a grant: the grant's hash (`grant:<id>`, in the run's shard), then the
+--     channel's grants (a sorted set)
 -- ARGV
---   1 the approval id
---   2 the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside, batch,
+--   1 approval_id: the approval id
+--   2 choice: the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside, batch,
 --     in_channel)
---   3 where it was made: a channel of the card or of a copy, `HOME_TAB`, or '' (anywhere: an
+--   3 where: where it was made: a channel of the card or of a copy, `HOME_TAB`, or '' (anywhere: an
 --     expiry)
---   4 the mode: 'decide', 'check' (what a rejection would do, recording only a refusal) or
+--   4 mode: the mode: 'decide', 'check' (what a rejection would do, recording only a refusal) or
 --     'expire'
---   5 the call's due-set member (`<run id>:<approval id>`)
---   6 the run id
---   7 the groups of the gate the person is in (JSON list)
---   8 the resume job (JSON), enqueued when this was the last open approval
---   9 the round the caller read
---   10 the `denied` audit event's name
---   11 the digest of the call as the person was shown it (a stale one, or none, is refused:
+--   5 member: the call's due-set member (`<run id>:<approval id>`)
+--   6 run_id: the run id
+--   7 groups: the groups of the gate the person is in (JSON list)
+--   8 job: the resume job (JSON), enqueued when this was the last open approval
+--   9 round: the round the caller read
+--   10 denied_event: the `denied` audit event's name
+--   11 digest: the digest of the call as the person was shown it (a stale one, or none, is refused:
 --      `stale`)
 -- Returns {'gone'}, {'unknown'}, {'unreadable'}, {'decided', decision}, {'closed'},
 -- {'expired'}, {'early'}, {refusal}, {'stale', approvals, edit}, {'already_approved',
@@ -44,7 +44,9 @@ local mode = ARGV[4]
 -- Everything this script reads of the run, in one read.
 local seen = redis.call('HMGET', run, F.deadline .. aid, F.gate .. aid, F.edit .. aid,
   F.copies .. aid, F.decision .. aid, F.status, F.round, F.approvals .. aid, F.denied .. aid,
-  F.pending)
+  F.pending, F.reach .. aid)
+-- The call's fields the Home tab's index is made from (`home_index.lua`), as read.
+local indexed = {gate = seen[2], copies = seen[4], reach = seen[11]}
 local deadline = seen[1]
 if not deadline then
   if redis.call('EXISTS', run) == 0 then return {'gone'} end
@@ -168,9 +170,9 @@ if present(choice['regate']) then
     return {'unreadable'}
   end
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
-  home_unindex(run, aid)  -- the Home tab's index follows the gate (`home_index.lua`)
+  home_unindex(run, aid, indexed)  -- the Home tab's index follows the gate (`home_index.lua`)
   redis.call('HSET', run, F.gate .. aid, choice['regate'])
-  home_index(run, aid)
+  home_index(run, aid, {gate = choice['regate'], copies = seen[4], reach = seen[11]})
   -- The stricter rule's escalation counts from when the call was asked, and may be due
   -- already: the call's nudges are looked at again now (`runtime.waiting.reminders`).
   redis.call('ZADD', KEYS[5], now, ARGV[5])
@@ -221,7 +223,7 @@ attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], K
 local encoded = cjson.encode(decision)
 -- Nothing above wrote `pending`: the count read at the top is current.
 local pending = (tonumber(seen[10]) or 1) - 1
-home_unindex(run, aid)  -- decided: off the Home tabs' index
+home_unindex(run, aid, indexed)  -- decided: off the Home tabs' index
 if pending > 0 then
   redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending)
 else

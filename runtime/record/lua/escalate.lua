@@ -3,15 +3,15 @@
 -- audit entry in the same step.
 --
 -- KEYS
---   1 the run's hash
---   2 the audit stream of the run's shard
+--   1 run: the run's hash
+--   2 audit: the audit stream of the run's shard
 -- ARGV
---   1 the approval id
---   2 the gate as the caller read it (JSON `CallGate`)
---   3 the widened gate (JSON)
---   4 the run id
---   5 the audit event's name
---   6 the audit entry's details (JSON object; the time is added here)
+--   1 approval_id: the approval id
+--   2 read_gate: the gate as the caller read it (JSON `CallGate`)
+--   3 gate: the widened gate (JSON)
+--   4 run_id: the run id
+--   5 event: the audit event's name
+--   6 details: the audit entry's details (JSON object; the time is added here)
 -- Returns 'escalated', 'already' (the gate is the widened one), 'changed' (read it again),
 -- 'decided', 'closed' (the run no longer waits) or 'gone'.
 local run = KEYS[1]

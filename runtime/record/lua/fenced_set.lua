@@ -2,12 +2,12 @@
 -- entry (the step the write records), the entry is appended in the same step.
 --
 -- KEYS
---   1 the run's hash
---   2 the audit stream of the run's shard
+--   1 run: the run's hash
+--   2 audit: the audit stream of the run's shard
 -- ARGV
---   1 the writer's fence ('' for writes that any holder may make)
---   2 the audit entry (JSON list of its fields, `AuditTrail.entry`), or ''
---   3... field, value, field, value, ...
+--   1 fence: the writer's fence ('' for writes that any holder may make)
+--   2 entry: the audit entry (JSON list of its fields, `AuditTrail.entry`), or ''
+--   3... fields: field, value, field, value, ...
 -- Returns 1 written, 0 no such run, -1 fenced off.
 if ARGV[1] ~= '' then
   local fence = redis.call('HGET', KEYS[1], F.fence)

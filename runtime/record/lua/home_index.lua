@@ -7,29 +7,46 @@
 -- Readers check every entry against its call and drop what is no longer open.
 --
 -- KEYS, ARGV: the including script's; these functions take the run's hash key (in its KEYS)
--- and an approval id, and touch only keys of that hash's slot.
+-- and an approval id, and touch only keys of that hash's slot. What a script already holds
+-- (the call's fields, the run's lifetime, Redis's clock) it passes, so nothing is read twice.
 local function home_prefix(run) return string.match(run, '^(.*)run:[^:]*$') end
 local function home_member(run, aid) return string.match(run, 'run:([^:]*)$') .. ':' .. aid end
 
+-- Redis's clock, asked once per script whoever needs it first: {seconds, microseconds}.
+local clock = nil
+local function redis_time()
+  if not clock then clock = redis.call('TIME') end
+  return clock
+end
+local function redis_now()
+  local t = redis_time()
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
 -- An index key lives at least as long as each run it names, and no longer than the longest: an
 -- entry whose run expired without closing goes with its key (the keys are one per person, group
--- and channel: none may stay forever).
-local function outlive(key, run)
-  local ttl = redis.call('PTTL', run)
+-- and channel: none may stay forever). `ttl`: the run's TTL in ms, when the script just set it.
+local function outlive(key, run, ttl)
+  ttl = ttl or redis.call('PTTL', run)
   if ttl > 0 and redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end
 
 -- The requester's live runs (`LIVE_BY`, the Home tab's "Your runs"), after the run's TTL grew.
-local function live_by_outlive(run)
-  local requester = redis.call('HGET', run, F.requester)
-  if requester then outlive(home_prefix(run) .. LIVE_BY .. requester, run) end
+local function live_by_outlive(run, requester, ttl)
+  if requester then outlive(home_prefix(run) .. LIVE_BY .. requester, run, ttl) end
+end
+
+-- A call's fields the index is made from ({gate, copies, reach}, false when absent), in one
+-- read, for a script that does not hold them already.
+local function home_fields(run, aid)
+  local seen = redis.call('HMGET', run, F.gate .. aid, F.copies .. aid, F.reach .. aid)
+  return {gate = seen[1], copies = seen[2], reach = seen[3]}
 end
 
 -- {index key, set of such keys, id} for each index the call's gate puts it in.
-local function home_entries(run, aid)
-  local raw = redis.call('HGET', run, F.gate .. aid)
-  if not raw then return {} end
-  local ok, gate = pcall(cjson.decode, raw)
+local function home_entries(run, call)
+  if not call.gate then return {} end
+  local ok, gate = pcall(cjson.decode, call.gate)
   if not ok or type(gate) ~= 'table' then return {} end
   local prefix = home_prefix(run)
   local found = {}
@@ -40,7 +57,7 @@ local function home_entries(run, aid)
   end
   if gate['anyone'] == true then
     add(HOME_CHANNELS, gate['channel'])
-    local read, copies = pcall(cjson.decode, redis.call('HGET', run, F.copies .. aid) or '[]')
+    local read, copies = pcall(cjson.decode, call.copies or '[]')
     if read and type(copies) == 'table' then
       for _, copy in ipairs(copies) do
         if type(copy) == 'table' then add(HOME_CHANNELS, copy['channel']) end
@@ -53,32 +70,32 @@ local function home_entries(run, aid)
   return found
 end
 
-local function home_index(run, aid)
+-- The call joins the indexes of its gate; `call`: its `home_fields`, `ttl` as for `outlive`.
+local function home_index(run, aid, call, ttl)
+  call = call or home_fields(run, aid)
   local asked = nil
-  local raw = redis.call('HGET', run, F.reach .. aid)
-  if raw then
-    local ok, reach = pcall(cjson.decode, raw)
+  if call.reach then
+    local ok, reach = pcall(cjson.decode, call.reach)
     if ok and type(reach) == 'table' then asked = tonumber(reach['asked_at']) end
   end
-  if asked == nil then
-    local t = redis.call('TIME')
-    asked = tonumber(t[1]) + tonumber(t[2]) / 1000000
-  end
+  if asked == nil then asked = redis_now() end
   local member = home_member(run, aid)
-  for _, entry in ipairs(home_entries(run, aid)) do
+  for _, entry in ipairs(home_entries(run, call)) do
+    ttl = ttl or redis.call('PTTL', run)
     redis.call('ZADD', entry[1], asked, member)
-    outlive(entry[1], run)
+    outlive(entry[1], run, ttl)
     if entry[2] then
       redis.call('SADD', entry[2], entry[3])
-      outlive(entry[2], run)
+      outlive(entry[2], run, ttl)
     end
   end
 end
 
--- Before the gate changes or goes: the entries its present gate made.
-local function home_unindex(run, aid)
+-- Before the gate changes or goes: the entries its present gate made (`call` as above).
+local function home_unindex(run, aid, call)
+  call = call or home_fields(run, aid)
   local member = home_member(run, aid)
-  for _, entry in ipairs(home_entries(run, aid)) do
+  for _, entry in ipairs(home_entries(run, call)) do
     redis.call('ZREM', entry[1], member)
     if entry[2] and redis.call('EXISTS', entry[1]) == 0 then
       redis.call('SREM', entry[2], entry[3])

@@ -3,12 +3,12 @@
 -- ran.
 --
 -- KEYS
---   1 the run's hash
---   2 the audit stream of the run's shard
+--   1 run: the run's hash
+--   2 audit: the audit stream of the run's shard
 -- ARGV
---   1 the field (`journal:<call id>`)
---   2 the recorded outcome (`runtime.journal.invoker`)
---   3 the audit entry (JSON list of its fields), or ''
+--   1 field: the field (`journal:<call id>`)
+--   2 outcome: the recorded outcome (`runtime.journal.invoker`)
+--   3 entry: the audit entry (JSON list of its fields), or ''
 -- Returns 1 recorded, 0 recorded before or no such run.
 local put = 0
 if redis.call('EXISTS', KEYS[1]) == 1 then put = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) end

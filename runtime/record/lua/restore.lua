@@ -4,15 +4,15 @@
 -- entry (`executed`): the tool ran, and the new primary's trail said nothing of it.
 --
 -- KEYS
---   1 the run's hash
---   2 the audit stream of the run's shard
+--   1 run: the run's hash
+--   2 audit: the audit stream of the run's shard
 -- ARGV
---   1 the replication id of the primary the caller means (`INFO replication`), or '' for
+--   1 replid: the replication id of the primary the caller means (`INFO replication`), or '' for
 --     whichever primary this is
---   2 the tool call's id
---   3 the recorded outcome (`runtime.journal.invoker`), or '' (a start mark only)
---   4 the outcome's audit entry (JSON list of its fields, `AuditTrail.entry`), or ''
---   5 the round the call started in (its start mark), or ''
+--   2 call_id: the tool call's id
+--   3 outcome: the recorded outcome (`runtime.journal.invoker`), or '' (a start mark only)
+--   4 entry: the outcome's audit entry (JSON list of its fields, `AuditTrail.entry`), or ''
+--   5 started_round: the round the call started in (its start mark), or ''
 -- Returns {status, offset}: status 'moved' (this is another primary: nothing written), 'gone'
 -- (no such run here), 'there' (recorded or marked already) or 'restored'; offset this primary's
 -- replication offset before the script.

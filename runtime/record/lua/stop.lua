@@ -10,23 +10,23 @@
 -- stops at the next safe point.
 --
 -- KEYS
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the reminders (a due set)
---   4 the audit stream
---   5 the run's tombstone
---   6 the live runs
---   7 the stops stream, which the run's worker follows (absent from an older caller)
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 reminders: the reminders (a due set)
+--   4 audit: the audit stream
+--   5 tombstone: the run's tombstone
+--   6 live_runs: the live runs
+--   7 stops: the stops stream, which the run's worker follows (absent from an older caller)
 -- ARGV
---   1 who stops (JSON {user_id, user_name, team?})
---   2 the groups the person is in (JSON list)
---   3 the admins (JSON {users, groups})
---   4 the run id
---   5 the `stopped` audit event's name
---   6 the tombstone's TTL in seconds
---   7 how long a stopped run's hash is kept, in seconds
---   8 stops kept in the stops stream (approximately)
---   9 where the stop came from: a channel, or `HOME_TAB`
+--   1 who: who stops (JSON {user_id, user_name, team?})
+--   2 groups: the groups the person is in (JSON list)
+--   3 admins: the admins (JSON {users, groups})
+--   4 run_id: the run id
+--   5 event: the `stopped` audit event's name
+--   6 tombstone_seconds: the tombstone's TTL in seconds
+--   7 stopped_seconds: how long a stopped run's hash is kept, in seconds
+--   8 stops_length: stops kept in the stops stream (approximately)
+--   9 where: where the stop came from: a channel, or `HOME_TAB`
 -- Returns {'gone'}, {'already', stopper}, {'closed'}, {'not_allowed'}, {'stopping', stopper}
 -- (its worker stops it), or {'stopped', stopper, the approval ids decided `stopped` (JSON)}.
 local run = KEYS[1]

@@ -6,36 +6,42 @@
 -- call joins the Home tab's index (`home_index.lua`); the last round's calls leave it.
 --
 -- KEYS
---   1 the run's hash
---   2 the deadlines (a due set) of the run's shard
---   3 the reminders (a due set)
---   4 the due sets' wake-up stream (`Keys.due_wake`)
---   5 the audit stream
+--   1 run: the run's hash
+--   2 deadlines: the deadlines (a due set) of the run's shard
+--   3 reminders: the reminders (a due set)
+--   4 due_wake: the due sets' wake-up stream (`Keys.due_wake`)
+--   5 audit: the audit stream
 -- ARGV
---   1 the writer's fence
---   2 when the hash expires (epoch seconds: the last deadline and `STATE_GRACE_SECONDS`)
---   3 the plan (JSON): `delete` (fields to drop), `set` (field -> value), `deadlines` and
+--   1 fence: the writer's fence
+--   2 expires_at: when the hash expires (epoch seconds: the last deadline and `STATE_GRACE_SECONDS`)
+--   3 plan: the plan (JSON): `delete` (fields to drop), `set` (field -> value), `deadlines` and
 --     `reminders` (due-set member -> epoch seconds), `audit` (entries, each a list of fields)
---   4 the SDK's RunState JSON, compressed (zlib)
---   5 a due-set poller's longest sleep in seconds (`longest_sleep`)
---   6 wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
+--   4 state: the SDK's RunState JSON, compressed (zlib)
+--   5 longest_sleep: a due-set poller's longest sleep in seconds (`longest_sleep`)
+--   6 wake_length: wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
 -- Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
-local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped)
+local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped, F.requester)
 if seen[1] ~= ARGV[1] then
   if not seen[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
   return -1
 end
 if seen[2] then return -2 end
 local plan = cjson.decode(ARGV[3])
-for _, field in ipairs(plan['delete']) do
-  if string.sub(field, 1, #F.gate) == F.gate then
-    home_unindex(KEYS[1], string.sub(field, #F.gate + 1))
+-- The last round's calls leave the index, as their gates read before they go.
+local gone = {}
+for _, field in ipairs(plan['delete']) do gone[field] = true end
+local drop = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if gone[field] then
+    drop[#drop + 1] = field
+    if string.sub(field, 1, #F.gate) == F.gate then
+      home_unindex(KEYS[1], string.sub(field, #F.gate + 1))
+    end
+  elseif string.sub(field, 1, #F.turn) == F.turn then
+    drop[#drop + 1] = field
   end
 end
-if #plan['delete'] > 0 then redis.call('HDEL', KEYS[1], unpack(plan['delete'])) end
-for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if string.sub(field, 1, #F.turn) == F.turn then redis.call('HDEL', KEYS[1], field) end
-end
+if #drop > 0 then redis.call('HDEL', KEYS[1], unpack(drop)) end
 local fields = {F.state, ARGV[4]}
 for field, value in pairs(plan['set']) do
   fields[#fields + 1] = field
@@ -44,10 +50,18 @@ end
 redis.call('HSET', KEYS[1], unpack(fields))
 -- Before the index: its keys take the run's new lifetime (`outlive`).
 redis.call('EXPIREAT', KEYS[1], ARGV[2])
-live_by_outlive(KEYS[1])
-for field, _ in pairs(plan['set']) do
+local t = redis_time()
+local ttl = tonumber(ARGV[2]) * 1000 - (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+live_by_outlive(KEYS[1], seen[3], ttl)
+-- The new calls' fields are all in the plan (a call's id is new, or its last round's fields
+-- were deleted above): the index is made from them, not read back.
+local set = plan['set']
+for field, value in pairs(set) do
   if string.sub(field, 1, #F.gate) == F.gate then
-    home_index(KEYS[1], string.sub(field, #F.gate + 1))
+    local aid = string.sub(field, #F.gate + 1)
+    home_index(KEYS[1], aid,
+      {gate = value, copies = set[F.copies .. aid] or false, reach = set[F.reach .. aid] or false},
+      ttl)
   end
 end
 local soonest = nil
@@ -60,11 +74,8 @@ for i, name in ipairs({'deadlines', 'reminders'}) do
   end
   if #scored > 0 then redis.call('ZADD', KEYS[i + 1], unpack(scored)) end
 end
-if soonest ~= nil then
-  local t = redis.call('TIME')
-  if soonest < tonumber(t[1]) + 1 + tonumber(ARGV[5]) then
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*', 'due', tostring(soonest))
-  end
+if soonest ~= nil and soonest < tonumber(t[1]) + 1 + tonumber(ARGV[5]) then
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*', 'due', tostring(soonest))
 end
 for _, entry in ipairs(plan['audit']) do redis.call('XADD', KEYS[5], '*', unpack(entry)) end
 return 1
