@@ -165,7 +165,7 @@ async def test_with_slack_unreachable_a_command_is_answered_within_slacks_3_s(
     status, body = await deployment.sender.command("delete u-100", user="UALICE")
     assert (status, time.monotonic() - began < 3.0) == (200, True), body
     # The token's check waits and asks again, backing off, outside any request.
-    lines = await wait_for_lines(web, "cannot reach Slack to check SLACK_BOT_TOKEN", 2, timeout=10)
+    lines = await wait_for_lines(web, "cannot reach Slack to check SLACK_BOT_TOKEN", 2, timeout=20)
     assert within_ceilings(lines, [1, 2]), lines
     assert "Traceback" not in web.log(), web.log()
 
