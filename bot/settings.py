@@ -8,8 +8,7 @@ from secrets import token_hex
 from pydantic import SecretStr, TypeAdapter, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from runtime.process.environment import setting
-from runtime.settings import RuntimeSettings
+from runtime.settings import RuntimeSettings, setting
 
 
 class Settings(RuntimeSettings):

@@ -17,6 +17,8 @@ from runtime.db.keys import DEFAULT_CLUSTER_SHARDS
 from runtime.process.environment import EnvironSettings, setting
 from runtime.process.logs import LogFormat
 
+__all__ = ["RuntimeSettings", "setting"]
+
 _PRINCIPALS = r"^\s*([UWS][A-Z0-9]{2,31}\s*(,\s*[UWS][A-Z0-9]{2,31}\s*)*)?$"
 
 
