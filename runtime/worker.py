@@ -282,7 +282,7 @@ def _executor(
     stops: StopListener,
 ) -> RunExecutor:
     redis, keys = storage.redis, storage.keys
-    return RunExecutor(
+    return RunExecutor.of(
         registry=agents.registry,
         store=storage.store,
         reporter=people.reporter,

@@ -39,14 +39,14 @@ log = logging.getLogger(__name__)
 
 
 class Steps(Protocol):
-    """What of the run's executor (`runtime.runs.executor`) asking again needs."""
+    """What of a round's outcomes (`runtime.runs.outcomes`) asking again needs."""
 
     store: RunStore
     policy: Policy
     audit: AuditTrail
     endings: RunEndings
 
-    async def _stop_for_approvals(
+    async def stop_for_approvals(
         self,
         envelope: RunEnvelope,
         state_json: str,
@@ -77,7 +77,7 @@ async def ask_again(
         await steps.endings.fail(envelope, failure, lease, keep=False)
         return
     entry = lost_entry(steps.audit, envelope, lost)
-    await steps._stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
+    await steps.stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
 
 
 def asked_again(
