@@ -86,7 +86,7 @@ class Worker:
     shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
     """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     restart_delay: float = 1.0
-    """First wait before restarting a crashed poller; it doubles up to a minute."""
+    """First wait before restarting a crashed poller; the shared backoff goes up to a minute."""
     _stopping: Shutdown = field(default_factory=Shutdown)
     metrics: MetricsEndpoint | None = None
     """`GET /metrics` on `METRICS_PORT`, when that is set."""

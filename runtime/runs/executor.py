@@ -146,7 +146,7 @@ class RunExecutor:
             await run_round.audit.record(AuditEvent.STARTED, job.run_id, **started, channel=channel)
         # As loaded before the claim, which changed only the fence; with the envelope as written.
         record = replace(record, envelope=envelope, state=None)
-        agent = await run_round.agent(envelope, lease, keep=False)
+        agent = await run_round.ready_agent(envelope, lease, keep=False)
         if agent is None:
             return
         context = {"run_id": job.run_id, "requester": job.conversation.requester}

@@ -1,5 +1,6 @@
-"""What a round of a run ends in, recorded and told: the answer, a stop for approvals, a
-failure, a stop by a person; and a step a previous delivery left half done, finished.
+"""What a round of a run ends in, recorded and told: the answer, a stop for approvals (also
+when a call's result was lost and a person decides whether it runs again), a failure, a stop
+by a person; and a step a previous delivery left half done, finished.
 
 Each is written with the delivery's lease (`runtime.record.leases`): a delivery that was
 overtaken writes nothing, and the one that overtook it reports instead.
@@ -14,13 +15,15 @@ from runtime.audit.trail import AuditTrail
 from runtime.conversations import threads
 from runtime.failures import RunFailed
 from runtime.journal.invoker import ran_tools
+from runtime.journal.lost_outcomes import asked_again, lost_entry
+from runtime.journal.starts import OutcomeLost
 from runtime.judging.permissions import AlwaysPermission, permission_fields
 from runtime.policy import Policy
 from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
 from runtime.record.leases import Lease
 from runtime.record.posted_messages import post_cards
 from runtime.record.store import RunStore
-from runtime.reporter import Reporter
+from runtime.reporter import Failure, Reporter
 from runtime.runs.endings import RunEndings
 from runtime.runs.observer import RunObserver, not_run_notes
 from runtime.runs.planner import Planned, requested
@@ -75,6 +78,27 @@ class RoundOutcomes:
         log.info("run %s: stopped by %s", envelope.run_id, stop.mark.user_id)
         await observer.flush("stopped")
         await self.endings.stopped(envelope, lease, stop.mark)
+
+    async def ask_again(
+        self,
+        lost: OutcomeLost,
+        envelope: RunEnvelope,
+        state: str | None,
+        observer: RunObserver,
+        lease: Lease,
+    ) -> None:
+        """A call that may have run lost its result (`runtime.journal.lost_outcomes`): stop the
+        run for its card, from `state` (saved before the round's approvals); end it, saying the
+        call may have run, when the call cannot be asked about."""
+        log.warning("%s; it is not run again without a person", lost)
+        now = await self.store.server_time()
+        calls = asked_again(envelope, lost, self.policy, now=now)
+        if calls is None or state is None:
+            failure = RunFailed(Failure.OUTCOME_LOST, lost.tool)
+            await self.failed(envelope, failure, observer, lease)
+            return
+        entry = lost_entry(self.audit, envelope, lost)
+        await self.stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
 
     async def stop_for_approvals(
         self,

@@ -34,7 +34,7 @@ async def resume(run_round: RunRound, job: ResumeJob, lease: Lease) -> None:
     if record is None:
         return
     envelope = record.envelope
-    agent = await run_round.agent(envelope, lease, keep=True)
+    agent = await run_round.ready_agent(envelope, lease, keep=True)
     if agent is None:
         return
     try:

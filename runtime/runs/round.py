@@ -21,7 +21,7 @@ from agents.items import TResponseInputItem
 from runtime.audit.trail import AuditTrail
 from runtime.failures import RunFailed, describe_run_error
 from runtime.journal.invoker import JournalScope, ToolsInFlight
-from runtime.journal.lost_outcomes import ask_again, run_again
+from runtime.journal.lost_outcomes import run_again
 from runtime.journal.starts import OutcomeLost
 from runtime.judging.permissions import AlwaysPermission
 from runtime.mcp.connections import McpServerUnavailable
@@ -61,12 +61,14 @@ class RunRound:
     stops: StopListener | None = None
     """Tells a working run at once that it was stopped; None: each run polls for it."""
 
-    async def agent(self, envelope: RunEnvelope, lease: Lease, *, keep: bool) -> Agent[Any] | None:
+    async def ready_agent(
+        self, envelope: RunEnvelope, lease: Lease, *, keep: bool
+    ) -> Agent[Any] | None:
         """The run's root agent, its MCP servers answering; None when the run ended instead
         (an agent the registry lacks, or a server that stays down: the thread is told which).
         `keep`: the run's saved state stays for a retry."""
         try:
-            agent = self.agent_named(envelope.root_agent)
+            agent = self._agent_named(envelope.root_agent)
         except RunFailed as failure:
             await self.outcomes.endings.fail(envelope, failure, lease, keep=keep)
             return None
@@ -81,7 +83,7 @@ class RunRound:
             return None
         return agent
 
-    def agent_named(self, name: str) -> Agent[Any]:
+    def _agent_named(self, name: str) -> Agent[Any]:
         try:
             return self.registry.get(name)
         except UnknownAgent as error:
@@ -129,7 +131,7 @@ class RunRound:
                         envelope, agent, run_input, observer, scope, context, permissions
                     )
                 except OutcomeLost as lost:
-                    await ask_again(self.outcomes, lost, envelope, record.state, observer, lease)
+                    await self.outcomes.ask_again(lost, envelope, record.state, observer, lease)
         except Stopped as stop:
             await self.outcomes.stopped(envelope, stop, observer, lease)
 
