@@ -77,7 +77,7 @@ async def compare(
     client = slack_client(token="xoxb-bench", base_url=slack.api_url, session=session)
     store, recorder = RunStore(redis, keys), DecisionRecorder(redis, keys)
     install_journal(registry)  # as the worker does: ours includes recording each tool's output
-    executor = RunExecutor(
+    executor = RunExecutor.of(
         registry=registry,
         store=store,
         reporter=SlackReporter(client, ApproverDirectory(redis, keys, client)),

@@ -1,50 +1,62 @@
-"""The one settings object of a Countersign process: the runtime's plus Slack's."""
+"""The web process's `Settings`: the runtime's plus Slack's, read once from the environment."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from secrets import token_hex
 
-from pydantic import Field, SecretStr, TypeAdapter, ValidationError, field_validator
+from pydantic import SecretStr, TypeAdapter, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from runtime.settings import FIXES as RUNTIME_FIXES
-from runtime.settings import RuntimeSettings, describe_settings_error
-
-FIXES: dict[str, str] = {
-    **RUNTIME_FIXES,
-    "SLACK_BOT_TOKEN": "Copy the Bot User OAuth Token (xoxb-...) from your Slack app's "
-    "OAuth & Permissions page.",
-    "SLACK_SIGNING_SECRET": "Copy the Signing Secret from your Slack app's Basic Information page.",
-    "SLACK_API_URL": "Use an https URL ending in /api/, e.g. https://slack.com/api/.",
-    "PORT": "Use a TCP port number between 1 and 65535.",
-    "HOME_PUBLISHES_PER_MINUTE": "Use a whole number of Home tab publishes a minute (1-100000); "
-    "Slack allows views.publish 100 or more a minute per workspace.",
-    "HOME_REDIS_CONNECTIONS": "Use a whole number of Redis connections (1-1000) for the web "
-    "process's Home tab work.",
-}
+from runtime.settings import RuntimeSettings, setting
 
 
 class Settings(RuntimeSettings):
-    slack_bot_token: SecretStr = Field(validation_alias="SLACK_BOT_TOKEN", min_length=1)
-    slack_signing_secret: SecretStr = Field(validation_alias="SLACK_SIGNING_SECRET", min_length=1)
-    slack_api_url: str = Field(
-        "https://slack.com/api/", validation_alias="SLACK_API_URL", pattern=r"^https?://.+/$"
+    """The web process's: the runtime's settings (it enqueues runs and records decisions)
+    and Slack's."""
+
+    slack_bot_token: SecretStr = setting(
+        min_length=1,
+        fix="Copy the Bot User OAuth Token (xoxb-...) from your Slack app's OAuth & Permissions "
+        "page.",
     )
-    port: int = Field(3000, validation_alias="PORT", ge=1, le=65535)
+    slack_signing_secret: SecretStr = setting(
+        min_length=1, fix="Copy the Signing Secret from your Slack app's Basic Information page."
+    )
+    slack_api_url: str = setting(
+        "https://slack.com/api/",
+        pattern=r"^https?://.+/$",
+        fix="Use an https URL ending in /api/, e.g. https://slack.com/api/.",
+    )
+    port: int = setting(3000, ge=1, le=65535, fix="Use a TCP port number between 1 and 65535.")
 
     # --- the Home tab at scale ---
-    home_publishes_per_minute: int = Field(
-        100, validation_alias="HOME_PUBLISHES_PER_MINUTE", ge=1, le=100_000
+    home_publishes_per_minute: int = setting(
+        100,
+        ge=1,
+        le=100_000,
+        fix="Use a whole number of Home tab publishes a minute (1-100000); Slack allows "
+        "views.publish 100 or more a minute per workspace.",
     )
     """`views.publish` calls a minute, all web processes together (`bot.home.pace`)."""
-    home_redis_connections: int = Field(8, validation_alias="HOME_REDIS_CONNECTIONS", ge=1, le=1000)
+    home_redis_connections: int = setting(
+        8,
+        ge=1,
+        le=1000,
+        fix="Use a whole number of Redis connections (1-1000) for the web process's Home tab work.",
+    )
     """The web's Redis connections for Home tab work, apart from the clicks' (`bot.wiring`)."""
 
     # --- first run: the local console and Socket Mode ---
-    console: bool = Field(False, validation_alias="CONSOLE")
+    console: bool = setting(
+        False, fix="Use true to serve the local console at /console, or false (the default)."
+    )
     """Serve the console at /console and talk to its stand-in Slack API instead of Slack."""
-    slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
+    slack_app_token: SecretStr | None = setting(
+        None,
+        fix="Create an app-level token with the connections:write scope on your Slack app's Basic "
+        "Information page (xapp-...), or unset it to receive Slack's requests over HTTP.",
+    )
     """An app-level token (xapp-...): Slack's requests arrive over Socket Mode."""
 
     @field_validator("slack_bot_token")
@@ -73,7 +85,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         return Settings.from_environ(environ)
     except ValidationError as error:
-        raise SettingsError(describe_settings_error(error, FIXES)) from None
+        raise SettingsError(Settings.described(error)) from None
 
 
 # --- first run: the local console and Socket Mode ---
@@ -92,13 +104,6 @@ def is_true(value: str) -> bool:
         return _BOOLEAN.validate_python(value)
     except ValidationError:
         return False
-
-
-FIXES["CONSOLE"] = "Use true to serve the local console at /console, or false (the default)."
-FIXES["SLACK_APP_TOKEN"] = (
-    "Create an app-level token with the connections:write scope on your Slack app's Basic "
-    "Information page (xapp-...), or unset it to receive Slack's requests over HTTP."
-)
 
 
 def with_console_defaults(environ: Mapping[str, str]) -> dict[str, str]:

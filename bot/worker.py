@@ -7,7 +7,7 @@ import redis.asyncio as aioredis
 from agents import RunConfig
 
 from bot.reporting.grant_notices import DirectoryMembership, SlackGrantNotices
-from bot.settings import FIXES, Settings
+from bot.settings import Settings
 from bot.slack.bot_token import BotToken
 from bot.wiring import slack_parts
 from runtime.db import Keys
@@ -18,7 +18,7 @@ from runtime.registry import AgentRegistry
 from runtime.worker import Agents, People, Worker, build_worker
 
 WORKER_FIX = (
-    f"{FIXES['SLACK_BOT_TOKEN']} Meanwhile nothing is posted and runs wait where they are; "
+    f"{Settings.fix('SLACK_BOT_TOKEN')} Meanwhile nothing is posted and runs wait where they are; "
     "none is lost."
 )
 

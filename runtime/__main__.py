@@ -45,7 +45,7 @@ from runtime.review.backtest import backtest
 from runtime.review.chart import ChartUnavailable, check_path, draw
 from runtime.review.names import KnownNames
 from runtime.review.stats import decision_stats, principals, text
-from runtime.settings import FIXES, RuntimeSettings, settings_problems
+from runtime.settings import RuntimeSettings
 
 BAD_INPUT = 2
 UNAVAILABLE = 1
@@ -217,7 +217,7 @@ def _settings(environ: Mapping[str, str]) -> RuntimeSettings:
     try:
         return RuntimeSettings.from_environ(environ)
     except ValidationError as error:
-        raise Refused("\n".join(settings_problems(error, FIXES)), BAD_INPUT) from None
+        raise Refused("\n".join(RuntimeSettings.problems(error)), BAD_INPUT) from None
 
 
 def _against_redis(work: Coroutine[Any, Any, _T], settings: RuntimeSettings) -> _T:

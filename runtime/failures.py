@@ -19,8 +19,6 @@ Exception
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import openai
 from agents.exceptions import (
     AgentsException,
@@ -31,9 +29,8 @@ from agents.exceptions import (
     UserError,
 )
 
+from runtime.process.causes import caused_by
 from runtime.reporter import Failure
-
-_E = TypeVar("_E", bound=BaseException)
 
 
 class RunFailed(Exception):
@@ -48,9 +45,9 @@ TRANSIENT_HTTP_STATUSES = frozenset({408, 409, 429})
 
 def describe_run_error(error: Exception) -> RunFailed | None:
     """Translate an error raised by a run into a failure to report, or None to retry."""
-    if (failed := _in_chain(error, RunFailed)) is not None:
+    if (failed := caused_by(error, RunFailed)) is not None:
         return failed
-    if _in_chain(error, RecursionError) is not None:
+    if caused_by(error, RecursionError) is not None:
         return RunFailed(Failure.AGENT_ERROR, "something was nested too deeply to handle")
     if isinstance(error, openai.OpenAIError | ModelTimeoutError):
         return _model_api_error(error)
@@ -74,16 +71,6 @@ def _model_api_error(error: Exception) -> RunFailed | None:
     if isinstance(error, openai.APIConnectionError | ModelTimeoutError):
         return None
     return RunFailed(Failure.MODEL_ERROR, "the model client is not configured or failed")
-
-
-def _in_chain(error: BaseException, kind: type[_E]) -> _E | None:
-    """`error` or what caused it, as the SDK wraps it (`UserError('Error running tool …')`)."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, kind):
-            return seen
-        seen = seen.__cause__
-    return None
 
 
 def _raised_by_a_tool(error: UserError) -> bool:

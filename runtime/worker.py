@@ -39,6 +39,7 @@ from runtime.models.install import install_journal
 from runtime.models.journaled import journaled_run_config
 from runtime.models.retries import model_retry
 from runtime.policy import Policy
+from runtime.process.backoff import Backoff
 from runtime.process.credentials import Credentials
 from runtime.process.shutdown import Shutdown
 from runtime.process.shutdown_budget import ShutdownBudget
@@ -85,7 +86,7 @@ class Worker:
     shutdown: ShutdownBudget = field(default_factory=lambda: ShutdownBudget(seconds=25.0))
     """Shared with the consumer: the whole stop, from stop() on, fits in it."""
     restart_delay: float = 1.0
-    """First wait before restarting a crashed poller; it doubles up to a minute."""
+    """First wait before restarting a crashed poller; the shared backoff goes up to a minute."""
     _stopping: Shutdown = field(default_factory=Shutdown)
     metrics: MetricsEndpoint | None = None
     """`GET /metrics` on `METRICS_PORT`, when that is set."""
@@ -138,15 +139,14 @@ class Worker:
             self.metrics.stop()
 
     async def _keep_running(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
-        delay = self.restart_delay
+        backoff = Backoff(self.restart_delay, MAX_RESTART_DELAY_SECONDS)
         while not self._stopping.is_set():
             try:
                 await run()
                 return
             except Exception:
-                log.exception("%s crashed; restarting it in %g s", name, delay)
-            await self._stopping.sleep(delay)
-            delay = min(delay * 2, MAX_RESTART_DELAY_SECONDS)
+                log.exception("%s crashed; restarting it in %g s", name, backoff.delay)
+            await self._stopping.sleep(backoff.failed())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,7 +283,7 @@ def _executor(
     stops: StopListener,
 ) -> RunExecutor:
     redis, keys = storage.redis, storage.keys
-    return RunExecutor(
+    return RunExecutor.of(
         registry=agents.registry,
         store=storage.store,
         reporter=people.reporter,

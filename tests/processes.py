@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,6 +121,18 @@ async def wait_for_lines(process: Process, text: str, count: int, timeout: float
                 f"{process.name} logged {text!r} {len(found)} times, not {count}:\n{process.log()}"
             )
         await asyncio.sleep(0.1)
+
+
+def within_ceilings(lines: list[str], ceilings: list[float]) -> bool:
+    """Whether each line's announced wait ("retrying in 3.47 s") is drawn as the shared backoff
+    draws it (`runtime.process.backoff`): between half its ceiling and the ceiling."""
+    waits = [
+        float(re.findall(r"(?:retrying|restarting it) in ([0-9.e-]+) s", line)[-1])
+        for line in lines
+    ]
+    return len(waits) == len(ceilings) and all(
+        ceiling / 2 <= wait <= ceiling for wait, ceiling in zip(waits, ceilings, strict=True)
+    )
 
 
 async def wait_for_log(process: Process, text: str, timeout: float = 20) -> str:

@@ -20,7 +20,15 @@ from tests.deployment import Deployment
 from tests.fake_openai import ModelRequest, message, tool_call
 from tests.fake_slack import Message
 from tests.model_scripts import delete_then_answer
-from tests.processes import Process, procfile, wait_for_log, wait_for_status, wait_until_healthy
+from tests.processes import (
+    Process,
+    procfile,
+    wait_for_lines,
+    wait_for_log,
+    wait_for_status,
+    wait_until_healthy,
+    within_ceilings,
+)
 
 
 def migrate_then_answer(request: ModelRequest) -> list[dict[str, object]]:
@@ -417,7 +425,9 @@ async def test_sigterm_while_waiting_for_redis_exits_at_once(tmp_path: Path) -> 
         deployment.processes.append(web)
         worker = deployment.worker("worker.1")
         for process in (web, worker):
-            await wait_for_log(process, "retrying in 8 s")  # backing off: 1, 2, 4, 8 s
+            # Backing off: waits up to 1, 2, 4, 8 s; the process sleeps in the fourth.
+            lines = await wait_for_lines(process, "cannot reach Redis", 4, timeout=20)
+            assert within_ceilings(lines, [1, 2, 4, 8]), lines
         stopped_at = time.monotonic()
         for process in (web, worker):
             process.signal(signal.SIGTERM)

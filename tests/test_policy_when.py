@@ -136,7 +136,7 @@ def test_a_bad_expression_names_the_file_the_line_and_the_parsers_message(
 ) -> None:
     path = tmp_path / "policy.toml"
     path.write_text('[[rule]]\ntool = "delete_user"\n\nwhen = "args.user_id =="\n')
-    settings = RuntimeSettings.model_validate({"POLICY_FILE": str(path)})
+    settings = RuntimeSettings.from_environ({"POLICY_FILE": str(path)})
     with pytest.raises(PolicyError) as raised:
         load_policy(settings)
     text = str(raised.value)

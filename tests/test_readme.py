@@ -61,13 +61,13 @@ def test_the_readme_stays_a_front_door() -> None:
 def test_every_setting_is_in_the_configuration_table() -> None:
     operations = PAGES["docs/operations.md"]
     table = operations.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    aliases = {str(field.validation_alias) for field in Settings.model_fields.values()}
-    assert {alias for alias in aliases if f"`{alias}`" not in table} == set()
+    variables = {name.upper() for name in Settings.model_fields}
+    assert {name for name in variables if f"`{name}`" not in table} == set()
 
 
 def test_every_variable_named_exists() -> None:
     """A variable the docs name is a setting, read by our code, or read by the SDK."""
-    aliases = {str(field.validation_alias) for field in Settings.model_fields.values()}
+    variables = {name.upper() for name in Settings.model_fields}
     source = our_source()
     named = {
         (page, name)
@@ -78,7 +78,7 @@ def test_every_variable_named_exists() -> None:
     unknown = {
         (page, name)
         for page, name in named
-        if name not in aliases and name not in READ_BY_THE_SDK and name not in source
+        if name not in variables and name not in READ_BY_THE_SDK and name not in source
     }
     assert unknown == set()
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bot.settings import CONSOLE_BOT_TOKEN, SettingsError, load_settings, with_console_defaults
+from bot.settings import (
+    CONSOLE_BOT_TOKEN,
+    Settings,
+    SettingsError,
+    load_settings,
+    with_console_defaults,
+)
 
 REQUIRED = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"}
 
@@ -65,6 +71,19 @@ def test_a_bad_environment_names_each_variable_and_its_fix(
     for fragment in expected:
         assert fragment in str(raised.value)
     assert "^" not in str(raised.value), "no regular expression shown"
+
+
+def test_every_variable_says_how_to_fix_it() -> None:
+    """What to tell the operator is declared on each field (`setting(..., fix=...)`)."""
+    unfixed = {name.upper() for name in Settings.model_fields if not Settings.fix(name)}
+    assert unfixed == {"OPENAI_API_KEY"}, "any value will do: the openai client reads it"
+
+
+def test_a_variable_is_its_fields_name_in_any_case_and_empty_is_unset() -> None:
+    settings = load_settings(
+        {"slack_bot_token": "xoxb-1", "Slack_Signing_Secret": "s", "max_turns": "3", "PORT": ""}
+    )
+    assert (settings.max_turns, settings.port) == (3, 3000)
 
 
 def test_an_unimportable_registry_names_the_module() -> None:

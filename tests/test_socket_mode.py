@@ -24,7 +24,7 @@ from tests.deployment import Deployment
 from tests.fake_slack import FakeSlack
 from tests.harness import Harness
 from tests.model_scripts import delete_then_answer
-from tests.processes import wait_for_log
+from tests.processes import wait_for_lines, wait_for_log, within_ceilings
 
 APP_TOKEN = "xapp-1-test"
 
@@ -179,10 +179,8 @@ async def test_with_slack_unreachable_socket_mode_retries_with_a_backoff(
     )
     status, body = await readyz(deployment)
     assert (status, body["socket_mode"]) == (503, "connecting"), "healthy, not ready"
-    await wait_for_log(
-        web, "Socket Mode: cannot reach Slack (ClientConnectorError); retrying in 1 s"
+    lines = await wait_for_lines(
+        web, "Socket Mode: cannot reach Slack (ClientConnectorError); retrying in", 2, timeout=20
     )
-    await wait_for_log(
-        web, "Socket Mode: cannot reach Slack (ClientConnectorError); retrying in 2 s"
-    )
+    assert within_ceilings(lines, [1, 2]), lines
     assert "Traceback" not in web.log(), web.log()

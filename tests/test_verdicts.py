@@ -253,7 +253,7 @@ def test_no_loosening_survives_a_rule_that_cannot_be_judged() -> None:
 def policy_of(tmp_path: Path, text: str) -> Policy:
     path = tmp_path / "policy.toml"
     path.write_text(text)
-    return load_policy(RuntimeSettings.model_validate({"POLICY_FILE": str(path)}))
+    return load_policy(RuntimeSettings.from_environ({"POLICY_FILE": str(path)}))
 
 
 async def test_the_verdict_of_a_call(tmp_path: Path) -> None:

@@ -242,17 +242,7 @@ def home_opened(user: str, view: dict[str, Any] | None = None) -> str:
     }
     if view is not None:
         event["view"] = view
-    return json.dumps(
-        {
-            "token": "unused",
-            "team_id": TEAM,
-            "api_app_id": "A0001",
-            "type": "event_callback",
-            "event_id": f"Ev{time.time_ns()}",
-            "event_time": int(time.time()),
-            "event": event,
-        }
-    )
+    return _event_callback(event)
 
 
 def message_event(channel: str, user: str, text: str, ts: str, thread_ts: str) -> str:
@@ -268,6 +258,11 @@ def message_event(channel: str, user: str, text: str, ts: str, thread_ts: str) -
         "thread_ts": thread_ts,
         "event_ts": ts,
     }
+    return _event_callback(event)
+
+
+def _event_callback(event: dict[str, Any]) -> str:
+    """The Events API's envelope around `event`, as Slack posts it (JSON-bodied)."""
     return json.dumps(
         {
             "token": "unused",

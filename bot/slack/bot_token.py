@@ -2,8 +2,8 @@
 
 Left to itself Bolt asks `auth.test` on the first request, inside Slack's 3 s: with Slack
 unreachable, a signed slash command got a 500 after 5.8 s. Here each process asks once at
-start, in the background (it serves at once), and again with a backoff doubling to
-`MAX_RETRY_SECONDS` while Slack does not answer; `/readyz` asks again when the last answer is
+start, in the background (it serves at once), and again with the shared backoff (up to
+`MAX_RETRY_SECONDS`) while Slack does not answer; `/readyz` asks again when the last answer is
 older than `READY_CACHE_SECONDS`. When Slack refuses the token (`REFUSED`), one line says so,
 naming `SLACK_BOT_TOKEN` and the fix, and readiness fails until Slack accepts it again; the
 worker holds its runs meanwhile (`runtime.process.credentials`). Bolt's `authorize` answers
@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.links import ThreadLinks
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from runtime.db import FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS
-from runtime.process import Shutdown
+from runtime.process import Backoff, Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class BotToken:
 
     async def check(self, stopping: Shutdown, *, first_delay: float = FIRST_RETRY_SECONDS) -> None:
         """Ask `auth.test` until Slack answers (or `stopping`); say so if it refuses."""
-        delay = first_delay
+        backoff = Backoff(first_delay, MAX_RETRY_SECONDS)
         while not stopping.is_set():
             try:
                 async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
@@ -98,19 +98,18 @@ class BotToken:
                     "cannot reach Slack to check %s (%s); retrying in %g s",
                     SETTING,
                     type(error).__name__,
-                    delay,
+                    backoff.delay,
                 )
             except SlackApiError as error:
                 log.warning(
                     "Slack answers auth.test with %s; retrying in %g s",
                     error.response.get("error"),
-                    delay,
+                    backoff.delay,
                 )
             else:
                 return
-            if await stopping.sleep(delay):
+            if await stopping.sleep(backoff.failed()):
                 return
-            delay = min(delay * 2, MAX_RETRY_SECONDS)
 
     async def run(self) -> None:
         """The worker's check at start, as one of its loops (`stop` ends it)."""

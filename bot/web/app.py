@@ -23,7 +23,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.home.routes import run_home_watch
-from bot.settings import FIXES, Settings
+from bot.settings import Settings
 from bot.slack.bodies import MAX_BODY_CHARS, RefusedBody, read_body
 from bot.slack.in_flight import InFlight
 from bot.web.bolt import WebSlack, build_bolt
@@ -122,7 +122,7 @@ async def create_web_app(
     socket = None
     if settings.slack_app_token is not None and not settings.console:
         token = settings.slack_app_token.get_secret_value()
-        socket = add_socket_mode(app, app[BOLT], token, fix=FIXES["SLACK_APP_TOKEN"])
+        socket = add_socket_mode(app, app[BOLT], token, fix=Settings.fix("SLACK_APP_TOKEN"))
     add_operations(
         app,
         redis=redis,

@@ -31,7 +31,7 @@ from bot.listeners.stops import StopActions
 from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import ChannelMembershipEvents, GroupMembershipEvents
 from bot.reporting.failovers import SlackLostDecisions
-from bot.settings import FIXES, Settings
+from bot.settings import Settings
 from bot.slack.bot_token import BotToken
 from bot.slack.channel_members import ChannelMembers
 from bot.slack.client import CLICK_LOOKUP_SECONDS, directory_client
@@ -70,7 +70,10 @@ def build_bolt(
     parts = slack_parts(settings, redis=redis, session=session)
     lookups = _click_lookups(settings, redis=redis, session=session)
     bot_token = BotToken(
-        parts.client, links=parts.links, members=lookups.members, fix=FIXES["SLACK_BOT_TOKEN"]
+        parts.client,
+        links=parts.links,
+        members=lookups.members,
+        fix=Settings.fix("SLACK_BOT_TOKEN"),
     )
     bolt = _bolt_app(settings, parts.client, bot_token)
     bolt.use(InstallationCheck(members=lookups.members).middleware())

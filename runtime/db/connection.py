@@ -159,7 +159,8 @@ async def wait_until_reachable(
 
     A process started before its Redis (or with a wrong URL) says so, one line per failed
     attempt naming `setting` and the address (never the password), and retries with a backoff
-    doubling from `first_delay` to `max_delay`, instead of crashing into a restart loop.
+    (`runtime.process.backoff`) from `first_delay` up to `max_delay`, instead of crashing into
+    a restart loop.
     """
     stopping = stopping or Shutdown()
     backoff = Backoff(first_delay, max_delay)

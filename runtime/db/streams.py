@@ -19,9 +19,9 @@ async def stream_tail(
     redis: aioredis.Redis, stream: str, stopping: Shutdown, *, follower: str
 ) -> str:
     """The id of `stream`'s newest entry ("0-0" if it has none): a follower that reads on from
-    it misses nothing appended later. Asked again every second while Redis does not answer,
-    until `stopping` ("0-0" then), the wait doubling up to `MAX_RETRY_SECONDS` as
-    `wait_until_reachable`'s does: one line per attempt, not one a second through an outage."""
+    it misses nothing appended later. Asked again while Redis does not answer, until
+    `stopping` ("0-0" then), backing off up to `MAX_RETRY_SECONDS` as
+    `wait_until_reachable` does: one line per attempt, not one a second through an outage."""
     backoff = Backoff(FIRST_RETRY_SECONDS, MAX_RETRY_SECONDS)
     while not stopping.is_set():
         try:

@@ -45,7 +45,7 @@ HAND_BACK_MIN_SECONDS = 1.0
 """Two Redis calls; given this long even when the budget is spent, or jobs wait an idle timeout."""
 REDIS_AWAY_FIRST_RETRY_SECONDS = 0.25
 REDIS_AWAY_RETRY_MAX_SECONDS = 5.0
-"""The longest pause between in-place tries of a job while Redis is away (doubling to it)."""
+"""The longest pause between in-place tries of a job while Redis is away (backing off to it)."""
 
 
 @dataclass(kw_only=True)

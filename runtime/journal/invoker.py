@@ -42,6 +42,7 @@ from runtime.db.replication import PrimaryChanged
 from runtime.decisions.edits import edit_note
 from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
+from runtime.process.backoff import Backoff
 from runtime.record.choices import ArgumentEdit
 from runtime.record.leases import Fenced, Lease
 from runtime.record.starts import OutcomeLost, lost, may_repeat
@@ -52,6 +53,7 @@ from runtime.record.turns import TurnsAsked, inside_call
 log = logging.getLogger(__name__)
 
 OUTCOME_CHARS = 300
+RECORD_RETRY_FIRST_DELAY = 0.2
 RECORD_RETRY_MAX_DELAY = 2.0
 """The longest pause between two tries to record a tool's output through a Redis outage."""
 
@@ -303,7 +305,7 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
     """The tool has run: its output is held only here, so a Redis outage is waited out for as
     long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
     the start mark without an outcome and asks a person)."""
-    delay = 0.2
+    backoff = Backoff(RECORD_RETRY_FIRST_DELAY, RECORD_RETRY_MAX_DELAY)
     try:
         while True:
             try:
@@ -324,10 +326,9 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
                     scope.lease.run_id,
                     call_id,
                     error,
-                    delay,
+                    backoff.delay,
                 )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RECORD_RETRY_MAX_DELAY)
+            await asyncio.sleep(backoff.failed())
     except asyncio.CancelledError:
         log.warning(
             "run %s: output of %s not recorded: cancelled while Redis was away (the job "

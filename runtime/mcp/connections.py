@@ -3,7 +3,7 @@
 Every distinct server object reachable from the registry (several agents may share one: it is
 connected once) gets a task of its own that owns it for the worker's life: connect; then probe
 it every `probe_interval` seconds with a `tools/list` round trip, which every MCP server
-answers; after a failure, clean up and reconnect with exponential backoff, logging the
+answers; after a failure, clean up and reconnect with the shared backoff, logging the
 server's name; on shutdown, clean up. Connect and cleanup run in that same task, as some
 transports require. The web process never connects them.
 
@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from agents.mcp import MCPServer
+
+from runtime.process.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -140,12 +142,13 @@ class McpConnections:
 
     async def _keep(self, link: _Link) -> None:
         """The one task that connects, probes, reconnects and closes this server."""
+        backoff = Backoff(BACKOFF_FIRST_SECONDS, BACKOFF_MAX_SECONDS)
         attempt = 0
         while not self._stopping.is_set():
             error = await self._connect(link.server)
             if error is not None:
                 link.last_error = error
-                delay = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2**attempt)
+                delay = backoff.failed()
                 attempt += 1
                 log.warning(
                     "MCP server %r cannot be reached (%s); retrying in %.1f s (attempt %d)",
@@ -158,6 +161,7 @@ class McpConnections:
                 await self._sleep(delay)
                 continue
             attempt = 0
+            backoff.succeeded()
             link.connections += 1
             again = "re" if link.connections > 1 else ""
             log.info("MCP server %r %sconnected", link.server.name, again)

@@ -17,67 +17,12 @@ call may have run.
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING, Protocol
-
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
-from runtime.failures import RunFailed
 from runtime.jobs.contracts import new_approval_id
 from runtime.policy import Policy
 from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.starts import OutcomeLost
-from runtime.reporter import Failure
-
-if TYPE_CHECKING:
-    from runtime.record.leases import Lease
-    from runtime.record.store import RunStore
-    from runtime.runs.endings import RunEndings
-    from runtime.runs.observer import RunObserver
-
-log = logging.getLogger(__name__)
-
-
-class Steps(Protocol):
-    """What of the run's executor (`runtime.runs.executor`) asking again needs."""
-
-    store: RunStore
-    policy: Policy
-    audit: AuditTrail
-    endings: RunEndings
-
-    async def _stop_for_approvals(
-        self,
-        envelope: RunEnvelope,
-        state_json: str,
-        calls: tuple[PendingCall, ...],
-        observer: RunObserver,
-        lease: Lease,
-        now: float,
-        *audit: str,
-    ) -> None: ...
-
-
-async def ask_again(
-    steps: Steps,
-    lost: OutcomeLost,
-    envelope: RunEnvelope,
-    state: str | None,
-    observer: RunObserver,
-    lease: Lease,
-) -> None:
-    """Stop the run for the lost call's card, from `state` (saved before the round's approvals);
-    end it, saying the call may have run, when the call cannot be asked about."""
-    log.warning("%s; it is not run again without a person", lost)
-    now = await steps.store.server_time()
-    calls = asked_again(envelope, lost, steps.policy, now=now)
-    if calls is None or state is None:
-        await observer.flush("failed")
-        failure = RunFailed(Failure.OUTCOME_LOST, lost.tool)
-        await steps.endings.fail(envelope, failure, lease, keep=False)
-        return
-    entry = lost_entry(steps.audit, envelope, lost)
-    await steps._stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
 
 
 def asked_again(
