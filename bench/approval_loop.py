@@ -22,8 +22,8 @@ from functools import partial
 from typing import Any
 
 from bench.harness import add_cluster_option, decision_to_resume_ms, deployment, header, report
-from tests.deployment import Deployment
-from tests.harness import keys_under
+from tests.support.deployment import Deployment
+from tests.support.harness import keys_under
 
 
 async def measure(runs: int, cluster: bool) -> None:

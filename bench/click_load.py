@@ -30,7 +30,7 @@ from bench.harness import (
     report,
     waiting_cards,
 )
-from tests.slack_requests import SlackSender
+from tests.support.slack_requests import SlackSender
 
 SLACK_ACK_MS = 3000.0
 """Slack shows the person an error when the acknowledgement takes longer."""

@@ -39,9 +39,9 @@ from pathlib import Path
 
 from bench.charts import conditions, line_chart, load_average
 from bench.harness import answer_at_once, deployment, header, poll_until
-from tests.deployment import Deployment
-from tests.fake_openai import ModelRequest, Reply, Script
-from tests.processes import Process
+from tests.support.deployment import Deployment
+from tests.support.fake_openai import ModelRequest, Reply, Script
+from tests.support.processes import Process
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 SENDERS = 16

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from runtime.db.local import RedisServer
-from tests.deployment import Deployment
-from tests.fake_openai import ModelRequest, message, tool_call
-from tests.redis_cluster import LocalCluster
+from tests.support.deployment import Deployment
+from tests.support.fake_openai import ModelRequest, message, tool_call
+from tests.support.redis_cluster import LocalCluster
 
 DECISION_EVENTS = {b"approved", b"approved_always", b"rejected", b"expired"}
 

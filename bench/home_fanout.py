@@ -39,9 +39,9 @@ from bench.harness import approve_then_answer, header, percentile, poll_until, w
 from bot.console.slack_payloads import interaction_form
 from bot.home.pace import PUBLISHES_PER_MINUTE
 from runtime.db.local import RedisServer, free_port
-from tests.deployment import Deployment
-from tests.processes import Process, procfile, wait_until_healthy
-from tests.slack_requests import SlackSender
+from tests.support.deployment import Deployment
+from tests.support.processes import Process, procfile, wait_until_healthy
+from tests.support.slack_requests import SlackSender
 
 GROUP = "S0APPROVERS"
 CLICKS = 20

@@ -49,9 +49,9 @@ import redis.asyncio as aioredis
 from bench.harness import add_cluster_option, approve_then_answer, header
 from runtime.db.local import RedisServer
 from runtime.db.lua import Script
-from tests.deployment import Deployment
-from tests.processes import Process
-from tests.redis_cluster import LocalCluster
+from tests.support.deployment import Deployment
+from tests.support.processes import Process
+from tests.support.redis_cluster import LocalCluster
 
 HERE = Path(__file__).resolve().parent
 CHART = HERE / "redis_cost.png"

@@ -39,8 +39,8 @@ from runtime.record.store import RunStore
 from runtime.registry import load_registry
 from runtime.runs.executor import RunExecutor
 from runtime.settings import RuntimeSettings
-from tests.fake_openai import FakeOpenAI
-from tests.fake_slack import FakeSlack
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_slack import FakeSlack
 
 
 async def measure(runs: int) -> None:
@@ -67,7 +67,7 @@ async def measure(runs: int) -> None:
 async def compare(
     runs: int, redis: Any, slack: FakeSlack, openai: AsyncOpenAI, session: aiohttp.ClientSession
 ) -> None:
-    settings = RuntimeSettings.from_environ({"AGENTS": "tests.agents:REGISTRY"})
+    settings = RuntimeSettings.from_environ({"AGENTS": "tests.support.agents:REGISTRY"})
     keys = Keys("bench-resume:")
     registry = load_registry(settings.agents)
     config = RunConfig(

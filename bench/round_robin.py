@@ -36,11 +36,11 @@ from bench.harness import (
 )
 from bot.words import runs as messages
 from runtime.db.local import free_port
-from tests.deployment import Deployment
-from tests.harness import SIGNING_SECRET
-from tests.local_server import serve
-from tests.processes import Process, procfile, wait_until_healthy
-from tests.slack_requests import SlackSender
+from tests.support.deployment import Deployment
+from tests.support.harness import SIGNING_SECRET
+from tests.support.local_server import serve
+from tests.support.processes import Process, procfile, wait_until_healthy
+from tests.support.slack_requests import SlackSender
 
 HOP_BY_HOP = {
     "connection",

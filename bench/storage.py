@@ -41,7 +41,7 @@ async def interrupted_state(turns: int) -> tuple[str, str]:
     ]
     steps.append([function_call("delete_user", {"user_id": "u-100"}, call_id="delete")])
     steps.append([assistant_message("done")])
-    agent = load_registry("tests.agents:REGISTRY").get("ops")
+    agent = load_registry("tests.support.agents:REGISTRY").get("ops")
     config = RunConfig(model=ScriptedModel(steps), tracing_disabled=True)
     result = await Runner.run(
         agent, "list users, then delete u-100", max_turns=turns + 5, run_config=config

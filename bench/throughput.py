@@ -24,7 +24,7 @@ from bench.harness import (
     poll_until,
     waiting_cards,
 )
-from tests.deployment import Deployment
+from tests.support.deployment import Deployment
 
 
 async def answered_runs(running: Deployment, runs: int) -> float:

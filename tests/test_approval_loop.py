@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tests import agents
 from tests.conftest import on_cluster_too
-from tests.fake_openai import ModelRequest, message, tool_call
-from tests.harness import Harness
-from tests.model_scripts import delete_then_answer
+from tests.support import agents
+from tests.support.fake_openai import ModelRequest, message, tool_call
+from tests.support.harness import Harness
+from tests.support.model_scripts import delete_then_answer
 
 
 @on_cluster_too

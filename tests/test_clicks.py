@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from tests import agents
-from tests.fake_openai import ModelRequest, message, tool_call
-from tests.fake_slack import Message
-from tests.harness import Harness
-from tests.model_scripts import delete_then_answer
-from tests.slack_requests import signature_headers
+from tests.support import agents
+from tests.support.fake_openai import ModelRequest, message, tool_call
+from tests.support.fake_slack import Message
+from tests.support.harness import Harness
+from tests.support.model_scripts import delete_then_answer
+from tests.support.slack_requests import signature_headers
 
 
 async def waiting_card(bot: Harness) -> tuple[Message, Message]:

@@ -16,11 +16,11 @@ import aiohttp
 
 from runtime.db.local import RedisServer, free_port
 from tests.conftest import on_cluster_too
-from tests.deployment import Deployment
-from tests.fake_openai import ModelRequest, message, tool_call
-from tests.fake_slack import Message
-from tests.model_scripts import delete_then_answer
-from tests.processes import (
+from tests.support.deployment import Deployment
+from tests.support.fake_openai import ModelRequest, message, tool_call
+from tests.support.fake_slack import Message
+from tests.support.model_scripts import delete_then_answer
+from tests.support.processes import (
     Process,
     procfile,
     wait_for_lines,

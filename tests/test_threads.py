@@ -13,11 +13,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bot.words import threads as words
 from runtime.jobs.contracts import JOB, Conversation, StartJob, new_run_id
-from tests import agents
 from tests.conftest import on_cluster_too, with_env
-from tests.fake_openai import Item, ModelRequest, message, tool_call
-from tests.fake_slack import Message
-from tests.harness import Harness
+from tests.support import agents
+from tests.support.fake_openai import Item, ModelRequest, message, tool_call
+from tests.support.fake_slack import Message
+from tests.support.harness import Harness
 
 
 def reply(root: Message, text: str, *, user: str) -> dict[str, Any]:

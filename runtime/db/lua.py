@@ -4,7 +4,8 @@ shipped as package data (`pyproject.toml`) and read once, when that module is im
 Each file begins with its contract: every key and every argument, in order, by name, and what
 it means. Python declares the same once per script (`declare`): a `ScriptCall` dataclass whose
 fields are those names, typed, so a caller passes named values and never builds KEYS or ARGV by
-position; `tests/test_lua_declarations.py` holds every declaration against its script's header
+position; `tests/runtime/db/test_lua_declarations.py` holds every declaration against its script's
+header
 and its `KEYS[n]`/`ARGV[n]`.
 
 A script is one file, or fragments concatenated in the order named: the decision script is the
@@ -93,7 +94,7 @@ class ScriptCall:
     the script's KEYS (typed `Key`, and last perhaps `MoreKeys`), then its ARGV (every other
     field, and last perhaps `MoreArgs`), in the order and with the names of the script's header.
     A caller builds one with named values; `keys()` and `args()` are what redis-py sends.
-    `tests/test_lua_declarations.py` holds each declaration against its script."""
+    `tests/runtime/db/test_lua_declarations.py` holds each declaration against its script."""
 
     __slots__ = ()
 

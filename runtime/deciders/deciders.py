@@ -5,7 +5,8 @@ clicks; it reads the call's gate (`CallGate`) and is told which of the gate's gr
 is in. Whoever must know the answer before (the Home tab choosing what to show, the click gate
 choosing which groups to look up, a grant checked against the rule it falls under, the card
 naming who may approve, the modal refusing before it opens) asks here, which answers as the
-script does, in the script's order: `tests/test_deciders.py` runs both on the same cases.
+script does, in the script's order: `tests/runtime/deciders/test_deciders.py` runs both on the same
+cases.
 
 What the answer needs to know of the person (their groups, whether they are a member of the
 installing workspace, whether they are where a call anyone may decide is) is found by the

@@ -5,7 +5,8 @@ They travel in four shapes: the rule as resolved for a call (`runtime.judging.Ca
 is a `Terms`), the call waiting in the run's envelope (`PendingCall`), its gate (`CallGate`,
 plain JSON the decision scripts read: `approvers` there is `users`, `groups` and `anyone`,
 `name` is `rule_name`) and, for an edit that falls under a stricter rule, the gate rewritten
-from that rule (`CallGate.regated_to`, which takes a `Terms`). `tests/test_deciders.py` checks
+from that rule (`CallGate.regated_to`, which takes a `Terms`).
+`tests/runtime/deciders/test_deciders.py` checks
 that every field here reaches each shape, and that every field of a gate the scripts read is
 one `CallGate` writes.
 """

@@ -35,8 +35,6 @@ import redis
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from tests.background_loop import Background
-from tests.fake_slack import Message
 from tests.promise import world
 from tests.promise.reference import (
     Card,
@@ -50,6 +48,8 @@ from tests.promise.reference import (
     rule_for,
 )
 from tests.promise.rig import SETTLE_SECONDS, ClockedRedis, Rig
+from tests.support.background_loop import Background
+from tests.support.fake_slack import Message
 
 KNOWN: tuple[tuple[str, str], ...] = ()
 """Violation kinds already filed (a pattern of `Violation.kind`, the issue item it reproduces):

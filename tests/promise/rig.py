@@ -1,6 +1,6 @@
 """The real runtime the state machine drives, fast enough for hundreds of steps a minute.
 
-The web app and a worker run in this process, as in `tests/harness.py` (the real Bolt app,
+The web app and a worker run in this process, as in `tests/support/harness.py` (the real Bolt app,
 decision scripts, grants, journal and SDK; a fake Slack and a fake model on loopback), against
 a Redis of the rig's own, so that its faults stay the rig's:
 
@@ -40,9 +40,9 @@ from runtime.db.local import RedisServer, free_port
 from runtime.policy import load_policy
 from runtime.registry import load_registry
 from runtime.worker import Worker
-from tests.background_loop import Background
-from tests.harness import Harness
 from tests.promise import world
+from tests.support.background_loop import Background
+from tests.support.harness import Harness
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 SETTLE_SECONDS = 30.0

@@ -3,7 +3,8 @@
 The tools are real `function_tool`s of the Agents SDK; each writes what it received (after the
 SDK validated the model's arguments with the tool's own schema: `"true"` arrives as `True`) to
 `LEDGER` as it starts: the tool's own log, which the invariants read. The model is the fake
-Responses endpoint of `tests/fake_openai.py`, answering from each run's plan: a list of turns,
+Responses endpoint of `tests/support/fake_openai.py`, answering from each run's plan: a list of
+turns,
 each a list of calls. Like a real model it gives every call a new id each time it answers, so
 a turn asked again after a failure comes back with new ids (`ModelPlans.logical`).
 """
@@ -19,7 +20,7 @@ from typing import Any
 from agents import Agent, function_tool
 from agents.tool_context import ToolContext
 
-from tests.fake_openai import Item, ModelError, ModelRequest, Reply, message, tool_call
+from tests.support.fake_openai import Item, ModelError, ModelRequest, Reply, message, tool_call
 
 MEMBERS = ("UALICE", "UBOB", "UCAROL")
 GUEST = "UGUEST"

@@ -1,0 +1,55 @@
+"""Agents with MCP servers, for the tests.
+
+`REGISTRY`: `ops` uses the stdio server `db` (tests/support/mcp_server.py), which the worker
+starts; its
+`require_approval` asks for `drop_table`. `reports` shares the same server object (connected
+once) and sees only `list_tables` through the server's tool filter. `HOSTED`: an agent with a
+hosted MCP tool that OpenAI would run (the fake model plays OpenAI's approval requests).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents import Agent, HostedMCPTool
+from agents.mcp import MCPServerStdio, ToolFilterContext
+
+from tests.support.agents import delete_user
+
+
+def _only_reads_for_reports(context: ToolFilterContext, tool: Any) -> bool:
+    return context.agent.name != "reports" or tool.name == "list_tables"
+
+
+db = MCPServerStdio(
+    params={
+        "command": sys.executable,
+        "args": [str(Path(__file__).with_name("mcp_server.py"))],
+        # The SDK passes only a few safe variables to the server; the ledger is ours to add.
+        "env": {"COUNTERSIGN_TEST_LEDGER": os.environ.get("COUNTERSIGN_TEST_LEDGER", "")},
+    },
+    name="db",
+    require_approval={"always": {"tool_names": ["drop_table"]}},
+    cache_tools_list=True,
+    tool_filter=_only_reads_for_reports,
+)
+
+ops = Agent[Any](
+    name="ops", instructions="You manage users and tables.", tools=[delete_user], mcp_servers=[db]
+)
+reports = Agent[Any](name="reports", instructions="You report.", mcp_servers=[db])
+
+REGISTRY = [ops, reports]
+
+wiki = HostedMCPTool(
+    tool_config={
+        "type": "mcp",
+        "server_label": "wiki",
+        "server_url": "https://wiki.example.com/mcp",
+        "require_approval": "always",
+    }
+)
+HOSTED = [Agent[Any](name="researcher", instructions="You research.", tools=[wiki])]
