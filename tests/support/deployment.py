@@ -95,7 +95,9 @@ class Deployment:
         """A worker of another release's tree (`tests.support.processes.release`), as in a rolling
         deploy."""
         command = procfile()["worker"]
-        process = Process(dyno, command, self.env(DYNO=dyno), self.logs, code=code)
+        env = self.env(DYNO=dyno)
+        env["AGENTS"] = agents_in(code, env["AGENTS"])
+        process = Process(dyno, command, env, self.logs, code=code)
         self.processes.append(process)
         return process
 
@@ -160,3 +162,13 @@ def what_failed(error: BaseException) -> str:
     prints a group's members, they are what a shortened CI log cuts off."""
     parts = error.exceptions if isinstance(error, BaseExceptionGroup) else (error,)
     return "".join("".join(traceback.format_exception(part)) for part in parts)
+
+
+def agents_in(code: Path, agents: str) -> str:
+    """`agents` (`module:attribute`) as that release's tree names it: the test agents moved from
+    `tests/` to `tests/support/`, and an older release loads them from where it kept them."""
+    module, _, attribute = agents.partition(":")
+    path = code.joinpath(*module.split(".")).with_suffix(".py")
+    if path.exists() or not module.startswith("tests.support."):
+        return agents
+    return f"tests.{module.removeprefix('tests.support.')}:{attribute}"
