@@ -12,6 +12,7 @@ from bot.blocks.parts import Block, button, context_block, plain, section
 from bot.words import deciders
 from bot.words import overviews as words
 from bot.words import runs as messages
+from runtime.deciders import may_approve
 from runtime.record import PendingCall
 from runtime.reporter import RunView
 from runtime.runs import LiveRun
@@ -31,6 +32,8 @@ class WaitingCall:
     run: RunView
     call: PendingCall
     link: str | None
+    self_ok: bool = False
+    """The requester may approve their own call (`ALLOW_SELF_APPROVAL`, kept in its gate)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,7 +73,11 @@ def _waiting(item: WaitingCall) -> list[Block]:
     if call.quorum > 1:
         approved = [a.user_id for a in call.approvals]
         requester = run.conversation.requester
-        others = [p for p in call.approvers if p != requester] if call.approvers else None
+        others = (
+            list(may_approve(call.approvers, requester=requester, self_ok=item.self_ok))
+            if call.approvers
+            else None
+        )
         progress = deciders.quorum_progress(call.quorum, approved, others)
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]

@@ -240,6 +240,7 @@ class HomeTab:
             ):
                 mine.append(approval)
         wanted = [(approval.run_id, approval.approval_id) for approval in mine[:WAITING_SHOWN]]
+        self_ok = {(a.run_id, a.approval_id): a.gate.self_ok for a in mine[:WAITING_SHOWN]}
         views = await self._views.since(wanted, since)  # those not read lately, at once
         shown: list[WaitingCall] = []
         for call in wanted:
@@ -248,7 +249,7 @@ class HomeTab:
                 continue
             run = RunView.of(view.envelope)
             link = await self.links.thread(run.conversation.channel, run.conversation.thread)
-            shown.append(WaitingCall(run=run, call=view.call, link=link))
+            shown.append(WaitingCall(run=run, call=view.call, link=link, self_ok=self_ok[call]))
         if complete:
             return shown, max(0, len(mine) - WAITING_SHOWN), False
         total = sum(found.total for found in listed)
