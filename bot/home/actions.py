@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from redis.exceptions import RedisError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,13 +21,13 @@ from bot.blocks.cards import arguments_modal, reject_modal
 from bot.home.blocks import ACTION_HOME_APPROVE_ALWAYS
 from bot.home.tab import HomeTab
 from bot.listeners.acknowledged import note_acknowledged
+from bot.listeners.approvals import full_arguments
 from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.listeners.stops import StopActions
 from bot.reporting.reporter import SlackReporter
-from bot.slack.client import send_later
+from bot.slack.client import open_modal, send_later
 from bot.slack.events import HomeOpened
 from bot.slack.payloads import ApprovalRef, HomeClick, RejectMetadata
-from bot.words import runs as messages
 from runtime.decisions import Choice
 from runtime.failover import AcknowledgedDecisions
 from runtime.process import TaskSet
@@ -90,11 +89,7 @@ class HomeActions:
         )
         requester = view.gate.requester if view.gate else None
         modal = reject_modal(view.call, metadata.model_dump_json(), requester)
-        send_later(
-            self.tasks,
-            self.client.views_open(trigger_id=click.trigger_id, view=modal),
-            "reject-modal",
-        )
+        open_modal(self.tasks, self.client, click.trigger_id, modal, "reject-modal")
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """All of the call's arguments, as the card's **View full arguments** shows them."""
@@ -103,22 +98,12 @@ class HomeActions:
         if parsed is None:
             return
         click, ref = parsed
-        try:
-            view = await self.gate.recorder.view(ref.run_id, ref.approval_id)
-        except RedisError:
-            self._tell(click.user.id, messages.TRY_AGAIN)
+        found = await full_arguments(self.gate.recorder, ref)
+        if isinstance(found, str):
+            self._tell(click.user.id, found)
             return
-        if view.call is None:
-            unreadable = view.exists and view.gate
-            text = messages.OTHER_VERSION if unreadable else messages.APPROVAL_UNKNOWN
-            self._tell(click.user.id, text)
-            return
-        modal = arguments_modal(view.call)
-        send_later(
-            self.tasks,
-            self.client.views_open(trigger_id=click.trigger_id, view=modal),
-            "args-modal",
-        )
+        modal = arguments_modal(found)
+        open_modal(self.tasks, self.client, click.trigger_id, modal, "args-modal")
 
     async def on_stop(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()

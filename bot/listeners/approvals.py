@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from redis.exceptions import RedisError
@@ -27,16 +27,42 @@ from bot.listeners.acknowledged import note_acknowledged
 from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.reporting.failovers import redraw_clicked
 from bot.reporting.reporter import SlackReporter
-from bot.slack.client import send_later
+from bot.slack.client import open_modal, send_later
 from bot.slack.payloads import ApprovalRef, ButtonClick, RejectMetadata, SlackUser, ViewSubmission
 from bot.words import runs as messages
 from runtime.decisions import CallView, Choice, DecisionRecorder
 from runtime.failover import AcknowledgedDecisions
 from runtime.process import TaskSet, bind_log_context
-from runtime.record import Decision
+from runtime.record import Decision, PendingCall
 from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=RejectMetadata)
+
+
+async def full_arguments(recorder: DecisionRecorder, ref: ApprovalRef) -> PendingCall | str:
+    """The call whose arguments **View full arguments** shows (on a card or in the Home tab),
+    or what to tell the clicker instead."""
+    try:
+        view = await recorder.view(ref.run_id, ref.approval_id)
+    except RedisError:
+        return messages.TRY_AGAIN
+    if view.call is None:
+        return messages.OTHER_VERSION if view.exists and view.gate else messages.APPROVAL_UNKNOWN
+    return view.call
+
+
+def card_metadata(kind: type[M], click: ButtonClick, view: CallView) -> M:
+    """What a modal opened from a card's button carries to its submission: the call, the card
+    clicked, and the digest of the call as the button showed it."""
+    return kind(
+        run_id=view.run_id,
+        approval_id=view.approval_id,
+        channel=click.channel.id,
+        message_ts=click.container.message_ts,
+        digest=ApprovalRef.parse(click.action.value).digest,
+    )
 
 
 @dataclass(kw_only=True)
@@ -68,50 +94,26 @@ class ApprovalActions:
     async def on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the reason modal, after the same checks as a decision (recording nothing)."""
         await ack()
-        click = self._parse_click(body)
-        if click is None:
+        decidable = await self.decidable(body)
+        if decidable is None:
             return
-        view = await self.may_decide(click)
-        if view is None or view.call is None:
-            return
-        metadata = RejectMetadata(
-            run_id=view.run_id,
-            approval_id=view.approval_id,
-            channel=click.channel.id,
-            message_ts=click.container.message_ts,
-            digest=ApprovalRef.parse(click.action.value).digest,
-        )
+        click, view, call = decidable
+        metadata = card_metadata(RejectMetadata, click, view)
         requester = view.gate.requester if view.gate else None
-        modal = reject_modal(view.call, metadata.model_dump_json(), requester)
-        send_later(
-            self.tasks,
-            self.client.views_open(trigger_id=click.trigger_id, view=modal),
-            "reject-modal",
-        )
+        modal = reject_modal(call, metadata.model_dump_json(), requester)
+        open_modal(self.tasks, self.client, click.trigger_id, modal, "reject-modal")
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         click = self._parse_click(body)
         if click is None:
             return
-        ref = ApprovalRef.parse(click.action.value)
-        try:
-            view = await self.recorder.view(ref.run_id, ref.approval_id)
-        except RedisError:
-            self._ephemeral(click.channel.id, click.user.id, None, messages.TRY_AGAIN)
+        found = await full_arguments(self.recorder, ApprovalRef.parse(click.action.value))
+        if isinstance(found, str):
+            self._ephemeral(click.channel.id, click.user.id, None, found)
             return
-        if view.call is None:
-            text = (
-                messages.OTHER_VERSION if view.exists and view.gate else messages.APPROVAL_UNKNOWN
-            )
-            self._ephemeral(click.channel.id, click.user.id, None, text)
-            return
-        modal = arguments_modal(view.call)
-        send_later(
-            self.tasks,
-            self.client.views_open(trigger_id=click.trigger_id, view=modal),
-            "args-modal",
-        )
+        modal = arguments_modal(found)
+        open_modal(self.tasks, self.client, click.trigger_id, modal, "args-modal")
 
     async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         parsed = ViewSubmission.with_metadata(body, RejectMetadata)
@@ -156,8 +158,19 @@ class ApprovalActions:
             return None
         return answer.view
 
-    def parse_click(self, body: dict[str, Any]) -> ButtonClick | None:
-        return self._parse_click(body)
+    async def decidable(
+        self, body: dict[str, Any]
+    ) -> tuple[ButtonClick, CallView, PendingCall] | None:
+        """The click in `body` and the call it is about, if the clicker may decide it now
+        (recording nothing): for a listener that opens a modal first. Otherwise None, and the
+        clicker has been told why."""
+        click = self._parse_click(body)
+        if click is None:
+            return None
+        view = await self.may_decide(click)
+        if view is None or view.call is None:
+            return None
+        return click, view, view.call
 
     def tell(self, channel: str, user: str, thread: str | None, text: str) -> None:
         """A private note to one person, sent after the acknowledgement."""

@@ -19,7 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from bot.blocks.batch import REASON_ACTION, REASON_BLOCK, batch_listing, batch_modal
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.gate import GateAnswer
-from bot.slack.client import send_later
+from bot.slack.client import open_modal, send_later
 from bot.slack.directory import DirectoryUnavailable
 from bot.slack.members import StandingUnknown
 from bot.slack.payloads import SLACK_ID, ApprovalRef, ButtonClick, SlackUser, ViewSubmission
@@ -143,9 +143,7 @@ class BatchActions:
             calls={c.approval_id: c.shown_digest for c in listing.calls},
         )
         modal = batch_modal(listing, meta.model_dump_json(), approving=approving)
-        client = self.actions.client
-        work = client.views_open(trigger_id=click.trigger_id, view=modal)
-        send_later(self.actions.tasks, work, "batch-modal")
+        open_modal(self.actions.tasks, self.actions.client, click.trigger_id, modal, "batch-modal")
 
     async def _may_not(
         self, views: list[CallView], click: ButtonClick, *, approving: bool

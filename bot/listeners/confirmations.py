@@ -14,8 +14,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.confirmations import CONFIRM_ACTION, CONFIRM_BLOCK, confirm_modal
-from bot.listeners.approvals import ApprovalActions
-from bot.slack.client import send_later
+from bot.listeners.approvals import ApprovalActions, card_metadata
+from bot.slack.client import open_modal
 from bot.slack.payloads import ApprovalRef, RejectMetadata, ViewSubmission
 from bot.words import choices as messages
 from runtime.decisions import Choice
@@ -36,22 +36,13 @@ class ConfirmActions:
         """Open the confirmation modal, after the same checks as a decision (recording
         nothing)."""
         await ack()
-        click = self.actions.parse_click(body)
-        if click is None:
+        decidable = await self.actions.decidable(body)
+        if decidable is None:
             return
-        view = await self.actions.may_decide(click)
-        if view is None or view.call is None:
-            return
-        metadata = ConfirmMetadata(
-            run_id=view.run_id,
-            approval_id=view.approval_id,
-            channel=click.channel.id,
-            message_ts=click.container.message_ts,
-            digest=ApprovalRef.parse(click.action.value).digest,
-        )
-        modal = confirm_modal(view.call, metadata.model_dump_json())
-        work = self.client.views_open(trigger_id=click.trigger_id, view=modal)
-        send_later(self.actions.tasks, work, "confirm-modal")
+        click, view, call = decidable
+        metadata = card_metadata(ConfirmMetadata, click, view)
+        modal = confirm_modal(call, metadata.model_dump_json())
+        open_modal(self.actions.tasks, self.client, click.trigger_id, modal, "confirm-modal")
 
     async def on_confirm_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         parsed = ViewSubmission.with_metadata(body, ConfirmMetadata)

@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.edits import EDIT_ACTION, EDIT_BLOCK, edit_modal, editable
 from bot.listeners.approvals import ApprovalActions
-from bot.slack.client import send_later
+from bot.slack.client import open_modal
 from bot.slack.payloads import (
     MESSAGE_TS,
     SLACK_ID,
@@ -68,13 +68,11 @@ class EditActions:
     async def on_edit(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the editor, after the same checks as a decision (recording nothing)."""
         await ack()
-        click = self.actions.parse_click(body)
-        if click is None:
+        decidable = await self.actions.decidable(body)
+        if decidable is None:
             return
-        view = await self.actions.may_decide(click)
-        if view is None or view.call is None:
-            return
-        call, gate = view.call, view.gate
+        click, view, call = decidable
+        gate = view.gate
         refusal = None
         if not editable(call):
             refusal = choice_messages.EDIT_NOT_OFFERED
@@ -93,8 +91,7 @@ class EditActions:
             digest=call.shown_digest,
         )
         modal = edit_modal(call, metadata.model_dump_json())
-        work = self.client.views_open(trigger_id=click.trigger_id, view=modal)
-        send_later(self.actions.tasks, work, "edit-modal")
+        open_modal(self.actions.tasks, self.client, click.trigger_id, modal, "edit-modal")
 
     async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         parsed = ViewSubmission.with_metadata(body, EditMetadata)

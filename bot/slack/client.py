@@ -13,6 +13,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -89,6 +90,14 @@ def send_later(tasks: TaskSet, work: Coroutine[Any, Any, Any], name: str) -> Non
     a refusal or an outage is one log line (the person's decision is already stored), never
     an unhandled task error."""
     tasks.spawn(_logged(work, name), name=name)
+
+
+def open_modal(
+    tasks: TaskSet, client: AsyncWebClient, trigger_id: str, modal: View, name: str
+) -> None:
+    """Open `modal` for the click that gave `trigger_id`, after the acknowledgement
+    (`send_later`)."""
+    send_later(tasks, client.views_open(trigger_id=trigger_id, view=modal), name)
 
 
 async def _logged(work: Coroutine[Any, Any, Any], name: str) -> None:

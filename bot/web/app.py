@@ -106,8 +106,7 @@ async def create_web_app(
     reads = blocking_reads_redis(settings)
     home_redis = home_tab_redis(settings)
     shutdown = _shutdown_budget(app, settings)
-    slack = _serve_slack(
-        app,
+    slack = build_bolt(
         settings,
         redis=redis,
         home_redis=home_redis,
@@ -116,6 +115,7 @@ async def create_web_app(
         policy=policy,
         tasks=tasks,
     )
+    _serve_slack(app, settings, slack, redis=redis, tasks=tasks)
     app.router.add_get("/healthz", healthz)
     run_home_watch(app, replace(slack.home_watch, reads=reads))
     eviction_log = _watch_redis(app, settings, redis)
@@ -145,28 +145,16 @@ async def create_web_app(
 def _serve_slack(
     app: web.Application,
     settings: Settings,
+    slack: WebSlack,
     *,
     redis: aioredis.Redis,
-    home_redis: aioredis.Redis,
-    session: aiohttp.ClientSession,
-    agent_names: list[str],
-    policy: Policy,
     tasks: TaskSet,
-) -> WebSlack:
-    """Slack's requests at /slack/events, checked and handed to Bolt; returns the Home tabs'
-    watcher (for `run_home_watch`) and the token's check with them."""
+) -> None:
+    """Slack's requests at /slack/events, checked and handed to `slack`'s Bolt app, with its
+    token checked while the app serves."""
     app[REDIS] = redis
     app[TASKS] = tasks
     app[VERIFIER] = SignatureVerifier(settings.slack_signing_secret.get_secret_value())
-    slack = build_bolt(
-        settings,
-        redis=redis,
-        home_redis=home_redis,
-        session=session,
-        agent_names=agent_names,
-        policy=policy,
-        tasks=tasks,
-    )
     app[BOLT] = slack.bolt
     app[IN_FLIGHT] = slack.in_flight
     app.router.add_post("/slack/events", slack_events)
@@ -175,7 +163,6 @@ def _serve_slack(
             _run_in_background(app, watch)
     if not settings.console:  # the console's Slack is this process, and its token is its own
         _check_in_background(app, slack.bot_token.check)
-    return slack
 
 
 def _check_in_background(

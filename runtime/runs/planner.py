@@ -31,6 +31,7 @@ from runtime.mcp.tools import McpTools
 from runtime.policy import Policy
 from runtime.policy.verdicts import Verdict, judge
 from runtime.record.call_rule import UNAPPROVABLE, CallRule
+from runtime.record.choices import GrantRef
 from runtime.record.envelope import Approval, Decision, PendingCall, RunEnvelope, UnjudgedRule
 from runtime.record.permissions import AlwaysPermission, RuleKey, covering
 from runtime.record.store import RunStore
@@ -178,13 +179,11 @@ class CallPlanner:
             return _by_policy("approved", "auto-approve rule", digest, now)
         permission = covering(permissions, verdict.key) if verdict.key is not None else None
         if permission is not None:
-            return Decision(
-                outcome="approved",
-                user_id=permission.user_id,
-                user_name=permission.user_name,
-                reason=None,
-                decided_at=now,
-                digest=digest,
+            return _approved_without_card(
+                permission.user_id,
+                permission.user_name,
+                digest,
+                now,
                 approvals=(
                     Approval(
                         user_id=permission.user_id,
@@ -233,14 +232,8 @@ class CallPlanner:
         )
         if grant is None:
             return None
-        return Decision(
-            outcome="approved",
-            user_id=grant.user_id,
-            user_name=grant.user_name,
-            reason=None,
-            decided_at=now,
-            digest=digest,
-            by_grant=grant.ref(),
+        return _approved_without_card(
+            grant.user_id, grant.user_name, digest, now, by_grant=grant.ref()
         )
 
     def _origin(self, item: ToolApprovalItem) -> tuple[str | None, str | None]:
@@ -339,6 +332,28 @@ def _rejection_reason(rule: CallRule) -> str:
         return "auto-reject rule"
     why = "; ".join(f"the rule {u.rule} could not be judged: {u.reason}" for u in rule.unjudged)
     return f"{UNAPPROVABLE}: {rule.refusal}" + (f" ({why})" if why else "")
+
+
+def _approved_without_card(
+    user_id: str,
+    user_name: str | None,
+    digest: str,
+    now: float,
+    *,
+    approvals: tuple[Approval, ...] = (),
+    by_grant: GrantRef | None = None,
+) -> Decision:
+    """An approval no card asked for: by an Approve always of the run, or by a grant."""
+    return Decision(
+        outcome="approved",
+        user_id=user_id,
+        user_name=user_name,
+        reason=None,
+        decided_at=now,
+        digest=digest,
+        approvals=approvals,
+        by_grant=by_grant,
+    )
 
 
 def _by_policy(outcome: str, reason: str, digest: str, now: float) -> Decision:
