@@ -239,17 +239,18 @@ class HomeTab:
                 user_id, approval.gate, groups, seen, approval.copies
             ):
                 mine.append(approval)
-        wanted = [(approval.run_id, approval.approval_id) for approval in mine[:WAITING_SHOWN]]
-        self_ok = {(a.run_id, a.approval_id): a.gate.self_ok for a in mine[:WAITING_SHOWN]}
+        first = mine[:WAITING_SHOWN]
+        wanted = [(approval.run_id, approval.approval_id) for approval in first]
         views = await self._views.since(wanted, since)  # those not read lately, at once
         shown: list[WaitingCall] = []
-        for call in wanted:
+        for approval, call in zip(first, wanted, strict=True):
             view = views.get(call)
             if view is None or view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
             link = await self.links.thread(run.conversation.channel, run.conversation.thread)
-            shown.append(WaitingCall(run=run, call=view.call, link=link, self_ok=self_ok[call]))
+            self_ok = approval.gate.self_ok
+            shown.append(WaitingCall(run=run, call=view.call, link=link, self_ok=self_ok))
         if complete:
             return shown, max(0, len(mine) - WAITING_SHOWN), False
         total = sum(found.total for found in listed)
