@@ -31,8 +31,8 @@ class ReminderLines:
     async def take(self, run_id: str, approval_id: str) -> list[str]:
         """The reminder lines of a call, forgotten once read (a settled call is redrawn once)."""
         key = self._keys.reminder_lines(run_id)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hget(key, approval_id)
-            pipe.hdel(key, approval_id)
-            found: Any = (await pipe.execute())[0]
-        return found.decode().split(",") if found else []
+        found: Any = await self._redis.hget(key, approval_id)
+        if not found:
+            return []  # most calls are settled before any reminder: one read, nothing to forget
+        await self._redis.hdel(key, approval_id)
+        return str(found.decode()).split(",")

@@ -86,6 +86,10 @@ class JournalScope:
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
     turns: TurnsAsked = field(default_factory=TurnsAsked)
     """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
+    journaled: frozenset[str] | None = None
+    """The turns journaled before this delivery held the run (`RunRecord.turns`): a request
+    whose key is not among them was never answered, and is asked without looking it up. None:
+    unknown, each is looked up."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -182,7 +186,7 @@ class JournaledInvoker:
         edit = scope.edits.get(call_id)
         if edit is not None:
             ctx, arguments = edited_call(ctx, edit), edit.arguments
-        recorded = await scope.store.journal_entry(scope.lease, call_id)
+        recorded, started = await scope.store.journal_read(scope.lease, call_id)
         if recorded is not None:
             entry = json.loads(recorded)
             end_inner_run(ctx)  # an agent tool: its inner run is over too
@@ -196,7 +200,7 @@ class JournaledInvoker:
             return entry["output"]
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
-        await self._mark_started(scope, ctx)
+        await self._mark_started(scope, ctx, started)
         try:
             # The decision, this delivery's claim and the start mark must survive a failover
             # before the tool runs; else a promoted replica would hand the call to another
@@ -241,13 +245,15 @@ class JournaledInvoker:
             scope.in_flight.count -= 1
         return output
 
-    async def _mark_started(self, scope: JournalScope, ctx: ToolContext[Any]) -> None:
+    async def _mark_started(
+        self, scope: JournalScope, ctx: ToolContext[Any], started: int | None
+    ) -> None:
         """Before the tool runs: a call that started without an outcome may have run, so it
         runs again only when a person says so (or its tool is safe to repeat). An agent tool
         whose inner run the restored state saved waiting resumes that run, not its agent
-        afresh: its calls keep their ids, each journaled and marked, so none runs twice."""
+        afresh: its calls keep their ids, each journaled and marked, so none runs twice.
+        `started`: the call's start mark, as read with its journal entry."""
         run_id, starts, call_id = scope.lease.run_id, scope.store.starts, ctx.tool_call_id
-        started = await starts.started_in(run_id, call_id)
         again = call_id in scope.run_again
         repeats = may_repeat(self) or inner_run_interrupted(ctx)
         if lost(started, round_=scope.round, run_again=again) and not repeats:

@@ -155,7 +155,10 @@ async def _journaled(
     number = scope.turns.take(digest)
     key = turn_key(scope.round, digest, number)
     try:
-        recorded = await turns.recorded(run_id, key)
+        known = scope.journaled
+        # Only a delivery that held the run before this one can have journaled the turn, and
+        # what it journaled was read with the run after this delivery's claim.
+        recorded = await turns.recorded(run_id, key) if known is None or key in known else None
         if recorded is not None:
             log.info("run %s: a model turn already answered is replayed (%s)", run_id, key)
             return load_turn(recorded)

@@ -129,6 +129,7 @@ class Whole(Shape):
     copies = Every(rr.COPIES, parse_copies)
     gates = Every(rr.GATE, parse_gate)
     journal = Every(rr.JOURNAL, stored)
+    turns = Every(rr.TURN, there)
     always = Field(rr.ALWAYS, parse_permissions)
     rule_keys = Field(rr.RULES, parse_rule_keys)
 
@@ -228,16 +229,12 @@ class CopiesRead(Shape):
 
 
 class JournalRead(Shape):
-    """One tool call's recorded outcome, and whether this delivery may still run it."""
+    """One tool call's recorded outcome, whether this delivery may still run it, and the round
+    in which it started without returning (`runtime.record.starts`), if it did."""
 
     recorded = Field(rr.JOURNAL, stored)
     fence = Field(rr.FENCE, integer)
     stopped = Field(rr.STOPPED, parse_stop_mark)
-
-
-class StartRead(Shape):
-    """The round in which a tool call started without returning (`runtime.record.starts`)."""
-
     started = Field(rr.STARTED, integer)
 
 

@@ -22,8 +22,6 @@ from runtime.db.keys import Keys
 from runtime.db.lua import Registered
 from runtime.record import layout as rr
 from runtime.record import scripts as rs
-from runtime.record.reads import StartRead
-from runtime.record.view import read
 
 
 class OutcomeLost(Exception):
@@ -38,7 +36,6 @@ class OutcomeLost(Exception):
 
 class CallStarts:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
-        self._redis = redis
         self._keys = keys
         self._set = Registered(redis, rs.FENCED_WRITE)
 
@@ -61,10 +58,6 @@ class CallStarts:
             entry="",
             fields=[rr.STARTED + call_id, round_],
         )
-
-    async def started_in(self, run_id: str, call_id: str) -> int | None:
-        """The round in which the call last started without returning, if it did."""
-        return (await read(self._redis, self._keys, StartRead, run_id, call_id)).started
 
 
 SAFE_TO_REPEAT = "countersign_safe_to_repeat"

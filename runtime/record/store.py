@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
@@ -51,6 +51,18 @@ class RunRecord:
     """The run's Approve always permissions, as written with its last round."""
     rule_keys: Mapping[str, str] = field(default_factory=dict)
     """Approval id -> the rule key of each call of the round that offered Approve always."""
+    turns: frozenset[str] | None = None
+    """The journaled model turns (`runtime.record.turns`) the hash held when read; None when
+    another delivery may have written some since (read before this delivery's claim)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """What `RunStore.create` found: the run, and this delivery's lease when it created it
+    (None: the run was there already, and is claimed like any other delivery's)."""
+
+    record: RunRecord
+    lease: Lease | None
 
 
 class RunStore:
@@ -94,15 +106,18 @@ class RunStore:
         if int(written) == -1:
             raise Fenced(run_id)
 
-    async def create(self, envelope: RunEnvelope) -> RunRecord | None:
-        """Record a new run, or return the one already recorded under this id; None when a run
-        of this id already ended (a redelivered start job)."""
+    async def create(self, envelope: RunEnvelope) -> Created | None:
+        """Record a new run, taken by this delivery of its start job; or, for a run already
+        recorded under this id, the run as stored, to be claimed (`claim`). None when a run of
+        this id already ended (a redelivered start job)."""
         conversation = envelope.conversation
+        fence = rr.fence_step()
         fields = {
             rr.ENVELOPE: dump_envelope(envelope),
             rr.STATUS: "running",
             rr.ROUND: "0",
-            rr.FENCE: "0",
+            # Held by this delivery from the start: a new run needs no claim of its own.
+            rr.FENCE: str(fence),
             # Plain copies outside the versioned envelope: enough to reach the thread even
             # when a later deploy cannot read the envelope any more.
             rr.CHANNEL: conversation.channel,
@@ -121,9 +136,24 @@ class RunStore:
         )
         if isinstance(reply, list):
             self._clock.saw(reply[1], reply[2])
-        elif _text(reply) == "finished":
+            # Exactly what was written: nothing to read back.
+            new = RunRecord(
+                envelope=envelope,
+                status="running",
+                state=None,
+                status_message=None,
+                status_steps=(),
+                final_output=None,
+                turns=frozenset(),
+            )
+            return Created(record=new, lease=Lease(run_id=envelope.run_id, fence=fence))
+        if _text(reply) == "finished":
             return None
-        return await self.load(envelope.run_id)
+        stored = await self.load(envelope.run_id)
+        if stored is None:
+            return None
+        # Read before this delivery's claim: an earlier delivery may journal turns meanwhile.
+        return Created(record=replace(stored, turns=None), lease=None)
 
     async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
         """Take the run for this delivery of its job (see `runtime.record.layout`)."""
@@ -181,6 +211,7 @@ class RunStore:
             final_output=view.final,
             permissions=view.always or (),
             rule_keys=view.rule_keys or {},
+            turns=frozenset(view.turns),
         )
 
     async def find_call(
@@ -333,6 +364,11 @@ class RunStore:
     async def journal_entry(self, lease: Lease, call_id: str) -> bytes | None:
         """The recorded outcome of a call, if it ran; Fenced if this delivery lost the run,
         Stopped if someone stopped it (a call that did not run yet must not start)."""
+        return (await self.journal_read(lease, call_id))[0]
+
+    async def journal_read(self, lease: Lease, call_id: str) -> tuple[bytes | None, int | None]:
+        """`journal_entry`, and the round in which the call started without returning, if it
+        did (`runtime.record.starts`): what a tool about to run needs, in one read."""
         view = await read(self._redis, self._keys, JournalRead, lease.run_id, call_id)
         # One this worker recorded and a failover lost: written back, as if never lost.
         recorded = view.recorded or await self.recent.reuse(lease.run_id, call_id)
@@ -340,7 +376,7 @@ class RunStore:
             raise Fenced(lease.run_id)
         if recorded is None and (mark := view.stopped) is not None:
             raise Stopped(lease.run_id, mark)
-        return recorded
+        return recorded, view.started
 
     async def stop_mark(self, run_id: str) -> StopMark | None:
         return (await read(self._redis, self._keys, StopRead, run_id)).stopped

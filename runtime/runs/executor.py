@@ -96,7 +96,7 @@ class RunExecutor:
 
     async def start(self, job: StartJob) -> None:
         store = self.round.store
-        record = await store.create(
+        created = await store.create(
             RunEnvelope(
                 run_id=job.run_id,
                 root_agent=job.agent,
@@ -105,18 +105,22 @@ class RunExecutor:
                 created_at=job.requested_at,
             )
         )
-        if record is None:
+        if created is None:
             log.info("run %s: already ended; its start job is not run again", job.run_id)
             return
-        claim = await store.claim(job.run_id, kind="start", round_=0)
-        if claim.lease is None:
-            log.info("run %s: start not needed (%s)", job.run_id, claim.status)
-            return
+        record, lease = created.record, created.lease
         try:
-            if claim.status != "claimed":
-                await self.round.outcomes.half_done(claim.lease)
-                return
-            await self._start(job, record, claim.lease)
+            if lease is None:
+                # An earlier delivery of this job created the run: take it over from there.
+                claim = await store.claim(job.run_id, kind="start", round_=0)
+                if claim.lease is None:
+                    log.info("run %s: start not needed (%s)", job.run_id, claim.status)
+                    return
+                lease = claim.lease
+                if claim.status != "claimed":
+                    await self.round.outcomes.half_done(lease)
+                    return
+            await self._start(job, record, lease)
         except Fenced as error:
             log.warning("%s; this delivery stops", error)
             raise Overtaken(str(error)) from error
@@ -144,7 +148,8 @@ class RunExecutor:
         elif job.continues:
             channel = envelope.conversation.channel
             await run_round.audit.record(AuditEvent.STARTED, job.run_id, **started, channel=channel)
-        # As loaded before the claim, which changed only the fence; with the envelope as written.
+        # As created, or loaded before the claim (which changed only the fence); with the envelope
+        # as written.
         record = replace(record, envelope=envelope, state=None)
         agent = await run_round.ready_agent(envelope, lease, keep=False)
         if agent is None:

