@@ -85,6 +85,8 @@ JOURNAL: Final = "journal:"
 STARTED: Final = "started:"
 # Per model request of the working round (`runtime.record.turns`):
 TURN: Final = "turn:"
+# Per call of a script that takes effect once (`runtime.record.once.RunOnce`): its reply.
+ONCE: Final = "once:"
 
 # A run that is working (not waiting for people) and untouched for this long is abandoned.
 RUNNING_TTL_SECONDS = 6 * 3600

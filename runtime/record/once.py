@@ -9,10 +9,14 @@ audit trail or counts is registered here: each call carries a token of its own, 
 in the same step as its effect, stores its reply under the token; a copy that finds the reply
 returns it instead of running again.
 
-A fenced write without an audit entry (`runtime.record.scripts.FENCED_WRITE`) goes without the
-frame: it neither appends nor counts. A copy that runs again writes the same fields under the
-same fence (and is refused once a later delivery holds the run); the caller sends nothing else
-until the call it retries has answered.
+The scripts of a run's own hash keep the reply in the hash instead (`RunOnce`,
+`runtime/record/lua/once_in_run.lua`): the field `once:<token>` is read with the script's first
+read of the hash and written with its write, so the frame costs no command of its own. A copy
+that arrives after the hash is gone finds no run, and changes nothing (`close.lua` answers from
+the tombstone). A fenced write without an audit entry keeps no reply
+(`runtime.record.scripts.FENCED_WRITE`): it neither appends nor counts, and a copy that runs
+again writes the same fields under the same fence (and is refused once a later delivery holds the
+run); the caller sends nothing else until the call it retries has answered.
 
 The token's key is `once:<token>` in the shard of the script's first key (`Keys.once`): the
 same hash tag, so the same cluster slot. It expires after `ONCE_SECONDS`, longer than any copy
@@ -64,3 +68,17 @@ class OnceScript(Generic[C]):
         keys = call.keys()
         marker = self._keys.once(keys[0], token or new_token())
         return await self._script(keys=[*keys, marker], args=[*call.args(), ONCE_SECONDS])
+
+
+class RunOnce(Generic[C]):
+    """A registered script of the run's hash whose every call takes effect once, its reply kept
+    in the hash (see the module docstring); `keeps=False`: calls that keep nothing."""
+
+    def __init__(self, redis: aioredis.Redis, script: Script[C], *, keeps: bool = True) -> None:
+        self._script = redis.register_script(script.source)
+        self._keeps = keeps
+
+    async def __call__(self, call: C, *, token: str | None = None) -> Any:
+        """Run the script; a caller that retries the call itself passes the same `token`."""
+        kept = (token or new_token()) if self._keeps else ""
+        return await self._script(keys=call.keys(), args=[*call.args(), kept])

@@ -1,14 +1,14 @@
 """Every script of the run record, declared: its keys and arguments by name and type (a
 `ScriptCall` per script, named as the script's header names them), and its source as sent.
 
-A caller builds the call with named values (`FencedSet(run=..., audit=..., fence=..., ...)`) and
-hands it to the registered script (`once(redis, keys, FENCED_SET)`), which turns it into KEYS and
-ARGV in order. Each script takes effect once per call, however often redis-py sends it
-(`runtime.record.once`). Two need no frame, and are registered as they are
-(`runtime.db.lua.Registered`): `CREATE`, which writes only a run that does not exist yet, and
-`FENCED_WRITE`, the fenced write without an audit entry (the same fields written again under the
-same fence are the same hash: see `runtime.record.once`).
-"""
+A caller builds the call with named values (`Claim(run=..., audit=..., kind=..., ...)`) and
+hands it to the registered script (`run_once(redis, CLAIM)`, `once(redis, keys, STOP)`), which
+turns it into KEYS and ARGV in order. Each script takes effect once per call, however often
+redis-py sends it (`runtime.record.once`): the scripts of the run's own hash keep their reply in
+it (`run_once`), the others under a token key (`once`). Two keep no reply: `CREATE`, which writes
+only a run that does not exist yet, and `JOURNAL_PUT`, whose journal field is its own mark; and
+`FENCED_WRITE`, the fenced write without an audit entry, is `FENCED_SET` called to keep nothing
+(the same fields written again under the same fence are the same hash)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from runtime.record.layout import (
     GATE_VERSION,
     HOME_TAB,
     JOURNAL,
+    ONCE,
     PENDING,
     REACH,
     REQUESTER,
@@ -46,7 +47,7 @@ from runtime.record.layout import (
     STOPPED,
     TURN,
 )
-from runtime.record.once import OnceScript, once_body
+from runtime.record.once import OnceScript, RunOnce, once_body
 
 __all__ = [
     "ADD_COPIES",
@@ -77,6 +78,7 @@ __all__ = [
     "Stop",
     "Wait",
     "once",
+    "run_once",
 ]
 
 LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
@@ -100,6 +102,7 @@ LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
         "copies": COPIES,
         "reach": REACH,
         "turn": TURN,
+        "once": ONCE,
     },
     "GATE_VERSION": GATE_VERSION,
     "HOME_WAITING": HOME_WAITING,
@@ -123,16 +126,18 @@ def _declare(
     *fragments: str,
     contract: str | None = None,
     constants: Mapping[str, LuaConstant] | None = None,
+    in_run: bool = False,
 ) -> Script[C]:
     """`runtime/record/lua/<fragment>.lua`, in order, after `LUA_CONSTANTS` and `constants`,
-    in the frame that makes it take effect once."""
+    in the frame that makes it take effect once (`in_run`: the one that keeps its reply in the
+    run's hash, `RunOnce`)."""
     return declare(
         call,
         "runtime.record",
-        *fragments,
-        contract=contract,
+        *(("once_in_run", *fragments) if in_run else fragments),
+        contract=contract or fragments[-1],
         constants={**LUA_CONSTANTS, **(constants or {})},
-        frame=once_body,
+        frame=None if in_run else once_body,
     )
 
 
@@ -206,9 +211,11 @@ class Close(ScriptCall):
 class JournalPut(ScriptCall):
     run: Key
     audit: Key
+    once: Key
     field: str
     outcome: str
     entry: str
+    once_seconds: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,14 +309,15 @@ class Escalate(ScriptCall):
 CREATE: Final = declare(Create, "runtime.record", "home_index", "create", constants=LUA_CONSTANTS)
 """Without the frame: the script itself writes nothing when the run exists (a copy of the call
 answers 'exists', and `RunStore.create` reads the run either way)."""
-CLAIM: Final = _declare(Claim, "home_index", "claim")
-FENCED_SET: Final = _declare(FencedSet, "fenced_set")
-FENCED_WRITE: Final = declare(FencedSet, "runtime.record", "fenced_set", constants=LUA_CONSTANTS)
-"""`FENCED_SET` without its frame, for writes with no audit entry (see the module docstring):
-registered as it is (`runtime.db.lua.Registered`), not through `once`."""
-WAIT: Final = _declare(Wait, "home_index", "wait")
-CLOSE: Final = _declare(Close, "home_index", "close")
-JOURNAL_PUT: Final = _declare(JournalPut, "journal_put")
+CLAIM: Final = _declare(Claim, "home_index", "claim", in_run=True)
+FENCED_SET: Final = _declare(FencedSet, "fenced_set", in_run=True)
+FENCED_WRITE: Final = FENCED_SET
+"""`FENCED_SET` called so that it keeps no reply (`run_once(..., keeps=False)`), for writes with
+no audit entry (see `runtime.record.once`)."""
+WAIT: Final = _declare(Wait, "home_index", "wait", in_run=True)
+CLOSE: Final = _declare(Close, "home_index", "close", in_run=True)
+JOURNAL_PUT: Final = declare(JournalPut, "runtime.record", "journal_put", constants=LUA_CONSTANTS)
+"""Without a frame: the journal field is the call's own mark (see the script)."""
 RESTORE: Final = _declare(Restore, "restore", constants={"JOURNAL": JOURNAL, "STARTED": STARTED})
 """What a failover lost of a tool call, written back by the worker that ran it."""
 DECIDE: Final = _declare(
@@ -339,7 +347,6 @@ SCRIPTS: Final[dict[str, str]] = {
     "create": CREATE.source,
     "claim": CLAIM.source,
     "fenced_set": FENCED_SET.source,
-    "fenced_write": FENCED_WRITE.source,
     "wait": WAIT.source,
     "close": CLOSE.source,
     "journal_put": JOURNAL_PUT.source,
@@ -357,3 +364,8 @@ SCRIPTS: Final[dict[str, str]] = {
 def once(redis: aioredis.Redis, keys: Keys, script: Script[C]) -> OnceScript[C]:
     """One of the record's scripts, registered on `redis`."""
     return OnceScript(redis, keys, script)
+
+
+def run_once(redis: aioredis.Redis, script: Script[C], *, keeps: bool = True) -> RunOnce[C]:
+    """One of the record's scripts of the run's hash (`in_run`), registered on `redis`."""
+    return RunOnce(redis, script, keeps=keeps)

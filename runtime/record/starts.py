@@ -19,7 +19,6 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.db.lua import Registered
 from runtime.record import layout as rr
 from runtime.record import scripts as rs
 
@@ -37,7 +36,7 @@ class OutcomeLost(Exception):
 class CallStarts:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._keys = keys
-        self._set = Registered(redis, rs.FENCED_WRITE)
+        self._set = rs.run_once(redis, rs.FENCED_WRITE, keeps=False)
 
     async def mark(self, run_id: str, fence: int, call_id: str, round_: int) -> bool:
         """Mark the call started in `round_`; False if this delivery lost the run (or the run

@@ -29,6 +29,7 @@ from runtime.record.envelope import (
 )
 from runtime.record.layout import CallGate, Status
 from runtime.record.leases import Claim, ClaimStatus, Fenced, Lease
+from runtime.record.once import ONCE_SECONDS
 from runtime.record.permissions import AlwaysPermission
 from runtime.record.reads import JournalRead, Place, StopRead, Whole
 from runtime.record.starts import CallStarts
@@ -79,12 +80,12 @@ class RunStore:
         self._replication = replication
         self._clock = RedisClock()
         self._create = Registered(redis, rs.CREATE)
-        self._claim = rs.once(redis, keys, rs.CLAIM)
-        self._fenced_set = rs.once(redis, keys, rs.FENCED_SET)
-        self._fenced_write = Registered(redis, rs.FENCED_WRITE)
-        self._wait = rs.once(redis, keys, rs.WAIT)
-        self._close = rs.once(redis, keys, rs.CLOSE)
-        self._journal_put = rs.once(redis, keys, rs.JOURNAL_PUT)
+        self._claim = rs.run_once(redis, rs.CLAIM)
+        self._fenced_set = rs.run_once(redis, rs.FENCED_SET)
+        self._fenced_write = rs.run_once(redis, rs.FENCED_WRITE, keeps=False)
+        self._wait = rs.run_once(redis, rs.WAIT)
+        self._close = rs.run_once(redis, rs.CLOSE)
+        self._journal_put = Registered(redis, rs.JOURNAL_PUT)
         self.starts = CallStarts(redis, keys)
         self.turns = TurnJournal(redis, keys)
         self.recent = recent or FORGETFUL
@@ -392,11 +393,13 @@ class RunStore:
             rs.JournalPut(
                 run=self._keys.run(run_id),
                 audit=self._keys.shard_of(run_id).audit,
+                # One `executed` per call, however often it is sent, once the run is gone too.
+                once=self._keys.once(self._keys.run(run_id), f"{rr.JOURNAL}{run_id}:{call_id}"),
                 field=rr.JOURNAL + call_id,
                 outcome=entry,
                 entry=audit,
-            ),
-            token=f"{rr.JOURNAL}{run_id}:{call_id}",  # one `executed`, however often it is sent
+                once_seconds=ONCE_SECONDS,
+            )
         )
         self.recent.recorded(run_id, call_id, entry, audit)
         try:

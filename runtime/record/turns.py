@@ -44,7 +44,6 @@ from openai.types.responses import ResponseOutputItem
 from pydantic import BaseModel, TypeAdapter
 
 from runtime.db.keys import Keys
-from runtime.db.lua import Registered
 from runtime.record import layout as rr
 from runtime.record import scripts as rs
 from runtime.record.reads import TurnRead
@@ -188,7 +187,7 @@ class TurnJournal:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys
-        self._set = Registered(redis, rs.FENCED_WRITE)
+        self._set = rs.run_once(redis, rs.FENCED_WRITE, keeps=False)
 
     async def recorded(self, run_id: str, key: str) -> bytes | None:
         return (await read(self._redis, self._keys, TurnRead, run_id, key)).response

@@ -25,7 +25,6 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
-from runtime.db.lua import Registered
 from runtime.deciders import may_approve
 from runtime.record import layout as rr
 from runtime.record import scripts as rs
@@ -52,7 +51,7 @@ class Reminders:
     _set: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self._set = Registered(self.redis, rs.FENCED_WRITE)
+        self._set = rs.run_once(self.redis, rs.FENCED_WRITE, keeps=False)
 
     async def handle(self, member: str) -> bool:
         """Do the nudges due; True removes the entry, False keeps it (moved to the next nudge,

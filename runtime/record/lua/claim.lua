@@ -19,29 +19,39 @@
 -- Returns {'gone'}; {'claimed', fence} (a start); {'claimed' or 'taken_over', fence, seconds,
 -- microseconds of Redis's clock} (a resume); {'waiting' or 'finishing', fence}; {'stale'} (a
 -- resume of another round); or {status} (not taken).
-local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel, F.requester)
+local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel, F.requester, F.fence,
+  ONCE or F.fence)
+local kept = once_found(seen[6])
+if kept ~= nil then return kept end
 local status = seen[1]
 if not status and redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
 local resume = ARGV[1] == 'resume'
 local current = resume and tonumber(seen[2]) == tonumber(ARGV[2])
 local takes = (not resume and status == 'running')
   or (current and (status == 'ready' or status == 'resuming'))
+-- The new fence is written with the call's reply in one write.
+local fence = (tonumber(seen[5]) or 0) + tonumber(ARGV[6])
 if takes then
-  local fence = redis.call('HINCRBY', KEYS[1], F.fence, ARGV[6])
-  if not resume then return {'claimed', fence} end
-  redis.call('HSET', KEYS[1], F.status, 'resuming')
+  if not resume then
+    local reply = {'claimed', fence}
+    redis.call('HSET', KEYS[1], unpack(with_once({F.fence, fence}, reply)))
+    return reply
+  end
+  local t = redis_time()
+  local reply = {status == 'resuming' and 'taken_over' or 'claimed', fence, t[1], t[2]}
+  redis.call('HSET', KEYS[1], unpack(with_once({F.fence, fence, F.status, 'resuming'}, reply)))
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   live_by_outlive(KEYS[1], seen[4], tonumber(ARGV[3]) * 1000)  -- `home_index.lua`
-  local t = redis_time()
   local details = cjson.encode({round = tonumber(ARGV[2]), fence = fence,
     taken_over = status == 'resuming', channel = seen[3],
     at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
   redis.call('XADD', KEYS[2], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
-  if status == 'resuming' then return {'taken_over', fence, t[1], t[2]} end
-  return {'claimed', fence, t[1], t[2]}
+  return reply
 end
 if status == 'waiting' or status == 'finishing' then
-  return {status, redis.call('HINCRBY', KEYS[1], F.fence, ARGV[6])}
+  local reply = {status, fence}
+  redis.call('HSET', KEYS[1], unpack(with_once({F.fence, fence}, reply)))
+  return reply
 end
 if resume and not current then return {'stale'} end
 return {status}

@@ -19,7 +19,7 @@
 --   7... members: the run's due-set members (`<run id>:<approval id>`) to remove
 -- Returns 1 done, -1 fenced off.
 -- One read: the fence, the requester, and for each call the fields its index entries come from.
-local wanted = {F.fence, F.requester}
+local wanted = {F.fence, F.requester, ONCE or F.fence}
 for i = 7, #ARGV do
   local aid = string.match(ARGV[i], ':(.*)$')
   for _, name in ipairs({F.gate, F.copies, F.reach, F.decision}) do
@@ -27,14 +27,18 @@ for i = 7, #ARGV do
   end
 end
 local seen = redis.call('HMGET', KEYS[1], unpack(wanted))
+local kept = once_found(seen[3])
+if kept ~= nil then return kept end
 local fence = seen[1]
 local live = fence ~= false or redis.call('EXISTS', KEYS[1]) == 1
 if live and ARGV[1] ~= '' and fence ~= ARGV[1] then return -1 end
+-- Closed already (by this call, whose reply went with the hash, or by another): once only.
+if not live and redis.call('EXISTS', KEYS[4]) == 1 then return 1 end
 -- A decided call left the index and its due sets with its decision (`decide.lua`, `stop.lua`),
 -- but for an expiry's deadline, which the expiry poller removes once the card shows it.
 local deadlines, reminders = {}, {}
 for i = 7, #ARGV do
-  local at = 2 + (i - 7) * 4
+  local at = 3 + (i - 7) * 4
   local decision = seen[at + 4]
   if not decision then
     home_unindex(KEYS[1], string.match(ARGV[i], ':(.*)$'),
@@ -50,7 +54,7 @@ if requester then
   redis.call('ZREM', string.match(KEYS[1], '^(.*)run:[^:]*$') .. LIVE_BY .. requester, ARGV[5])
 end
 if live and ARGV[4] == '1' then
-  redis.call('HSET', KEYS[1], F.status, 'failed')
+  redis.call('HSET', KEYS[1], unpack(with_once({F.status, 'failed'}, 1)))
 else
   redis.call('DEL', KEYS[1])
 end

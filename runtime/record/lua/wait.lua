@@ -20,7 +20,9 @@
 --   5 longest_sleep: a due-set poller's longest sleep in seconds (`longest_sleep`)
 --   6 wake_length: wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
 -- Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
-local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped, F.requester)
+local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped, F.requester, ONCE or F.fence)
+local kept = once_found(seen[4])
+if kept ~= nil then return kept end
 if seen[1] ~= ARGV[1] then
   if not seen[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
   return -1
@@ -47,7 +49,7 @@ for field, value in pairs(plan['set']) do
   fields[#fields + 1] = field
   fields[#fields + 1] = value
 end
-redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('HSET', KEYS[1], unpack(with_once(fields, 1)))
 -- Before the index: its keys take the run's new lifetime (`outlive`).
 redis.call('EXPIREAT', KEYS[1], ARGV[2])
 local t = redis_time()

@@ -16,9 +16,10 @@ import pytest
 from runtime.db.lua import Key, MoreArgs, Script, ScriptCall, declare
 from runtime.record import scripts as record_scripts
 
-FRAME = ("runtime.record", "once")
-"""Not a script: the frame `runtime.record.once` puts around one (its token key and TTL come
-after the script's own)."""
+FRAMES = {("runtime.record", "once"), ("runtime.record", "once_in_run")}
+"""Not scripts: the frame `runtime.record.once` puts around one (its token key and TTL come
+after the script's own), and the head of those that keep their reply in the run's hash (its
+token comes after the script's own arguments)."""
 
 _SECTION = re.compile(r"^-- (KEYS|ARGV)(?: \(.*\))?$")
 _ENTRY = re.compile(r"^--   (\d+)(\.\.\.)? ([a-z_]+): ")
@@ -161,11 +162,11 @@ def test_every_lua_file_with_keys_and_argv_is_declared() -> None:
             name = entry.name.removesuffix(".lua")
             if entry.name.endswith(".lua") and header(fragment(package, name)) is not None:
                 listed.add((package, name))
-    assert listed - {FRAME} == contracts
+    assert listed - FRAMES == contracts
 
 
 def _lua_packages() -> set[str]:
-    return {script.contract[0] for script in SCRIPTS.values()} | {FRAME[0]}
+    return {script.contract[0] for script in SCRIPTS.values()} | {p for p, _ in FRAMES}
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))

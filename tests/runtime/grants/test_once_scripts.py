@@ -24,6 +24,7 @@ from runtime.db.connection import ClientOptions, connect
 from runtime.db.keys import Keys
 from runtime.db.local import RedisServer
 from runtime.grants.store import Grant, GrantStore
+from runtime.record.leases import Lease
 from runtime.record.store import RunStore
 
 TIMEOUT = 0.5
@@ -118,3 +119,44 @@ async def test_a_tool_output_whose_reply_was_lost_is_audited_once(
 
     assert await audit_events(client, run_id) == ["executed"]
     assert await client.hget(KEYS.run(run_id), "journal:call_pay") == entry.encode()
+
+
+async def test_a_claim_whose_reply_was_lost_holds_the_fence_it_answers(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    """The scripts of a run's hash keep their reply in it: a copy of a resume's claim answers
+    the fence the first one wrote, instead of fencing off the delivery that sent it."""
+    server, client = paused_redis
+    store = RunStore(client, KEYS)
+    run_id = "rclaim"
+    await client.hset(KEYS.run(run_id), mapping={"status": "ready", "round": 1, "fence": 5})
+    await store.claim("rwarm", kind="resume", round_=1)  # loaded: the paused call is one EVALSHA
+
+    claim = await through_a_pause(server, store.claim(run_id, kind="resume", round_=1))
+    await settled(client)
+
+    assert claim.status == "claimed" and claim.lease is not None
+    assert await client.hget(KEYS.run(run_id), "fence") == str(claim.lease.fence).encode()
+    assert await audit_events(client, run_id) == ["resumed"]
+
+
+async def test_a_close_whose_reply_was_lost_is_audited_once(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    """A close deletes the hash its reply would be kept in: a copy answers from the tombstone."""
+    server, client = paused_redis
+    store = RunStore(client, KEYS)
+    run_id = "rclose"
+    await client.hset(KEYS.run(run_id), mapping={"status": "finishing", "fence": 7})
+    await store.close("rwarm", lease=None, outcome="finished")  # the script is loaded
+    finished = AuditTrail.entry(AuditEvent.FINISHED, run_id, rounds=1)
+
+    lease = Lease(run_id=run_id, fence=7)
+    await through_a_pause(
+        server, store.close(run_id, lease=lease, outcome="finished", audit=finished)
+    )
+    await settled(client)
+
+    assert await audit_events(client, run_id) == ["finished"]
+    assert await client.exists(KEYS.run(run_id)) == 0
+    assert await client.get(KEYS.tombstone(run_id)) == b"finished"
