@@ -245,11 +245,12 @@ class RunStore:
         )
 
     async def set_status(self, lease: Lease, message_id: str, steps: list[str]) -> None:
-        fields = {rr.STATUS_MESSAGE: message_id, rr.STATUS_STEPS: json.dumps(steps)}
-        await self._set(lease.run_id, fields, lease)
+        await self.set_fields(lease, status_fields(message_id, steps))
 
-    async def set_message_ts(self, lease: Lease, approval_id: str, message_ts: str) -> None:
-        await self._set(lease.run_id, {rr.TS + approval_id: message_ts}, lease)
+    async def set_fields(self, lease: Lease, fields: dict[str, str]) -> None:
+        """Fields of the run's hash written with the delivery's fence (messages posted: the
+        status message's id and steps, a card's id)."""
+        await self._set(lease.run_id, fields, lease)
 
     async def set_card_ts(self, run_id: str, approval_id: str, message_ts: str) -> None:
         """A card posted again after its message was gone: later redraws go to the new one.
@@ -417,6 +418,11 @@ class RunStore:
     async def server_time(self) -> float:
         """Redis's clock, on which alone deadlines are set and checked (see `RedisClock`)."""
         return await self._clock.read(self._redis)
+
+
+def status_fields(message_id: str, steps: list[str]) -> dict[str, str]:
+    """The status message's fields of the run's hash: its id, and the steps it shows."""
+    return {rr.STATUS_MESSAGE: message_id, rr.STATUS_STEPS: json.dumps(steps)}
 
 
 def _text(value: bytes | str | None) -> str | None:

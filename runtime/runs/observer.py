@@ -14,7 +14,7 @@ from runtime.record.envelope import PendingCall
 from runtime.record.leases import Lease
 from runtime.record.store import RunStore
 from runtime.reporter import Activity, Reporter, RunView, batchable
-from runtime.runs.posted_messages import record_or_retract
+from runtime.runs.posted_messages import ShownStatus, record_or_retract
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ class RunObserver(RunHooks[Any]):
         # most resumes take milliseconds, and Slack need not see "working" just before "done".
         self._last_sent = clock()
         self._dirty = False
+        self._posted = ""
+        """A status message this delivery posted and has not recorded yet."""
 
     async def on_tool_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
@@ -75,11 +77,23 @@ class RunObserver(RunHooks[Any]):
             if decision.user_id is not None:
                 await self._note(f"always:{call.tool}:{decision.user_id}")
 
-    async def waiting(self, open_calls: Sequence[PendingCall], *, asked: int) -> None:
-        """The run now waits for `open_calls` (of `asked` calls that needed an approval)."""
+    async def waiting(self, open_calls: Sequence[PendingCall], *, asked: int) -> ShownStatus:
+        """The run now waits for `open_calls` (of `asked` calls that needed an approval): the
+        status is shown, and returned to be recorded with the cards (`post_cards`)."""
         tools = tuple(c.tool for c in open_calls)
         batch = batchable(open_calls)
-        await self.flush("waiting", waiting_for=tools, approvals_asked=asked, batchable=batch)
+        await self.flush(
+            "waiting", waiting_for=tools, approvals_asked=asked, batchable=batch, record=False
+        )
+        return self.shown()
+
+    def shown(self) -> ShownStatus:
+        """The status message as last shown, with the steps kept for the run's next step."""
+        return ShownStatus(
+            message_id=self.message_id or "",
+            steps=tuple(self._steps[-MAX_STEPS_KEPT:]),
+            posted=self._posted,
+        )
 
     async def flush(
         self,
@@ -90,8 +104,10 @@ class RunObserver(RunHooks[Any]):
         batchable: bool = False,
         ran: tuple[str, ...] = (),
         not_run: tuple[str, ...] = (),
+        record: bool = True,
     ) -> None:
-        """Send the status now (always at the end of a step, whatever the rate)."""
+        """Send the status now (always at the end of a step, whatever the rate); `record`:
+        keep it with the run now (else the caller records `shown()` with its own write)."""
         if not self._dirty and state == "working":
             return
         self._dirty = False
@@ -107,14 +123,20 @@ class RunObserver(RunHooks[Any]):
         )
         shown = self.message_id
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
-        posted = self.message_id if self.message_id != shown else ""
+        if self.message_id != shown:
+            self._posted = self.message_id
+        if not record or (state == "done" and not self._posted):
+            # The answer's status: the run is finishing, and no later step reads the steps; a
+            # message posted just now is recorded still, so that a retry does not post it again.
+            return
+        status = self.shown()
+        self._posted = ""
         # Kept with the run, so the next step (after an approval) goes on with the same list.
-        kept = self._steps[-MAX_STEPS_KEPT:]
         await record_or_retract(
             self._reporter,
             self._run,
-            posted,
-            self._store.set_status(self._lease, self.message_id, kept),
+            status.posted,
+            self._store.set_status(self._lease, status.message_id, list(status.steps)),
         )
 
 

@@ -129,8 +129,10 @@ class RoundOutcomes:
             fields=fields,
             audit=(*audit, *requested(self.audit, waiting, calls)),
         )
-        await observer.waiting([c for c in calls if c.decision is None], asked=len(calls))
-        await post_cards(self.store, self.reporter, self.copies, waiting, lease)
+        status = await observer.waiting([c for c in calls if c.decision is None], asked=len(calls))
+        await post_cards(
+            self.store, self.reporter, self.copies, waiting, lease, status, notify=reach.notify
+        )
 
     async def half_done(self, lease: Lease) -> None:
         """Finish whatever step a previous delivery of this run's job left half done."""

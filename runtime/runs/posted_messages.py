@@ -10,32 +10,49 @@ stale one takes its own post back, so the thread shows the run once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 
+from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope
 from runtime.record.leases import Fenced, Lease
-from runtime.record.store import RunStore
+from runtime.record.store import RunStore, status_fields
 from runtime.reporter import Reporter, RunView
 from runtime.waiting.copies import CardCopies
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class ShownStatus:
+    """The run's status message as shown, to be kept with the run (`RunStore.set_status`)."""
+
+    message_id: str
+    steps: tuple[str, ...]
+    posted: str
+    """The message's id if this delivery posted it and has not recorded it yet, else ''."""
+
+    def fields(self) -> dict[str, str]:
+        return status_fields(self.message_id, list(self.steps))
+
+
 async def record_or_retract(
-    reporter: Reporter, run: RunView, message_id: str, record: Awaitable[None]
+    reporter: Reporter, run: RunView, message_id: str | tuple[str, ...], record: Awaitable[None]
 ) -> None:
-    """Await `record` (the store of `message_id`); if this delivery was fenced off meanwhile,
-    retract the message and let `Fenced` go on stopping the delivery."""
+    """Await `record` (the store of `message_id`, or of each of several); if this delivery was
+    fenced off meanwhile, retract the messages and let `Fenced` go on stopping the delivery."""
     try:
         await record
     except Fenced:
-        if message_id:
+        posted = [m for m in ((message_id,) if isinstance(message_id, str) else message_id) if m]
+        if posted:
             log.warning(
                 "run %s: another delivery took over while this one posted a message; "
                 "taking it back",
                 run.run_id,
             )
-            await reporter.retract(run, message_id)
+        for message in posted:
+            await reporter.retract(run, message)
         raise
 
 
@@ -45,9 +62,13 @@ async def post_cards(
     copies: CardCopies | None,
     envelope: RunEnvelope,
     lease: Lease,
+    status: ShownStatus | None = None,
+    notify: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Ask for every open approval that has no message yet (`copies`: the cards that policy
-    rules `notify` elsewhere; None: the thread only)."""
+    rules `notify` elsewhere; None: the thread only). `status`: the status message shown just
+    before, recorded with the first card's id (one write for both). `notify`: where the calls
+    just planned send their copies (`ReachPlan.notify`); None: as their records say."""
     # A card is a promise that the approval exists: not before the replicas have it
     # (`REDIS_MIN_REPLICAS`), else a failover leaves a card that answers "unknown".
     await store.replicated()
@@ -55,8 +76,16 @@ async def post_cards(
     for call in envelope.calls:
         if call.message_ts is None and call.decision is None:
             ts = await reporter.approval_requested(view, call)
-            await record_or_retract(
-                reporter, view, ts, store.set_message_ts(lease, call.approval_id, ts)
-            )
+            fields = {rr.TS + call.approval_id: ts, **(status.fields() if status else {})}
+            posted = (ts, status.posted) if status else (ts,)
+            await record_or_retract(reporter, view, posted, store.set_fields(lease, fields))
+            status = None
         if call.decision is None and copies is not None:
-            await copies.notify(view, call)
+            if notify is None or call.approval_id not in notify:
+                await copies.notify(view, call)
+            elif targets := notify[call.approval_id]:
+                await copies.send(view, call, targets)
+    if status is not None:
+        await record_or_retract(
+            reporter, view, status.posted, store.set_fields(lease, status.fields())
+        )

@@ -25,6 +25,8 @@ class ReachPlan:
     """`reach:<id>` per open call, for the run record."""
     first_due: dict[str, float]
     """Approval id -> its first nudge, for the reminders due set."""
+    notify: dict[str, tuple[str, ...]]
+    """Approval id -> where its rule sends copies of its card (`notify`), for every open call."""
 
 
 def plan_reach(
@@ -40,6 +42,7 @@ def plan_reach(
     reminders."""
     fields: dict[str, str] = {}
     first_due: dict[str, float] = {}
+    notify: dict[str, tuple[str, ...]] = {}
     for call in calls:
         if call.decision is not None:
             continue
@@ -58,6 +61,7 @@ def plan_reach(
             escalate_to=rule.escalate_to,
         )
         fields[rr.REACH + call.approval_id] = reach.model_dump_json()
+        notify[call.approval_id] = reach.notify
         if nudges := reach.nudges():
             first_due[call.approval_id] = nudges[0].at
-    return ReachPlan(fields=fields, first_due=first_due)
+    return ReachPlan(fields=fields, first_due=first_due, notify=notify)
