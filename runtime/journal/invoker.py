@@ -86,10 +86,22 @@ class JournalScope:
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
     turns: TurnsAsked = field(default_factory=TurnsAsked)
     """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
+    recorded_before: Mapping[str, bytes] | None = None
+    """The tool outcomes recorded before this delivery held the run (`RunRecord.journal`);
+    None: unknown."""
+    recorded: dict[str, str] = field(default_factory=dict)
+    """Call id -> the outcome this delivery recorded."""
     journaled: frozenset[str] | None = None
     """The turns journaled before this delivery held the run (`RunRecord.turns`): a request
     whose key is not among them was never answered, and is asked without looking it up. None:
     unknown, each is looked up."""
+
+    def journal(self) -> list[bytes] | None:
+        """Every tool outcome the run has recorded, as `RunStore.journal` would read it now;
+        None when what was recorded before this delivery is not known."""
+        if self.recorded_before is None:
+            return None
+        return [*self.recorded_before.values(), *(e.encode() for e in self.recorded.values())]
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
@@ -316,6 +328,7 @@ async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> 
         while True:
             try:
                 await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
+                scope.recorded[call_id] = entry
                 return
             except PrimaryChanged:
                 # Recorded on the new primary after a failover; what else this attempt wrote

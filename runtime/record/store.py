@@ -52,6 +52,8 @@ class RunRecord:
     """The run's Approve always permissions, as written with its last round."""
     rule_keys: Mapping[str, str] = field(default_factory=dict)
     """Approval id -> the rule key of each call of the round that offered Approve always."""
+    journal: Mapping[str, bytes] | None = None
+    """Call id -> each tool outcome the hash held when read; None as for `turns`."""
     turns: frozenset[str] | None = None
     """The journaled model turns (`runtime.record.turns`) the hash held when read; None when
     another delivery may have written some since (read before this delivery's claim)."""
@@ -145,6 +147,7 @@ class RunStore:
                 status_message=None,
                 status_steps=(),
                 final_output=None,
+                journal={},
                 turns=frozenset(),
             )
             return Created(record=new, lease=Lease(run_id=envelope.run_id, fence=fence))
@@ -153,8 +156,8 @@ class RunStore:
         stored = await self.load(envelope.run_id)
         if stored is None:
             return None
-        # Read before this delivery's claim: an earlier delivery may journal turns meanwhile.
-        return Created(record=replace(stored, turns=None), lease=None)
+        # Read before this delivery's claim: an earlier delivery may journal meanwhile.
+        return Created(record=replace(stored, journal=None, turns=None), lease=None)
 
     async def claim(self, run_id: str, *, kind: Literal["start", "resume"], round_: int) -> Claim:
         """Take the run for this delivery of its job (see `runtime.record.layout`)."""
@@ -212,6 +215,7 @@ class RunStore:
             final_output=view.final,
             permissions=view.always or (),
             rule_keys=view.rule_keys or {},
+            journal=view.journal,
             turns=frozenset(view.turns),
         )
 

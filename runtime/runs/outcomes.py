@@ -57,12 +57,16 @@ class RoundOutcomes:
         observer: RunObserver,
         lease: Lease,
         decided: list[PendingCall],
+        journal: list[bytes] | None = None,
     ) -> None:
         """The model answered: the thread's history keeps the turn, the status says what ran
-        (and which of the `decided` calls did not), and the answer is posted."""
+        (and which of the `decided` calls did not), and the answer is posted. `journal`: the
+        run's tool outcomes, when the round knows them all (else they are read)."""
         await threads.add_turn(self.history, envelope, output)  # before a reply can come
         await self.store.mark_finishing(lease, output)
-        ran = ran_tools(await self.store.journal(envelope.run_id))
+        if journal is None:
+            journal = await self.store.journal(envelope.run_id)
+        ran = ran_tools(journal)
         await observer.flush("done", ran=tuple(ran), not_run=not_run_notes(decided))
         await self.endings.finish(envelope, output, lease)
 

@@ -125,6 +125,7 @@ class RunRound:
                     heard=heard,
                     round=envelope.round,
                     run_again=run_again(envelope),
+                    recorded_before=record.journal,
                     journaled=record.turns,
                 )
                 try:
@@ -184,7 +185,9 @@ class RunRound:
                 return
             if not result.interruptions:
                 output = str(result.final_output)
-                await self.outcomes.answered(envelope, output, observer, lease, decided)
+                await self.outcomes.answered(
+                    envelope, output, observer, lease, decided, scope.journal()
+                )
                 return
             # Redis's clock, read once: the calls' deadlines and their reminders count from it.
             now = await self.store.server_time()
