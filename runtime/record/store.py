@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Literal, cast
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 
 from runtime.audit.events import AuditEvent
 from runtime.db.clock import RedisClock
@@ -27,45 +26,15 @@ from runtime.record.envelope import (
     UnreadableEnvelope,
     dump_envelope,
 )
-from runtime.record.layout import CallGate, Status
+from runtime.record.layout import CallGate
 from runtime.record.leases import Claim, ClaimStatus, Fenced, Lease
 from runtime.record.once import ONCE_SECONDS
-from runtime.record.permissions import AlwaysPermission
 from runtime.record.reads import JournalRead, Place, StopRead, Whole
+from runtime.record.run_record import Created, RunRecord, record_of, status_fields
 from runtime.record.starts import CallStarts
 from runtime.record.stop_mark import StopMark, Stopped
 from runtime.record.turns import TurnJournal
 from runtime.record.view import read, read_whole
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RunRecord:
-    envelope: RunEnvelope
-    """With each current call's message id and decision filled in."""
-    status: Status
-    state: str | None
-    status_message: str | None
-    status_steps: tuple[str, ...]
-    """The steps the status message shows, kept across the run's stops for approval."""
-    final_output: str | None
-    permissions: tuple[AlwaysPermission, ...] = ()
-    """The run's Approve always permissions, as written with its last round."""
-    rule_keys: Mapping[str, str] = field(default_factory=dict)
-    """Approval id -> the rule key of each call of the round that offered Approve always."""
-    journal: Mapping[str, bytes] | None = None
-    """Call id -> each tool outcome the hash held when read; None as for `turns`."""
-    turns: frozenset[str] | None = None
-    """The journaled model turns (`runtime.record.turns`) the hash held when read; None when
-    another delivery may have written some since (read before this delivery's claim)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Created:
-    """What `RunStore.create` found: the run, and this delivery's lease when it created it
-    (None: the run was there already, and is claimed like any other delivery's)."""
-
-    record: RunRecord
-    lease: Lease | None
 
 
 class RunStore:
@@ -185,39 +154,7 @@ class RunStore:
         # One round trip for everything: the compressed state is a few kilobytes, cheaper to
         # carry than a second request; it is only decompressed when asked for.
         view = await read_whole(self._redis, self._keys, Whole, run_id)
-        status = view.status
-        envelope = view.envelope if status is not None else None
-        if envelope is None or status is None:
-            return None
-        try:
-            calls = tuple(
-                call.model_copy(
-                    update={
-                        "message_ts": view.message_ts.get(call.approval_id),
-                        "decision": view.decisions.get(call.approval_id),
-                        "approvals": view.approvals.get(call.approval_id, ()),
-                        "edit": view.edits.get(call.approval_id),
-                        "copies": view.copies.get(call.approval_id, ()),
-                    }
-                )
-                for call in envelope.calls
-            )
-        except (ValidationError, ValueError) as error:
-            # A decision written by another version: as unreadable as its envelope would be.
-            raise UnreadableEnvelope(run_id, "a stored decision cannot be read") from error
-        state = view.state
-        return RunRecord(
-            envelope=envelope.model_copy(update={"calls": calls}),
-            status=cast(Status, status),
-            state=zlib.decompress(state).decode() if (state and with_state) else None,
-            status_message=view.status_message,
-            status_steps=view.status_steps or (),
-            final_output=view.final,
-            permissions=view.always or (),
-            rule_keys=view.rule_keys or {},
-            journal=view.journal,
-            turns=frozenset(view.turns),
-        )
+        return record_of(run_id, view, with_state=with_state)
 
     async def find_call(
         self, run_id: str, approval_id: str
@@ -422,11 +359,6 @@ class RunStore:
     async def server_time(self) -> float:
         """Redis's clock, on which alone deadlines are set and checked (see `RedisClock`)."""
         return await self._clock.read(self._redis)
-
-
-def status_fields(message_id: str, steps: list[str]) -> dict[str, str]:
-    """The status message's fields of the run's hash: its id, and the steps it shows."""
-    return {rr.STATUS_MESSAGE: message_id, rr.STATUS_STEPS: json.dumps(steps)}
 
 
 def _text(value: bytes | str | None) -> str | None:

@@ -24,7 +24,8 @@ from runtime.mcp.tools import McpTools
 from runtime.policy import Policy
 from runtime.record.envelope import RunEnvelope
 from runtime.record.leases import Fenced, Lease
-from runtime.record.store import RunRecord, RunStore
+from runtime.record.run_record import RunRecord
+from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry
 from runtime.reporter import ConversationUnavailable, Reporter, RunView
 from runtime.runs.endings import RunEndings

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope
 from runtime.record.leases import Fenced, Lease
-from runtime.record.store import RunStore, status_fields
+from runtime.record.run_record import status_fields
+from runtime.record.store import RunStore
 from runtime.reporter import Reporter, RunView
 from runtime.waiting.copies import CardCopies
 

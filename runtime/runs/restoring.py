@@ -16,7 +16,7 @@ from runtime.failures import RunFailed
 from runtime.mcp.origin import mcp_server_of
 from runtime.mcp.tools import McpTools
 from runtime.record.envelope import RunEnvelope
-from runtime.record.store import RunRecord
+from runtime.record.run_record import RunRecord
 from runtime.reporter import Failure
 from runtime.runs.state_decisions import (
     Applied,

@@ -28,9 +28,10 @@ from runtime.process.causes import caused_by
 from runtime.record.envelope import RunEnvelope
 from runtime.record.leases import Fenced, Lease
 from runtime.record.permissions import AlwaysPermission
+from runtime.record.run_record import RunRecord
 from runtime.record.starts import OutcomeLost
 from runtime.record.stop_mark import Stopped
-from runtime.record.store import RunRecord, RunStore
+from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import Failure, Reporter, RunView
 from runtime.runs.lost_outcomes import run_again
