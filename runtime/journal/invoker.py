@@ -96,6 +96,12 @@ class JournalScope:
     whose key is not among them was never answered, and is asked without looking it up. None:
     unknown, each is looked up."""
 
+    def known_turns(self) -> frozenset[str] | None:
+        """Every model turn the run's hash holds (`turn_key`s), or None when not known."""
+        if self.journaled is None:
+            return None
+        return self.journaled | self.turns.written
+
     def journal(self) -> list[bytes] | None:
         """Every tool outcome the run has recorded, as `RunStore.journal` would read it now;
         None when what was recorded before this delivery is not known."""

@@ -167,6 +167,7 @@ async def _journaled(
             written = await turns.record(run_id, fence, key, dump_turn(response))
             if not written:  # its calls must not run: a later delivery's do
                 raise carried_out(Fenced(run_id))
+            scope.turns.written.add(key)
     except UnreadableTurn as error:
         raise carried_out(RunFailed(Failure.UNREADABLE_STATE, str(error))) from error
     except BaseException:

@@ -209,13 +209,15 @@ class RunStore:
         self_ok: bool,
         fields: Mapping[str, str] | None = None,
         audit: tuple[str, ...] = (),
+        turns: frozenset[str] | None = None,
     ) -> None:
         """Store the interrupted run and open its approvals, all in one script.
 
         Calls that already carry a decision (the policy decided them) open nothing; the others
         get a deadline, a gate (who may decide), and a reminder time if `reminders` has one.
         `fields` are more per-call fields to write with them (`runtime.waiting.plan`); `audit`
-        entries (`AuditTrail.entry`: the calls `requested`) are appended in the same step."""
+        entries (`AuditTrail.entry`: the calls `requested`) are appended in the same step.
+        `turns`: the model turns the hash holds, when known: dropped by name, unlooked for."""
         open_calls = [c for c in envelope.calls if c.decision is None]
         fields = {
             **(fields or {}),
@@ -232,13 +234,17 @@ class RunStore:
             gate = CallGate.of(envelope, call, self_ok=self_ok)
             fields[rr.GATE + call.approval_id] = gate.stored()
         member = f"{envelope.run_id}:{{}}".format
-        plan = {
-            "delete": [f + c.approval_id for c in previous.calls for f in rr.PER_CALL] + [rr.FINAL],
+        delete = [f + c.approval_id for c in previous.calls for f in rr.PER_CALL] + [rr.FINAL]
+        plan: dict[str, object] = {
+            "delete": delete,
             "set": fields,
             "deadlines": {member(c.approval_id): repr(c.expires_at) for c in open_calls},
             "reminders": {member(aid): repr(at) for aid, at in reminders.items()},
             "audit": [json.loads(entry) for entry in audit],
         }
+        if turns is not None and not previous.calls:
+            # Nothing to take off the Home tab's index: the fields to drop are all known.
+            plan["drop"] = [*delete, *(rr.TURN + key for key in turns)]
         # Evaluated only without calls: `max(..., default=await ...)` would ask Redis every time.
         last = max((c.expires_at for c in envelope.calls), default=None)
         if last is None:

@@ -123,6 +123,8 @@ class TurnsAsked:
     that failed gives its number back, so the SDK's own retries of it keep the key."""
 
     taken: dict[str, set[int]] = field(default_factory=dict)
+    written: set[str] = field(default_factory=set)
+    """The keys (`turn_key`) this delivery journaled."""
 
     def take(self, digest: str) -> int:
         taken = self.taken.setdefault(digest, set())

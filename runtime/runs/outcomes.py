@@ -115,9 +115,11 @@ class RoundOutcomes:
         *audit: str,
         planned: Planned | None = None,
         permissions: tuple[AlwaysPermission, ...] = (),
+        turns: frozenset[str] | None = None,
     ) -> None:
         """The run waits for the next round's approvals, with `state_json` to resume from; the
-        cards are posted (and their copies sent) once the wait is recorded."""
+        cards are posted (and their copies sent) once the wait is recorded. `turns`: the model
+        turns the run's hash holds, when known (`JournalScope.known_turns`)."""
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         rules = planned.rules if planned is not None else None
         reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at, rules=rules)
@@ -132,6 +134,7 @@ class RoundOutcomes:
             self_ok=self.allow_self_approval,
             fields=fields,
             audit=(*audit, *requested(self.audit, waiting, calls)),
+            turns=turns,
         )
         status = await observer.waiting([c for c in calls if c.decision is None], asked=len(calls))
         await post_cards(

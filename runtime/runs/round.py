@@ -206,6 +206,7 @@ class RunRound:
                     now,
                     planned=planned,
                     permissions=permissions,
+                    turns=scope.known_turns(),
                 )
                 return
             # Nothing asks a person: go on (each call was audited as it was decided).

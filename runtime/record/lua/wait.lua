@@ -15,7 +15,8 @@
 --   1 fence: the writer's fence
 --   2 expires_at: when the hash expires (epoch seconds: the last deadline and `STATE_GRACE_SECONDS`)
 --   3 plan: the plan (JSON): `delete` (fields to drop), `set` (field -> value), `deadlines` and
---     `reminders` (due-set member -> epoch seconds), `audit` (entries, each a list of fields)
+--     `reminders` (due-set member -> epoch seconds), `audit` (entries, each a list of fields),
+--     and, when the caller knows them all, `drop` (every field to drop, model turns included)
 --   4 state: the SDK's RunState JSON, compressed (zlib)
 --   5 longest_sleep: a due-set poller's longest sleep in seconds (`longest_sleep`)
 --   6 wake_length: wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
@@ -30,17 +31,21 @@ end
 if seen[2] then return -2 end
 local plan = cjson.decode(ARGV[3])
 -- The last round's calls leave the index, as their gates read before they go.
-local gone = {}
-for _, field in ipairs(plan['delete']) do gone[field] = true end
-local drop = {}
-for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if gone[field] then
-    drop[#drop + 1] = field
-    if string.sub(field, 1, #F.gate) == F.gate then
-      home_unindex(KEYS[1], string.sub(field, #F.gate + 1))
+-- With `drop` the caller knows every field to drop (no call of the last round, whose gates the
+-- index would be read from, and each model turn the hash holds): no field is looked for.
+local drop = plan['drop'] or {}
+if not plan['drop'] then
+  local gone = {}
+  for _, field in ipairs(plan['delete']) do gone[field] = true end
+  for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+    if gone[field] then
+      drop[#drop + 1] = field
+      if string.sub(field, 1, #F.gate) == F.gate then
+        home_unindex(KEYS[1], string.sub(field, #F.gate + 1))
+      end
+    elseif string.sub(field, 1, #F.turn) == F.turn then
+      drop[#drop + 1] = field
     end
-  elseif string.sub(field, 1, #F.turn) == F.turn then
-    drop[#drop + 1] = field
   end
 end
 if #drop > 0 then redis.call('HDEL', KEYS[1], unpack(drop)) end

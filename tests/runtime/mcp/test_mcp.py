@@ -56,7 +56,8 @@ async def server_pids(deployment: Deployment) -> list[int]:
     return [int(pid) for pid in pids]
 
 
-async def wait_until(what: str, check: Any, deployment: Deployment, timeout: float = 20) -> Any:
+async def wait_until(what: str, check: Any, deployment: Deployment, timeout: float = 60) -> Any:
+    # A worker that starts an MCP server was seen taking 16 s to be ready on two loaded cores.
     deadline = time.monotonic() + timeout
     while not (value := await check()):
         if time.monotonic() > deadline:
