@@ -197,6 +197,9 @@ def decision_headline(decision: Decision, tool: str, *, requester: str | None = 
             return f":leftwards_arrow_with_hook: {withdrawn}{because}"
         who = "The policy" if decision.by_policy else _who(decision)
         return f":x: {who} rejected {name}{because}"
+    if decision.outcome == "answered":  # **Answer instead**: the tool did not run
+        answer = escape((decision.answer or "").strip()[:2000])
+        return f"💬 {_who(decision)} answered instead: {answer}"
     if decision.outcome == "stopped":
         return f":no_entry: Stopped by {_who(decision)}"
     return ":hourglass: Expired, did not run"
@@ -225,6 +228,7 @@ OUTCOME_WORDS = {
     "approved": "approved",
     "approved_always": "approved (always)",
     "rejected": "rejected",
+    "answered": "answered instead",
     "expired": "expired",
     "stopped": "stopped",
 }

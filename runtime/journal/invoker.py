@@ -78,6 +78,8 @@ class JournalScope:
     in_flight: ToolsInFlight
     edits: Mapping[str, ArgumentEdit] = field(default_factory=dict)
     """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Call id -> the approvers' notes (**Approve with a note…**), read after the output."""
     heard: asyncio.Event | None = None
     """Set when the worker's `StopListener` hears that this run was stopped."""
     round: int = 0
@@ -228,8 +230,7 @@ class JournaledInvoker:
                 await _not_running(scope, call_id)
                 return output
             count_tool(self._tool_name, "ok")
-            if edit is not None:
-                output = edit_note(self._tool_name, original, edit) + str(output)
+            output = self._as_told(scope, call_id, original, edit, output)
             # Recorded before anything else can fail: from here on, a retry reuses it.
             entry = {"tool": self._tool_name, "output": _storable(output)}
             if self._mcp_server is not None:
@@ -239,6 +240,22 @@ class JournaledInvoker:
             await _record(scope, call_id, json.dumps(entry), executed)
         finally:
             scope.in_flight.count -= 1
+        return output
+
+    def _as_told(
+        self,
+        scope: JournalScope,
+        call_id: str,
+        original: str,
+        edit: ArgumentEdit | None,
+        output: Any,
+    ) -> Any:
+        """The output as the model reads it: after what a person's edit changed, before the
+        approvers' notes. Journaled so: a replay gives the model the same text."""
+        if edit is not None:
+            output = edit_note(self._tool_name, original, edit) + str(output)
+        if (note := scope.notes.get(call_id)) is not None:
+            output = f"{output}\n\n{note}"
         return output
 
     async def _mark_started(self, scope: JournalScope, ctx: ToolContext[Any]) -> None:

@@ -22,9 +22,9 @@ from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditEntry
 from runtime.review.history import PastCall, past_calls
 
-OUTCOMES = ("approved", "rejected", "expired", "stopped")
+OUTCOMES = ("approved", "rejected", "answered", "expired", "stopped")
 """The outcomes of a call that asked, as the table's columns (in this order)."""
-TIMED = ("approved", "rejected")
+TIMED = ("approved", "rejected", "answered")
 MOST_DECIDERS = 5
 """How many of the people who decided most are listed."""
 

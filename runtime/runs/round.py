@@ -37,7 +37,7 @@ from runtime.runs.lost_outcomes import run_again
 from runtime.runs.observer import RunObserver
 from runtime.runs.outcomes import RoundOutcomes
 from runtime.runs.planner import CallPlanner
-from runtime.runs.state_decisions import apply_decisions, approved_edits
+from runtime.runs.state_decisions import apply_decisions, approved_edits, approved_notes
 from runtime.stops.listener import StopListener
 from runtime.stops.safe_point import run_until_stopped
 
@@ -122,6 +122,7 @@ class RunRound:
                     channel=conversation.channel,
                     in_flight=ToolsInFlight(),
                     edits=approved_edits(envelope),
+                    notes=approved_notes(envelope),
                     heard=heard,
                     round=envelope.round,
                     run_again=run_again(envelope),
