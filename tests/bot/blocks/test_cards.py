@@ -354,7 +354,14 @@ async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -
     [view] = await bot.slack.wait_for(lambda: bot.slack.views, what="modal")
     assert view["title"]["text"] == "Tool call arguments"
     assert "row-799" in json.dumps(view)
-    assert card.action_ids() == ["approve", "approve_always", "reject", "view_arguments"]
+    assert card.action_ids() == [
+        "approve",
+        "approve_note",
+        "approve_always",
+        "reject",
+        "answer",
+        "view_arguments",
+    ]
 
 
 def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:

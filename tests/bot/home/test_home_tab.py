@@ -155,7 +155,7 @@ async def test_a_click_on_the_home_tab_by_someone_who_may_not_decide_is_refused(
         what="a direct message to Eve",
     )
     assert note[0].text.startswith("Only UBOB or @sre may decide `delete_user`")
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     trail = await bot.audit_until("denied")
     assert [e["user_id"] for e in trail if e["event"] == "denied"] == ["UEVE"]
 

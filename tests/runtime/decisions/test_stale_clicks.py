@@ -284,7 +284,7 @@ async def test_anyone_may_stop_a_run_only_from_its_channel(bot: Harness) -> None
     assert status == 200
     assert body["text"].startswith("Only ") and "anyone in <#CGENERAL>" in body["text"]
     assert await bot.redis.hget(bot.keys.run(run_id), rr.STOPPED) is None
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
     await bot.sender.command(f"stop {run_id}", user="UEVE", channel="CGENERAL")
     await bot.slack.wait_for(
