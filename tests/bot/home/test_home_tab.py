@@ -187,7 +187,7 @@ async def test_rejecting_on_the_home_tab_asks_why_and_stop_stops_the_run(bot: Ha
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
     await open_home(bot, "UBOB")
-    [_approve, _always, reject] = home_buttons(bot, "UBOB")
+    [_approve, _note, _always, reject] = home_buttons(bot, "UBOB")
     views = len(bot.slack.views)
     await bot.sender.click_home("UBOB", "home_reject", reject["value"])
     await bot.slack.wait_for(lambda: len(bot.slack.views) > views, what="the reason modal")
