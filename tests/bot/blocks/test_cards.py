@@ -75,7 +75,13 @@ def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None
     assert "<!date^1800000000^" in shown
     [actions] = [b for b in blocks if b["type"] == "actions"]
     buttons = actions["elements"]
-    assert [b["text"]["text"] for b in buttons] == ["Approve", "Approve always", "Reject"]
+    assert [b["text"]["text"] for b in buttons] == [
+        "Approve",
+        "Approve with a note…",
+        "Approve always",
+        "Reject",
+        "Answer instead",
+    ]
     assert {b["value"] for b in buttons} == {"r0123456789abcdef:a0123456789"}
 
 

@@ -92,6 +92,7 @@ async def test_the_home_tab_lists_exactly_what_each_person_may_decide(bot: Harne
     assert "Asked by <@UALICE> in <#CGENERAL>" in bob
     assert [b["action_id"] for b in home_buttons(bot, "UBOB")] == [
         "home_approve",
+        "home_approve_note",
         "home_approve_always",
         "home_reject",
     ]

@@ -252,6 +252,7 @@ async def test_the_home_tab_offers_the_full_arguments_and_the_digest(bot: Harnes
     buttons = {b["action_id"]: b for b in home_buttons(bot, "UBOB")}
     assert list(buttons) == [
         "home_approve",
+        "home_approve_note",
         "home_approve_always",
         "home_reject",
         "home_view_arguments",

@@ -129,7 +129,7 @@ async def test_an_expired_call_is_counted_not_timed(bot: Harness) -> None:
     await bot.audit_until("expired")
     _, body = await bot.sender.command("stats 1")
     delete = table(body["text"])["delete_user"]
-    assert delete[1:8] == ["1", "0", "0", "1", "0", "-", "-"], body["text"]
+    assert delete[1:9] == ["1", "0", "0", "0", "1", "0", "-", "-"], body["text"]
     assert "Decided most" not in body["text"]
     assert "Quick approvals (within 5 s of the card appearing): none" in body["text"]
 
