@@ -5,7 +5,8 @@ what became of them, how long people took, and who approved within seconds of be
 One pass over the trail: the calls and their outcomes come from `runtime.review.history`; the
 `edited` entries, which are no call's outcome, are counted as they stream by. Time to decide runs
 from the call's `requested` entry (written as its card is posted) to the entry that decided it,
-for calls a person approved or rejected; expiries and stops are counted, not timed. A **quick
+for calls a person approved, rejected or answered instead (**Answer instead**: the tool did not
+run, a person's answer stood for it); expiries and stops are counted, not timed. A **quick
 approval** is an approval given within `QUICK_APPROVAL_SECONDS` of the call asking: one person
 approving everything that fast is a sign of rubber-stamping.
 """
