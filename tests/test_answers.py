@@ -276,3 +276,28 @@ async def test_a_note_from_the_home_tab(bot: Harness) -> None:
     assert told(bot) == f"deleted u-100\n\nNote from @ubob: {NOTE}"
     assert f"Note from <@UBOB>: {NOTE}" in card.all_text()
     assert len(agents.EXECUTIONS) == 1
+
+
+@settings(POLICY=QUORUM)
+async def test_a_note_is_refused_from_someone_who_may_not_decide_and_on_a_changed_call(
+    bot: Harness,
+) -> None:
+    root, card = await waiting(bot)
+    views = len(bot.slack.views)
+    await bot.sender.click(card, "approve_note", user="UEVE")
+    assert "may decide `delete_user`, so nothing was recorded" in await note_to(bot, "UEVE")
+    assert len(bot.slack.views) == views, "no modal for someone who may not decide"
+    opened = await bot.sender.open_modal(card, "approve_note", user="UBOB")
+    editor = await open_editor(bot, card, user="UCAROL")
+    assert await submit(bot, editor, '{"user_id": "u-999"}', user="UCAROL") == {}
+    await bot.slack.wait_for(lambda: "u-999" in card.all_text(), what="the edited card")
+    await bot.sender.submit_text(opened, user="UBOB", text=NOTE)
+    assert "This call changed since your screen showed it" in await note_to(bot, "UBOB")
+    assert agents.EXECUTIONS == [] and "1 of 2 approvals" in card.all_text()
+
+    await bot.sender.approve_with_note(card, user="UBOB", note=NOTE)
+    await bot.final_answer(root)
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-999"})]
+    assert told(bot).endswith(f"deleted u-999\n\nNote from @ubob: {NOTE}")
+    trail = await bot.audit_until("finished")
+    assert [e.get("note") for e in events(trail, "approved")] == [None, NOTE], "carol, then bob"
