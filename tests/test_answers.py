@@ -68,6 +68,14 @@ async def note_to(bot: Harness, user: str) -> str:
     return str(notes[-1]["text"])
 
 
+async def forged(bot: Harness, card: Message, user: str, callback: str, text: str) -> None:
+    """A submission of the answer or note modal that the web app never opened for `user`
+    (the Reject modal, which they may open, sent back as the other): only the decision
+    script stands in its way."""
+    view = await bot.sender.open_modal(card, "reject", user=user)
+    await bot.sender.submit_text({**view, "callback_id": callback}, user=user, text=text)
+
+
 def told(bot: Harness) -> str:
     """What the model read as the call's result, once the run went on."""
     return str(bot.model.requests[-1].tool_outputs["call_del"])
@@ -154,7 +162,12 @@ async def test_the_requester_may_withdraw_their_call_but_not_answer_for_the_tool
     bot: Harness,
 ) -> None:
     root, card = await waiting(bot)
-    await bot.sender.answer(card, user="UALICE", text="trust me, it is done")
+    views = len(bot.slack.views)
+    await bot.sender.click(card, "answer", user="UALICE")
+    assert (await note_to(bot, "UALICE")).startswith("You asked for this")
+    assert len(bot.slack.views) == views, "told before any modal"
+    bot.slack.ephemerals.clear()
+    await forged(bot, card, "UALICE", "answer_instead", "trust me, it is done")
     assert (await note_to(bot, "UALICE")).startswith("You asked for this")
     trail = await bot.audit_until("denied")
     assert [e["reason"] for e in events(trail, "denied")] == ["self_approval"]
@@ -190,10 +203,14 @@ async def test_a_rule_with_answer_false_offers_no_answer_and_the_script_refuses_
 ) -> None:
     root, card = await waiting(bot)
     assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject"]
-    # A hand-made click, with the card's own value: the modal opens, the script refuses it.
-    value = str(card.actions()[0]["value"])
-    modal = await bot.sender.open_modal(card, "answer", user="UBOB", value=value)
-    await bot.sender.submit_text(modal, user="UBOB", text=ANSWER)
+    # A hand-made click, with the card's own value: refused before any modal.
+    views = len(bot.slack.views)
+    await bot.sender.click(card, "answer", user="UBOB", value=str(card.actions()[0]["value"]))
+    assert "does not allow answering" in await note_to(bot, "UBOB")
+    assert len(bot.slack.views) == views
+    # A hand-made submission: the decision script refuses it.
+    bot.slack.ephemerals.clear()
+    await forged(bot, card, "UBOB", "answer_instead", ANSWER)
     assert "does not allow answering" in await note_to(bot, "UBOB")
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
@@ -253,7 +270,10 @@ async def test_under_a_quorum_every_approvers_note_is_passed_on(bot: Harness) ->
 
 async def test_a_note_on_ones_own_request_is_refused_like_an_approval(bot: Harness) -> None:
     root, card = await waiting(bot)
-    await bot.sender.approve_with_note(card, user="UALICE", note="fine by me")
+    await bot.sender.click(card, "approve_note", user="UALICE")
+    assert (await note_to(bot, "UALICE")).startswith("You asked for this")
+    bot.slack.ephemerals.clear()
+    await forged(bot, card, "UALICE", "approve_note", "fine by me")
     assert (await note_to(bot, "UALICE")).startswith("You asked for this")
     await bot.audit_until("denied")
     assert agents.EXECUTIONS == [] and len(bot.model.requests) == 1

@@ -26,7 +26,9 @@ from bot.listeners.approvals import ApprovalActions, card_metadata
 from bot.slack.client import open_modal
 from bot.slack.payloads import ApprovalRef, RejectMetadata, ViewSubmission
 from bot.words import answers as words
-from runtime.decisions import Choice
+from bot.words import runs as run_words
+from runtime.deciders import own_call
+from runtime.decisions import CallView, Choice
 from runtime.record import PendingCall
 
 log = logging.getLogger(__name__)
@@ -41,11 +43,11 @@ class AnswerActions:
 
     async def on_answer(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the answer modal, after the same checks as a decision (recording nothing)."""
-        await self._open(ack, body, answer_modal, "answer-modal")
+        await self._open(ack, body, answer_modal, "answer-modal", answering=True)
 
     async def on_note(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the note modal, after the same checks as a decision (recording nothing)."""
-        await self._open(ack, body, note_modal, "note-modal")
+        await self._open(ack, body, note_modal, "note-modal", answering=False)
 
     async def on_answer_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await self._submitted(ack, body, answering=True)
@@ -53,12 +55,24 @@ class AnswerActions:
     async def on_note_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await self._submitted(ack, body, answering=False)
 
-    async def _open(self, ack: AsyncAck, body: dict[str, Any], modal: Modal, name: str) -> None:
+    async def _open(
+        self, ack: AsyncAck, body: dict[str, Any], modal: Modal, name: str, *, answering: bool
+    ) -> None:
         await ack()
         decidable = await self.actions.decidable(body)
         if decidable is None:
             return
         click, view, call = decidable
+        # Said before the modal, not after it was written (the checks above are a rejection's);
+        # the submission still goes through the decision script, which alone decides.
+        refused = None
+        if view.gate is not None and own_call(view.gate, click.user.id):
+            refused = run_words.SELF_APPROVAL_REFUSED
+        elif answering and view.gate is not None and not view.gate.answer:
+            refused = words.ANSWER_NOT_OFFERED
+        if refused is not None:
+            self.actions.tell(click.channel.id, click.user.id, _thread(view), refused)
+            return
         metadata = card_metadata(RejectMetadata, click, view)
         requester = view.gate.requester if view.gate else None
         shown = modal(call, metadata.model_dump_json(), requester)
@@ -94,6 +108,10 @@ class AnswerActions:
             )
         ref = ApprovalRef(run_id=meta.run_id, approval_id=meta.approval_id, digest=meta.digest)
         await self.actions.record(ref, choice, user, meta.channel, meta.message_ts)
+
+
+def _thread(view: CallView) -> str | None:
+    return view.envelope.conversation.thread if view.envelope else None
 
 
 def _kind(answering: bool) -> str:
