@@ -352,4 +352,5 @@ def _is_own_retry(result: RecordResult, choice: Choice) -> bool:
         and decision.user_id == choice.user_id
         and decision.outcome == choice.outcome
         and decision.reason == choice.reason
+        and decision.answer == choice.answer
     )
