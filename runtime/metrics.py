@@ -47,6 +47,7 @@ DECISION_OUTCOMES: Final = (
     "approved",
     "approved_always",
     "rejected",
+    "answered",
     "expired",
     "stopped",
     "denied",

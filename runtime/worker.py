@@ -253,9 +253,7 @@ def _storage(
         audit=AuditTrail(
             redis,
             keys,
-            arguments=KeptArguments(
-                keep=settings.audit_args == "on", max_bytes=settings.audit_args_max_bytes
-            ),
+            arguments=KeptArguments.of(settings),
         ),
     )
 

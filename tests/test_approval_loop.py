@@ -16,7 +16,7 @@ async def test_approve_runs_the_tool_and_answers_in_the_thread(bot: Harness) -> 
     assert "<@UALICE> asked *ops*: delete u-100" in root.text
 
     [card] = await bot.cards(root, 1)
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     assert agents.EXECUTIONS == []
 
     status, _ = await bot.sender.click(card, "approve", user="UBOB")
@@ -81,7 +81,9 @@ async def test_reject_needs_a_reason(bot: Harness) -> None:
     status, body = await bot.sender.reject(card, user="UCAROL", reason="   ")
     assert status == 200
     assert '"response_action":"errors"' in body.replace(" ", "")
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "still open"
+    )
 
 
 @on_cluster_too

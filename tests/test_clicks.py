@@ -102,7 +102,7 @@ async def test_forged_and_stale_signatures_are_refused(bot: Harness) -> None:
     assert (await bot.sender.post(body, unsigned))[0] == 401
 
     await asyncio.sleep(0.2)
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     assert agents.EXECUTIONS == []
     assert len(bot.model.requests) == 1
 
@@ -128,7 +128,7 @@ async def test_tampered_button_values_record_nothing(bot: Harness, value: str) -
     note = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="ephemeral")
     assert note[0]["user"] == "UEVE"
     assert "nothing was recorded" in note[0]["text"].lower()
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
     await bot.sender.click(card, "approve", user="UBOB")  # the real decision still works
     await bot.final_answer(root)
@@ -143,7 +143,7 @@ async def test_ids_replayed_from_another_channel_are_refused(bot: Harness) -> No
     await bot.sender.interact(payload)
     note = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="ephemeral")
     assert "not open" in note[0]["text"]
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
 
 async def test_unknown_actions_and_payload_types_are_answered_quietly(bot: Harness) -> None:
@@ -152,7 +152,7 @@ async def test_unknown_actions_and_payload_types_are_answered_quietly(bot: Harne
     payload["actions"][0]["action_id"] = "launch_missiles"
     assert (await bot.sender.interact(payload))[0] == 200
     assert (await bot.sender.interact({"type": "shortcut", "callback_id": "x"}))[0] in (200, 404)
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
 
 @pytest.mark.parametrize(

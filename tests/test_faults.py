@@ -374,7 +374,13 @@ async def test_a_redis_outage_asks_for_a_retry_and_loses_nothing(
         assert status == 200 and time.monotonic() - started < 3, "answered within Slack's 3 s"
         note = await deployment.slack.wait_for(lambda: deployment.slack.ephemerals, 10, "note")
         assert "your decision was not recorded" in note[0]["text"]
-        assert card.action_ids() == ["approve", "approve_always", "reject"], "buttons stay"
+        assert card.action_ids() == [
+            "approve",
+            "approve_note",
+            "approve_always",
+            "reject",
+            "answer",
+        ], "buttons stay"
         await asyncio.sleep(3)  # the worker keeps trying to reach Redis meanwhile
 
         durable_redis.start()

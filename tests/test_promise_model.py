@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.promise import machine as promise
+from tests.promise import world
 from tests.promise.machine import PromiseMachine
 from tests.promise.world import PlannedCall
 
@@ -155,3 +156,22 @@ def test_a_call_beside_one_that_waits_runs_once_when_its_worker_is_killed_in_it(
             [call("restart_service", service="search")],
         ],
     )
+
+
+def test_an_answer_decides_the_call_and_nothing_runs_after_it(history: PromiseMachine) -> None:
+    """**Answer instead** is a decision like a rejection: an approval after it (on the screen
+    that still shows the buttons) counts for nothing, and the tool never runs."""
+    history.begin("strict", "UALICE", [[call("drop_table", name="tmp_a", force=False)]])
+    history.click(0, "UBOB", "answer")
+    history.click(0, "UCAROL", "approve")
+    history.click(0, "UCAROL", "note")
+    assert all(e.tool != "drop_table" for e in world.LEDGER)
+
+
+def test_a_note_approves_like_approve_and_the_tool_runs_once(history: PromiseMachine) -> None:
+    history.begin("strict", "UALICE", [[call("drop_table", name="tmp_a", force=False)]])
+    history.click(0, "UALICE", "note")  # her own request: refused, nothing runs
+    assert all(e.tool != "drop_table" for e in world.LEDGER)
+    history.click(0, "UBOB", "note")
+    history.click(0, "UCAROL", "answer")  # too late: the call was decided
+    assert [e.tool for e in world.LEDGER].count("drop_table") == 1

@@ -17,6 +17,7 @@ from bot.blocks.call_context import context_blocks, edited_preview_blocks, previ
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
 from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, section
+from bot.words import answers as answer_words
 from bot.words import call_text, deciders
 from bot.words import runs as messages
 from bot.words import verdicts as verdict_words
@@ -35,9 +36,16 @@ ACTION_APPROVE_TYPED = "approve_typed"
 """Approve on a call whose rule has `confirm`: opens the modal that asks for the value."""
 ACTION_REJECT = "reject"
 ACTION_VIEW_ARGUMENTS = "view_arguments"
+ACTION_APPROVE_NOTE = "approve_note"
+"""**Approve with a note…**: opens the modal that asks the note (`note_modal`)."""
+ACTION_ANSWER = "answer"
+"""**Answer instead**: opens the modal that asks the answer (`answer_modal`)."""
 REJECT_CALLBACK = "reject_reason"
+ANSWER_CALLBACK = "answer_instead"
+NOTE_CALLBACK = "approve_note"
 REASON_BLOCK = "reason"
 REASON_ACTION = "reason_input"
+"""The one text input of the reject, answer and note modals."""
 DECISION_BLOCK = "decision"
 """The decided card's first block: its outcome."""
 
@@ -149,9 +157,13 @@ def approval_request_blocks(
     # A typed confirmation first opens its modal (bot.listeners.confirmations).
     action = ACTION_APPROVE_TYPED if call.confirm else ACTION_APPROVE
     buttons = [button(action, approve, value, "primary")]
+    if not call.confirm:  # a typed confirmation has its own modal: Approve only
+        buttons.append(button(ACTION_APPROVE_NOTE, answer_words.APPROVE_WITH_NOTE, value))
     if call.allow_always:
         buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
     buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))
+    if call.answer:
+        buttons.append(button(ACTION_ANSWER, answer_words.ANSWER_INSTEAD, value))
     if truncated:
         buttons.append(button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
     blocks.append(ActionsBlock(block_id="approval", elements=buttons))
@@ -185,6 +197,9 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
         *change_blocks(call),
         *edited_preview_blocks(call),
     ]
+    said = answer_words.note_lines(call.decision.approvals)
+    if said and call.decision.outcome in ("approved", "approved_always"):
+        blocks.insert(2, section("\n".join(said)[:SECTION_TEXT_LIMIT]))
     notes = [messages.arguments_shortened(shown, len(arguments))] if shown < len(arguments) else []
     if call.shown_digest:
         notes.append(messages.digest_line(call.shown_digest))
@@ -202,24 +217,67 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
 
 
 def reject_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
+    return _text_modal(
+        REJECT_CALLBACK,
+        private_metadata,
+        (messages.REJECT_TITLE, messages.REJECT_SUBMIT, messages.REJECT_CANCEL),
+        messages.reject_context(call.agent, call.tool, requester),
+        (messages.REJECT_LABEL, messages.REJECT_PLACEHOLDER, 2000),
+    )
+
+
+def answer_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
+    """**Answer instead**: what the model reads as the call's result (the tool does not run)."""
+    words = answer_words
+    return _text_modal(
+        ANSWER_CALLBACK,
+        private_metadata,
+        (words.ANSWER_TITLE, words.ANSWER_SUBMIT, words.ANSWER_CANCEL),
+        words.answer_context(call.agent, call.tool, requester),
+        (words.ANSWER_LABEL, words.ANSWER_PLACEHOLDER, words.ANSWER_CHARS),
+    )
+
+
+def note_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
+    """**Approve with a note…**: a short note the model reads after the tool's output."""
+    words = answer_words
+    return _text_modal(
+        NOTE_CALLBACK,
+        private_metadata,
+        (words.NOTE_TITLE, words.NOTE_SUBMIT, words.NOTE_CANCEL),
+        words.note_context(call.agent, call.tool, requester),
+        (words.NOTE_LABEL, words.NOTE_PLACEHOLDER, words.NOTE_CHARS),
+    )
+
+
+def _text_modal(
+    callback_id: str,
+    private_metadata: str,
+    buttons: tuple[str, str, str],
+    context: str,
+    field: tuple[str, str, int],
+) -> View:
+    """A modal opened from a card's button that asks one text: a reason, an answer, a note."""
+    title, submit, close = buttons
+    label, placeholder, most = field
     return View(
         type="modal",
-        callback_id=REJECT_CALLBACK,
+        callback_id=callback_id,
         private_metadata=private_metadata,
-        title=plain(messages.REJECT_TITLE, 24),
-        submit=plain(messages.REJECT_SUBMIT, 24),
-        close=plain(messages.REJECT_CANCEL, 24),
+        title=plain(title, 24),
+        submit=plain(submit, 24),
+        close=plain(close, 24),
         blocks=[
-            context_block(messages.reject_context(call.agent, call.tool, requester)),
+            context_block(context),
             InputBlock(
                 block_id=REASON_BLOCK,
-                label=plain(messages.REJECT_LABEL, 2000),
+                label=plain(label, 2000),
                 element=PlainTextInputElement(
                     action_id=REASON_ACTION,
                     multiline=True,
                     min_length=1,
-                    max_length=2000,
-                    placeholder=plain(messages.REJECT_PLACEHOLDER, 150),
+                    max_length=most,
+                    placeholder=plain(placeholder, 150),
                 ),
             ),
         ],

@@ -26,6 +26,7 @@ STATUS_HEADLINES = {
 }
 NOT_RUN_WORDS = {
     "rejected": "was rejected",
+    "answered": "was answered by a person instead",
     "expired": "expired: nobody decided in time",
     "policy": "is not allowed by the policy",
 }

@@ -1,5 +1,5 @@
-"""The Home tab's events and buttons: opening it, Approve, Approve always, Reject, View full
-arguments and Stop.
+"""The Home tab's events and buttons: opening it, Approve, Approve with a note…, Approve always,
+Reject, View full arguments and Stop.
 
 A decision made here goes through the same checks and the same decision script as one made on
 the card, from `run_record.HOME_TAB` instead of a channel; the card and each of its copies are
@@ -17,10 +17,11 @@ from pydantic import ValidationError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.blocks.cards import arguments_modal, reject_modal
+from bot.blocks.cards import arguments_modal, note_modal, reject_modal
 from bot.home.blocks import ACTION_HOME_APPROVE_ALWAYS
 from bot.home.tab import HomeTab
 from bot.listeners.acknowledged import note_acknowledged
+from bot.listeners.answers import Modal
 from bot.listeners.approvals import full_arguments
 from bot.listeners.gate import ApprovalGate, GateAnswer
 from bot.listeners.stops import StopActions
@@ -69,6 +70,14 @@ class HomeActions:
     async def on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """The reason modal, after the same checks as a decision made here; its submission is
         the card's (`ApprovalActions.on_reject_submitted`), from the run's channel."""
+        await self._modal(ack, body, reject_modal, "reject-modal")
+
+    async def on_note(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """**Approve with a note…**: the note modal, as for Reject; its submission is the
+        card's (`AnswerActions.on_note_submitted`)."""
+        await self._modal(ack, body, note_modal, "note-modal")
+
+    async def _modal(self, ack: AsyncAck, body: dict[str, Any], build: Modal, name: str) -> None:
         await ack()
         parsed = self._parse(body)
         if parsed is None:
@@ -88,8 +97,8 @@ class HomeActions:
             digest=ref.digest,
         )
         requester = view.gate.requester if view.gate else None
-        modal = reject_modal(view.call, metadata.model_dump_json(), requester)
-        open_modal(self.tasks, self.client, click.trigger_id, modal, "reject-modal")
+        modal = build(view.call, metadata.model_dump_json(), requester)
+        open_modal(self.tasks, self.client, click.trigger_id, modal, name)
 
     async def on_view_arguments(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """All of the call's arguments, as the card's **View full arguments** shows them."""

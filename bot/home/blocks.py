@@ -9,6 +9,7 @@ from slack_sdk.models.views import View
 
 from bot.blocks.cards import button_value
 from bot.blocks.parts import Block, button, context_block, plain, section
+from bot.words import answers as answer_words
 from bot.words import deciders
 from bot.words import overviews as words
 from bot.words import runs as messages
@@ -20,6 +21,7 @@ from runtime.runs import LiveRun
 ACTION_HOME_APPROVE = "home_approve"
 ACTION_HOME_APPROVE_ALWAYS = "home_approve_always"
 ACTION_HOME_REJECT = "home_reject"
+ACTION_HOME_APPROVE_NOTE = "home_approve_note"
 ACTION_HOME_STOP = "home_stop"
 ACTION_HOME_VIEW_ARGUMENTS = "home_view_arguments"
 WAITING_SHOWN = 20
@@ -81,6 +83,8 @@ def _waiting(item: WaitingCall) -> list[Block]:
         progress = deciders.quorum_progress(call.quorum, approved, others)
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     buttons = [button(ACTION_HOME_APPROVE, messages.APPROVE, value, "primary")]
+    if not call.confirm:  # as on the card: a typed confirmation has its own modal
+        buttons.append(button(ACTION_HOME_APPROVE_NOTE, answer_words.APPROVE_WITH_NOTE, value))
     if call.allow_always:
         buttons.append(button(ACTION_HOME_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
     buttons.append(button(ACTION_HOME_REJECT, messages.REJECT, value, "danger"))

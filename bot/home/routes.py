@@ -13,6 +13,7 @@ from bot.home.actions import HomeActions
 from bot.home.blocks import (
     ACTION_HOME_APPROVE,
     ACTION_HOME_APPROVE_ALWAYS,
+    ACTION_HOME_APPROVE_NOTE,
     ACTION_HOME_REJECT,
     ACTION_HOME_STOP,
     ACTION_HOME_VIEW_ARGUMENTS,
@@ -99,6 +100,7 @@ def add_home_tab(
     bolt.action(ACTION_HOME_APPROVE)(actions.on_approve)
     bolt.action(ACTION_HOME_APPROVE_ALWAYS)(actions.on_approve)
     bolt.action(ACTION_HOME_REJECT)(actions.on_reject)
+    bolt.action(ACTION_HOME_APPROVE_NOTE)(actions.on_note)
     bolt.action(ACTION_HOME_STOP)(actions.on_stop)
     bolt.action(ACTION_HOME_VIEW_ARGUMENTS)(actions.on_view_arguments)
     return HomeWatch(

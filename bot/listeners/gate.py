@@ -25,6 +25,7 @@ from bot.slack.channel_members import ChannelMembers, ChannelUnavailable
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ApprovalRef
+from bot.words import answers as answer_messages
 from bot.words import choices as choice_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
@@ -54,6 +55,7 @@ NOT_RECORDED = {
     "edit_stale": choice_messages.EDIT_STALE,
     "confirm_needed": choice_messages.CONFIRM_NEEDED,
     "stale": messages.CALL_CHANGED,
+    "answer_not_offered": answer_messages.ANSWER_NOT_OFFERED,
 }
 REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable", "outside"})
 MAY_DECIDE = frozenset({"open", "already_approved"})
@@ -350,4 +352,5 @@ def _is_own_retry(result: RecordResult, choice: Choice) -> bool:
         and decision.user_id == choice.user_id
         and decision.outcome == choice.outcome
         and decision.reason == choice.reason
+        and decision.answer == choice.answer
     )

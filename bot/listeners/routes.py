@@ -13,11 +13,15 @@ from slack_bolt.app.async_app import AsyncApp
 
 from bot.blocks.batch import ACTION_APPROVE_ALL, ACTION_REJECT_ALL, BATCH_CALLBACK
 from bot.blocks.cards import (
+    ACTION_ANSWER,
     ACTION_APPROVE,
     ACTION_APPROVE_ALWAYS,
+    ACTION_APPROVE_NOTE,
     ACTION_APPROVE_TYPED,
     ACTION_REJECT,
     ACTION_VIEW_ARGUMENTS,
+    ANSWER_CALLBACK,
+    NOTE_CALLBACK,
     REJECT_CALLBACK,
 )
 from bot.blocks.commands import ACTION_RUN_AS_TASK
@@ -25,6 +29,7 @@ from bot.blocks.confirmations import CONFIRM_CALLBACK
 from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
 from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
 from bot.blocks.status import ACTION_STOP
+from bot.listeners.answers import AnswerActions
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.batch import BatchActions
 from bot.listeners.commands import AgentCommand
@@ -55,6 +60,7 @@ class Listeners:
     grants: GrantActions
     edits: EditActions
     confirmations: ConfirmActions
+    answers: AnswerActions
     stops: StopActions
     groups: GroupMembershipEvents
     batch: BatchActions
@@ -77,6 +83,11 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.view(REJECT_CALLBACK)(approvals.on_reject_submitted)
     bolt.action(ACTION_APPROVE_TYPED)(listeners.confirmations.on_approve_typed)
     bolt.view(CONFIRM_CALLBACK)(listeners.confirmations.on_confirm_submitted)
+    answers = listeners.answers
+    bolt.action(ACTION_ANSWER)(answers.on_answer)
+    bolt.view(ANSWER_CALLBACK)(answers.on_answer_submitted)
+    bolt.action(ACTION_APPROVE_NOTE)(answers.on_note)
+    bolt.view(NOTE_CALLBACK)(answers.on_note_submitted)
     bolt.action(ACTION_APPROVE_ALL)(listeners.batch.on_approve_all)
     bolt.action(ACTION_REJECT_ALL)(listeners.batch.on_reject_all)
     bolt.view(BATCH_CALLBACK)(listeners.batch.on_submitted)

@@ -129,7 +129,8 @@ class HomeClick(_Click):
 
 
 class RejectMetadata(_Payload):
-    """What the reject modal carries from the click to the submission."""
+    """What a modal opened from a call's button (Reject, **Answer instead**, **Approve with a
+    note…**) carries from the click to the submission."""
 
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     approval_id: str = Field(pattern=APPROVAL_ID_PATTERN)

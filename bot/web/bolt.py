@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.home.routes import add_home_tab
 from bot.home.watch import HomeWatch
+from bot.listeners.answers import AnswerActions
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.batch import BatchActions
 from bot.listeners.commands import AgentCommand
@@ -40,7 +41,7 @@ from bot.slack.in_flight import InFlight
 from bot.slack.members import WorkspaceMembers
 from bot.web.installation import InstallationCheck
 from bot.wiring import SlackParts, replication_for, slack_parts
-from runtime.audit import AuditTrail
+from runtime.audit import AuditTrail, KeptArguments
 from runtime.conversations import ThreadHistory
 from runtime.db import Keys
 from runtime.decisions import BatchRecorder, DecisionRecorder
@@ -212,7 +213,9 @@ def _listeners(
         members=members,
         outsiders_allowed=outsiders_allowed,
     )
-    recorder = DecisionRecorder(redis, keys, replication=replication)
+    recorder = DecisionRecorder(
+        redis, keys, replication=replication, kept=KeptArguments.of(settings)
+    )
     approvals = ApprovalActions(
         recorder=recorder,
         client=client,
@@ -257,6 +260,7 @@ def _listeners(
         grants=grants,
         edits=EditActions(actions=approvals, client=client, policy=policy),
         confirmations=ConfirmActions(actions=approvals, client=client),
+        answers=AnswerActions(actions=approvals, client=client),
         stops=stops,
         groups=GroupMembershipEvents(directory=lookups.directory),
         batch=BatchActions(

@@ -17,6 +17,7 @@ AUDIT_EVENT_WORDS = {
     "approved": "approved",
     "approved_always": "approved always",
     "rejected": "rejected",
+    "answered": "answered instead",
     "expired": "expired: nobody decided in time",
     "denied": "click refused",
     "resumed": "resumed",
@@ -41,6 +42,8 @@ DENIED_WORDS = {
     "outside_workspace": "from outside the workspace",
 }
 """Why a click was refused, in words."""
+AUDIT_TEXT_CHARS = 200
+"""How much of an answer or a note a line of `/agent audit` shows."""
 
 
 def audit_line(entry: AuditEntry) -> str:
@@ -58,6 +61,9 @@ def audit_line(entry: AuditEntry) -> str:
         parts.append(f"({DENIED_WORDS.get(str(reason), messages.escape(str(reason)))})")
     elif reason and entry.event == "rejected":
         parts.append(f"({messages.escape(str(reason))})")
+    said = details.get("answer") if entry.event == "answered" else details.get("note")
+    if isinstance(said, str) and said:  # an answer as `AUDIT_ARGS` kept it; an approval's note
+        parts.append(f"({messages.escape(said[:AUDIT_TEXT_CHARS])})")
     parts.append(f"run `{entry.run_id}`")
     if details.get("digest"):
         parts.append(f"digest `{shown_digest(str(details['digest']))}`")

@@ -8,8 +8,12 @@ from bot.words.runs import PRODUCT, escape, user
 LOST_BECAUSE = f"{PRODUCT}'s database failed over to a replica that never received it"
 
 
+_DECISIONS = {"rejected": "rejection", "answered": "answer"}
+_AGAIN = {"rejected": "Reject it again", "answered": "Answer it again"}
+
+
 def _decision(outcome: str) -> str:
-    return "rejection" if outcome == "rejected" else "approval"
+    return _DECISIONS.get(outcome, "approval")
 
 
 def lost_line(user_id: str, outcome: str) -> str:
@@ -22,7 +26,7 @@ def lost_line(user_id: str, outcome: str) -> str:
 
 def lost_note(tool: str, outcome: str) -> str:
     """To the person whose decision it was, privately."""
-    again = "Reject it again" if outcome == "rejected" else "Approve it again"
+    again = _AGAIN.get(outcome, "Approve it again")
     return (
         f"Your {_decision(outcome)} of `{escape(tool or 'this call')}` was lost: {LOST_BECAUSE}, "
         f"so it does not count and the card asks again. {again} if you still mean it."

@@ -178,6 +178,10 @@ def arguments_shortened(shown: int, total: int) -> str:
 APPROVE_ALWAYS_HINT = "_Approve always_ approves this tool for the rest of this run."
 
 
+ANSWER_SHOWN = 2900
+"""An answer's line on a decided card, at most (a section holds 3,000 characters)."""
+
+
 def decision_headline(decision: Decision, tool: str, *, requester: str | None = None) -> str:
     """The first line of a decided card: what happened to the call. A rejection by the
     `requester` is a withdrawal of their own request, and says so."""
@@ -197,6 +201,9 @@ def decision_headline(decision: Decision, tool: str, *, requester: str | None = 
             return f":leftwards_arrow_with_hook: {withdrawn}{because}"
         who = "The policy" if decision.by_policy else _who(decision)
         return f":x: {who} rejected {name}{because}"
+    if decision.outcome == "answered":  # **Answer instead**: the tool did not run
+        answer = escape((decision.answer or "").strip())
+        return f"💬 {_who(decision)} answered instead: {answer}"[:ANSWER_SHOWN]
     if decision.outcome == "stopped":
         return f":no_entry: Stopped by {_who(decision)}"
     return ":hourglass: Expired, did not run"
@@ -225,6 +232,7 @@ OUTCOME_WORDS = {
     "approved": "approved",
     "approved_always": "approved (always)",
     "rejected": "rejected",
+    "answered": "answered instead",
     "expired": "expired",
     "stopped": "stopped",
 }

@@ -33,8 +33,8 @@ def stats_answer(stats: ChannelStats | None, days: int, quick_seconds: float) ->
     lines = [
         f"*How decisions went in this channel, {_days(days)}*",
         "```" + "\n".join(escape(line) for line in tool_table(stats)) + "```",
-        "Median and p90: from the call asking (its card is posted then) to its approval or "
-        "rejection.",
+        "Median and p90: from the call asking (its card is posted then) to its approval, "
+        "rejection or answer.",
     ]
     if stats.deciders:
         lines.append(f"Decided most: {_people(stats.deciders, 5)}")

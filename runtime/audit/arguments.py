@@ -3,8 +3,9 @@
 The `requested`, `auto_approved`, `auto_rejected` and `grant_used` entries keep the call's
 arguments as the digest was computed from them (`runtime.calls.description`: the model's
 arguments, or a shell or patch call's description), so that anyone can check the digest against
-what was asked, and a backtest (`runtime.audit.backtest`) can replay a rule on them. Three cases,
-by the entry's fields:
+what was asked, and a backtest (`runtime.audit.backtest`) can replay a rule on them. An
+`answered` entry keeps a person's answer (**Answer instead**) the same way, under `answer`,
+`answer_omitted` and `answer_bytes`. Three cases, by the entry's fields:
 
 - `arguments`: the text, whole;
 - `arguments_omitted = "too_long"` and `arguments_bytes`: longer than `AUDIT_ARGS_MAX_BYTES`;
@@ -17,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.settings import RuntimeSettings
+
 TOO_LONG = "too_long"
 
 
@@ -26,14 +29,20 @@ class KeptArguments:
     """False (`AUDIT_ARGS=off`): no entry holds arguments, only their digest."""
     max_bytes: int = 8192
 
-    def fields(self, arguments: str) -> dict[str, str | int]:
-        """The fields an audit entry of a call with `arguments` gains."""
+    @classmethod
+    def of(cls, settings: RuntimeSettings) -> KeptArguments:
+        """`AUDIT_ARGS` and `AUDIT_ARGS_MAX_BYTES`, as every process keeps them."""
+        return cls(keep=settings.audit_args == "on", max_bytes=settings.audit_args_max_bytes)
+
+    def fields(self, arguments: str, *, name: str = "arguments") -> dict[str, str | int]:
+        """The fields an audit entry of a call with `arguments` gains (`name`: what the text
+        is, e.g. `answer` for the text a person gave in a tool's place, kept the same way)."""
         if not self.keep:
             return {}
         size = len(arguments.encode())
         if size > self.max_bytes:
-            return {"arguments_omitted": TOO_LONG, "arguments_bytes": size}
-        return {"arguments": arguments}
+            return {f"{name}_omitted": TOO_LONG, f"{name}_bytes": size}
+        return {name: arguments}
 
 
 def kept_arguments(details: dict[str, Any]) -> str | None:

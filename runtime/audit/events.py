@@ -13,6 +13,9 @@ class AuditEvent(StrEnum):
     APPROVED = "approved"
     APPROVED_ALWAYS = "approved_always"
     REJECTED = "rejected"
+    ANSWERED = "answered"
+    """A person answered in the tool's place (**Answer instead**): it did not run; the entry
+    keeps the digest, and the answer as `AUDIT_ARGS` says."""
     EXPIRED = "expired"
     DENIED = "denied"
     """A click refused because the person may not decide (collapsed per person and call)."""

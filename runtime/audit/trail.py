@@ -1,12 +1,12 @@
 """The audit trail: a Redis stream of everything that happened to runs and approvals.
 
 Events: started, requested, auto_approved, auto_rejected, approved, approved_always, rejected,
-expired, denied (a click refused by the policy), resumed, refused (an approved call that changed
-before it ran), executed, finished, failed. Decisions, resume claims, and the run's start, its
-requests, each tool's execution and its finish are appended by the same Lua script that records
-them (`AuditTrail.entry`), so the trail cannot miss one, and they cost no command of their own.
-It outlives each run's record and is trimmed by age only (`AUDIT_RETENTION_DAYS`): a cap on its
-length would let anyone who can click push real decisions out of it.
+answered, expired, denied (a click refused by the policy), resumed, refused (an approved call
+that changed before it ran), executed, finished, failed. Decisions, resume claims, and the run's
+start, its requests, each tool's execution and its finish are appended by the same Lua script
+that records them (`AuditTrail.entry`), so the trail cannot miss one, and they cost no command
+of their own. It outlives each run's record and is trimmed by age only (`AUDIT_RETENTION_DAYS`):
+a cap on its length would let anyone who can click push real decisions out of it.
 """
 
 from __future__ import annotations

@@ -54,6 +54,11 @@ class Terms(Asked, Protocol):
         ...
 
     @property
+    def answer(self) -> bool:
+        """People may **Answer instead**: the tool does not run, the model reads their answer."""
+        ...
+
+    @property
     def grant_max_seconds(self) -> int:
         """The longest grant people may make on the call; 0: none."""
         ...
@@ -95,6 +100,7 @@ TERMS = (
     "quorum",
     "allow_always",
     "allow_edit",
+    "answer",
     "grant_max_seconds",
     "external",
     "confirm",

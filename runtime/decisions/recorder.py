@@ -13,6 +13,7 @@ from typing import Literal, cast
 
 import redis.asyncio as aioredis
 
+from runtime.audit.arguments import KeptArguments
 from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, NotReplicated, Replication
@@ -57,6 +58,7 @@ Status = Literal[
     "confirm_wrong",  # the typed value is not the call's `confirm` argument
     "stale",  # the call changed since the person's screen showed it (its digest differs)
     "regated",  # an edit under a stricter rule: stored, not approved, the call under its gate
+    "answer_not_offered",  # the call's rule says `answer = false`
 ]
 
 
@@ -105,6 +107,10 @@ class Choice:
     """For a decision from the Home tab on a call anyone in its channel may decide: the call's
     channel (or a copy's) that the web process found the person in (`conversations.members`).
     Without it the script refuses such a decision there."""
+    answer: str | None = None
+    """With `answered` (**Answer instead**): what the model reads as the call's result."""
+    note: str | None = None
+    """With an approval (**Approve with a note…**): what the model reads after the output."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -150,18 +156,27 @@ CONFIRMED: frozenset[Status] = frozenset(
 )
 """Replies that tell of a stored decision or approval: not given before the replicas have it."""
 
-CHOSEN = frozenset({"grant", "edit", "team", "confirm", "batch", "regate", "in_channel"})
+CHOSEN = frozenset(
+    {"grant", "edit", "team", "confirm", "batch", "regate", "in_channel", "answer", "note"}
+)
 """Left out of the script's choice JSON when absent (Lua's cjson.null is truthy)."""
 
 
 class DecisionRecorder:
     def __init__(
-        self, redis: aioredis.Redis, keys: Keys, *, replication: Replication = NO_REPLICAS
+        self,
+        redis: aioredis.Redis,
+        keys: Keys,
+        *,
+        replication: Replication = NO_REPLICAS,
+        kept: KeptArguments | None = None,
     ) -> None:
         self._redis = redis
         self._keys = keys
         self.redis, self.keys = redis, keys
         self._replication = replication
+        self._kept = kept or KeptArguments()
+        """What an `answered` entry keeps of the answer (`AUDIT_ARGS`, as of arguments)."""
         self._decide = rs.once(redis, keys, rs.DECIDE)
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
@@ -237,7 +252,11 @@ class DecisionRecorder:
         # was posted before its approvals reached the replica: no resume to offer then.
         round_ = int(view.round) if view.round.isdigit() else 0
         job = ResumeJob(run_id=run_id, round=round_) if round_ >= 1 else None
-        sent = {k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN}
+        sent: dict[str, object] = {
+            k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN
+        }
+        if choice.answer is not None:
+            sent["answer_kept"] = self._kept.fields(choice.answer, name="answer")
         # A grant covers the run's channel, wherever the decision came from (a copy, Home).
         run_channel = view.gate.channel if view.gate is not None else channel
         shard = self._keys.shard_of(run_id)

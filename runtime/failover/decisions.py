@@ -47,7 +47,12 @@ MOST = 10_000
 """Decisions remembered at most (a few hundred bytes each)."""
 TOLD_SECONDS = 86_400
 """How long the mark that one web process said a loss keeps the others from saying it too."""
-DECIDED = (AuditEvent.APPROVED, AuditEvent.APPROVED_ALWAYS, AuditEvent.REJECTED)
+DECIDED = (
+    AuditEvent.APPROVED,
+    AuditEvent.APPROVED_ALWAYS,
+    AuditEvent.REJECTED,
+    AuditEvent.ANSWERED,
+)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -27,8 +27,7 @@ import contextlib
 import contextvars
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents.tool_context import ToolContext
@@ -36,19 +35,18 @@ from redis.exceptions import RedisError
 
 from runtime.agent_graph import end_inner_run, inner_run_interrupted
 from runtime.audit.events import AuditEvent
-from runtime.audit.trail import AuditTrail
 from runtime.calls.digest import call_digest
 from runtime.db.replication import PrimaryChanged
 from runtime.decisions.edits import edit_note
+from runtime.journal.scope import JournalScope, current_scope
 from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
 from runtime.process.backoff import Backoff
 from runtime.record.choices import ArgumentEdit
-from runtime.record.leases import Fenced, Lease
+from runtime.record.leases import Fenced
 from runtime.record.starts import OutcomeLost, lost, may_repeat
-from runtime.record.stop_mark import StopMark, Stopped
-from runtime.record.store import RunStore
-from runtime.record.turns import TurnsAsked, inside_call
+from runtime.record.stop_mark import Stopped
+from runtime.record.turns import inside_call
 
 log = logging.getLogger(__name__)
 
@@ -58,81 +56,11 @@ RECORD_RETRY_MAX_DELAY = 2.0
 """The longest pause between two tries to record a tool's output through a Redis outage."""
 
 
-@dataclass(kw_only=True, slots=True)
-class ToolsInFlight:
-    """Whether a tool of the step is executing: a stop waits for it to finish, then cancels."""
-
-    count: int = 0
-    stopping: StopMark | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JournalScope:
-    """The run whose step is executing, and where its calls are recorded."""
-
-    store: RunStore
-    audit: AuditTrail
-    lease: Lease
-    requester: str
-    channel: str
-    in_flight: ToolsInFlight
-    edits: Mapping[str, ArgumentEdit] = field(default_factory=dict)
-    """Call id -> the arguments a person approved instead of the model's (`ArgumentEdit`)."""
-    heard: asyncio.Event | None = None
-    """Set when the worker's `StopListener` hears that this run was stopped."""
-    round: int = 0
-    """The run's round being worked on: a start mark records it (`runtime.record.starts`)."""
-    run_again: frozenset[str] = frozenset()
-    """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
-    turns: TurnsAsked = field(default_factory=TurnsAsked)
-    """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
-    recorded_before: Mapping[str, bytes] | None = None
-    """The tool outcomes recorded before this delivery held the run (`RunRecord.journal`);
-    None: unknown."""
-    recorded: dict[str, str] = field(default_factory=dict)
-    """Call id -> the outcome this delivery recorded."""
-    journaled: frozenset[str] | None = None
-    """The turns journaled before this delivery held the run (`RunRecord.turns`): a request
-    whose key is not among them was never answered, and is asked without looking it up. None:
-    unknown, each is looked up."""
-
-    def known_turns(self) -> frozenset[str] | None:
-        """Every model turn the run's hash holds (`turn_key`s), or None when not known."""
-        if self.journaled is None:
-            return None
-        return self.journaled | self.turns.written
-
-    def journal(self) -> list[bytes] | None:
-        """Every tool outcome the run has recorded, as `RunStore.journal` would read it now;
-        None when what was recorded before this delivery is not known."""
-        if self.recorded_before is None:
-            return None
-        return [*self.recorded_before.values(), *(e.encode() for e in self.recorded.values())]
-
-
-_SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(
-    "countersign_journal_scope", default=None
-)
 _ESCAPED: contextvars.ContextVar[list[Exception] | None] = contextvars.ContextVar(
     "countersign_escaped", default=None
 )
 """Where a tool run inside another tool's call (an agent tool's inner run) leaves what of ours
 it raised: the SDK would make it the outer tool's output (its `failure_error_function`)."""
-
-
-@contextlib.contextmanager
-def journal_scope(scope: JournalScope) -> Iterator[None]:
-    token = _SCOPE.set(scope)
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
-
-
-def current_scope() -> JournalScope | None:
-    """The run whose step is executing here (its model calls too: `runtime.models.journaled`);
-    None outside a Countersign run."""
-    return _SCOPE.get()
 
 
 def carried_out(error: Exception) -> Exception:
@@ -147,7 +75,7 @@ def carried_out(error: Exception) -> Exception:
 def idempotency_key(ctx: ToolContext[Any]) -> str:
     """`run_id:call_id`: the same on every attempt of one call, different between calls and
     runs. Hand it to the system the tool changes (a payment provider's Idempotency-Key...)."""
-    scope = _SCOPE.get()
+    scope = current_scope()
     run_id = scope.lease.run_id if scope else _context_run_id(ctx)
     return f"{run_id}:{ctx.tool_call_id}"
 
@@ -188,7 +116,7 @@ class JournaledInvoker:
         return getattr(self._inner, name)
 
     async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
-        scope = _SCOPE.get()
+        scope = current_scope()
         if scope is None:
             return await self._inner(ctx, arguments)
         try:
@@ -250,8 +178,7 @@ class JournaledInvoker:
                 await _not_running(scope, call_id)
                 return output
             count_tool(self._tool_name, "ok")
-            if edit is not None:
-                output = edit_note(self._tool_name, original, edit) + str(output)
+            output = self._as_told(scope, call_id, original, edit, output)
             # Recorded before anything else can fail: from here on, a retry reuses it.
             entry = {"tool": self._tool_name, "output": _storable(output)}
             if self._mcp_server is not None:
@@ -261,6 +188,22 @@ class JournaledInvoker:
             await _record(scope, call_id, json.dumps(entry), executed)
         finally:
             scope.in_flight.count -= 1
+        return output
+
+    def _as_told(
+        self,
+        scope: JournalScope,
+        call_id: str,
+        original: str,
+        edit: ArgumentEdit | None,
+        output: Any,
+    ) -> Any:
+        """The output as the model reads it: after what a person's edit changed, before the
+        approvers' notes. Journaled so: a replay gives the model the same text."""
+        if edit is not None:
+            output = edit_note(self._tool_name, original, edit) + str(output)
+        if (note := scope.notes.get(call_id)) is not None:
+            output = f"{output}\n\n{note}"
         return output
 
     async def _mark_started(

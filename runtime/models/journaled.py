@@ -38,7 +38,8 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from runtime.calls.digest import ArgumentsTooLarge, check_arguments
 from runtime.failures import RunFailed
-from runtime.journal.invoker import JournalScope, carried_out, current_scope
+from runtime.journal.invoker import carried_out
+from runtime.journal.scope import JournalScope, current_scope
 from runtime.record.leases import Fenced
 from runtime.record.turns import (
     Request,

@@ -18,6 +18,7 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     auto = "approve"           # or "reject": decided without asking anyone
     grant_max_seconds = 3600   # longest grant offered (default GRANT_MAX_SECONDS; 0: none)
     allow_edit = false         # hide "Edit" (default true)
+    answer = false             # hide "Answer instead" (default true)
     preview = false            # never call the tool's preview (default true): it is a read
                                # nobody approved, shown to the whole channel
     notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
@@ -95,6 +96,8 @@ class Rule(BaseModel):
     auto: Literal["approve", "reject"] | None = None
     grant_max_seconds: int | None = Field(None, ge=0, le=604800)
     allow_edit: bool = True
+    answer: bool = True
+    """Offer **Answer instead**: a person's answer stands in for the tool's output."""
     preview: bool = True
     """Call the tool's preview (`runtime.calls.previews`) for the card."""
     notify: tuple[str, ...] = ()
@@ -265,6 +268,7 @@ class Policy:
                 else rule.grant_max_seconds
             ),
             allow_edit=rule.allow_edit,
+            answer=rule.answer,
             preview=rule.preview,
             notify=rule.notify,
             escalate_after_seconds=rule.escalate_after_seconds,

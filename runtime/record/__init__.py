@@ -9,7 +9,7 @@ Floor 3 (the record): imports the storage and values floors.
 
 from runtime.record.call_rule import CallRule, Unjudged
 from runtime.record.choices import GRANT_ID_PATTERN, GrantScope
-from runtime.record.envelope import CardCopy, Decision, PendingCall, UnjudgedRule
+from runtime.record.envelope import Approval, CardCopy, Decision, PendingCall, UnjudgedRule
 from runtime.record.gauges import StateGauges, StateSnapshot, read_state
 from runtime.record.layout import HOME_TAB, CallGate
 from runtime.record.permissions import AlwaysPermission, RuleKey
@@ -20,6 +20,7 @@ __all__ = [
     "GRANT_ID_PATTERN",
     "HOME_TAB",
     "AlwaysPermission",
+    "Approval",
     "CallGate",
     "CallRule",
     "CardCopy",

@@ -12,9 +12,9 @@ not knowing which, it must satisfy both (`stricter`), field by field the stricte
 - only the approvers both allow, by the same user or group id (anyone: the other's list);
   nobody left, or fewer users than the quorum (with no group among them): rejected, with a
   reason the model reads;
-- people outside the workspace only where both let them decide; edits and previews only where
-  both allow them; the shorter wait; copies to both rules' `notify`; no escalation (it would
-  widen who decides past what one of them allows).
+- people outside the workspace only where both let them decide; edits, answers and previews
+  only where both allow them; the shorter wait; copies to both rules' `notify`; no escalation
+  (it would widen who decides past what one of them allows).
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class CallRule:
     grant_max_seconds: int = 0
     """The longest grant people may make for calls under this rule; 0: none."""
     allow_edit: bool = True
+    answer: bool = True
+    """People may **Answer instead** (the tool does not run; the model reads their answer)."""
     preview: bool = True
     """False: the card shows no preview, and the tool's preview is never called."""
     notify: tuple[str, ...] = ()
@@ -116,6 +118,7 @@ def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule
         auto="reject" if rejected or refusal is not None else None,
         grant_max_seconds=0,
         allow_edit=unjudged.allow_edit and otherwise.allow_edit,
+        answer=unjudged.answer and otherwise.answer,
         preview=unjudged.preview and otherwise.preview,
         notify=tuple(dict.fromkeys((*unjudged.notify, *otherwise.notify))),
         external=unjudged.external and otherwise.external,

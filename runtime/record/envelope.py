@@ -21,6 +21,9 @@ Versions:
   whose rules could not all be judged carries `unjudged`, one whose arguments do not fit its
   tool `invalid` (both written only when set: no new version; a web process of the previous
   version refuses to decide such a run, which fails closed).
+  A call whose rule turns **Answer instead** off carries `answer: false` (absent: true; no new
+  version: a web process of the previous version refuses such a run, which fails closed). A
+  decision may carry `answer` (a person answered in the tool's place) and an approval `note`.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ SCHEMA_VERSION_SUMMARIES: dict[int, str] = {
     3: "adds per-call why, preview, params schema, allow_edit, grant_max_seconds and edits",
 }
 
-Outcome = Literal["approved", "approved_always", "rejected", "expired", "stopped"]
+Outcome = Literal["approved", "approved_always", "rejected", "answered", "expired", "stopped"]
+"""`answered`: a person answered in the tool's place (**Answer instead**); it did not run."""
 
 
 class UnreadableEnvelope(Exception):
@@ -75,6 +79,8 @@ class Approval(BaseModel):
     user_name: str | None = None
     outcome: Literal["approved", "approved_always"]
     at: float
+    note: str | None = Field(default=None, max_length=3000)
+    """**Approve with a note…**: what the model reads after the tool's output."""
 
 
 class Decision(BaseModel):
@@ -98,6 +104,13 @@ class Decision(BaseModel):
     """The grant this approval made."""
     by_grant: GrantRef | None = None
     """The grant that approved this call without a card."""
+    answer: str | None = Field(default=None, max_length=3000)
+    """For `answered`: what the person said the model should read as the call's result."""
+
+    @property
+    def notes(self) -> tuple[Approval, ...]:
+        """The approvals that came with a note (**Approve with a note…**), in order."""
+        return tuple(a for a in self.approvals if a.note)
 
 
 class UnjudgedRule(BaseModel):
@@ -155,6 +168,8 @@ class PendingCall(BaseModel):
     params_schema: dict[str, Any] | None = None
     """The tool's JSON schema of its arguments, so an edit is validated where no tool exists."""
     allow_edit: bool = False
+    answer: bool = True
+    """**Answer instead** is offered (its rule's `answer`); stored only when false."""
     grant_max_seconds: int = 0
     """The longest grant this call's rule allows; 0: none (always 0 under a quorum)."""
     edit: ArgumentEdit | None = None
@@ -263,6 +278,8 @@ def dump_envelope(envelope: RunEnvelope) -> str:
         for name in _OMITTED_WHEN_UNSET:
             if call.get(name) in (None, [], False):
                 call.pop(name, None)
+        if call.get("answer") is True:  # the default: written only when a rule turns it off
+            call.pop("answer")
     if not data["conversation"].get("requester_external"):
         # Written only when set, so that a web process of the previous version reads the run.
         data["conversation"].pop("requester_external", None)

@@ -140,6 +140,8 @@ class CallGate(BaseModel):
     mcp_server: str | None = None
     """The MCP server of the call's tool (None: a function tool); a grant made on it keeps it."""
     allow_edit: bool = False
+    answer: bool = True
+    """**Answer instead** is allowed (`choices.lua`); written only when false."""
     grant_max_seconds: int = 0
     """Read by the decision script (`runtime/record/lua/choices.lua`); absent: no edits, no
     grants."""
@@ -169,6 +171,8 @@ class CallGate(BaseModel):
         for name in _GATE_OMITTED_WHEN_UNSET:
             if data.get(name) in (None, False, []):
                 data.pop(name, None)
+        if data.get("answer") is True:  # the default: written only when a rule turns it off
+            data.pop("answer")
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
     def widened(self, principals: tuple[str, ...]) -> CallGate:
@@ -190,6 +194,7 @@ class CallGate(BaseModel):
                 "quorum": self.quorum,
                 "allow_always": self.allow_always,
                 "allow_edit": self.allow_edit,
+                "answer": self.answer,
                 "grant_max_seconds": self.grant_max_seconds,
                 "external": self.external,
                 "confirm": self.confirm,
@@ -222,6 +227,7 @@ class CallGate(BaseModel):
                 "quorum": rule.quorum,
                 "allow_always": self.allow_always and rule.allow_always,
                 "allow_edit": self.allow_edit and rule.allow_edit,
+                "answer": self.answer and rule.answer,
                 "grant_max_seconds": min(self.grant_max_seconds, rule.grant_max_seconds),
                 "external": rule.external,
                 "confirm": rule.confirm,
@@ -256,6 +262,7 @@ class CallGate(BaseModel):
             digest=call.digest,
             mcp_server=call.mcp_server,
             allow_edit=call.allow_edit,
+            answer=call.answer,
             grant_max_seconds=call.grant_max_seconds,
             external=call.external,
             confirm=call.confirm,

@@ -47,6 +47,7 @@ WAS_WORDS: dict[str, str] = {
     "auto_approved": "approved by policy",
     "auto_rejected": "rejected by policy",
     "granted": "approved by a grant",
+    "answered": "answered instead by a person",
 }
 """What became of a past call, in words (the others are words already: `approved`, ...)."""
 

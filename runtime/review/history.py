@@ -25,6 +25,7 @@ from runtime.audit.trail import AuditEntry
 Was = Literal[
     "approved",
     "rejected",
+    "answered",
     "expired",
     "auto_approved",
     "auto_rejected",
@@ -113,7 +114,7 @@ class _OpenCalls:
             and str(details.get("approval_id", "")) not in self.calls
         ):
             return [] if late else self._always(entry)
-        if event in (*_APPROVALS, AuditEvent.REJECTED, AuditEvent.EXPIRED):
+        if event in (*_APPROVALS, AuditEvent.REJECTED, AuditEvent.ANSWERED, AuditEvent.EXPIRED):
             return self._decided(entry)
         if event == AuditEvent.STOPPED or event in _RUN_ENDS:
             stopper = entry.details.get("user_id")
@@ -166,8 +167,9 @@ class _OpenCalls:
         if approval_id not in self.calls:
             return []  # asked before the range, or late
         user, at = details.get("user_id"), entry.at
-        if entry.event == AuditEvent.REJECTED:
-            return [self.close(approval_id, "rejected", [str(user)] if user else [], at=at)]
+        if entry.event in (AuditEvent.REJECTED, AuditEvent.ANSWERED):
+            was: Was = "rejected" if entry.event == AuditEvent.REJECTED else "answered"
+            return [self.close(approval_id, was, [str(user)] if user else [], at=at)]
         if entry.event == AuditEvent.EXPIRED:
             return [self.close(approval_id, "expired", [], at=at)]
         approvals = self.approvals[approval_id]

@@ -5,7 +5,8 @@ what became of them, how long people took, and who approved within seconds of be
 One pass over the trail: the calls and their outcomes come from `runtime.review.history`; the
 `edited` entries, which are no call's outcome, are counted as they stream by. Time to decide runs
 from the call's `requested` entry (written as its card is posted) to the entry that decided it,
-for calls a person approved or rejected; expiries and stops are counted, not timed. A **quick
+for calls a person approved, rejected or answered instead (**Answer instead**: the tool did not
+run, a person's answer stood for it); expiries and stops are counted, not timed. A **quick
 approval** is an approval given within `QUICK_APPROVAL_SECONDS` of the call asking: one person
 approving everything that fast is a sign of rubber-stamping.
 """
@@ -22,9 +23,9 @@ from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditEntry
 from runtime.review.history import PastCall, past_calls
 
-OUTCOMES = ("approved", "rejected", "expired", "stopped")
+OUTCOMES = ("approved", "rejected", "answered", "expired", "stopped")
 """The outcomes of a call that asked, as the table's columns (in this order)."""
-TIMED = ("approved", "rejected")
+TIMED = ("approved", "rejected", "answered")
 MOST_DECIDERS = 5
 """How many of the people who decided most are listed."""
 

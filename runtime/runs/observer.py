@@ -145,7 +145,7 @@ def not_run_notes(calls: list[PendingCall]) -> tuple[str, ...]:
     notes = []
     for call in calls:
         decision = call.decision
-        if decision is None or decision.outcome not in ("rejected", "expired"):
+        if decision is None or decision.outcome not in ("rejected", "answered", "expired"):
             continue
         kind = "policy" if decision.by_policy else decision.outcome
         notes.append(f"{kind}:{call.tool}")

@@ -147,6 +147,7 @@ class CallPlanner:
             why=why,
             params_schema=schema,
             allow_edit=rule.allow_edit and schema is not None,
+            answer=rule.answer,
             grant_max_seconds=rule.grant_max_seconds,
             inside=callers(result.last_agent, item.agent),
             external=rule.external,

@@ -20,7 +20,7 @@ from agents.items import TResponseInputItem
 
 from runtime.audit.trail import AuditTrail
 from runtime.failures import RunFailed, describe_run_error
-from runtime.journal.invoker import JournalScope, ToolsInFlight
+from runtime.journal.scope import JournalScope, ToolsInFlight
 from runtime.mcp.connections import McpServerUnavailable
 from runtime.mcp.tools import McpTools
 from runtime.metrics import count_model_error
@@ -38,7 +38,7 @@ from runtime.runs.lost_outcomes import run_again
 from runtime.runs.observer import RunObserver
 from runtime.runs.outcomes import RoundOutcomes
 from runtime.runs.planner import CallPlanner
-from runtime.runs.state_decisions import apply_decisions, approved_edits
+from runtime.runs.state_decisions import apply_decisions, approved_edits, approved_notes
 from runtime.stops.listener import StopListener
 from runtime.stops.safe_point import run_until_stopped
 
@@ -123,6 +123,7 @@ class RunRound:
                     channel=conversation.channel,
                     in_flight=ToolsInFlight(),
                     edits=approved_edits(envelope),
+                    notes=approved_notes(envelope),
                     heard=heard,
                     round=envelope.round,
                     run_again=run_again(envelope),

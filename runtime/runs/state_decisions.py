@@ -69,6 +69,27 @@ def rejection_message(decision: Decision | None, tool: str) -> str:
     return f"The call to {tool} was rejected by {who}. Reason: {reason}"
 
 
+def speaker(user_name: str | None, user_id: str | None) -> str:
+    """How the model reads who spoke at a call: `@alice` (their Slack name), else their id."""
+    return f"@{user_name or user_id or 'an approver'}"
+
+
+def answered_message(decision: Decision, tool: str) -> str:
+    """The tool result the model reads for a call a person answered in the tool's place
+    (**Answer instead**): framed so it knows a person gave it, not the tool."""
+    who = speaker(decision.user_name, decision.user_id)
+    return f"{who} answered instead of running `{tool}`: {(decision.answer or '').strip()}"
+
+
+def notes_message(decision: Decision | None) -> str | None:
+    """What the model reads after an approved tool's output: each approver's note
+    (**Approve with a note…**), one per line ("Note from @alice: …"); None without any."""
+    if decision is None or decision.outcome not in ("approved", "approved_always"):
+        return None
+    lines = [f"Note from {speaker(a.user_name, a.user_id)}: {a.note}" for a in decision.notes]
+    return "\n".join(lines) if lines else None
+
+
 def refusal_message(tool: str) -> str:
     return (
         f"The call to {tool} was not run: its arguments changed after it was approved, so the "
@@ -155,6 +176,10 @@ def apply_decisions(
                 message = not_run_again_message(tool, message.replace(TELL_THE_USER, "").strip())
             state.reject(item, rejection_message=message)
             continue
+        if decision.outcome == "answered":
+            # The tool does not run: the model reads the person's answer as its result.
+            state.reject(item, rejection_message=answered_message(decision, tool))
+            continue
         if not binds(decision, call, item, server_of(item)):
             state.reject(item, rejection_message=refusal_message(tool))
             applied.refused.append(call)
@@ -186,6 +211,12 @@ def without_sticky_approvals(state_json: str) -> str:
             record["approved"] = []
             changed = True
     return json.dumps(data, separators=(",", ":")) if changed else state_json
+
+
+def approved_notes(envelope: RunEnvelope) -> dict[str, str]:
+    """Call id -> the approvers' notes the model reads after the tool's output."""
+    found = {call.call_id: notes_message(call.decision) for call in envelope.calls}
+    return {call_id: text for call_id, text in found.items() if text}
 
 
 def approved_edits(envelope: RunEnvelope) -> dict[str, ArgumentEdit]:

@@ -13,7 +13,7 @@ from typing import Any
 from agents import RunResult
 from redis.exceptions import RedisError
 
-from runtime.journal.invoker import JournalScope, journal_scope
+from runtime.journal.scope import JournalScope, journal_scope
 from runtime.journal.signals import PastTheSdk
 from runtime.record.stop_mark import Stopped
 from runtime.stops.listener import FALLBACK_SECONDS

@@ -273,7 +273,13 @@ def test_ten_thousand_hostile_payloads(target: Target) -> None:
     async def check() -> None:
         redis_client = deployment.redis
         for card in target.cards:
-            assert card.action_ids() == ["approve", "approve_always", "reject"], "undecided"
+            assert card.action_ids() == [
+                "approve",
+                "approve_note",
+                "approve_always",
+                "reject",
+                "answer",
+            ], "undecided"
         decided: Any = await redis_client.xrange(deployment.keys.audit)
         events = {fields[b"event"] for _, fields in decided}
         assert not events & {b"approved", b"approved_always", b"rejected"}

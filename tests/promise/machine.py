@@ -173,6 +173,8 @@ ACTIONS = (
     "always",
     "always",
     "reject",
+    "answer",
+    "note",
     "grant:tool:3600",
     "grant:tool:28800",
     "grant:arguments:86400",
@@ -180,6 +182,8 @@ ACTIONS = (
     "typed-wrong",
     "edit",
 )
+TEXTS: dict[str, ClickKind] = {"reject": "reject", "answer": "answer", "note": "note"}
+"""The actions whose modal asks one text, and what the reference calls each."""
 CALL_CHOICES = [(tool, arguments) for tool, choices in world.CALLS.items() for arguments in choices]
 
 
@@ -295,10 +299,12 @@ class PromiseMachine(RuleBasedStateMachine):
             await self._typed(card, person, right=action == "typed")
         elif action == "edit":
             await self._edit(card, person, pick)
-        elif action == "reject":
-            self.reference.clicks.append(Click(person, card.approval_id, "reject", _now()))
-            reason = {"reason": {"reason_input": _text("not now")}}
-            await self._in_modal(card, "reject", person, reason)
+        elif action in ("reject", "answer", "note"):
+            # One text in a modal: a reason, an answer in the tool's place, a note.
+            self.reference.clicks.append(Click(person, card.approval_id, TEXTS[action], _now()))
+            text = {"reason": {"reason_input": _text("not now")}}
+            action_id = "approve_note" if action == "note" else action
+            await self._in_modal(card, action_id, person, text)
         else:
             kind: ClickKind = "always" if action == "always" else "approve"
             self.reference.clicks.append(Click(person, card.approval_id, kind, _now()))

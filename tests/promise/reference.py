@@ -161,7 +161,11 @@ def _approves(click: Click, rule: RefRule, shown: dict[str, Any] | None) -> bool
 
 # --- what people did ---------------------------------------------------------------------------
 
-ClickKind = Literal["approve", "always", "grant", "typed", "edit", "reject"]
+ClickKind = Literal["approve", "note", "always", "grant", "typed", "edit", "reject", "answer"]
+"""`note`: **Approve with a note…**, an approval like `approve`; `answer`: **Answer instead**,
+a decision like `reject` (the first decision wins, and the tool does not run)."""
+APPROVING_AGAIN = ("approve", "note")
+"""The clicks that run a "may have run" card's call again."""
 
 
 @dataclass(frozen=True)
@@ -303,7 +307,7 @@ class Reference:
         shown = received(card.tool, card.arguments)
         approvers: set[str] = set()
         for click in self._clicks_before(card.approval_id, execution.at):
-            if click.kind == "reject":
+            if click.kind in ("reject", "answer"):
                 shown_rule = rule_for(self.policy, card.tool, shown or card.arguments)
                 if self.may_decide(click.person, shown_rule, run, card, click.at):
                     return False  # the first decision wins: nothing after it counts
@@ -403,7 +407,7 @@ class Reference:
         again = Counter(
             self.logical.get(self.cards[c.approval_id].call_id)
             for c in self.clicks
-            if c.kind == "approve" and self.cards[c.approval_id].lost
+            if c.kind in APPROVING_AGAIN and self.cards[c.approval_id].lost
         )
         found = []
         for key, runs in by_call.items():
@@ -446,7 +450,15 @@ class Reference:
             e.get("approval_id")
             for e in trail
             if e["event"]
-            in {"approved", "approved_always", "rejected", "expired", "stopped", "edited"}
+            in {
+                "approved",
+                "approved_always",
+                "rejected",
+                "answered",
+                "expired",
+                "stopped",
+                "edited",
+            }
         }
         stopped_runs = {e.get("run_id") for e in trail if e["event"] == "stopped"}
         for approval_id, run_id in thread.decided_cards.items():

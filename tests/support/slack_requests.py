@@ -150,13 +150,33 @@ class SlackSender:
 
     async def reject(self, card: Message, *, user: str, reason: str) -> tuple[int, str]:
         """Click Reject, wait for the modal, type the reason and submit it."""
+        return await self.in_modal(card, "reject", user=user, text=reason)
+
+    async def answer(self, card: Message, *, user: str, text: str) -> tuple[int, str]:
+        """Click **Answer instead**, wait for the modal, type the answer and submit it."""
+        return await self.in_modal(card, "answer", user=user, text=text)
+
+    async def approve_with_note(self, card: Message, *, user: str, note: str) -> tuple[int, str]:
+        """Click **Approve with a note…**, wait for the modal, type the note and submit it."""
+        return await self.in_modal(card, "approve_note", user=user, text=note)
+
+    async def open_modal(
+        self, card: Message, action_id: str, *, user: str, value: str | None = None
+    ) -> dict[str, Any]:
+        """Click a card's button that opens a modal; the modal, once Slack has it."""
         opened = len(self.slack.views)
-        status, _ = await self.click(card, "reject", user=user)
+        status, _ = await self.click(card, action_id, user=user, value=value)
         assert status == 200
-        await self.slack.wait_for(lambda: len(self.slack.views) > opened, what="reject modal")
-        view = self.slack.views[-1]
-        return await self.submit_view(
-            view,
-            user=user,
-            values={"reason": {"reason_input": {"type": "plain_text_input", "value": reason}}},
-        )
+        await self.slack.wait_for(lambda: len(self.slack.views) > opened, what=action_id)
+        return self.slack.views[-1]
+
+    async def submit_text(self, view: dict[str, Any], *, user: str, text: str) -> tuple[int, str]:
+        """Submit a modal that asks one text (a reason, an answer, a note)."""
+        values = {"reason": {"reason_input": {"type": "plain_text_input", "value": text}}}
+        return await self.submit_view(view, user=user, values=values)
+
+    async def in_modal(
+        self, card: Message, action_id: str, *, user: str, text: str
+    ) -> tuple[int, str]:
+        view = await self.open_modal(card, action_id, user=user)
+        return await self.submit_text(view, user=user, text=text)

@@ -6,7 +6,8 @@
 -- - `choice_refusal(gate, choice)`: a grant is refused unless the call's gate offers one that
 --   long (never under a quorum); an edit unless the gate allows edits and the editor saw the
 --   arguments as they stand (`previous_digest`); an approval of a call whose gate names a
---   `confirm` argument unless the approver typed its value (`confirm_value`) exactly;
+--   `confirm` argument unless the approver typed its value (`confirm_value`) exactly; an answer
+--   (**Answer instead**) where the gate says `answer = false`, or without its text;
 -- - `apply_edit(...)`: store the edit (`edit:<aid>`), write the `edited` audit entry with both
 --   digests and restart the quorum's count on the new arguments;
 -- - `attach_choices(...)`: put the edit into an approving decision and, for a grant, create the
@@ -40,6 +41,10 @@ local function choice_refusal(gate, choice)
     if type(gate['confirm_value']) ~= 'string' or typed ~= gate['confirm_value'] then
       return 'confirm_wrong'
     end
+  end
+  if choice['outcome'] == 'answered' then
+    if gate['answer'] == false then return 'answer_not_offered' end
+    if type(choice['answer']) ~= 'string' or choice['answer'] == '' then return 'unreadable' end
   end
   if present(edit) then
     if gate['allow_edit'] ~= true or choice['outcome'] ~= 'approved' then

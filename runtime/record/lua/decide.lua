@@ -1,8 +1,11 @@
 -- Recording decisions: the first decision wins and exactly one resume follows.
 --
 -- Checks that the approval is open and that this person may decide it, from the call's own
--- gate (never from what the web process believes), counts approvals towards the quorum, records
--- the decision once the quorum is met (or at the first rejection), writes the audit entry, and
+-- gate (never from what the web process believes), counts approvals towards the quorum (each
+-- with its note, if the approver wrote one), records the decision once the quorum is met (or at
+-- the first rejection or answer: **Answer instead** decides alone, as a rejection does, and
+-- the requester may not answer their own call, as they may not approve it), writes the audit
+-- entry, and
 -- when that was the run's last open approval flips the run to `ready` and enqueues its resume
 -- job, all atomically. An expiry goes through the same script, so a click and an expiry racing
 -- for one approval resolve to exactly one outcome. Grants and edits: `choices.lua`, loaded
@@ -19,7 +22,7 @@
 -- ARGV
 --   1 approval_id: the approval id
 --   2 choice: the choice (JSON `Choice`: outcome, user, reason, grant, edit, team, outside, batch,
---     in_channel)
+--     in_channel, answer and what the audit entry keeps of it, note)
 --   3 where: where it was made: a channel of the card or of a copy, `HOME_TAB`, or '' (anywhere: an
 --     expiry)
 --   4 mode: the mode: 'decide', 'check' (what a rejection would do, recording only a refusal) or
@@ -93,8 +96,17 @@ if mode ~= 'expire' and now >= tonumber(deadline) then return {'expired'} end
 if mode == 'expire' and now < tonumber(deadline) then return {'early'} end
 
 local approving = choice['outcome'] == 'approved' or choice['outcome'] == 'approved_always'
+local answering = choice['outcome'] == 'answered'
 local entry = {approval_id = aid, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], at = now, team = choice['team']}
+if approving and present(choice['note']) then entry['note'] = choice['note'] end
+-- The answer's text as `AUDIT_ARGS` keeps it (`runtime.audit.arguments`: whole, too long, or
+-- not at all); the decision itself always holds it, for the model to read.
+if answering and type(choice['answer_kept']) == 'table' then
+  for _, name in ipairs({'answer', 'answer_omitted', 'answer_bytes'}) do
+    if present(choice['answer_kept'][name]) then entry[name] = choice['answer_kept'][name] end
+  end
+end
 -- "Approve all"'s batch; an Approve always that covered this call too (`always.lua`).
 for _, name in ipairs({'batch', 'via', 'always_on'}) do
   if present(choice[name]) then entry[name] = choice[name] end
@@ -125,7 +137,7 @@ if mode ~= 'expire' then
     refusal = 'outside'
   elseif not allowed then
     refusal = 'not_allowed'
-  elseif approving and user == gate['requester'] and gate['self_ok'] ~= true then
+  elseif (approving or answering) and user == gate['requester'] and gate['self_ok'] ~= true then
     refusal = 'self'
   elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
     refusal = 'not_offered'
@@ -197,8 +209,10 @@ if mode == 'check' then return {'open', list(approvals)} end
 local quorum = 1
 if gate then quorum = tonumber(gate['quorum']) end
 if approving then
-  table.insert(approvals, {user_id = choice['user_id'], user_name = choice['user_name'],
-    outcome = choice['outcome'], at = now})
+  local approval = {user_id = choice['user_id'], user_name = choice['user_name'],
+    outcome = choice['outcome'], at = now}
+  if present(choice['note']) then approval['note'] = choice['note'] end
+  table.insert(approvals, approval)
   entry['approvals'] = #approvals
   entry['quorum'] = quorum
   if #approvals < quorum then
@@ -219,6 +233,7 @@ end
 local decision = {outcome = outcome, user_id = choice['user_id'], user_name = choice['user_name'],
   reason = choice['reason'], decided_at = now, digest = entry['digest']}
 if #approvals > 0 then decision['approvals'] = approvals end
+if answering then decision['answer'] = choice['answer'] end
 attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], KEYS[7]}, audit)
 local encoded = cjson.encode(decision)
 -- Nothing above wrote `pending`: the count read at the top is current.

@@ -29,9 +29,11 @@ from slack_sdk.models.basic_objects import JsonObject
 
 from bot.blocks.batch import batch_listing, batch_modal
 from bot.blocks.cards import (
+    answer_modal,
     approval_decided_blocks,
     approval_request_blocks,
     arguments_modal,
+    note_modal,
     reject_modal,
 )
 from bot.blocks.commands import did_you_mean_blocks
@@ -209,6 +211,22 @@ CASES: dict[str, Render] = {
     "decided/rejected": lambda: approval_decided_blocks(
         RUN, call(decision=decided("rejected", reason="not *now* <!here>" + "r" * 2000))
     ),
+    "decided/answered": lambda: approval_decided_blocks(
+        RUN, call(decision=decided("answered", answer="gone *already* <!here>" + "&" * 2970))
+    ),
+    "decided/approved-with-notes": lambda: approval_decided_blocks(
+        RUN,
+        call(
+            decision=decided(
+                "approved",
+                approvals=[
+                    {"user_id": "UBOB", "outcome": "approved", "at": 1.0, "note": "<!here> once"},
+                    {"user_id": "UCAROL", "outcome": "approved", "at": 2.0},
+                    {"user_id": "UDAVE", "outcome": "approved", "at": 3.0, "note": "n" * 500},
+                ],
+            )
+        ),
+    ),
     "decided/by-policy": lambda: approval_decided_blocks(
         RUN, call(decision=decided("approved", user_id=None, by_policy=True))
     ),
@@ -220,6 +238,8 @@ CASES: dict[str, Render] = {
         RUN, call("{}", digest="", decision=decided("expired", user_id=None))
     ),
     "modal/reject": lambda: reject_modal(call(), '{"m": 1}', "UALICE"),
+    "modal/answer": lambda: answer_modal(call(), '{"m": 1}', "UALICE"),
+    "modal/note": lambda: note_modal(call(), '{"m": 1}', None),
     "modal/reject-nobody": lambda: reject_modal(EVERYTHING, "m" * 500, None),
     "modal/arguments": lambda: arguments_modal(call(HOSTILE)),
     "modal/arguments-huge": lambda: arguments_modal(call(HUGE)),

@@ -75,7 +75,13 @@ def test_a_card_shows_agent_tool_pretty_arguments_requester_and_expiry() -> None
     assert "<!date^1800000000^" in shown
     [actions] = [b for b in blocks if b["type"] == "actions"]
     buttons = actions["elements"]
-    assert [b["text"]["text"] for b in buttons] == ["Approve", "Approve always", "Reject"]
+    assert [b["text"]["text"] for b in buttons] == [
+        "Approve",
+        "Approve with a note…",
+        "Approve always",
+        "Reject",
+        "Answer instead",
+    ]
     assert {b["value"] for b in buttons} == {"r0123456789abcdef:a0123456789"}
 
 
@@ -354,7 +360,14 @@ async def test_view_full_arguments_opens_a_modal_with_everything(bot: Harness) -
     [view] = await bot.slack.wait_for(lambda: bot.slack.views, what="modal")
     assert view["title"]["text"] == "Tool call arguments"
     assert "row-799" in json.dumps(view)
-    assert card.action_ids() == ["approve", "approve_always", "reject", "view_arguments"]
+    assert card.action_ids() == [
+        "approve",
+        "approve_note",
+        "approve_always",
+        "reject",
+        "answer",
+        "view_arguments",
+    ]
 
 
 def test_a_decided_card_of_an_mcp_tool_still_names_its_server() -> None:

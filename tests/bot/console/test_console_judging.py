@@ -69,6 +69,7 @@ async def test_an_edit_into_an_administrator_asks_for_the_typed_id(console: Cons
         "UBOB", kind="submit", view_id=opened.id, values={"arguments": {"arguments_input": edited}}
     )
     await console.wait_for(
-        lambda: card.action_ids() == ["approve_typed", "reject"], "the card asks for the id"
+        lambda: card.action_ids() == ["approve_typed", "reject", "answer"],
+        "the card asks for the id",
     )
     assert "Rule: administrators" in card.all_text() and console.answers() == []

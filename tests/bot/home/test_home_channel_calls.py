@@ -117,7 +117,7 @@ async def test_a_forged_home_click_by_someone_outside_the_channel_is_refused_by_
     trail = await bot.audit_until("denied")
     [denied] = [e for e in trail if e["event"] == "denied"]
     assert denied["user_id"] == "UEVE" and denied["reason"] == "not_an_approver"
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     assert agents.EXECUTIONS == []
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
@@ -131,7 +131,7 @@ async def test_when_slack_cannot_say_who_is_in_the_channel_nothing_is_listed_or_
     value = str(card.actions()[0]["value"])
     await bot.sender.click_home("UBOB", "home_approve", value)
     assert await direct_messages(bot, "UBOB") == [CHANNEL_UNAVAILABLE]
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     trail = await bot.audit_entries()
     assert [e[b"event"] for e in trail].count(b"approved") == 0
     assert agents.EXECUTIONS == []

@@ -92,6 +92,7 @@ async def test_the_home_tab_lists_exactly_what_each_person_may_decide(bot: Harne
     assert "Asked by <@UALICE> in <#CGENERAL>" in bob
     assert [b["action_id"] for b in home_buttons(bot, "UBOB")] == [
         "home_approve",
+        "home_approve_note",
         "home_approve_always",
         "home_reject",
     ]
@@ -155,7 +156,7 @@ async def test_a_click_on_the_home_tab_by_someone_who_may_not_decide_is_refused(
         what="a direct message to Eve",
     )
     assert note[0].text.startswith("Only UBOB or @sre may decide `delete_user`")
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     trail = await bot.audit_until("denied")
     assert [e["user_id"] for e in trail if e["event"] == "denied"] == ["UEVE"]
 
@@ -187,7 +188,7 @@ async def test_rejecting_on_the_home_tab_asks_why_and_stop_stops_the_run(bot: Ha
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
     await open_home(bot, "UBOB")
-    [_approve, _always, reject] = home_buttons(bot, "UBOB")
+    [_approve, _note, _always, reject] = home_buttons(bot, "UBOB")
     views = len(bot.slack.views)
     await bot.sender.click_home("UBOB", "home_reject", reject["value"])
     await bot.slack.wait_for(lambda: len(bot.slack.views) > views, what="the reason modal")

@@ -167,7 +167,9 @@ async def test_a_click_or_a_submission_of_another_installation_decides_nothing(
     status, _ = await bot.sender.interact(payload)
     assert status == 200
 
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "still open"
+    )
     trail = [e[b"event"] for e in await bot.audit_entries()]
     assert b"approved" not in trail and b"rejected" not in trail
     assert [e for e in bot.slack.ephemerals if e["user"] == "UBOB"] == []

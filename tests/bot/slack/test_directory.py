@@ -103,7 +103,9 @@ async def test_a_click_is_answered_in_time_when_slack_cannot_say_who_is_in_the_g
     assert time.monotonic() - started < 2.0
     notes = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="a note to Carol")
     assert notes[0]["text"] == messages.DIRECTORY_UNAVAILABLE
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "nothing recorded"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "nothing recorded"
+    )
 
     bot.slack.speed_up(LOOKUP)
     await bot.sender.click(card, "approve", user="UCAROL")  # a few seconds later

@@ -122,7 +122,13 @@ async def test_a_full_redis_asks_for_a_retry_and_acknowledges_nothing_it_did_not
         note = await deployment.slack.wait_for(lambda: deployment.slack.ephemerals, 10, "note")
         assert "your decision was not recorded" in note[0]["text"]
         assert "please try again" in note[0]["text"]
-        assert card.action_ids() == ["approve", "approve_always", "reject"], "buttons stay"
+        assert card.action_ids() == [
+            "approve",
+            "approve_note",
+            "approve_always",
+            "reject",
+            "answer",
+        ], "buttons stay"
         jobs: Any = await deployment.redis.xlen(deployment.keys.jobs)
         assert jobs == 0, "neither the refused start nor the refused click left a job"
 

@@ -38,7 +38,7 @@ async def test_only_listed_users_and_group_members_may_decide(bot: Harness) -> N
     await bot.sender.click(card, "approve", user="UEVE")
     note = await ephemeral_for(bot, "UEVE")
     assert note == "Only Bob Builder or @sre may decide `delete_user`, so nothing was recorded."
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
     await bot.sender.click(card, "approve", user="UCAROL")  # a member of @sre
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
@@ -89,7 +89,7 @@ async def test_the_requester_may_not_approve_their_own_run_but_may_reject_it(
         "You asked for this, so someone else has to approve it; you may still reject it. "
         "Nothing was recorded."
     )
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
     # Stopping your own agent must always be possible.
     await bot.sender.reject(card, user="UALICE", reason="wrong user")

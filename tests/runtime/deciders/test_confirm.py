@@ -51,7 +51,9 @@ async def test_a_typed_confirmation_refuses_a_wrong_value_and_approves_the_right
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    assert card.action_ids() == ["approve_typed", "reject"], "no Approve always, no grants"
+    assert card.action_ids() == ["approve_typed", "reject", "answer"], (
+        "no Approve always, no grants"
+    )
     modal = await open_confirmation(bot, card, user="UBOB")
     assert "Type the user_id to approve" in json.dumps(modal)
 
@@ -62,7 +64,7 @@ async def test_a_typed_confirmation_refuses_a_wrong_value_and_approves_the_right
     )
     trail = [e[b"event"] for e in await bot.entries(bot.keys.audit)]
     assert b"approved" not in trail
-    assert agents.EXECUTIONS == [] and card.action_ids() == ["approve_typed", "reject"]
+    assert agents.EXECUTIONS == [] and card.action_ids() == ["approve_typed", "reject", "answer"]
 
     assert await typed(bot, modal, "u-100", user="UBOB") == {}, "the modal closes"
     assert (await bot.final_answer(root)).text == "done: deleted u-100"

@@ -116,7 +116,7 @@ async def test_a_slack_connect_user_may_not_approve_grant_stop_or_revoke(
     assert denied["reason"] == "outside_workspace"
     assert not [e for e in trail if e["event"] in ("approved", "granted", "stopped")]
     assert await ledger(deployment) == [], "nothing ran on eve's say"
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
     # bob, a member, grants; the next run is approved by his grant and eve cannot revoke it.
     await choose_grant(deployment, card, HOUR, user="UBOB")
@@ -156,7 +156,7 @@ async def test_when_slack_cannot_say_who_someone_is_nothing_is_recorded(
     await deployment.sender.click(card, "approve", user="UBOB")
     assert await notes_to(deployment, "UBOB") == [STANDING_UNKNOWN]
     assert await ledger(deployment) == []
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     # Slack answers again: the same click goes through.
     await deployment.sender.click(card, "approve", user="UBOB")
     await deployment.final_answers(_root)
@@ -307,7 +307,7 @@ async def test_a_guest_listed_as_approver_is_refused_on_the_home_tab_too(bot: Ha
         what="a direct message to the guest",
     )
     assert note.text == OUTSIDE_WORKSPACE
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 

@@ -77,6 +77,7 @@ def test_a_stricter_rules_terms_reach_the_gate_and_the_card() -> None:
         auto=None,
         grant_max_seconds=0,
         allow_edit=False,
+        answer=False,
         external=True,
         confirm="order_id",
         when="amount > 100",

@@ -100,7 +100,9 @@ async def test_an_invalid_edit_comes_back_in_the_modal_and_records_nothing(bot: 
     assert not {f.decode() for f in fields} & {f"decision:{approval_id}", f"edit:{approval_id}"}
     trail = [e[b"event"] for e in await bot.entries(bot.keys.audit)]
     assert b"edited" not in trail and b"approved" not in trail
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "still open"
+    )
 
     # Still decidable as it was.
     await bot.sender.click(card, "approve", user="UBOB")
@@ -285,7 +287,9 @@ async def test_a_tool_whose_schema_is_invalid_cannot_be_edited_and_nothing_escap
     }
     answer = await submit(bot, modal, '{"level": 5}', user="UBOB")
     assert answer == {"response_action": "errors", "errors": {"arguments": NOT_EDITABLE}}
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "still open"
+    )
 
     await bot.sender.click(card, "approve", user="UBOB")
     await bot.final_answer(root)

@@ -252,6 +252,7 @@ async def test_the_home_tab_offers_the_full_arguments_and_the_digest(bot: Harnes
     buttons = {b["action_id"]: b for b in home_buttons(bot, "UBOB")}
     assert list(buttons) == [
         "home_approve",
+        "home_approve_note",
         "home_approve_always",
         "home_reject",
         "home_view_arguments",
@@ -284,7 +285,7 @@ async def test_anyone_may_stop_a_run_only_from_its_channel(bot: Harness) -> None
     assert status == 200
     assert body["text"].startswith("Only ") and "anyone in <#CGENERAL>" in body["text"]
     assert await bot.redis.hget(bot.keys.run(run_id), rr.STOPPED) is None
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
     await bot.sender.command(f"stop {run_id}", user="UEVE", channel="CGENERAL")
     await bot.slack.wait_for(

@@ -43,7 +43,9 @@ async def test_a_1400_deep_edit_is_answered_in_the_modal_and_records_nothing(bot
     run_id, approval_id = str(card.actions()[0]["value"]).split(":")[:2]
     fields: Any = await bot.redis.hkeys(bot.keys.run(run_id))
     assert not {f.decode() for f in fields} & {f"decision:{approval_id}", f"edit:{approval_id}"}
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "still open"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "still open"
+    )
 
 
 def test_call_digest_bounds_depth_and_size_with_a_clear_error() -> None:

@@ -139,7 +139,7 @@ async def test_approve_always_covers_only_later_calls_under_the_same_rule(
     # tmp_b falls under the same rule as tmp_a: approved by bob's Approve always, no card.
     # The forced drop asks its own typed confirmation: a card, whatever bob pressed before.
     [_, forced] = await bot.cards(root, 2)
-    assert forced.action_ids() == ["approve_typed", "reject"], forced.all_text()
+    assert forced.action_ids() == ["approve_typed", "reject", "answer"], forced.all_text()
     assert ran("drop_table") == [
         {"name": "tmp_a", "force": False},
         {"name": "tmp_b", "force": False},
@@ -191,7 +191,9 @@ async def test_approve_always_covers_a_call_waiting_beside_it_under_the_same_rul
         lambda: "<@UBOB> approved" in second.all_text(), what="the second card decided"
     )
     assert "approve" not in second.action_ids()
-    assert forced.action_ids() == ["approve_typed", "reject"], "its own rule: still asking"
+    assert forced.action_ids() == ["approve_typed", "reject", "answer"], (
+        "its own rule: still asking"
+    )
     trail = await bot.audit_until("approved")
     [beside] = [e for e in trail if e["event"] == "approved" and e["call_id"] == "c2"]
     assert (beside["via"], beside["user_id"]) == ("always", "UBOB")
@@ -241,7 +243,9 @@ async def test_a_grant_does_not_cover_a_forced_drop_sent_as_a_string(bot: Harnes
     bot.model.script = calls_in_turns([("drop_table", {"name": "users", "force": "true"}, "c2")])
     second = await bot.start_run("drop users, forced")
     [forced] = await bot.cards(second, 1)
-    assert forced.action_ids() == ["approve_typed", "reject"], "the typed confirmation asks"
+    assert forced.action_ids() == ["approve_typed", "reject", "answer"], (
+        "the typed confirmation asks"
+    )
     assert "Rule: forced drops" in forced.all_text()
     assert '\\"force\\": true' in forced.all_text(), "the card shows what the tool receives"
     assert ran("drop_table") == [{"name": "tmp_a", "force": False}]
@@ -281,7 +285,9 @@ async def test_arguments_the_tool_refuses_are_named_and_nothing_stands_in_for_a_
     [card] = await bot.cards(root, 1)
     text = card.all_text()
     assert "do not fit" in text and "`amount_cents`" in text, text
-    assert card.action_ids() == ["approve", "reject"], "no Approve always, no grant"
+    assert card.action_ids() == ["approve", "approve_note", "reject", "answer"], (
+        "no Approve always, no grant"
+    )
     assert not grant_options(card)
     trail = await bot.audit_until("requested")
     [asked] = [e for e in trail if e["event"] == "requested"]
@@ -376,7 +382,8 @@ async def test_an_edit_into_a_forced_drop_asks_for_the_typed_name(bot: Harness) 
     told = await ephemeral_for(bot, "UBOB")
     assert "Your edit was not approved" in told and "typing its `name`" in told, told
     await bot.slack.wait_for(
-        lambda: card.action_ids() == ["approve_typed", "reject"], what="the card asks a typed name"
+        lambda: card.action_ids() == ["approve_typed", "reject", "answer"],
+        what="the card asks a typed name",
     )
     assert agents.EXECUTIONS == []
 
@@ -410,7 +417,9 @@ async def test_no_grant_or_always_covers_an_outsiders_calls(bot: Harness) -> Non
     assert await queue.enqueue(job.job_id, job.payload(), run_id=job.run_id, version=job.version)
     await bot.slack.wait_for(lambda: len(bot.slack.roots()) > roots, what="the outsider's run")
     [outsiders] = await bot.cards(bot.slack.roots()[-1], 1)
-    assert outsiders.action_ids() == ["approve", "reject"], "no Approve always, no grant"
+    assert outsiders.action_ids() == ["approve", "approve_note", "reject", "answer"], (
+        "no Approve always, no grant"
+    )
     assert ran("drop_table") == [{"name": "tmp_a", "force": False}]
     stored = json.loads(await bot.field(bot.keys.run(job.run_id), "envelope"))
     assert stored["conversation"]["requester_external"] is True

@@ -40,7 +40,9 @@ def env_overrides(tmp_path: Path) -> dict[str, str]:
 async def test_quorum_of_two_waits_for_a_second_approver(bot: Harness) -> None:
     bot.slack.groups["S0SRE"] = {"handle": "sre", "users": ["UCAROL", "UDAVE", "UERIN"]}
     root, card = await card_for(bot)
-    assert card.action_ids() == ["approve", "reject"], "no 'Approve always' under a quorum"
+    assert card.action_ids() == ["approve", "approve_note", "reject", "answer"], (
+        "no 'Approve always' under a quorum"
+    )
     assert "0 of 2 approvals: <!subteam^S0SRE> can approve" in card.all_text()
 
     await bot.sender.click(card, "approve", user="UCAROL")
@@ -48,7 +50,7 @@ async def test_quorum_of_two_waits_for_a_second_approver(bot: Harness) -> None:
         lambda: "1 of 2 approvals: <@UCAROL> approved; <!subteam^S0SRE> can" in card.all_text(),
         what="1/2",
     )
-    assert card.action_ids() == ["approve", "reject"], "still open"
+    assert card.action_ids() == ["approve", "approve_note", "reject", "answer"], "still open"
     await bot.sender.click(card, "approve", user="UCAROL")
     assert "You already approved this" in await ephemeral_for(bot, "UCAROL")
     await asyncio.sleep(0.2)

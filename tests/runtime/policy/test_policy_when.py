@@ -103,7 +103,9 @@ async def test_an_expression_that_cannot_be_evaluated_asks_instead_of_approving(
     bot.model.script = script
     root = await bot.start_run("restart the api")
     [card] = await bot.cards(root, 1)  # `args.region` is missing: no auto-approve
-    assert card.action_ids() == ["approve", "reject"], "and no Approve always either"
+    assert card.action_ids() == ["approve", "approve_note", "reject", "answer"], (
+        "and no Approve always either"
+    )
     assert agents.EXECUTIONS == []
     trail = await bot.audit_until("requested")
     assert not [e for e in trail if e["event"] == "auto_approved"]

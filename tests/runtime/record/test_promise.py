@@ -185,7 +185,7 @@ async def test_a_gate_this_version_cannot_read_refuses_every_click(
     assert "made by a newer version" in note and "try again in a minute" in note
     assert await bot.redis.hget(key, rr.DECISION + approval_id) is None
     assert bot.slack.views == []
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
 
 
 async def test_a_call_without_a_digest_cannot_be_approved(bot: Harness) -> None:

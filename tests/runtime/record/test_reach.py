@@ -69,7 +69,13 @@ async def test_notify_sends_copies_and_a_decision_on_one_redraws_them_all(bot: H
     # Bob and Carol in direct messages, #ops; not Alice (she asked), not the run's own channel.
     assert sorted(c.channel for c in copies) == ["COPS", "DUBOB", "DUCAROL"]
     for copy in copies:
-        assert copy.action_ids() == ["approve", "approve_always", "reject"]
+        assert copy.action_ids() == [
+            "approve",
+            "approve_note",
+            "approve_always",
+            "reject",
+            "answer",
+        ]
         assert "A copy of a request in <#CGENERAL>" in copy.all_text()
         assert copy.actions()[0]["value"] == card.actions()[0]["value"], "one approval"
 
@@ -106,7 +112,9 @@ async def test_a_click_from_a_channel_without_a_copy_or_on_another_approval_is_r
         copy_in(bot, "DUCAROL"), "approve", user="UCAROL", value=f"{run_id}:a0000000000"
     )
     assert "not open" in await ephemeral_for(bot, "UCAROL")
-    assert card.action_ids() == ["approve", "approve_always", "reject"], "nothing recorded"
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"], (
+        "nothing recorded"
+    )
     assert agents.EXECUTIONS == []
 
 

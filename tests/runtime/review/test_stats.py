@@ -81,11 +81,12 @@ async def test_stats_after_known_decisions_report_counts_median_and_quick_approv
     text = body["text"]
     assert text.startswith("*How decisions went in this channel, the last 7 days*")
     rows = table(text)
-    assert rows["tool"][:6] == ["tool", "asked", "approved", "rejected", "expired", "stopped"]
+    heading = ["tool", "asked", "approved", "rejected", "answered", "expired", "stopped"]
+    assert rows["tool"][:7] == heading
     delete = rows["delete_user"]
-    assert delete[1:6] == ["3", "2", "1", "0", "0"], text
+    assert delete[1:7] == ["3", "2", "1", "0", "0", "0"], text
     assert delete[-2:] == ["0", "0"], "no grant used, no edit"
-    assert delete[6] == f"{statistics.median(waits):.1f}s"
+    assert delete[7] == f"{statistics.median(waits):.1f}s"
     assert "Decided most: <@UBOB> 2, <@UCAROL> 1" in text
     assert "Quick approvals (within 1 s of the card appearing): <@UBOB> 1" in text
 
@@ -110,7 +111,7 @@ async def test_stats_after_known_decisions_report_counts_median_and_quick_approv
     assert printed.returncode == 0, printed.stderr
     lines = printed.stdout.splitlines()
     assert lines[0] == "Channel CGENERAL:"
-    assert lines[2].split()[:6] == ["delete_user", "3", "2", "1", "0", "0"]
+    assert lines[2].split()[:7] == ["delete_user", "3", "2", "1", "0", "0", "0"]
     assert "  decided most: UBOB 2, UCAROL 1" in lines
     assert "  quick approvals (within 1s): UBOB 1" in lines
     assert (tmp_path / "decisions.png").read_bytes().startswith(b"\x89PNG")
@@ -128,7 +129,7 @@ async def test_an_expired_call_is_counted_not_timed(bot: Harness) -> None:
     await bot.audit_until("expired")
     _, body = await bot.sender.command("stats 1")
     delete = table(body["text"])["delete_user"]
-    assert delete[1:8] == ["1", "0", "0", "1", "0", "-", "-"], body["text"]
+    assert delete[1:9] == ["1", "0", "0", "0", "1", "0", "-", "-"], body["text"]
     assert "Decided most" not in body["text"]
     assert "Quick approvals (within 5 s of the card appearing): none" in body["text"]
 

@@ -78,7 +78,7 @@ async def test_someone_who_may_not_stop_is_told_who_may(bot: Harness) -> None:
     assert status == 200
     assert body["text"].startswith("Only ") and "may stop this run" in body["text"]
     assert "<@UALICE>" in body["text"] or "UALICE" in body["text"]
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100", "the run goes on"
 
