@@ -21,9 +21,12 @@ Fields of `run:<id>`:
 - per tool call that ran: `journal:<call id>`, its recorded output (`runtime.journal.invoker`), and
   `started:<call id>`, the round it started in (`runtime.record.starts`);
 - per model response of the working round that asked for tool calls: `turn:<round>:<request>`
-  (`runtime.record.turns`), dropped when the run stops for approvals.
+  (`runtime.record.turns`), dropped when the run stops for approvals;
+- per call of a script of the hash that takes effect once: `once:<token>`, its reply
+  (`runtime.record.once.RunOnce`), gone with the hash.
 
-**Fencing.** Every delivery of a job claims the run and gets a new, higher `fence`; every
+**Fencing.** Every delivery of a job claims the run (or, for a new run, creates it) and gets a
+new, higher `fence`; every
 write a worker makes for that step names its fence and is refused once a later delivery has
 claimed the run. A worker that lost its job (paused, partitioned) can no longer write.
 
