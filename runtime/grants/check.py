@@ -16,7 +16,7 @@ A grant made an hour ago promises nothing the policy no longer allows. It covers
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,9 +66,11 @@ class GrantCheck:
         call_id: str,
         approval_id: str,
         audit_details: Mapping[str, str | int] | None = None,
+        before_use: Callable[[], Awaitable[None]] | None = None,
     ) -> Grant | None:
         """The grant that approves this call (its use counted and audited, its `grant_used`
-        entry with `audit_details` too: the arguments as the trail keeps them), or None: ask."""
+        entry with `audit_details` too: the arguments as the trail keeps them), or None: ask.
+        `before_use` is awaited before a grant's use is counted."""
         if (
             rule.auto is not None
             or one_by_one(quorum=rule.quorum, confirm=rule.confirm)
@@ -97,6 +99,8 @@ class GrantCheck:
             if not await self._may_approve(who, grant.user_id, outside=grant.outside):
                 log.info("run %s: grant %s no longer covers %s", envelope.run_id, grant.id, tool)
                 continue
+            if before_use is not None:
+                await before_use()
             used = await self.store.use(
                 grant,
                 envelope.run_id,

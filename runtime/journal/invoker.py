@@ -220,8 +220,11 @@ class JournaledInvoker:
         if lost(started, round_=scope.round, run_again=again) and not repeats:
             count_tool(self._tool_name, "lost")
             raise OutcomeLost(run_id, call_id, self._tool_name)
-        if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round):
+        # The model turns nothing has acted on yet go with the mark: written before the tool runs.
+        turns = dict(scope.turns.pending)
+        if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round, turns):
             raise Fenced(run_id)
+        scope.turns.journaled(turns)
         scope.store.recent.started(run_id, call_id, scope.round)
 
     async def _audit(

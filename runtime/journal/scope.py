@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from runtime.audit.trail import AuditTrail
 from runtime.record.choices import ArgumentEdit
-from runtime.record.leases import Lease
+from runtime.record.leases import Fenced, Lease
 from runtime.record.stop_mark import StopMark
 from runtime.record.store import RunStore
 from runtime.record.turns import TurnsAsked
@@ -57,6 +57,16 @@ class JournalScope:
     """The turns journaled before this delivery held the run (`RunRecord.turns`): a request
     whose key is not among them was never answered, and is asked without looking it up. None:
     unknown, each is looked up."""
+
+    async def journal_turns(self) -> None:
+        """Journal this delivery's model turns not written yet (`TurnsAsked.pending`): before
+        anything acts on one. Fenced if this delivery lost the run: nothing of them may run."""
+        pending = dict(self.turns.pending)
+        if not pending:
+            return
+        if not await self.store.turns.record(self.lease.run_id, self.lease.fence, pending):
+            raise Fenced(self.lease.run_id)
+        self.turns.journaled(pending)
 
     def known_turns(self) -> frozenset[str] | None:
         """Every model turn the run's hash holds (`turn_key`s), or None when not known."""

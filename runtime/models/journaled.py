@@ -40,7 +40,6 @@ from runtime.calls.digest import ArgumentsTooLarge, check_arguments
 from runtime.failures import RunFailed
 from runtime.journal.invoker import carried_out
 from runtime.journal.scope import JournalScope, current_scope
-from runtime.record.leases import Fenced
 from runtime.record.turns import (
     Request,
     UnreadableTurn,
@@ -151,7 +150,7 @@ class JournaledModel(Model):
 async def _journaled(
     scope: JournalScope, request: Request, ask: Callable[[], Awaitable[ModelResponse]]
 ) -> ModelResponse:
-    run_id, fence, turns = scope.lease.run_id, scope.lease.fence, scope.store.turns
+    run_id, turns = scope.lease.run_id, scope.store.turns
     digest = request.digest(scope.round)
     number = scope.turns.take(digest)
     key = turn_key(scope.round, digest, number)
@@ -165,10 +164,9 @@ async def _journaled(
             return load_turn(recorded)
         response = await ask()
         if asks_for_tools(response):
-            written = await turns.record(run_id, fence, key, dump_turn(response))
-            if not written:  # its calls must not run: a later delivery's do
-                raise carried_out(Fenced(run_id))
-            scope.turns.written.add(key)
+            # Journaled with the first write that comes before anything acts on it (a tool's
+            # start mark, a call decided without a person), or never, if the run only waits.
+            scope.turns.pending[key] = dump_turn(response)
     except UnreadableTurn as error:
         raise carried_out(RunFailed(Failure.UNREADABLE_STATE, str(error))) from error
     except BaseException:

@@ -16,11 +16,15 @@ a delivery that lost its run cannot mark, so runs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 import redis.asyncio as aioredis
 
 from runtime.db.keys import Keys
 from runtime.record import layout as rr
 from runtime.record import scripts as rs
+from runtime.record.turns import turn_fields
 
 
 class OutcomeLost(Exception):
@@ -38,10 +42,21 @@ class CallStarts:
         self._keys = keys
         self._set = rs.run_once(redis, rs.FENCED_WRITE, keeps=False)
 
-    async def mark(self, run_id: str, fence: int, call_id: str, round_: int) -> bool:
-        """Mark the call started in `round_`; False if this delivery lost the run (or the run
-        is gone): then the tool must not run."""
-        written = await self._set(self._write(run_id, fence, call_id, str(round_)))
+    async def mark(
+        self,
+        run_id: str,
+        fence: int,
+        call_id: str,
+        round_: int,
+        turns: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Mark the call started in `round_`, with the model `turns` not journaled yet
+        (`runtime.record.turns`) in the same write; False if this delivery lost the run (or
+        the run is gone): then the tool must not run."""
+        write = self._write(run_id, fence, call_id, str(round_))
+        if turns:
+            write = replace(write, fields=[*write.fields, *turn_fields(turns)])
+        written = await self._set(write)
         return int(written) == 1
 
     async def not_running(self, run_id: str, fence: int, call_id: str) -> None:

@@ -6,10 +6,13 @@ worker was killed, the job timed out) starts again from the state saved before t
 a model asked again answers with new ids: a call approved without a card in that round (by
 Approve always, a grant, an automatic rule, or a tool that needs no approval) would run twice.
 
-So each model response that asked for tool calls is journaled before any of its tools runs,
-and a retry of the same round replays it instead of asking the model: the same call ids come
-back, and with them the journal's recorded outcomes. A response that was not journaled was not
-acted on (no tool saw it), so asking again is then safe. A final answer is not journaled: the
+So each model response that asked for tool calls is journaled before anything acts on it: with
+the start mark of the first of its tools that runs (`runtime.record.starts`), or before a grant,
+an Approve always or an automatic rule decides one of its calls (`CallPlanner.plan`); a stop for
+approvals needs neither (the saved state holds it). A retry of the same round replays it instead
+of asking the model: the same call ids come back, and with them the journal's recorded
+outcomes. A response that was not journaled was not acted on (no tool saw it, no call of it was
+decided), so asking again is then safe. A final answer is not journaled: the
 run ends on it, or (inside an agent used as a tool) the tool's output is.
 
 A response is replayed only for the same request. Its key is a digest of the round, of the
@@ -125,6 +128,15 @@ class TurnsAsked:
     taken: dict[str, set[int]] = field(default_factory=dict)
     written: set[str] = field(default_factory=set)
     """The keys (`turn_key`) this delivery journaled."""
+    pending: dict[str, str] = field(default_factory=dict)
+    """Key -> a response (`dump_turn`) not journaled yet: nothing has acted on it (see the
+    module docstring), and it is written with the first write that comes before anything does."""
+
+    def journaled(self, entries: Mapping[str, str]) -> None:
+        """`entries` (of `pending`) were written."""
+        for key in entries:
+            self.pending.pop(key, None)
+            self.written.add(key)
 
     def take(self, digest: str) -> int:
         taken = self.taken.setdefault(digest, set())
@@ -194,16 +206,21 @@ class TurnJournal:
     async def recorded(self, run_id: str, key: str) -> bytes | None:
         return (await read(self._redis, self._keys, TurnRead, run_id, key)).response
 
-    async def record(self, run_id: str, fence: int, key: str, entry: str) -> bool:
-        """Journal a response; False if this delivery lost the run (or the run is gone): then
-        none of its calls may run."""
+    async def record(self, run_id: str, fence: int, entries: Mapping[str, str]) -> bool:
+        """Journal responses (key -> `dump_turn`); False if this delivery lost the run (or the
+        run is gone): then none of their calls may run."""
         written = await self._set(
             rs.FencedSet(
                 run=self._keys.run(run_id),
                 audit=self._keys.shard_of(run_id).audit,
                 fence=str(fence),
                 entry="",
-                fields=[rr.TURN + key, entry],
+                fields=turn_fields(entries),
             )
         )
         return int(written) == 1
+
+
+def turn_fields(entries: Mapping[str, str]) -> list[str]:
+    """`entries` (key -> `dump_turn`) as fields of the run's hash: field, value, ..."""
+    return [part for key, entry in entries.items() for part in (rr.TURN + key, entry)]

@@ -13,6 +13,7 @@ each listing)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agents import RunResult, ToolApprovalItem
@@ -37,6 +38,10 @@ from runtime.record.permissions import AlwaysPermission, RuleKey, covering
 from runtime.record.store import RunStore
 from runtime.reporter import RunView
 from runtime.runs.call_context import editable_schema, function_tool_of, judged_arguments, why_of
+
+
+async def _nothing() -> None:
+    return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,14 +72,19 @@ class CallPlanner:
         *,
         now: float,
         permissions: tuple[AlwaysPermission, ...] = (),
+        before_deciding: Callable[[], Awaitable[None]] = _nothing,
     ) -> Planned:
         """One pending call per interruption, judged and asked at `now` (Redis's clock); what
-        stands in for a person decided some (each audited)."""
+        stands in for a person decided some (each audited). `before_deciding` is awaited
+        before a call is decided without a person (a grant used, a decision audited): the
+        model turns that asked for the calls are journaled then (`runtime.record.turns`)."""
         why = why_of(result)
         calls, rules, keys = [], {}, {}
         previews: dict[str, tuple[PreviewFunction, str]] = {}
         for item in result.interruptions:
-            call, verdict = await self._pending(envelope, result, item, now, why, permissions)
+            call, verdict = await self._pending(
+                envelope, result, item, now, why, permissions, before_deciding
+            )
             calls.append(call)
             rules[call.approval_id] = verdict.rule
             if verdict.key is not None:
@@ -84,6 +94,8 @@ class CallPlanner:
                 previews[call.call_id] = (shown, call.arguments)
         texts = await run_previews(previews, run_id=envelope.run_id)
         calls = [c.model_copy(update={"preview": texts.get(c.call_id)}) for c in calls]
+        if any(call.decision is not None for call in calls):
+            await before_deciding()
         for call in calls:
             await self._announce(envelope, call)
         return Planned(calls=tuple(calls), rules=rules, keys=keys)
@@ -96,6 +108,7 @@ class CallPlanner:
         now: float,
         why: str | None,
         permissions: tuple[AlwaysPermission, ...],
+        before_deciding: Callable[[], Awaitable[None]],
     ) -> tuple[PendingCall, Verdict]:
         tool, agent_name = item.name or "?", item.agent.name
         server, description = self._origin(item)
@@ -124,6 +137,7 @@ class CallPlanner:
                 verdict,
                 item,
                 permissions,
+                before_deciding,
                 server=server,
                 digest=digest,
                 approval_id=approval_id,
@@ -165,6 +179,7 @@ class CallPlanner:
         verdict: Verdict,
         item: ToolApprovalItem,
         permissions: tuple[AlwaysPermission, ...],
+        before_deciding: Callable[[], Awaitable[None]],
         *,
         server: str | None,
         digest: str,
@@ -203,6 +218,7 @@ class CallPlanner:
             approval_id=approval_id,
             now=now,
             arguments=verdict.arguments.text if verdict.arguments else "",
+            before_use=before_deciding,
         )
 
     async def _by_grant(
@@ -216,6 +232,7 @@ class CallPlanner:
         approval_id: str,
         now: float,
         arguments: str,
+        before_use: Callable[[], Awaitable[None]],
     ) -> Decision | None:
         """The approval of a grant that covers this call (its use counted and audited)."""
         if self.grants is None or rule.grant_max_seconds <= 0:
@@ -230,6 +247,7 @@ class CallPlanner:
             call_id=item.call_id or "",
             approval_id=approval_id,
             audit_details=self.audit.arguments.fields(arguments),
+            before_use=before_use,
         )
         if grant is None:
             return None

@@ -193,7 +193,13 @@ class RunRound:
                 return
             # Redis's clock, read once: the calls' deadlines and their reminders count from it.
             now = await self.store.server_time()
-            planned = await self.planner.plan(envelope, result, now=now, permissions=permissions)
+            planned = await self.planner.plan(
+                envelope,
+                result,
+                now=now,
+                permissions=permissions,
+                before_deciding=scope.journal_turns,
+            )
             calls = planned.calls
             await observer.approved_always(calls)
             if any(call.decision is None for call in calls):
