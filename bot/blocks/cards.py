@@ -157,12 +157,14 @@ def approval_request_blocks(
     # A typed confirmation first opens its modal (bot.listeners.confirmations).
     action = ACTION_APPROVE_TYPED if call.confirm else ACTION_APPROVE
     buttons = [button(action, approve, value, "primary")]
-    if not call.confirm:  # a typed confirmation has its own modal: Approve only
+    # A typed confirmation has its own modal: Approve only. A call that may have run is run
+    # again or not (a lost call's resume knows only those two).
+    if not call.confirm and not call.lost:
         buttons.append(button(ACTION_APPROVE_NOTE, answer_words.APPROVE_WITH_NOTE, value))
     if call.allow_always:
         buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
     buttons.append(button(ACTION_REJECT, messages.REJECT, value, "danger"))
-    if call.answer:
+    if call.answer and not call.lost:
         buttons.append(button(ACTION_ANSWER, answer_words.ANSWER_INSTEAD, value))
     if truncated:
         buttons.append(button(ACTION_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
