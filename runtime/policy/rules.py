@@ -23,6 +23,7 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
     escalate_after_seconds = 600   # still undecided then: escalate_to may decide too, and
     escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
+    elicitation_responders = ["U0DBA"]  # who answers the server's questions (default: requester)
 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
 `APPROVAL_TTL_SECONDS`, `GRANT_MAX_SECONDS`); grants are never offered under a quorum. Letting
@@ -63,12 +64,12 @@ from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
 from runtime.deciders import too_few
 from runtime.judging.evaluation import Outcome
 from runtime.judging.policy_file_words import plain_reason
+from runtime.policy.responders import PRINCIPAL_PATTERN, responders_problem
 from runtime.record.call_rule import CallRule, Unjudged, stricter
 from runtime.settings import RuntimeSettings
 
 __all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "load_policy", "parse_principals"]
 
-PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
 AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
 """Who can be told of a call: people, user groups, and channels."""
 
@@ -106,6 +107,8 @@ class Rule(BaseModel):
     """A CEL expression over the call (`runtime.conditions`), compiled as the file loads."""
     confirm: str | None = Field(None, min_length=1)
     """An argument's name: whoever approves types its value (checked by the decision script)."""
+    elicitation_responders: tuple[str, ...] | None = None
+    """Who answers its MCP server's questions (`runtime.policy.responders`); unset: requester."""
     _condition: Condition | None = PrivateAttr(None)
 
     @field_validator("when")
@@ -337,6 +340,8 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
                     f"{audience!r} is not a Slack user (U…, W…), user-group (S…) or channel "
                     "(C…) id."
                 )
+    if (responders := responders_problem(rule, name)) is not None:
+        return responders
     if rule.anyone:
         if rule.approvers:
             return "anyone", (
