@@ -49,6 +49,7 @@ from runtime.record.starts import OutcomeLost, lost, may_repeat
 from runtime.record.stop_mark import StopMark, Stopped
 from runtime.record.store import RunStore
 from runtime.record.turns import TurnsAsked, inside_call
+from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,8 @@ class JournalScope:
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
     turns: TurnsAsked = field(default_factory=TurnsAsked)
     """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
+    run: RunView | None = None
+    """The run, for whoever tells people of it mid-call (an MCP server's question)."""
 
 
 _SCOPE: contextvars.ContextVar[JournalScope | None] = contextvars.ContextVar(

@@ -320,7 +320,8 @@ def _read_rules(
         problems = [_describe(problem, text) for problem in error.errors()]
         raise PolicyError("\n".join(f"POLICY_FILE={path}: {p}" for p in problems)) from error
     for number, rule in enumerate(policy.rule):
-        problem = _problem(rule, f"rule {number + 1}", default_approvers)
+        name = f"rule {number + 1}"
+        problem = responders_problem(rule, name) or _problem(rule, name, default_approvers)
         if problem is not None:
             key, reason = problem
             line = _line_of(text, number, key)
@@ -340,8 +341,6 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
                     f"{audience!r} is not a Slack user (U…, W…), user-group (S…) or channel "
                     "(C…) id."
                 )
-    if (responders := responders_problem(rule, name)) is not None:
-        return responders
     if rule.anyone:
         if rule.approvers:
             return "anyone", (

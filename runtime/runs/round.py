@@ -125,6 +125,7 @@ class RunRound:
                     heard=heard,
                     round=envelope.round,
                     run_again=run_again(envelope),
+                    run=RunView.of(envelope),
                 )
                 try:
                     await self._steps(
