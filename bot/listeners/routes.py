@@ -24,6 +24,7 @@ from bot.blocks.commands import ACTION_RUN_AS_TASK
 from bot.blocks.confirmations import CONFIRM_CALLBACK
 from bot.blocks.edits import ACTION_EDIT, EDIT_CALLBACK
 from bot.blocks.grants import ACTION_GRANT, ACTION_REVOKE_GRANT
+from bot.blocks.questions import ACTION_ANSWER, ACTION_DECLINE, ACTION_DONE, FORM_CALLBACK
 from bot.blocks.status import ACTION_STOP
 from bot.listeners.approvals import ApprovalActions
 from bot.listeners.batch import BatchActions
@@ -31,6 +32,7 @@ from bot.listeners.commands import AgentCommand
 from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
+from bot.listeners.questions import QuestionActions
 from bot.listeners.stops import StopActions
 from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import (
@@ -59,6 +61,7 @@ class Listeners:
     groups: GroupMembershipEvents
     batch: BatchActions
     threads: ThreadReplies
+    questions: QuestionActions
 
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
@@ -80,6 +83,12 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(ACTION_APPROVE_ALL)(listeners.batch.on_approve_all)
     bolt.action(ACTION_REJECT_ALL)(listeners.batch.on_reject_all)
     bolt.view(BATCH_CALLBACK)(listeners.batch.on_submitted)
+    questions = listeners.questions
+    bolt.action(ACTION_ANSWER)(questions.on_answer)
+    bolt.action(ACTION_DECLINE)(questions.on_decline)
+    bolt.action(ACTION_DONE)(questions.on_done)
+    bolt.view(FORM_CALLBACK)(questions.on_form_submitted)
+    bolt.view_closed(FORM_CALLBACK)(questions.on_form_closed)
     bolt.event("message")(listener(Said, listeners.threads.on_message))
     bolt.event("app_mention")(listener(Said, listeners.threads.on_mention))
 

@@ -3,6 +3,7 @@
 Floor 2 (storage): imports `db` beside it and the values floor.
 """
 
+from runtime.audit.arguments import KeptArguments
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditEntry, AuditTrail
 
@@ -10,4 +11,5 @@ __all__ = [
     "AuditEntry",
     "AuditEvent",
     "AuditTrail",
+    "KeptArguments",
 ]

@@ -60,9 +60,11 @@ Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 class QuestionNotices(Protocol):
     """How people see a question: `bot.reporting.questions.SlackQuestions`."""
 
-    async def asked(self, run: RunView, question: Question) -> tuple[PostedMessage, ...]:
-        """Show the question in the run's thread, and a copy to the requester; return the
-        messages posted (none when nothing could be posted)."""
+    async def asked(
+        self, run: RunView, question: Question, deadline: float
+    ) -> tuple[PostedMessage, ...]:
+        """Show the question in the run's thread, and a copy to the requester, open until
+        `deadline` (epoch s); return the messages posted (none when nothing could be)."""
         ...
 
     async def settled(self, run: RunView, stored: StoredQuestion) -> None:
@@ -183,9 +185,9 @@ class McpQuestions:
         """Store and show the question, wait for its answer, show the answer."""
         store, run_id, question_id = self._store, question.run_id, question.question_id
         await store.keep_waiting(run_id, question_id, self._worker)
-        await store.open(question, wait_seconds=self._wait_seconds)
+        deadline = await store.open(question, wait_seconds=self._wait_seconds)
         log.info("run %s: MCP server %r asks (%s)", run_id, question.server, question.mode)
-        await store.shown_in(question, await notices.asked(call.run, question))
+        await store.shown_in(question, await notices.asked(call.run, question, deadline))
         try:
             stored = await self._answer_of(question)
         except asyncio.CancelledError:
