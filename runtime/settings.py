@@ -304,7 +304,7 @@ class RuntimeSettings(EnvironSettings):
     )
     """How long a run waits for a down MCP server (reconnected meanwhile) before it stops."""
     elicitation_timeout_seconds: int = setting(
-        600, ge=10, le=86400, fix="Use a whole number of seconds between 10 and 86400 (a day)."
+        600, ge=1, le=86400, fix="Use a whole number of seconds between 1 and 86400 (a day)."
     )
     """How long an MCP server's question (`elicitation/create`) waits for a person's answer
     before the worker answers `cancel` (`runtime.mcp.asking`)."""

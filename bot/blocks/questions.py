@@ -35,6 +35,8 @@ ACTION_ANSWER = "question_answer"
 ACTION_DECLINE = "question_decline"
 ACTION_DONE = "question_done"
 FORM_CALLBACK = "question_form"
+QUESTION_BLOCK = "question"
+"""The section that says what a server asks: how a question's message is told from others."""
 FIELD_ACTION = "value"
 MAX_FIELDS = 50
 """Slack's most blocks in a modal, less the context line: a longer form cannot be shown."""
@@ -63,7 +65,7 @@ def question_blocks(question: Question, deadline: float, *, copy: bool = False) 
     text = words.asked(
         question.server, question.tool, question.requester, question.message, url=url
     )
-    blocks: list[Block] = [section(text)]
+    blocks: list[Block] = [section(text, block_id=QUESTION_BLOCK)]
     if url and question.url:
         blocks.append(section(words.link_line(question.url)))
     value = QuestionRef(run_id=question.run_id, question_id=question.question_id).value()
@@ -85,7 +87,8 @@ def settled_blocks(stored: StoredQuestion) -> list[Block]:
     text = words.asked(
         question.server, question.tool, question.requester, question.message, url=url
     )
-    return [section(text), context_block(words.settled(stored.state, stored.by))]
+    settled = context_block(words.settled(stored.state, stored.by))
+    return [section(text, block_id=QUESTION_BLOCK), settled]
 
 
 def form_modal(question: Question, ref: QuestionRef) -> View | None:

@@ -65,7 +65,7 @@ def settled(state: str, by: str) -> str:
 
 def timed_out(server: str, seconds: int) -> str:
     return (
-        f"Nobody answered MCP server `{escape(server)}`'s question within {seconds} s, "
+        f":alarm_clock: Nobody answered MCP server `{escape(server)}`'s question within {seconds} s, "
         "so it was cancelled; the call goes on with that answer."
     )
 

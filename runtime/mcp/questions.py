@@ -33,10 +33,10 @@ from runtime.record.once import OnceScript, once_body
 
 Action = Literal["accept", "decline", "cancel"]
 ACTIONS: tuple[Action, ...] = ("accept", "decline", "cancel")
-WAITER_SECONDS = 15
+WAITER_SECONDS = 10
 """How long the waiter key outlives the worker's last sign of life (it renews it every
 `POP_SECONDS`)."""
-POP_SECONDS = 3
+POP_SECONDS = 2
 """The longest blocking pop of the answers list between two renewals of the waiter key."""
 KEEP_SECONDS = 86400
 """How long a question's hash stays after its deadline: a late click is told it is over."""
