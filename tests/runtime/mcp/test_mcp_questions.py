@@ -57,15 +57,24 @@ async def audit(deployment: Deployment, event: str) -> list[dict[str, Any]]:
 
 
 async def asked(
-    deployment: Deployment, tool: str, arguments: dict[str, Any], *, workers: int = 1, **env: str
+    deployment: Deployment,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    workers: int = 1,
+    approver: str | None = None,
+    **env: str,
 ) -> tuple[Message, Message]:
-    """Web and workers on `desk`; a run whose model calls `tool`; the run's root and the
-    question's message in its thread."""
+    """Web and workers on `desk`; a run whose model calls `tool` (approved first by `approver`,
+    when the policy asks one); the run's root and the question's message in its thread."""
     deployment.model.script = calls(tool, arguments)
     await deployment.web(**ASKING, **env)
     for n in range(workers):
         deployment.worker(f"worker.{n + 1}", **ASKING, **env)
     root = await deployment.start_run("refund order o-1")
+    if approver is not None:
+        [card] = await deployment.cards(root, 1)
+        await deployment.sender.click(card, "approve", user=approver)
 
     def in_thread() -> Message | None:
         found = [m for m in deployment.slack.questions() if m.thread_ts == root.ts]
@@ -146,6 +155,7 @@ async def test_decline_and_a_closed_form_answer_decline_and_cancel(
     deployment: Deployment,
 ) -> None:
     root, question = await asked(deployment, "refund", {"order": "o-1"})
+    [decline] = [a["value"] for a in question.actions() if a["action_id"] == "question_decline"]
     view = await open_form(deployment, question, "UALICE")
     closed = view_submission(view=view, user=deployment.sender.user("UALICE"), values={})
     closed["type"] = "view_closed"
@@ -153,7 +163,7 @@ async def test_decline_and_a_closed_form_answer_decline_and_cancel(
     assert status == 200
     assert await answer_of(deployment, root) == "tool said: cancel: null"
     # A second answer to the same question counts for nothing, and says so privately.
-    await deployment.sender.click(question, "question_decline", user="UALICE")
+    await deployment.sender.click(question, "question_decline", user="UALICE", value=decline)
     await deployment.slack.wait_for(
         lambda: any("already answered" in e["text"] for e in deployment.slack.ephemerals),
         what="the late click told",
@@ -227,9 +237,13 @@ async def test_a_person_not_allowed_is_told_privately_and_nothing_is_answered(
 
 
 async def test_a_worker_killed_while_a_person_answers_loses_the_call_and_asks_again(
-    deployment: Deployment,
+    deployment: Deployment, tmp_path: Path
 ) -> None:
-    root, question = await asked(deployment, "refund", {"order": "o-1"}, workers=2)
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rule]]\ntool = "refund"\nmcp_server = "desk"\napprovers = ["UBOB"]\n')
+    root, question = await asked(
+        deployment, "refund", {"order": "o-1"}, workers=2, approver="UBOB", POLICY_FILE=str(policy)
+    )
     owner = await deployment.job_owner()
     [process] = [p for p in deployment.processes if p.name == owner]
     process.signal(signal.SIGKILL)
@@ -238,7 +252,10 @@ async def test_a_worker_killed_while_a_person_answers_loses_the_call_and_asks_ag
         cards = [c for c in deployment.slack.cards() if c.thread_ts == root.ts]
         return next((c for c in cards if "may have run; its result was lost" in c.all_text()), None)
 
-    card: Message = await deployment.slack.wait_for(lost, 40, "the 'may have run' card")
+    try:
+        card: Message = await deployment.slack.wait_for(lost, 40, "the 'may have run' card")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{deployment.logs_text()}") from None
     assert "`refund` may have run" in card.all_text()
     assert [e.get("started") for e in await ledger(deployment)] == ["o-1"], "never a second call"
     # The question's waiter is gone with its worker: a late answer is refused, privately.
