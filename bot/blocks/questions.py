@@ -1,9 +1,10 @@
 """Block Kit for an MCP server's question: its message (**Answer** and **Decline** for a form,
 the link with **Done** and **Decline** for a URL), how it ended, and the form's modal.
 
-MCP's forms are flat: each property a string (perhaps one of an enum), a number, an integer or
-a boolean. Each becomes one input of the modal, in the schema's order (block `field_<n>`): a
-menu for an enum and for a boolean, a number input, a text input. The values read back are
+MCP's forms are flat: each property a string (perhaps one of an enum), a number, an integer, a
+boolean, or an array of an enum's values. Each becomes one input of the modal, in the schema's
+order (block `field_<n>`): a menu for an enum and for a boolean, a menu of several for an array,
+a number input, a text input. The values read back are
 typed by the schema, then checked against it by the edit modal's own check
 (`runtime.decisions.parse_edit`), so a form accepts what an edited call would.
 """
@@ -20,6 +21,7 @@ from slack_sdk.models.blocks import (
     NumberInputElement,
     Option,
     PlainTextInputElement,
+    StaticMultiSelectElement,
     StaticSelectElement,
 )
 from slack_sdk.models.views import View
@@ -148,6 +150,18 @@ def _choices(spec: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _element(spec: dict[str, Any]) -> Any:
     kind, default = spec.get("type"), spec.get("default")
+    items = spec.get("items")
+    if kind == "array" and isinstance(items, dict) and (choices := _choices(items)):
+        options = [Option(value=v[:150], text=t[:75]) for v, t in choices]
+        chosen = [o for o in options if isinstance(default, list) and o.value in map(str, default)]
+        return StaticMultiSelectElement(
+            action_id=FIELD_ACTION,
+            options=options,
+            initial_options=chosen or None,
+            max_selected_items=spec.get("maxItems")
+            if isinstance(spec.get("maxItems"), int)
+            else None,
+        )
     if kind == "boolean":
         options = [Option(value="true", text=words.YES), Option(value="false", text=words.NO)]
         initial = None if default is None else options[0 if default else 1]
@@ -206,9 +220,13 @@ def form_values(
     return values, errors
 
 
-def _raw(element: Any) -> str | None:
+def _raw(element: Any) -> str | list[str] | None:
     if not isinstance(element, dict):
         return None
+    several = element.get("selected_options")
+    if isinstance(several, list):
+        chosen = [o.get("value") for o in several if isinstance(o, dict)]
+        return [v for v in chosen if isinstance(v, str)] or None
     selected = element.get("selected_option")
     if isinstance(selected, dict):
         value = selected.get("value")
@@ -217,8 +235,10 @@ def _raw(element: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _typed(raw: str, spec: dict[str, Any]) -> Any:
+def _typed(raw: str | list[str], spec: dict[str, Any]) -> Any:
     kind = spec.get("type")
+    if isinstance(raw, list) or kind == "array":
+        return raw if isinstance(raw, list) else [raw]
     if kind == "boolean":
         return raw == "true"
     if kind == "integer":

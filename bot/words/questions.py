@@ -65,8 +65,8 @@ def settled(state: str, by: str) -> str:
 
 def timed_out(server: str, seconds: int) -> str:
     return (
-        f":alarm_clock: Nobody answered MCP server `{escape(server)}`'s question within {seconds} s, "
-        "so it was cancelled; the call goes on with that answer."
+        f":alarm_clock: Nobody answered MCP server `{escape(server)}`'s question within "
+        f"{seconds} s, so it was cancelled; the call goes on with that answer."
     )
 
 

@@ -66,3 +66,13 @@ desk = MCPServerStdio(
     cache_tools_list=True,
 )
 ASKING = [Agent[Any](name="support", instructions="You refund orders.", mcp_servers=[desk])]
+
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
+everything = MCPServerStdio(
+    params={"command": "npx", "args": ["-y", EVERYTHING_PACKAGE, "stdio"]},
+    name="everything",
+    cache_tools_list=True,
+    client_session_timeout_seconds=60,
+)
+EVERYTHING = [Agent[Any](name="tester", instructions="You test.", mcp_servers=[everything])]
+"""`tester` uses MCP's reference server from npm (started by `npx`, fetched on first use)."""

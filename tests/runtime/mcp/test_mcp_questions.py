@@ -51,9 +51,7 @@ async def ledger(deployment: Deployment) -> list[dict[str, Any]]:
 
 async def audit(deployment: Deployment, event: str) -> list[dict[str, Any]]:
     rows = await deployment.audit_entries()
-    return [
-        json.loads(fields[b"details"]) for fields in rows if fields[b"event"].decode() == event
-    ]
+    return [json.loads(fields[b"details"]) for fields in rows if fields[b"event"].decode() == event]
 
 
 async def asked(
@@ -63,14 +61,16 @@ async def asked(
     *,
     workers: int = 1,
     approver: str | None = None,
+    agents: dict[str, str] | None = None,
     **env: str,
 ) -> tuple[Message, Message]:
     """Web and workers on `desk`; a run whose model calls `tool` (approved first by `approver`,
     when the policy asks one); the run's root and the question's message in its thread."""
     deployment.model.script = calls(tool, arguments)
-    await deployment.web(**ASKING, **env)
+    agents = agents or ASKING
+    await deployment.web(**agents, **env)
     for n in range(workers):
-        deployment.worker(f"worker.{n + 1}", **ASKING, **env)
+        deployment.worker(f"worker.{n + 1}", **agents, **env)
     root = await deployment.start_run("refund order o-1")
     if approver is not None:
         [card] = await deployment.cards(root, 1)
@@ -98,12 +98,8 @@ def typed(amount: str, reason: str, notify: str = "false") -> dict[str, dict[str
     return {
         "field_0": {"value": {"type": "number_input", "value": amount}},
         "field_1": {"value": {"type": "plain_text_input", "value": reason}},
-        "field_2": {
-            "value": {"type": "static_select", "selected_option": {"value": notify}}
-        },
-        "field_3": {
-            "value": {"type": "static_select", "selected_option": {"value": "express"}}
-        },
+        "field_2": {"value": {"type": "static_select", "selected_option": {"value": notify}}},
+        "field_3": {"value": {"type": "static_select", "selected_option": {"value": "express"}}},
     }
 
 
@@ -143,7 +139,11 @@ async def test_a_form_is_answered_in_a_modal_and_the_tool_gets_the_values(
     assert (entry["action"], entry["by"]) == ("accept", "UALICE")
     assert len(entry["digest"]) == 64 and json.loads(entry["values"]) == sent
     [elicited] = await audit(deployment, "elicited")
-    assert (elicited["mcp_server"], elicited["tool"], elicited["mode"]) == ("desk", "refund", "form")
+    assert (elicited["mcp_server"], elicited["tool"], elicited["mode"]) == (
+        "desk",
+        "refund",
+        "form",
+    )
     await deployment.slack.wait_for(
         lambda: all("answered" in m.all_text() for m in deployment.slack.questions()),
         what="the question's messages redrawn",
@@ -205,9 +205,7 @@ async def test_only_the_requester_answers_unless_the_servers_rule_names_others(
         '[[rule]]\ntool = "refund"\nmcp_server = "desk"\nauto = "approve"\n'
         'elicitation_responders = ["UCAROL"]\n'
     )
-    root, question = await asked(
-        deployment, "refund", {"order": "o-1"}, POLICY_FILE=str(policy)
-    )
+    root, question = await asked(deployment, "refund", {"order": "o-1"}, POLICY_FILE=str(policy))
     assert "<@UCAROL> may answer" in question.all_text()
     await deployment.sender.click(question, "question_decline", user="UALICE")
     await deployment.slack.wait_for(
@@ -269,7 +267,9 @@ async def test_a_worker_killed_while_a_person_answers_loses_the_call_and_asks_ag
         await asyncio.sleep(0.2)
     await deployment.sender.click(question, "question_decline", user="UALICE")
     await deployment.slack.wait_for(
-        lambda: any("the call that asked it has ended" in e["text"] for e in deployment.slack.ephemerals),
+        lambda: any(
+            "the call that asked it has ended" in e["text"] for e in deployment.slack.ephemerals
+        ),
         what="the late answer refused",
     )
     assert await audit(deployment, "elicitation_answered") == []
