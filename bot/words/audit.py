@@ -31,6 +31,8 @@ AUDIT_EVENT_WORDS = {
     "regated": "moved under a stricter rule by an edit",
     "escalated": "escalated",
     "stopped": "stopped",
+    "elicited": "MCP server asked",
+    "elicitation_answered": "MCP server's question answered",
     "finished": "finished",
     "failed": "failed",
 }
@@ -58,6 +60,8 @@ def audit_line(entry: AuditEntry) -> str:
         parts.append(f"({DENIED_WORDS.get(str(reason), messages.escape(str(reason)))})")
     elif reason and entry.event == "rejected":
         parts.append(f"({messages.escape(str(reason))})")
+    if entry.event == "elicitation_answered" and details.get("action"):
+        parts.append(f"(`{messages.escape(str(details['action']))}`)")
     parts.append(f"run `{entry.run_id}`")
     if details.get("digest"):
         parts.append(f"digest `{shown_digest(str(details['digest']))}`")

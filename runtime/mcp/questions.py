@@ -195,6 +195,7 @@ class QuestionStore:
                 question_id=question_id,
                 action=action,
                 by=by,
+                user_id=by if person else None,
                 channel=channel,
                 digest=values_digest(content),
                 **self._values(content),
