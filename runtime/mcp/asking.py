@@ -51,6 +51,8 @@ from runtime.reporter import RunView
 
 log = logging.getLogger(__name__)
 
+ASKING_SECONDS = 30.0
+"""What asking takes besides the wait: storing the question, posting it, redrawing it."""
 END_SECONDS = 5.0
 """How long a call that ends before its answer (stopped, timed out) takes to say so."""
 
@@ -97,6 +99,11 @@ class McpQuestions:
         self._wait_seconds = wait_seconds
         self._calls: dict[str, list[_Call]] = {}
         self._worker = secrets.token_hex(6)
+
+    @property
+    def longest_wait(self) -> float:
+        """How much longer a call may take while its server waits for an answer."""
+        return self._wait_seconds + ASKING_SECONDS
 
     def tracked(self, server: str, tool: str, inner: Invoker) -> Invoker:
         """`inner` (an MCP tool's invoker), known as in flight on `server` while it runs in a

@@ -8,6 +8,10 @@ and for the isolated session the SDK retries a call on). `let_ask` puts ours on 
 object: the SDK's own steps (the client run in a task of its own, so that `connect` and
 `cleanup` may be awaited from different tasks), with the callback.
 
+A session's read timeout (the SDK's `client_session_timeout_seconds`, 5 s by default) bounds
+each request, also a `tools/call` whose server waits for a person's answer: the session's
+`call_tool` gets the question's wait on top (`wait_seconds`), its other requests keep theirs.
+
 The session is opened with MCP's handshake (`mode="legacy"`): on that protocol a server asks
 with an `elicitation/create` request while its tool runs. On the 2026-07-28 protocol, which
 `mode="auto"` would pick with a server that offers it, a server cannot send requests over
@@ -31,19 +35,40 @@ from mcp.client.session import ClientSession, ElicitationFnT
 HANDSHAKE = "legacy"
 
 
-def let_ask(server: MCPServer, callback: ElicitationFnT) -> bool:
-    """Give `server`'s sessions `callback`; False for a server class that builds none (then
-    its questions are refused, as by the SDK)."""
+def let_ask(server: MCPServer, callback: ElicitationFnT, *, wait_seconds: float) -> bool:
+    """Give `server`'s sessions `callback`, their calls `wait_seconds` more to answer; False
+    for a server class that builds no session (its questions are refused, as by the SDK)."""
     if not isinstance(server, _MCPServerWithClientSession) or not hasattr(mcp, "Client"):
         return False
     # An attribute of the instance: the SDK calls `self._client_session_context(...)`.
-    object.__setattr__(server, "_client_session_context", partial(_session, server, callback))
+    opening = partial(_session, server, callback, wait_seconds)
+    object.__setattr__(server, "_client_session_context", opening)
     return True
+
+
+def _patient(session: ClientSession, read_timeout: float | None, wait_seconds: float) -> None:
+    """The session's `tools/call`s wait `wait_seconds` longer than its other requests: their
+    server may be waiting for a person's answer meanwhile."""
+    if read_timeout is None:
+        return  # no timeout: nothing to lengthen
+    call_tool = session.call_tool
+    longer = read_timeout + wait_seconds
+
+    async def patient_call(
+        name: str, arguments: Any = None, read_timeout_seconds: float | None = None, **rest: Any
+    ) -> Any:
+        timeout = read_timeout_seconds if read_timeout_seconds is not None else longer
+        return await call_tool(name, arguments, timeout, **rest)
+
+    object.__setattr__(session, "call_tool", patient_call)
 
 
 @contextlib.asynccontextmanager
 async def _session(
-    server: _MCPServerWithClientSession, callback: ElicitationFnT, read_timeout: Any
+    server: _MCPServerWithClientSession,
+    callback: ElicitationFnT,
+    wait_seconds: float,
+    read_timeout: Any,
 ) -> AsyncIterator[ClientSession]:
     ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
     close = asyncio.Event()
@@ -59,6 +84,7 @@ async def _session(
                 elicitation_callback=callback,
             )
             async with client as connected:
+                _patient(connected.session, read_timeout, wait_seconds)
                 ready.set_result(connected.session)
                 await close.wait()
         except BaseException as error:

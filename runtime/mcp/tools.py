@@ -88,7 +88,8 @@ class McpTools:
             object.__setattr__(agent, "get_mcp_tools", self._lister(agent))
         if self._questions is not None:
             for server in servers_of(self._agents):
-                let_ask(server, self._questions.callback(server.name))
+                callback = self._questions.callback(server.name)
+                let_ask(server, callback, wait_seconds=self._questions.longest_wait)
         return len(self._agents)
 
     def _lister(self, agent: Agent[Any]) -> Any:

@@ -64,6 +64,8 @@ desk = MCPServerStdio(
     },
     name="desk",
     cache_tools_list=True,
+    # Shorter than a person takes to answer: a call that asks must outlast it.
+    client_session_timeout_seconds=4,
 )
 ASKING = [Agent[Any](name="support", instructions="You refund orders.", mcp_servers=[desk])]
 

@@ -18,7 +18,8 @@ async def archive_asked(console: Console) -> Message:
         timeout=30,
     )
     assert "Where should the archive of orders go" in question.all_text()
-    return question
+    shown: Message = question
+    return shown
 
 
 async def opened_form(console: Console, question: Message) -> str:

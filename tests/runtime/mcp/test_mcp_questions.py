@@ -80,7 +80,10 @@ async def asked(
         found = [m for m in deployment.slack.questions() if m.thread_ts == root.ts]
         return found[0] if found else None
 
-    question: Message = await deployment.slack.wait_for(in_thread, 30, "the question")
+    try:
+        question: Message = await deployment.slack.wait_for(in_thread, 30, "the question")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{deployment.logs_text()}") from None
     return root, question
 
 
@@ -171,8 +174,9 @@ async def test_decline_and_a_closed_form_answer_decline_and_cancel(
     assert [e["action"] for e in await audit(deployment, "elicitation_answered")] == ["cancel"]
 
 
-async def test_decline(deployment: Deployment) -> None:
+async def test_decline_after_longer_than_the_sessions_read_timeout(deployment: Deployment) -> None:
     root, question = await asked(deployment, "refund", {"order": "o-1"})
+    await asyncio.sleep(5)  # a person reading the question: past `desk`'s 4 s read timeout
     await deployment.sender.click(question, "question_decline", user="UALICE")
     assert await answer_of(deployment, root) == "tool said: decline: null"
 
