@@ -54,6 +54,8 @@ def settled(state: str, by: str) -> str:
     """How a question ended, on its messages."""
     if by == "timeout":
         return ":hourglass: Nobody answered in time: the server was told `cancel`."
+    if by == "stopped":
+        return ":heavy_minus_sign: The run was stopped: the server was told `cancel`."
     if by == "ended":
         return ":heavy_minus_sign: The call ended before anyone answered."
     if state == "accept":

@@ -196,7 +196,7 @@ class McpQuestions:
         log.info("run %s: MCP server %r asks (%s)", run_id, question.server, question.mode)
         await store.shown_in(question, await notices.asked(call.run, question, deadline))
         try:
-            stored = await self._answer_of(question)
+            stored = await self._answer_of(call, question)
         except asyncio.CancelledError:
             await self._ended(call, question, notices)
             raise
@@ -208,21 +208,23 @@ class McpQuestions:
             await notices.settled(call.run, stored)
         return stored
 
-    async def _answer_of(self, question: Question) -> StoredQuestion | None:
-        """Wait for a person's answer until the deadline; then answer `cancel` (unless a person
-        answered first: the script takes one answer)."""
+    async def _answer_of(self, call: _Call, question: Question) -> StoredQuestion | None:
+        """Wait for a person's answer until the deadline, or until the run is stopped; then
+        answer `cancel` (unless a person answered first: the script takes one answer)."""
         store, run_id, question_id = self._store, question.run_id, question.question_id
         loop = asyncio.get_running_loop()
         end = loop.time() + self._wait_seconds
+        stopped = call.scope.heard
         answered = False
         while not answered:
             left = end - loop.time()
-            if left <= 0:
+            if left <= 0 or (stopped is not None and stopped.is_set()):
                 break
             await store.keep_waiting(run_id, question_id, self._worker)
             answered = await store.pop_answer(run_id, question_id, min(POP_SECONDS, left))
         if not answered:
-            await store.answer(run_id, question_id, by="timeout", action="cancel", person=False)
+            by = "stopped" if stopped is not None and stopped.is_set() else "timeout"
+            await store.answer(run_id, question_id, by=by, action="cancel", person=False)
         return await store.read(run_id, question_id)
 
     async def _ended(self, call: _Call, question: Question, notices: QuestionNotices) -> None:

@@ -183,7 +183,8 @@ class Policy:
         (`runtime.record.permissions`), so a changed policy honours none made before."""
         text = "\n".join(
             [
-                *(rule.model_dump_json() for rule in self.rules),
+                # A field added later is left out while unset: Approve always outlives a deploy.
+                *(rule.model_dump_json(exclude=_unset(rule)) for rule in self.rules),
                 ",".join(self.default_approvers),
                 f"{self.default_ttl_seconds},{self.default_grant_max_seconds}",
                 str(self.default_external),
@@ -364,6 +365,10 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
             "could ever be approved. Lower the quorum or add approvers."
         )
     return None
+
+
+def _unset(rule: Rule) -> set[str]:
+    return {"elicitation_responders"} if rule.elicitation_responders is None else set()
 
 
 def _describe(problem: object, text: str) -> str:

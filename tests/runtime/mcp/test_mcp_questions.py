@@ -277,3 +277,24 @@ async def test_a_worker_killed_while_a_person_answers_loses_the_call_and_asks_ag
         what="the late answer refused",
     )
     assert await audit(deployment, "elicitation_answered") == []
+
+
+async def test_a_stop_while_a_question_waits_answers_cancel_and_the_run_stops(
+    deployment: Deployment,
+) -> None:
+    root, question = await asked(deployment, "refund", {"order": "o-1"})
+    [elicited] = await audit(deployment, "elicited")
+    status, _ = await deployment.sender.command(f"stop {elicited['question_id'].split('.')[0]}")
+    assert status == 200
+    deadline = time.monotonic() + 20
+    while not (answered := await audit(deployment, "elicitation_answered")):
+        assert time.monotonic() < deadline, deployment.logs_text()
+        await asyncio.sleep(0.1)
+    assert [(e["action"], e["by"]) for e in answered] == [("cancel", "stopped")]
+    await deployment.slack.wait_for(
+        lambda: "The run was stopped" in question.all_text(), what="the question redrawn"
+    )
+    told = {"tool": "refund", "action": "cancel", "data": None}
+    while told not in await ledger(deployment):  # the tool goes on with the answer, then stops
+        assert time.monotonic() < deadline, deployment.logs_text()
+        await asyncio.sleep(0.1)

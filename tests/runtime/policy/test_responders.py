@@ -52,3 +52,17 @@ def test_a_list_that_cannot_be_used_is_refused_with_its_line(
         policy_from(tmp_path, f"[[rule]]\n{rule}\n")
     line = len(rule.splitlines()) + 1  # the list is the rule's last line
     assert problem in str(raised.value) and f"line {line}:" in str(raised.value)
+
+
+def test_a_policy_without_the_list_keeps_its_version_so_approve_always_outlives_the_deploy() -> (
+    None
+):
+    from runtime.policy import Policy, Rule
+
+    rule = Rule.model_validate({"tool": "a", "approvers": ["U0A1"]})
+    policy = Policy(rules=(rule,), default_approvers=(), default_ttl_seconds=10)
+    assert policy.version == "8fe022cc07272f61", "the version before the list existed"
+    listed = rule.model_copy(update={"elicitation_responders": ("U0A1",), "mcp_server": "x"})
+    assert Policy(rules=(listed,), default_approvers=(), default_ttl_seconds=10).version != (
+        policy.version
+    )
