@@ -282,7 +282,7 @@ async def test_a_worker_killed_while_a_person_answers_loses_the_call_and_asks_ag
 async def test_a_stop_while_a_question_waits_answers_cancel_and_the_run_stops(
     deployment: Deployment,
 ) -> None:
-    root, question = await asked(deployment, "refund", {"order": "o-1"})
+    _, question = await asked(deployment, "refund", {"order": "o-1"})
     [elicited] = await audit(deployment, "elicited")
     status, _ = await deployment.sender.command(f"stop {elicited['question_id'].split('.')[0]}")
     assert status == 200
