@@ -7,6 +7,7 @@ import redis.asyncio as aioredis
 from agents import RunConfig
 
 from bot.reporting.grant_notices import DirectoryMembership, SlackGrantNotices
+from bot.reporting.questions import SlackQuestions
 from bot.settings import Settings
 from bot.slack.bot_token import BotToken
 from bot.wiring import slack_parts
@@ -50,6 +51,9 @@ def slack_worker(
             reach=parts.reach,
             membership=DirectoryMembership(parts.directory),
             grant_notices=SlackGrantNotices(parts.client, GrantStore(redis, Keys.of(settings))),
+            questions=SlackQuestions(
+                parts.client, wait_seconds=settings.elicitation_timeout_seconds
+            ),
             # The console's Slack is the web process itself, and its token its own.
             credentials=None
             if settings.console

@@ -303,6 +303,11 @@ class RuntimeSettings(EnvironSettings):
         30.0, ge=0, le=600, fix="Use seconds between 0 and 600 that a run waits for an MCP server."
     )
     """How long a run waits for a down MCP server (reconnected meanwhile) before it stops."""
+    elicitation_timeout_seconds: int = setting(
+        600, ge=1, le=86400, fix="Use a whole number of seconds between 1 and 86400 (a day)."
+    )
+    """How long an MCP server's question (`elicitation/create`) waits for a person's answer
+    before the worker answers `cancel` (`runtime.mcp.asking`)."""
 
     # --- first run ---
     openai_api_key: SecretStr | None = None

@@ -31,9 +31,9 @@ from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.due_set import DuePoller, longest_sleep
 from runtime.jobs.live_workers import LiveWorkers, consumer_name
 from runtime.jobs.queue import JobQueue
+from runtime.mcp.asking import QuestionNotices
 from runtime.mcp.connections import McpConnections
-from runtime.mcp.listing import McpListings
-from runtime.mcp.tools import McpTools
+from runtime.mcp.tools import McpTools, installed_mcp_tools
 from runtime.metrics import MetricsEndpoint
 from runtime.models.install import install_journal
 from runtime.models.journaled import journaled_run_config
@@ -172,6 +172,8 @@ class People:
     """Tells the thread when a grant approved a call."""
     credentials: Credentials | None = None
     """The reporter's (a Slack bot token): refused, work waits (`runtime.process.credentials`)."""
+    questions: QuestionNotices | None = None
+    """Shows an MCP server's questions to people; None: every question is answered `cancel`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,7 +206,15 @@ def build_worker(
     storage = _storage(settings, redis, reads)
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
     install_journal(agents.registry)
-    mcp = _mcp_tools(settings, storage, agents)
+    mcp = installed_mcp_tools(
+        settings,
+        agents.registry,
+        agents.policy,
+        redis=redis,
+        keys=storage.keys,
+        kept=storage.audit.arguments,
+        notices=people.questions,
+    )
     copies = CardCopies(redis, storage.keys, people.reach) if people.reach is not None else None
     stops = StopListener(reads=reads or redis, streams=[s.stops for s in storage.keys.shards])
     executor = _executor(settings, storage, agents, people, copies=copies, mcp=mcp, stops=stops)
@@ -256,18 +266,6 @@ def _storage(
             arguments=KeptArguments.of(settings),
         ),
     )
-
-
-def _mcp_tools(settings: RuntimeSettings, storage: _Storage, agents: Agents) -> McpTools | None:
-    """The registry's MCP tools, installed; None when no agent has any."""
-    mcp = McpTools(
-        agents.registry,
-        agents.policy,
-        listings=McpListings(storage.redis, storage.keys),
-        probe_interval=settings.mcp_probe_seconds,
-        wait_seconds=settings.mcp_wait_seconds,
-    )
-    return mcp if mcp.install() > 0 else None
 
 
 def _executor(

@@ -140,9 +140,7 @@ class IntentSender:
             raise IntentRefused(f"unknown person {intent.user}")
         response_url = f"{base_url}/console/response/{intent.user}"
         if isinstance(intent, CloseView):
-            self.slack.close_view(intent.view_id)
-            await self.slack.notify()
-            return {"status": 200}
+            return await self._close(intent, base_url)
         if isinstance(intent, TypeCommand):
             if intent.command != COMMAND:
                 # Slack answers its own commands (`/help`) itself; the console has only the app's.
@@ -273,6 +271,20 @@ class IntentSender:
         }
         payload = view_submission(view=opened.view, user=self._user(intent.user), values=values)
         return interaction_form(payload)
+
+    async def _close(self, intent: CloseView, base_url: str) -> dict[str, Any]:
+        """Close the modal; tell the bot (`view_closed`) when it asked, as Slack does only for
+        a modal with `notify_on_close`."""
+        opened = self.slack.opened.get(intent.view_id)
+        notify = opened is not None and opened.open and opened.user == intent.user
+        self.slack.close_view(intent.view_id)
+        await self.slack.notify()
+        if opened is None or not notify or not opened.view.get("notify_on_close"):
+            return {"status": 200}
+        payload = view_submission(view=opened.view, user=self._user(intent.user), values={})
+        closed = interaction_form({**payload, "type": "view_closed", "is_cleared": False})
+        status, answer = await self._post(base_url, closed)
+        return {"status": status, "answer": answer}
 
     def _user(self, user_id: str) -> dict[str, str]:
         return slack_user(user_id, self.people[user_id].name)

@@ -57,6 +57,10 @@ class Message:
     def action_ids(self) -> list[str]:
         return [e["action_id"] for e in self.actions()]
 
+    def is_question(self) -> bool:
+        """It shows an MCP server's question (`bot.blocks.questions`)."""
+        return any(b.get("block_id") == "question" for b in self.blocks)
+
     def all_text(self) -> str:
         """Everything a reader sees on the message, flattened."""
         parts = [self.text]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from slack_bolt.app.async_app import AsyncApp
 
+from bot.blocks import questions as question_blocks
 from bot.blocks.batch import ACTION_APPROVE_ALL, ACTION_REJECT_ALL, BATCH_CALLBACK
 from bot.blocks.cards import (
     ACTION_ANSWER,
@@ -36,6 +37,7 @@ from bot.listeners.commands import AgentCommand
 from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
+from bot.listeners.questions import QuestionActions
 from bot.listeners.stops import StopActions
 from bot.listeners.threads import ThreadReplies
 from bot.listeners.workspace import (
@@ -65,6 +67,7 @@ class Listeners:
     groups: GroupMembershipEvents
     batch: BatchActions
     threads: ThreadReplies
+    questions: QuestionActions
 
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
@@ -91,6 +94,12 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(ACTION_APPROVE_ALL)(listeners.batch.on_approve_all)
     bolt.action(ACTION_REJECT_ALL)(listeners.batch.on_reject_all)
     bolt.view(BATCH_CALLBACK)(listeners.batch.on_submitted)
+    questions = listeners.questions
+    bolt.action(question_blocks.ACTION_ANSWER)(questions.on_answer)
+    bolt.action(question_blocks.ACTION_DECLINE)(questions.on_decline)
+    bolt.action(question_blocks.ACTION_DONE)(questions.on_done)
+    bolt.view(question_blocks.FORM_CALLBACK)(questions.on_form_submitted)
+    bolt.view_closed(question_blocks.FORM_CALLBACK)(questions.on_form_closed)
     bolt.event("message")(listener(Said, listeners.threads.on_message))
     bolt.event("app_mention")(listener(Said, listeners.threads.on_mention))
 

@@ -24,6 +24,7 @@ from bot.listeners.confirmations import ConfirmActions
 from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
+from bot.listeners.questions import QuestionActions
 from bot.listeners.requesters import Requesters
 from bot.listeners.routes import Listeners, add_catch_alls, add_listeners
 from bot.listeners.stats import ChannelStatsAnswer
@@ -48,7 +49,7 @@ from runtime.decisions import BatchRecorder, DecisionRecorder
 from runtime.failover import AcknowledgedDecisions
 from runtime.grants import GrantStore
 from runtime.jobs import JobQueue
-from runtime.mcp import McpListings
+from runtime.mcp import McpListings, QuestionStore
 from runtime.policy import Policy, parse_principals
 from runtime.process import TaskSet
 from runtime.runs import LiveRuns
@@ -266,6 +267,12 @@ def _listeners(
         batch=BatchActions(
             actions=approvals, batch=BatchRecorder(redis=redis, keys=keys, replication=replication)
         ),
+        questions=QuestionActions(
+            store=QuestionStore(redis, keys, kept=_kept(settings)),
+            client=client,
+            directory=lookups.directory,
+            tasks=tasks,
+        ),
         threads=ThreadReplies(
             history=ThreadHistory(
                 redis=redis,
@@ -279,6 +286,11 @@ def _listeners(
             requesters=requesters,
         ),
     )
+
+
+def _kept(settings: Settings) -> KeptArguments:
+    """What an answer's audit entry keeps of its values: what a call's keeps of arguments."""
+    return KeptArguments(keep=settings.audit_args == "on", max_bytes=settings.audit_args_max_bytes)
 
 
 def _acknowledged(

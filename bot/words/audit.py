@@ -32,6 +32,8 @@ AUDIT_EVENT_WORDS = {
     "regated": "moved under a stricter rule by an edit",
     "escalated": "escalated",
     "stopped": "stopped",
+    "elicited": "MCP server asked",
+    "elicitation_answered": "MCP server's question answered",
     "finished": "finished",
     "failed": "failed",
 }
@@ -64,6 +66,8 @@ def audit_line(entry: AuditEntry) -> str:
     said = details.get("answer") if entry.event == "answered" else details.get("note")
     if isinstance(said, str) and said:  # an answer as `AUDIT_ARGS` kept it; an approval's note
         parts.append(f"({messages.escape(said[:AUDIT_TEXT_CHARS])})")
+    if entry.event == "elicitation_answered" and details.get("action"):
+        parts.append(f"(`{messages.escape(str(details['action']))}`)")
     parts.append(f"run `{entry.run_id}`")
     if details.get("digest"):
         parts.append(f"digest `{shown_digest(str(details['digest']))}`")

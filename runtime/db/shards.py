@@ -75,6 +75,20 @@ class Shard:
         """A run's thread: its last run and that run's agent (`runtime.conversations.threads`)."""
         return f"{self.prefix}thread:{conversation_id}"
 
+    def question(self, question_id: str) -> str:
+        """Hash of one question an MCP server asked during a call (`runtime.mcp.questions`),
+        in its run's shard: what it asks, who may answer, and the answer once given."""
+        return f"{self.prefix}question:{question_id}"
+
+    def question_answers(self, question_id: str) -> str:
+        """List the answer script pushes the answer to; the waiting worker pops it."""
+        return f"{self.prefix}question:{question_id}:answers"
+
+    def question_waiter(self, question_id: str) -> str:
+        """Exists while a worker waits for the answer (refreshed by it, expiring soon after it
+        dies): an answer nobody waits for any more is refused."""
+        return f"{self.prefix}question:{question_id}:waiter"
+
     def tombstone(self, run_id: str) -> str:
         """Left behind when a run ends, so that no redelivered job can replay it."""
         return f"{self.prefix}done:{run_id}"

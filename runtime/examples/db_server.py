@@ -8,7 +8,10 @@ MCP on stdin and stdout).
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
+from typing import Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
 
 TABLES: dict[str, int] = {"users": 3, "orders": 1250, "audit_log": 98000}
 """Table name -> rows."""
@@ -35,6 +38,27 @@ def drop_table(table: str) -> str:
     if rows is None:
         return f"No table {table!r}; nothing was dropped. Tables: {', '.join(TABLES) or 'none'}."
     return f"Dropped table {table} ({rows} rows)."
+
+
+class Archive(BaseModel):
+    destination: Literal["cold storage", "backup bucket"] = "cold storage"
+    keep_days: int = Field(30, ge=1, le=3650, description="How long the archive is kept")
+
+
+@server.tool()
+async def archive_table(table: str, ctx: Context) -> str:
+    """Archive a table's rows; asks the person where to and for how long.
+
+    Args:
+        table: The table to archive, e.g. orders.
+    """
+    if table not in TABLES:
+        return f"No table {table!r}; nothing was archived. Tables: {', '.join(TABLES) or 'none'}."
+    answer = await ctx.elicit(f"Where should the archive of {table} go, and for how long?", Archive)
+    if answer.action != "accept":
+        return f"Not archived: the person answered {answer.action}."
+    where, rows = answer.data, TABLES[table]
+    return f"Archived {table} ({rows} rows) to {where.destination} for {where.keep_days} days."
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from runtime.record.leases import Fenced, Lease
 from runtime.record.stop_mark import StopMark
 from runtime.record.store import RunStore
 from runtime.record.turns import TurnsAsked
+from runtime.reporter import RunView
 
 
 @dataclass(kw_only=True, slots=True)
@@ -48,6 +49,8 @@ class JournalScope:
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
     turns: TurnsAsked = field(default_factory=TurnsAsked)
     """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
+    run: RunView | None = None
+    """The run, for whoever tells people of it mid-call (an MCP server's question)."""
     recorded_before: Mapping[str, bytes] | None = None
     """The tool outcomes recorded before this delivery held the run (`RunRecord.journal`);
     None: unknown."""

@@ -9,6 +9,8 @@ then, for every MCP tool listed,
 - its invoker goes into the tool journal (exactly once, as for function tools);
 - a policy rule naming `mcp_server` that matches it makes it need approval, whatever the
   server's own `require_approval` says (unless the rule is `auto = "approve"`);
+- its invoker is known as in flight while it runs, so that a question its server asks
+  (`elicitation/create`) reaches the call's people (`runtime.mcp.asking`);
 - its server and description are remembered: the per-process listing that the cards and the
   check that a waiting tool still exists read.
 
@@ -22,18 +24,25 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import redis.asyncio as aioredis
 from agents import Agent, FunctionTool, RunContextWrapper, Tool, ToolApprovalItem
 from agents.mcp import MCPServer
 from agents.tool import ToolOriginType, get_function_tool_origin
 
 from runtime.agent_graph import reachable_agents
+from runtime.audit.arguments import KeptArguments
+from runtime.db.keys import Keys
 from runtime.journal.invoker import JournaledInvoker
 from runtime.judging.arguments import ArgumentSchema
+from runtime.mcp.asking import McpQuestions, QuestionNotices
 from runtime.mcp.connections import McpConnections
 from runtime.mcp.listing import McpListings, McpToolInfo
 from runtime.mcp.origin import mcp_server_of
+from runtime.mcp.questions import QuestionStore
+from runtime.mcp.sessions import let_ask
 from runtime.policy import Policy
 from runtime.registry import AgentRegistry
+from runtime.settings import RuntimeSettings
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +63,7 @@ class McpTools:
         policy: Policy,
         *,
         listings: McpListings | None = None,
+        questions: McpQuestions | None = None,
         probe_interval: float = 5.0,
         wait_seconds: float = 30.0,
     ) -> None:
@@ -62,6 +72,7 @@ class McpTools:
         ]
         self._policy = policy
         self._listings = listings
+        self._questions = questions
         self._listed: dict[str, dict[str, McpToolInfo]] = {}
         self._schemas: dict[tuple[str, str], ArgumentSchema] = {}
         self.connections = McpConnections(
@@ -75,6 +86,10 @@ class McpTools:
         """Decorate every registry agent that has MCP servers; return how many."""
         for agent in self._agents:
             object.__setattr__(agent, "get_mcp_tools", self._lister(agent))
+        if self._questions is not None:
+            for server in servers_of(self._agents):
+                callback = self._questions.callback(server.name)
+                let_ask(server, callback, wait_seconds=self._questions.longest_wait)
         return len(self._agents)
 
     def _lister(self, agent: Agent[Any]) -> Any:
@@ -105,8 +120,11 @@ class McpTools:
             if self._policy_requires_approval(tool.name, agent.name, server):
                 tool.needs_approval = True
             if not isinstance(tool.on_invoke_tool, JournaledInvoker):
+                inner = tool.on_invoke_tool
+                if self._questions is not None:
+                    inner = self._questions.tracked(server, tool.name, inner)
                 tool.on_invoke_tool = JournaledInvoker(
-                    tool.name, tool.on_invoke_tool, mcp_server=server, argument_schema=schema
+                    tool.name, inner, mcp_server=server, argument_schema=schema
                 )
         self._listed[agent.name] = listed
 
@@ -167,3 +185,28 @@ class McpTools:
                 log.warning("MCP tools of agent %s not listed", agent.name, exc_info=True)
                 continue
             log.info("agent %s: %d MCP tool(s) listed", agent.name, len(tools))
+
+
+def installed_mcp_tools(
+    settings: RuntimeSettings,
+    registry: AgentRegistry,
+    policy: Policy,
+    *,
+    redis: aioredis.Redis,
+    keys: Keys,
+    kept: KeptArguments,
+    notices: QuestionNotices | None,
+) -> McpTools | None:
+    """The registry's MCP tools, installed (their servers' questions shown through `notices`,
+    their answers' values audited as `kept` says); None when no agent has any."""
+    store = QuestionStore(redis, keys, kept=kept)
+    wait = settings.elicitation_timeout_seconds
+    mcp = McpTools(
+        registry,
+        policy,
+        listings=McpListings(redis, keys),
+        questions=McpQuestions(store, policy, notices, wait_seconds=wait),
+        probe_interval=settings.mcp_probe_seconds,
+        wait_seconds=settings.mcp_wait_seconds,
+    )
+    return mcp if mcp.install() > 0 else None

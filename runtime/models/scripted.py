@@ -7,7 +7,8 @@ tools, the approvals and the hand-offs exactly as with a real model; only the wo
 
 It understands tasks like "delete u-100", "restart the api", "list users", "refund o-1 1200"
 (cents; billing's tool, so ops hands off first; `"1200"`, quoted, is sent as a string), "list
-tables" and "drop the orders table" (tools of the `db` MCP server), "greet me in spanish"
+tables", "drop the orders table" and "archive the orders table" (tools of the `db` MCP server,
+whose `archive_table` asks the person where to, mid-call), "greet me in spanish"
 (`respond_spanish`, an agent used as a tool, whose `spanish` agent asks for `get_user_name`),
 joined with "and". The `shell` agent runs its whole
 task as one shell command ("shell: echo hello >> notes.txt"). Each answer says it came
@@ -88,6 +89,8 @@ def intents_of(task: str) -> list[Intent]:
             found.append(Intent("list_users", {}))
         if re.search(r"\blist\b", words) and "table" in words:
             found.append(Intent("list_tables", {}))
+        archived = re.findall(r"\barchive\s+(?:the\s+)?(?:table\s+)?([\w-]+)", words)
+        found += [Intent("archive_table", {"table": t}) for t in archived if t != "table"]
         dropped = re.findall(r"\bdrop\s+(?:the\s+)?(?:table\s+)?([\w-]+)", words)
         found += [Intent("drop_table", {"table": t}) for t in dropped if t != "table"]
         if re.search(r"\bspanish\b", words):

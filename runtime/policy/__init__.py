@@ -4,7 +4,9 @@ nobody) and the one judgement every call meets (`verdicts`).
 Floor 4 (rules): imports `conditions` and `judging` beside it and the floors below.
 """
 
-from runtime.policy.rules import Policy, PolicyError, Rule, load_policy, parse_principals
+from runtime.policy.loading import load_policy
+from runtime.policy.responders import responders_for
+from runtime.policy.rules import Policy, PolicyError, Rule, parse_principals
 from runtime.policy.verdicts import Verdict, judge
 
 __all__ = [
@@ -15,4 +17,5 @@ __all__ = [
     "judge",
     "load_policy",
     "parse_principals",
+    "responders_for",
 ]

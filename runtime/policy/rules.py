@@ -24,6 +24,7 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
     escalate_after_seconds = 600   # still undecided then: escalate_to may decide too, and
     escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
+    elicitation_responders = ["U0DBA"]  # who answers the server's questions (default: requester)
 
 Where a rule says nothing, the environment's defaults apply (`APPROVERS`,
 `APPROVAL_TTL_SECONDS`, `GRANT_MAX_SECONDS`); grants are never offered under a quorum. Letting
@@ -44,10 +45,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import re
-import tomllib
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Literal
 
 from pydantic import (
@@ -55,21 +53,16 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
-from runtime.deciders import too_few
 from runtime.judging.evaluation import Outcome
-from runtime.judging.policy_file_words import plain_reason
 from runtime.record.call_rule import CallRule, Unjudged, stricter
-from runtime.settings import RuntimeSettings
 
-__all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "load_policy", "parse_principals"]
+__all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "parse_principals"]
 
-PRINCIPAL_PATTERN = r"^[UWS][A-Z0-9]{2,31}$"
 AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
 """Who can be told of a call: people, user groups, and channels."""
 
@@ -109,6 +102,8 @@ class Rule(BaseModel):
     """A CEL expression over the call (`runtime.conditions`), compiled as the file loads."""
     confirm: str | None = Field(None, min_length=1)
     """An argument's name: whoever approves types its value (checked by the decision script)."""
+    elicitation_responders: tuple[str, ...] | None = None
+    """Who answers its MCP server's questions (`runtime.policy.responders`); unset: requester."""
     _condition: Condition | None = PrivateAttr(None)
 
     @field_validator("when")
@@ -183,7 +178,8 @@ class Policy:
         (`runtime.record.permissions`), so a changed policy honours none made before."""
         text = "\n".join(
             [
-                *(rule.model_dump_json() for rule in self.rules),
+                # A field added later is left out while unset: Approve always outlives a deploy.
+                *(rule.model_dump_json(exclude=_unset(rule)) for rule in self.rules),
                 ",".join(self.default_approvers),
                 f"{self.default_ttl_seconds},{self.default_grant_max_seconds}",
                 str(self.default_external),
@@ -286,110 +282,5 @@ def parse_principals(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def load_policy(settings: RuntimeSettings) -> Policy:
-    """The policy file (if any) over the environment's defaults."""
-    default_approvers = parse_principals(settings.approvers)
-    rules, lines = (
-        _read_rules(Path(settings.policy_file), default_approvers)
-        if settings.policy_file
-        else ((), ())
-    )
-    return Policy(
-        rules=rules,
-        rule_lines=lines,
-        default_approvers=default_approvers,
-        default_ttl_seconds=settings.approval_ttl_seconds,
-        default_grant_max_seconds=settings.grant_max_seconds,
-        default_external=settings.external_deciders == "allow",
-    )
-
-
-def _read_rules(
-    path: Path, default_approvers: tuple[str, ...]
-) -> tuple[tuple[Rule, ...], tuple[int, ...]]:
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise PolicyError(f"POLICY_FILE={path}: cannot read it ({error.strerror}).") from error
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise PolicyError(f"POLICY_FILE={path}: not valid TOML: {error}.") from error
-    try:
-        policy = PolicyFile.model_validate(data)
-    except ValidationError as error:
-        problems = [_describe(problem, text) for problem in error.errors()]
-        raise PolicyError("\n".join(f"POLICY_FILE={path}: {p}" for p in problems)) from error
-    for number, rule in enumerate(policy.rule):
-        problem = _problem(rule, f"rule {number + 1}", default_approvers)
-        if problem is not None:
-            key, reason = problem
-            line = _line_of(text, number, key)
-            raise PolicyError(f"POLICY_FILE={path}: line {line}: {reason}")
-    return policy.rule, tuple(_line_of(text, n, None) for n in range(len(policy.rule)))
-
-
-def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple[str, str] | None:
-    """What is wrong with a rule that parsed, if anything: the key to point at, and why."""
-    for principal in rule.approvers or ():
-        if not re.match(PRINCIPAL_PATTERN, principal):
-            return "approvers", f"{principal!r} is not a Slack user (U…, W…) or user-group (S…) id."
-    for key in ("notify", "escalate_to"):
-        for audience in getattr(rule, key):
-            if not re.match(AUDIENCE_PATTERN, audience):
-                return key, (
-                    f"{audience!r} is not a Slack user (U…, W…), user-group (S…) or channel "
-                    "(C…) id."
-                )
-    if rule.anyone:
-        if rule.approvers:
-            return "anyone", (
-                f"{name} `anyone = true` with `approvers`: say who may decide, or that anyone may."
-            )
-        return None
-    if rule.approvers == ():
-        # An empty list used to mean "anyone": too easy to write by accident (a list emptied
-        # while editing) for a rule that opens a tool to the whole channel.
-        return "approvers", (
-            f"{name} `approvers` is empty. List who may decide, or write `anyone = true` to let "
-            "anyone in the channel decide."
-        )
-    approvers = default_approvers if rule.approvers is None else rule.approvers
-    # With a group among them the count is only known at click time; with users only, now.
-    if (few := too_few(approvers, rule.quorum)) is not None:
-        people = "1 person" if few == 1 else f"{few} people"
-        where = "" if rule.approvers is not None else " (APPROVERS)"
-        return "quorum", (
-            f"{name} `quorum` is {rule.quorum}, but only {people} may decide{where}, so no call "
-            "could ever be approved. Lower the quorum or add approvers."
-        )
-    return None
-
-
-def _describe(problem: object, text: str) -> str:
-    """One of pydantic's problems as one line: where (line, rule, key) and what to write."""
-    assert isinstance(problem, dict)
-    loc = problem["loc"]
-    in_rule = len(loc) >= 2 and loc[0] == "rule" and isinstance(loc[1], int)
-    reason = plain_reason(problem, list((Rule if in_rule else PolicyFile).model_fields))
-    if in_rule:
-        key = str(loc[2]) if len(loc) > 2 else None
-        where = f"line {_line_of(text, loc[1], key)}: rule {loc[1] + 1}"
-        field = f" `{key}`" if key else ""
-        return f"{where}{field}: {reason}"
-    return f"{'.'.join(str(part) for part in loc) or 'file'}: {reason}"
-
-
-def _line_of(text: str, rule_index: int, key: str | None) -> int:
-    """The line of `key` inside the rule_index-th `[[rule]]` table (or of its header)."""
-    lines = text.splitlines()
-    headers = [n for n, line in enumerate(lines) if line.strip() == "[[rule]]"]
-    if rule_index >= len(headers):
-        return 1
-    start = headers[rule_index]
-    end = headers[rule_index + 1] if rule_index + 1 < len(headers) else len(lines)
-    if key is not None:
-        for number in range(start, end):
-            if re.match(rf"^\s*{re.escape(key)}\s*=", lines[number]):
-                return number + 1
-    return start + 1
+def _unset(rule: Rule) -> set[str]:
+    return {"elicitation_responders"} if rule.elicitation_responders is None else set()

@@ -129,6 +129,7 @@ class RunRound:
                     run_again=run_again(envelope),
                     recorded_before=record.journal,
                     journaled=record.turns,
+                    run=RunView.of(envelope),
                 )
                 try:
                     await self._steps(

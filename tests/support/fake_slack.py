@@ -242,9 +242,18 @@ class FakeSlack(LocalSlack):
         ]
 
     def roots(self) -> list[Message]:
-        """Messages that start a thread (not copies of cards sent elsewhere)."""
+        """Messages that start a thread (not copies of cards sent elsewhere, nor of an MCP
+        server's questions)."""
         cards = {id(card) for card in self.cards()}
-        return [m for m in self.messages.values() if m.thread_ts is None and id(m) not in cards]
+        return [
+            m
+            for m in self.messages.values()
+            if m.thread_ts is None and id(m) not in cards and not m.is_question()
+        ]
+
+    def questions(self) -> list[Message]:
+        """Messages that show an MCP server's question (its thread's, and copies)."""
+        return [m for m in self.messages.values() if m.is_question()]
 
     def copies(self) -> list[Message]:
         """Copies of cards outside their thread (direct messages, other channels)."""

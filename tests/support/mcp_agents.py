@@ -5,6 +5,8 @@ starts; its
 `require_approval` asks for `drop_table`. `reports` shares the same server object (connected
 once) and sees only `list_tables` through the server's tool filter. `HOSTED`: an agent with a
 hosted MCP tool that OpenAI would run (the fake model plays OpenAI's approval requests).
+`ASKING`: `support` uses the stdio server `desk` (tests/support/asking_server.py), whose tools
+ask a person mid-call; they need no approval (the policy may add one).
 """
 
 from __future__ import annotations
@@ -53,3 +55,26 @@ wiki = HostedMCPTool(
     }
 )
 HOSTED = [Agent[Any](name="researcher", instructions="You research.", tools=[wiki])]
+
+desk = MCPServerStdio(
+    params={
+        "command": sys.executable,
+        "args": [str(Path(__file__).with_name("asking_server.py"))],
+        "env": {"COUNTERSIGN_TEST_LEDGER": os.environ.get("COUNTERSIGN_TEST_LEDGER", "")},
+    },
+    name="desk",
+    cache_tools_list=True,
+    # Shorter than a person takes to answer: a call that asks must outlast it.
+    client_session_timeout_seconds=4,
+)
+ASKING = [Agent[Any](name="support", instructions="You refund orders.", mcp_servers=[desk])]
+
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
+everything = MCPServerStdio(
+    params={"command": "npx", "args": ["-y", EVERYTHING_PACKAGE, "stdio"]},
+    name="everything",
+    cache_tools_list=True,
+    client_session_timeout_seconds=60,
+)
+EVERYTHING = [Agent[Any](name="tester", instructions="You test.", mcp_servers=[everything])]
+"""`tester` uses MCP's reference server from npm (started by `npx`, fetched on first use)."""

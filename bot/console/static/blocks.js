@@ -10,7 +10,7 @@ const EMOJI = {
   busts_in_silhouette: "👥", bust_in_silhouette: "👤", bell: "🔔", rotating_light: "🚨",
   arrow_up: "⬆️", key: "🔑", lock: "🔒", pencil2: "✏️", memo: "📝", eyes: "👀",
   information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
-  leftwards_arrow_with_hook: "↩️",
+  leftwards_arrow_with_hook: "↩️", speech_balloon: "💬", heavy_minus_sign: "➖",
 };
 
 const BOT = { id: "UBOT0001", name: "Countersign" };
