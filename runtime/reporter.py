@@ -100,6 +100,12 @@ class Reporter(Protocol):
         """
         ...
 
+    async def working(self, run: RunView) -> None:
+        """A stretch of the run begins (its start, or its resume once its calls are decided),
+        before any step of it: people may see at once that it works. Best effort; never
+        raises."""
+        ...
+
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         """Create (no id yet) or update the run's status message; return its id."""
         ...

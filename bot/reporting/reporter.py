@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from aiohttp import ClientError
 from redis.exceptions import RedisError
@@ -17,6 +18,7 @@ from bot.blocks.status import status_blocks, status_text
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
+from bot.reporting.sessions import AgentSessions
 from bot.slack.bot_token import REFUSED
 from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
@@ -45,6 +47,7 @@ class SlackReporter:
         reach: SlackReach | None = None,
         reminder_lines: ReminderLines | None = None,
         draws: CardDraws | None = None,
+        sessions: AgentSessions | None = None,
     ) -> None:
         """`reminder_lines`: where reminders are noted, so that they stop saying a call waits
         once it is settled (None: they are left as posted). `draws`: where decided cards are
@@ -54,6 +57,8 @@ class SlackReporter:
         self._reach = reach or SlackReach(client, directory)
         self._reminder_lines = reminder_lines
         self._draws = draws
+        self.sessions = sessions or AgentSessions(client, enabled=False)
+        """The run's thread as a Slack agent session (`bot.reporting.sessions`)."""
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -69,7 +74,11 @@ class SlackReporter:
                 raise
             await self._tell_requester(run, messages.cannot_post(conversation.channel))
             raise ConversationUnavailable(str(error.response.get("error"))) from error
-        return str(response["ts"])
+        thread = str(response["ts"])
+        await self.sessions.begin(
+            replace(run, conversation=conversation.model_copy(update={"thread": thread}))
+        )
+        return thread
 
     async def _tell_requester(self, run: RunView, text: str) -> None:
         url = run.conversation.reply_url
@@ -82,7 +91,11 @@ class SlackReporter:
         except (ClientError, TimeoutError):
             log.warning("run %s: could not reach the requester either", run.run_id)
 
+    async def working(self, run: RunView) -> None:
+        await self.sessions.show(run, "working")
+
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        await self.sessions.show(run, activity.state)
         text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
         try:

@@ -49,6 +49,10 @@ class RunObserver(RunHooks[Any]):
         self._last_sent = clock()
         self._dirty = False
 
+    @property
+    def run(self) -> RunView:
+        return self._run
+
     async def on_tool_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:

@@ -111,6 +111,7 @@ class RunRound:
             steps=record.status_steps,
         )
         conversation = envelope.conversation
+        await self.reporter.working(observer.run)
         listening = self.stops.listening(envelope.run_id) if self.stops else nullcontext(None)
         try:
             with listening as heard:

@@ -1,0 +1,134 @@
+"""Every run is a Slack agent session: `processing` while it works, `suspended` while a call
+waits, `closed` at the end, titled with its task; Slack's Stop is our Stop; a workspace without
+sessions gets today's status message and Stop button, and one line in the log."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.conftest import with_env
+from tests.support import agents
+from tests.support.fake_slack import AGENT_ERRORS, Message
+from tests.support.harness import Harness
+from tests.support.model_scripts import delete_then_answer
+
+SESSION_METHODS = ("agents.sessions.setStatus", "agents.sessions.rename")
+
+
+def statuses(bot: Harness, root: Message) -> list[str]:
+    session = bot.slack.agents.session(root.channel, root.ts)
+    return list(session.statuses) if session is not None else []
+
+
+async def waiting_run(bot: Harness) -> tuple[Message, Message]:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.slack.wait_for(
+        lambda: statuses(bot, root)[-1:] == ["suspended"], what="the session suspended"
+    )
+    return root, card
+
+
+def stopped_by_slack(root: Message, user: str) -> dict[str, object]:
+    return {
+        "type": "agent_session_stopped",
+        "channel": root.channel,
+        "thread_ts": root.ts,
+        "user": user,
+        "event_ts": "1700000000.000500",
+    }
+
+
+async def test_a_run_is_a_session_from_its_start_to_its_end(bot: Harness) -> None:
+    root, card = await waiting_run(bot)
+    session = bot.slack.agents.session(root.channel, root.ts)
+    assert session is not None
+    assert (session.title, session.initiator) == ("delete u-100", "UALICE")
+    assert statuses(bot, root) == ["processing", "suspended"]
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    await bot.slack.wait_for(lambda: statuses(bot, root)[-1:] == ["closed"], what="closed")
+    assert statuses(bot, root) == ["processing", "suspended", "processing", "closed"]
+    bot.slack.assert_nothing_refused()
+
+
+async def test_slacks_stop_stops_the_run_as_our_stop_does(bot: Harness) -> None:
+    root, card = await waiting_run(bot)
+    status, _ = await bot.sender.event(stopped_by_slack(root, "UALICE"))
+    assert status == 200
+
+    await bot.slack.wait_for(lambda: card.action_ids() == [], what="the card without buttons")
+    assert ":no_entry: Stopped by <@UALICE>" in card.all_text()
+    trail = await bot.audit_until("stopped")
+    assert [e["user_id"] for e in trail if e["event"] == "stopped"] == ["UALICE"]
+    await bot.slack.wait_for(lambda: statuses(bot, root)[-1:] == ["closed"], what="closed")
+    assert agents.EXECUTIONS == []
+
+
+@with_env(APPROVERS="UBOB")
+async def test_slacks_stop_pressed_by_someone_who_may_not_is_told_privately(
+    bot: Harness,
+) -> None:
+    root, card = await waiting_run(bot)
+    await bot.sender.event(stopped_by_slack(root, "UEVE"))
+    note = await bot.slack.wait_for(
+        lambda: [e for e in bot.slack.ephemerals if e["user"] == "UEVE"], what="a note to Eve"
+    )
+    assert "may stop this run" in note[0]["text"]
+    await bot.slack.wait_for(
+        lambda: statuses(bot, root) == ["processing", "suspended", "suspended"],
+        what="the session's status sent again",
+    )
+    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100", "the run goes on"
+
+
+async def test_slacks_stop_on_a_thread_that_is_no_run_changes_nothing(bot: Harness) -> None:
+    root, card = await waiting_run(bot)
+    stray = stopped_by_slack(root, "UALICE") | {"thread_ts": "1700000000.000001"}
+    assert (await bot.sender.event(stray))[0] == 200
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+@pytest.mark.parametrize("error", AGENT_ERRORS)
+async def test_without_sessions_a_run_shows_todays_status_and_one_log_line(
+    bot: Harness, error: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot.slack.refuse(SESSION_METHODS, error)
+    caplog.set_level(logging.WARNING, logger="bot.reporting.sessions")
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    thread = bot.slack.thread
+    [status] = await bot.slack.wait_for(
+        lambda: [m for m in thread(root.channel, root.ts) if "stop_run" in m.action_ids()],
+        what="the status message with our Stop",
+    )
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    await bot.slack.wait_for(
+        lambda: status.text.startswith(":white_check_mark: Done"), what="the status: done"
+    )
+    lines = [r.getMessage() for r in caplog.records if "agent sessions off" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert error in lines[0]
+    if error == "missing_scope":
+        assert "assistant:write" in lines[0]
+    else:
+        assert "STREAMING=off" in lines[0]
+
+
+@with_env(STREAMING="off")
+async def test_streaming_off_leaves_sessions_alone(bot: Harness) -> None:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    assert not [c for c in bot.slack.calls if c.method.startswith("agents.")]
