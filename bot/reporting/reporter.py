@@ -288,6 +288,7 @@ class SlackReporter:
             thread_ts=run.conversation.thread,
             text=messages.final_answer(output),
         )
+        await self.sessions.show(run, "done")
 
     async def run_stopped(self, run: RunView, user_id: str) -> None:
         await self._client.chat_postMessage(
@@ -295,6 +296,7 @@ class SlackReporter:
             thread_ts=run.conversation.thread,
             text=messages.run_stopped(user_id),
         )
+        await self.sessions.show(run, "stopped")
 
     async def run_failed(
         self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()
@@ -306,3 +308,6 @@ class SlackReporter:
         await self._client.chat_postMessage(
             channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
         )
+        # However the run ended (a job that gave up, a record no version can read), its session
+        # says so: never `processing` once nothing works on it.
+        await self.sessions.show(run, "failed")

@@ -10,15 +10,18 @@ import pytest
 
 from tests.conftest import with_env
 from tests.support import agents
-from tests.support.fake_slack import AGENT_ERRORS, Message
+from tests.support.deployment import Deployment
+from tests.support.fake_slack import AGENT_ERRORS, FakeSlack, Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
+from tests.test_faults import killed_inside_the_tool, lost_card, migrate_then_answer
 
 SESSION_METHODS = ("agents.sessions.setStatus", "agents.sessions.rename")
 
 
-def statuses(bot: Harness, root: Message) -> list[str]:
-    session = bot.slack.agents.session(root.channel, root.ts)
+def statuses(bot: Harness | FakeSlack, root: Message) -> list[str]:
+    slack = bot if isinstance(bot, FakeSlack) else bot.slack
+    session = slack.agents.session(root.channel, root.ts)
     return list(session.statuses) if session is not None else []
 
 
@@ -132,3 +135,21 @@ async def test_streaming_off_leaves_sessions_alone(bot: Harness) -> None:
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     assert not [c for c in bot.slack.calls if c.method.startswith("agents.")]
+
+
+async def test_a_worker_killed_mid_stretch_leaves_no_session_processing(
+    deployment: Deployment,
+) -> None:
+    """The worker running an approved tool is SIGKILLed: the other one takes the run over, asks
+    again (the session waits), and once approved and answered the session is closed."""
+    deployment.model.script = migrate_then_answer
+    root, _ = await killed_inside_the_tool(deployment, "migrate users")
+    again = await lost_card(deployment, root)
+    slack = deployment.slack
+    await slack.wait_for(
+        lambda: statuses(slack, root)[-1:] == ["suspended"], what="suspended again"
+    )
+    await deployment.sender.click(again, "approve", user="UBOB")
+    await deployment.final_answers(root)
+    await slack.wait_for(lambda: statuses(slack, root)[-1:] == ["closed"], 20, "closed")
+    assert statuses(slack, root)[-3:] == ["suspended", "processing", "closed"]
