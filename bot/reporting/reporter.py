@@ -95,7 +95,14 @@ class SlackReporter:
         await self.sessions.show(run, "working")
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        # The status message first: it is what people rely on; the session follows it.
+        shown = await self._status_message(run, message_id, activity)
         await self.sessions.show(run, activity.state)
+        return shown
+
+    async def _status_message(
+        self, run: RunView, message_id: str | None, activity: Activity
+    ) -> str:
         text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
         try:

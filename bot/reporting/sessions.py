@@ -15,6 +15,7 @@ over sends its status again at its first step.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable
@@ -46,6 +47,7 @@ class AgentSessions:
         self.off_because: str | None = None if enabled else "STREAMING=off"
         """Why sessions are not used (None: they are)."""
         self._shown: OrderedDict[str, str] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
 
     @property
     def on(self) -> bool:
@@ -73,25 +75,30 @@ class AgentSessions:
         status = SESSION_STATUSES.get(state)
         if not self.on or status is None or run.conversation.thread is None:
             return
-        if not again and self._shown.get(run.run_id) == status:
-            return
-        shown = await self._call(
-            "agents.sessions.setStatus",
-            self._client.agents_sessions_setStatus(
-                channel_id=run.conversation.channel,
-                thread_ts=run.conversation.thread,
-                status=status,
-                initiator_user_id=run.conversation.requester or None,
-            ),
-        )
-        if not shown:
-            return
-        self._shown[run.run_id] = status
-        self._shown.move_to_end(run.run_id)
-        if status == "closed":
-            del self._shown[run.run_id]
+        # One call at a time per run, in the order asked: a `processing` sent as a stretch
+        # begins (`RunRound.advance` does not wait for it) never lands after its `suspended`.
+        lock = self._locks.setdefault(run.run_id, asyncio.Lock())
+        async with lock:
+            if not self.on or (not again and self._shown.get(run.run_id) == status):
+                return
+            shown = await self._call(
+                "agents.sessions.setStatus",
+                self._client.agents_sessions_setStatus(
+                    channel_id=run.conversation.channel,
+                    thread_ts=run.conversation.thread,
+                    status=status,
+                    initiator_user_id=run.conversation.requester or None,
+                ),
+            )
+            if shown:
+                self._shown[run.run_id] = status
+                self._shown.move_to_end(run.run_id)
+        if status == "closed" or not shown:
+            self._shown.pop(run.run_id, None)
+            if not lock.locked():
+                self._locks.pop(run.run_id, None)
         while len(self._shown) > REMEMBERED:
-            self._shown.popitem(last=False)
+            self._locks.pop(self._shown.popitem(last=False)[0], None)
 
     async def _call(self, method: str, call: Awaitable[object]) -> bool:
         try:

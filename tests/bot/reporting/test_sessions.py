@@ -5,6 +5,7 @@ sessions gets today's status message and Stop button, and one line in the log.""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -153,3 +154,18 @@ async def test_a_worker_killed_mid_stretch_leaves_no_session_processing(
     await deployment.final_answers(root)
     await slack.wait_for(lambda: statuses(slack, root)[-1:] == ["closed"], 20, "closed")
     assert statuses(slack, root)[-3:] == ["suspended", "processing", "closed"]
+
+
+async def test_an_approved_tool_does_not_wait_for_the_sessions_status(bot: Harness) -> None:
+    """Slack slow to set a session's status (5 s an answer) holds up no approved tool: the
+    resumed stretch says `processing` beside its work, not before it."""
+    root, card = await waiting_run(bot)
+    bot.slack.slow_down("agents.sessions.setStatus", 5.0)
+    clicked = time.monotonic()
+    await bot.sender.click(card, "approve", user="UBOB")
+    await bot.slack.wait_for(lambda: agents.EXECUTIONS, 4.0, "the approved tool ran")
+    assert time.monotonic() - clicked < 2.0
+    bot.slack.speed_up("agents.sessions.setStatus")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    await bot.slack.wait_for(lambda: statuses(bot, root)[-1:] == ["closed"], what="closed")
+    assert statuses(bot, root) == ["processing", "suspended", "processing", "closed"]
