@@ -56,6 +56,7 @@ class Streamed(Protocol):
     thread_ts: str | None
     tasks: list[dict[str, Any]]
     streaming: bool
+    streamed: bool
     recipient: str | None
 
 
@@ -167,7 +168,7 @@ class AgentSurface:
         if added > STREAM_TEXT_LIMIT:
             return _error("msg_too_long")
         message = self._post(channel, str(thread_ts), args.get("recipient_user_id"))
-        message.streaming = True
+        message.streaming = message.streamed = True
         self._streams[message.ts] = _Stream(started=self.clock(), length=added)
         _write(message, args, chunks)
         return {"ok": True, "channel": channel, "ts": message.ts}

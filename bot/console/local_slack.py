@@ -56,6 +56,8 @@ class Message:
     """A streamed message's tasks (`task_update` chunks, the latest of each id)."""
     streaming: bool = False
     """Still streaming (`bot.console.agent_surface`): appends land on it."""
+    streamed: bool = False
+    """Started as a stream (a run's progress), whether or not it still streams."""
     recipient: str | None = None
     """A stream in a channel: the person it is addressed to."""
 

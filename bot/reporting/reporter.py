@@ -14,11 +14,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
-from bot.blocks.status import status_blocks, status_text
+from bot.blocks.status import status_blocks, status_text, stream_foot
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.reporting.sessions import AgentSessions
+from bot.reporting.streams import RunStreams, plain
 from bot.slack.bot_token import REFUSED
 from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
@@ -59,6 +60,7 @@ class SlackReporter:
         self._draws = draws
         self.sessions = sessions or AgentSessions(client, enabled=False)
         """The run's thread as a Slack agent session (`bot.reporting.sessions`)."""
+        self._streams = RunStreams(client, self.sessions, directory)
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -92,11 +94,19 @@ class SlackReporter:
             log.warning("run %s: could not reach the requester either", run.run_id)
 
     async def working(self, run: RunView) -> None:
+        self._streams.begin(run)
         await self.sessions.show(run, "working")
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
-        # The status message first: it is what people rely on; the session follows it.
-        shown = await self._status_message(run, message_id, activity)
+        # The status message (streamed, or drawn) first: it is what people rely on; the
+        # session follows it.
+        text = status_text(activity)
+        foot = stream_foot(run.run_id, text, activity)
+        kept, streamed = await self._streams.show(run, message_id, activity, foot)
+        if streamed and kept is not None:
+            shown = kept
+        else:
+            shown = await self._status_message(run, kept, activity)
         await self.sessions.show(run, activity.state)
         return shown
 
@@ -134,7 +144,9 @@ class SlackReporter:
 
     async def retract(self, run: RunView, message_id: str) -> None:
         try:
-            await self._client.chat_delete(channel=run.conversation.channel, ts=message_id)
+            await self._client.chat_delete(
+                channel=run.conversation.channel, ts=plain(message_id) or message_id
+            )
             return
         except SlackApiError as error:
             reason = str(error.response.get("error"))

@@ -104,14 +104,16 @@ class AgentSessions:
         try:
             await call
         except SlackApiError as error:
-            self._off(method, error)
+            self.turn_off(method, error)
             return False
         except (ClientError, TimeoutError) as error:
-            self._off(method, None, reason=type(error).__name__)
+            self.turn_off(method, None, reason=type(error).__name__)
             return False
         return True
 
-    def _off(self, method: str, error: SlackApiError | None, *, reason: str = "") -> None:
+    def turn_off(self, method: str, error: SlackApiError | None, *, reason: str = "") -> None:
+        """Slack answered `error` (or the call failed for `reason`): sessions and streams are
+        off for this process, said once in the log."""
         if not self.on:
             return
         answer = error.response if error is not None else None
@@ -122,8 +124,8 @@ class AgentSessions:
         else:
             hint = "set STREAMING=off to say so and keep this line out of the log"
         log.warning(
-            "agent sessions off for this process: Slack answered %s to %s; runs show their "
-            "status message and Stop button only (%s)",
+            "agent sessions and streaming off for this process: Slack answered %s to %s; runs "
+            "show their status message and Stop button only (%s)",
             code,
             method,
             hint,

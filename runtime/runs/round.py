@@ -112,6 +112,7 @@ class RunRound:
             steps=record.status_steps,
         )
         conversation = envelope.conversation
+        observer.tasks.decided(envelope.calls)  # on a resume, the calls just decided
         # Said beside the stretch, not before it: an approved tool does not wait for Slack.
         announced = asyncio.create_task(
             self.reporter.working(observer.run), name=f"working:{envelope.run_id}"

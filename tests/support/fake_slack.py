@@ -249,12 +249,13 @@ class FakeSlack(LocalSlack):
         ]
 
     def status_messages(self, thread_ts: str) -> list[Message]:
-        """The run's status message (one, edited in place): in the thread, with blocks, no card."""
+        """The run's status message (one, edited in place): in the thread, with blocks, no card;
+        with streaming, each stretch's streamed message."""
         cards = {m.ts for m in self.cards()}
         return [
             m
             for m in self.messages.values()
-            if m.thread_ts == thread_ts and m.blocks and m.ts not in cards
+            if m.thread_ts == thread_ts and (m.blocks or m.streamed) and m.ts not in cards
         ]
 
     def roots(self) -> list[Message]:
@@ -273,6 +274,7 @@ class FakeSlack(LocalSlack):
             for m in self.messages.values()
             if m.thread_ts == thread_ts
             and not m.blocks
+            and not m.streamed
             and not m.text.startswith(STATUS_PREFIXES + NOTE_PREFIXES)
         ]
 

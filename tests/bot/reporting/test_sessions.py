@@ -46,6 +46,7 @@ def stopped_by_slack(root: Message, user: str) -> dict[str, object]:
     }
 
 
+@with_env(STREAMING="on")
 async def test_a_run_is_a_session_from_its_start_to_its_end(bot: Harness) -> None:
     root, card = await waiting_run(bot)
     session = bot.slack.agents.session(root.channel, root.ts)
@@ -60,6 +61,7 @@ async def test_a_run_is_a_session_from_its_start_to_its_end(bot: Harness) -> Non
     bot.slack.assert_nothing_refused()
 
 
+@with_env(STREAMING="on")
 async def test_slacks_stop_stops_the_run_as_our_stop_does(bot: Harness) -> None:
     root, card = await waiting_run(bot)
     status, _ = await bot.sender.event(stopped_by_slack(root, "UALICE"))
@@ -73,7 +75,7 @@ async def test_slacks_stop_stops_the_run_as_our_stop_does(bot: Harness) -> None:
     assert agents.EXECUTIONS == []
 
 
-@with_env(APPROVERS="UBOB")
+@with_env(APPROVERS="UBOB", STREAMING="on")
 async def test_slacks_stop_pressed_by_someone_who_may_not_is_told_privately(
     bot: Harness,
 ) -> None:
@@ -92,6 +94,7 @@ async def test_slacks_stop_pressed_by_someone_who_may_not_is_told_privately(
     assert (await bot.final_answer(root)).text == "done: deleted u-100", "the run goes on"
 
 
+@with_env(STREAMING="on")
 async def test_slacks_stop_on_a_thread_that_is_no_run_changes_nothing(bot: Harness) -> None:
     root, card = await waiting_run(bot)
     stray = stopped_by_slack(root, "UALICE") | {"thread_ts": "1700000000.000001"}
@@ -100,6 +103,7 @@ async def test_slacks_stop_on_a_thread_that_is_no_run_changes_nothing(bot: Harne
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 
 
+@with_env(STREAMING="on")
 @pytest.mark.parametrize("error", AGENT_ERRORS)
 async def test_without_sessions_a_run_shows_todays_status_and_one_log_line(
     bot: Harness, error: str, caplog: pytest.LogCaptureFixture
@@ -119,7 +123,9 @@ async def test_without_sessions_a_run_shows_todays_status_and_one_log_line(
     await bot.slack.wait_for(
         lambda: status.text.startswith(":white_check_mark: Done"), what="the status: done"
     )
-    lines = [r.getMessage() for r in caplog.records if "agent sessions off" in r.getMessage()]
+    lines = [
+        r.getMessage() for r in caplog.records if "streaming off for this process" in r.getMessage()
+    ]
     assert len(lines) == 1, lines
     assert error in lines[0]
     if error == "missing_scope":
@@ -144,7 +150,7 @@ async def test_a_worker_killed_mid_stretch_leaves_no_session_processing(
     """The worker running an approved tool is SIGKILLed: the other one takes the run over, asks
     again (the session waits), and once approved and answered the session is closed."""
     deployment.model.script = migrate_then_answer
-    root, _ = await killed_inside_the_tool(deployment, "migrate users")
+    root, _ = await killed_inside_the_tool(deployment, "migrate users", STREAMING="on")
     again = await lost_card(deployment, root)
     slack = deployment.slack
     await slack.wait_for(
@@ -156,6 +162,7 @@ async def test_a_worker_killed_mid_stretch_leaves_no_session_processing(
     assert statuses(slack, root)[-3:] == ["suspended", "processing", "closed"]
 
 
+@with_env(STREAMING="on")
 async def test_an_approved_tool_does_not_wait_for_the_sessions_status(bot: Harness) -> None:
     """Slack slow to set a session's status (5 s an answer) holds up no approved tool: the
     resumed stretch says `processing` beside its work, not before it."""
