@@ -339,6 +339,11 @@ class LocalSlack(LocalDirectory):
             "notes": [asdict(n) for n in self.private_notes],
             "views": [asdict(v) for v in self.opened.values() if v.open],
             "home": self.home_tabs,
+            "sessions": {
+                s.thread_ts: {"status": s.status, "title": s.title}
+                for s in self.agents.sessions.values()
+                if s.thread_ts
+            },
             "refused": [asdict(r) for r in self.refused[-REFUSALS_SHOWN:]],
             "refusals": len(self.refused),
         }
