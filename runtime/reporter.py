@@ -110,6 +110,9 @@ class Activity:
     tasks: tuple[Task, ...] = ()
     """The tool calls of the current stretch (a resumed one starts with the calls just
     decided), in the order they came."""
+    opens_stretch: bool = False
+    """The first showing of a stretch (the run's start, or its resume) by the worker running
+    it: a reporter may begin a new message for it. False for a redraw by anyone else."""
 
 
 class Reporter(Protocol):

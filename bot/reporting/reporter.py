@@ -94,7 +94,6 @@ class SlackReporter:
             log.warning("run %s: could not reach the requester either", run.run_id)
 
     async def working(self, run: RunView) -> None:
-        self._streams.begin(run)
         await self.sessions.show(run, "working")
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:

@@ -68,14 +68,6 @@ class RunStreams:
         self._sent: dict[str, dict[str, tuple[str, str]]] = {}
         """Run id -> task id -> (state, note) as last streamed."""
         self._team: str | None = None
-        self._fresh: set[str] = set()
-        """Runs whose stretch this process has begun and not yet shown: their next showing
-        starts a stream."""
-
-    def begin(self, run: RunView) -> None:
-        """A stretch of the run begins here (`Reporter.working`): it gets a stream of its own."""
-        if self._sessions.on:
-            self._fresh.add(run.run_id)
 
     async def show(
         self, run: RunView, message_id: str | None, activity: Activity, foot: Sequence[Block]
@@ -89,7 +81,7 @@ class RunStreams:
             await self._abandon(run)
             return plain(message_id), False
         ours = self._open.get(run_id)
-        if ours is None and not await self._streams_anew(run, message_id):
+        if ours is None and not await self._streams_anew(run, message_id, activity):
             return plain(message_id), False
         method = "chat.startStream" if ours is None else "chat.appendStream"
         try:
@@ -122,13 +114,12 @@ class RunStreams:
             self._sessions.turn_off(method, None, reason=type(error).__name__)
             return ours or plain(message_id), False
 
-    async def _streams_anew(self, run: RunView, message_id: str | None) -> bool:
+    async def _streams_anew(self, run: RunView, message_id: str | None, activity: Activity) -> bool:
         """Whether the run, with no stream of this process open, starts one: a stretch this
         process began does (after stopping a stream another worker left open, or settling the
         previous stretch's message); otherwise (the web redrawing a waiting run's status, or a
         stretch whose stream went on as a message) that message is drawn as before."""
-        fresh = run.run_id in self._fresh
-        self._fresh.discard(run.run_id)
+        fresh = activity.opens_stretch
         if message_id and message_id.startswith(STREAM_PREFIX):
             await self._taken_over(run, plain(message_id) or "")
         elif message_id and fresh:

@@ -49,6 +49,7 @@ class RunObserver(RunHooks[Any]):
         # most resumes take milliseconds, and Slack need not see "working" just before "done".
         self._last_sent = clock()
         self._dirty = False
+        self._opened = False
         self.tasks = StretchTasks()
         """The stretch's tool calls, shown with its steps (never a flush of their own: they
         ride on the steps' updates, so the status message is updated as often as before)."""
@@ -129,7 +130,9 @@ class RunObserver(RunHooks[Any]):
             ran=ran,
             not_run=not_run,
             tasks=self.tasks.shown(),
+            opens_stretch=not self._opened,
         )
+        self._opened = True
         shown = self.message_id
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
         posted = self.message_id if self.message_id != shown else ""
