@@ -93,10 +93,12 @@ class AgentSessions:
             if shown:
                 self._shown[run.run_id] = status
                 self._shown.move_to_end(run.run_id)
-        if status == "closed" or not shown:
+        if not shown:
             self._shown.pop(run.run_id, None)
-            if not lock.locked():
-                self._locks.pop(run.run_id, None)
+        # `closed` stays remembered (the run's ending tells it again: one call, not two); its
+        # lock goes, and the oldest remembered go past REMEMBERED.
+        if (status == "closed" or not shown) and not lock.locked():
+            self._locks.pop(run.run_id, None)
         while len(self._shown) > REMEMBERED:
             self._locks.pop(self._shown.popitem(last=False)[0], None)
 

@@ -144,3 +144,33 @@ async def moved_on(
     assert not old.streaming and "moved on to another worker" in old.text
     done = await second.progress(run, taken, replace(working, state="done", opens_stretch=False))
     assert not bot.slack.messages[done].streaming
+
+
+@with_env(STREAMING="on")
+async def test_a_stretch_appends_only_what_changed_and_stops_at_its_end(bot: Harness) -> None:
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
+    posted = await client.chat_postMessage(channel="DUALICE", text="list users")
+    run = RunView(
+        run_id="r-appends",
+        agent="ops",
+        task="list users",
+        conversation=Conversation(channel="DUALICE", requester="UALICE", thread=str(posted["ts"])),
+    )
+    listed = Task(id="c1", tool="list_users", state="running")
+    async with aiohttp.ClientSession() as session:
+        reporter = slack_parts(bot.settings, redis=bot.redis, session=session).reporter
+        first = Activity(steps=("tool:list_users",), state="working", tasks=(listed,))
+        stream = await reporter.progress(run, None, replace(first, opens_stretch=True))
+        second = replace(first, tasks=(replace(listed, state="done"),))
+        assert await reporter.progress(run, stream, second) == stream
+        assert await reporter.progress(run, stream, second) == stream  # nothing new: no call
+        ended = await reporter.progress(
+            run, stream, replace(second, state="done", ran=("list_users",))
+        )
+    [append] = bot.slack.calls_to("chat.appendStream")
+    assert [c["status"] for c in append.args["chunks"]] == ["complete"]
+    [stop] = bot.slack.calls_to("chat.stopStream")
+    assert "chunks" not in stop.args, "nothing changed since the append"
+    message = bot.slack.messages[ended]
+    assert (message.streaming, tasks(message)) == (False, [("list_users", "complete", None)])
+    assert ":white_check_mark: Done" in message.all_text()
