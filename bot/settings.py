@@ -47,6 +47,13 @@ class Settings(RuntimeSettings):
     )
     """The web's Redis connections for Home tab work, apart from the clicks' (`bot.wiring`)."""
 
+    streaming: bool = setting(
+        True,
+        fix="Use off to keep to the status message and its Stop button (no Slack agent "
+        "sessions), or on (the default).",
+    )
+    """Show each run's thread as a Slack agent session (`bot.reporting.sessions`)."""
+
     # --- first run: the local console and Socket Mode ---
     console: bool = setting(
         False, fix="Use true to serve the local console at /console, or false (the default)."

@@ -12,6 +12,7 @@ from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.reporting.reporter import SlackReporter
+from bot.reporting.sessions import AgentSessions
 from bot.settings import Settings
 from bot.slack.client import slack_client
 from bot.slack.directory import ApproverDirectory
@@ -54,6 +55,7 @@ def slack_parts(
             reach,
             ReminderLines(redis, Keys.of(settings)),
             CardDraws(redis, Keys.of(settings)),
+            AgentSessions(client, enabled=settings.streaming),
         ),
         reach=reach,
         links=ThreadLinks(client),

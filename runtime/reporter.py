@@ -69,6 +69,24 @@ def batchable(calls: Iterable[PendingCall]) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Task:
+    """One tool call of the run's current stretch, for a reporter that shows each (a streamed
+    message's tasks). Machine-neutral: the reporter words it."""
+
+    id: str
+    """The model's call id."""
+    tool: str
+    state: str
+    """`pending` (the model asked for it), `running`, `done`, `error`, or `waiting` (for a
+    person)."""
+    note: str = ""
+    """How it was decided or ended: `approved:<user>`, `rejected:<user>`, `expired`, `policy`
+    (rejected by the policy), `stopped:<user>`, `failed`."""
+    deciders: tuple[str, ...] = ()
+    """`waiting`: who may decide it (users and groups; none: anyone in the channel)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Activity:
     """The run's progress so far, for its status message."""
 
@@ -89,6 +107,12 @@ class Activity:
     not_run: tuple[str, ...] = ()
     """`done`: calls that did not run and why: `rejected:<tool>`, `expired:<tool>`, or
     `policy:<tool>` (rejected by the policy)."""
+    tasks: tuple[Task, ...] = ()
+    """The tool calls of the current stretch (a resumed one starts with the calls just
+    decided), in the order they came."""
+    opens_stretch: bool = False
+    """The first showing of a stretch (the run's start, or its resume) by the worker running
+    it: a reporter may begin a new message for it. False for a redraw by anyone else."""
 
 
 class Reporter(Protocol):
@@ -98,6 +122,12 @@ class Reporter(Protocol):
         Raises ConversationUnavailable when the conversation refuses messages (after telling
         the requester some other way if it can).
         """
+        ...
+
+    async def working(self, run: RunView) -> None:
+        """A stretch of the run begins (its start, or its resume once its calls are decided),
+        before any step of it: people may see at once that it works. Best effort; never
+        raises."""
         ...
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
+from slack_sdk.models.blocks import ActionsBlock, AlertBlock, ButtonElement, SectionBlock
 
 from bot.blocks.batch import batch_buttons
-from bot.blocks.parts import Block, context_block
+from bot.blocks.parts import Block, context_block, mrkdwn
 from bot.words import commands as command_words
 from bot.words import runs as messages
 from bot.words import verdicts as verdict_words
@@ -106,3 +106,18 @@ def status_blocks(run_id: str, text: str, state: str, *, batch: bool = False) ->
         blocks.append(ActionsBlock(elements=[*extra, stop]))
     blocks.append(context_block(command_words.run_id_line(run_id)))
     return blocks
+
+
+ALERT_LEVELS = {"failed": "error", "stopped": "warning"}
+
+
+def stream_foot(run_id: str, text: str, activity: Activity) -> list[Block]:
+    """The blocks a stopped stream keeps at its foot: the status message's (its buttons while
+    calls wait), a failed or stopped run's ending as an alert."""
+    level = ALERT_LEVELS.get(activity.state)
+    if level is None:
+        return status_blocks(run_id, text, activity.state, batch=activity.batchable)
+    return [
+        AlertBlock(text=mrkdwn(text), level=level),
+        context_block(command_words.run_id_line(run_id)),
+    ]

@@ -31,6 +31,7 @@ from bot.console.slack_payloads import (
     interaction_form,
     message_event,
     new_trigger,
+    session_stopped,
     signature_headers,
     slack_user,
     slash_command_form,
@@ -99,18 +100,21 @@ class ReplyInThread(_Intent):
     text: str = Field(min_length=1, max_length=COMMAND_TEXT_LIMIT)
 
 
+class StopSession(_Intent):
+    """Slack's own Stop on a thread whose agent session is `processing`."""
+
+    kind: Literal["stop_session"]
+    thread_ts: str = Field(pattern=MESSAGE_TS)
+
+
 class CloseView(_Intent):
     kind: Literal["close"]
     view_id: str = Field(max_length=32)
 
 
-Intent = Annotated[
-    TypeCommand | Click | OpenHome | SubmitView | CloseView | ReplyInThread,
-    Field(discriminator="kind"),
-]
-INTENT = TypeAdapter[TypeCommand | Click | OpenHome | SubmitView | CloseView | ReplyInThread](
-    Intent
-)
+Intents = TypeCommand | Click | OpenHome | SubmitView | CloseView | ReplyInThread | StopSession
+Intent = Annotated[Intents, Field(discriminator="kind")]
+INTENT = TypeAdapter[Intents](Intent)
 INTERACTIVE = frozenset({"button", "static_select", "overflow"})
 """The elements the bot sends that a person can use."""
 
@@ -161,23 +165,39 @@ class IntentSender:
                 self._answer_note(intent, answer)
         elif isinstance(intent, Click):
             status, answer = await self._post(base_url, self._click(intent, response_url))
-        elif isinstance(intent, ReplyInThread):
-            if intent.thread_ts not in self.slack.messages:
-                raise IntentRefused(f"no thread {intent.thread_ts}")
-            channel = self.slack.messages[intent.thread_ts].channel
-            text = intent.text.strip()
-            ts = self.slack.add_person_message(intent.user, channel, intent.thread_ts, text)
-            body = message_event(channel, intent.user, text, ts, intent.thread_ts)
-            status, answer = await self._post(base_url, body, JSON)
-        elif isinstance(intent, OpenHome):
-            body = home_opened(intent.user, self.slack.home_tabs.get(intent.user))
-            status, answer = await self._post(base_url, body, JSON)
+        elif isinstance(intent, ReplyInThread | OpenHome | StopSession):
+            status, answer = await self._event(intent, base_url)
         else:
             status, answer = await self._post(base_url, self._submission(intent))
             errors = answer.get("errors") if answer.get("response_action") == "errors" else None
             self.slack.close_view(intent.view_id, errors)
         await self.slack.notify()
         return {"status": status, "answer": answer}
+
+    async def _event(
+        self, intent: ReplyInThread | OpenHome | StopSession, base_url: str
+    ) -> tuple[int, dict[str, Any]]:
+        """An intent Slack sends on as an Events API callback."""
+        if isinstance(intent, ReplyInThread):
+            if intent.thread_ts not in self.slack.messages:
+                raise IntentRefused(f"no thread {intent.thread_ts}")
+            channel = self.slack.messages[intent.thread_ts].channel
+            text = intent.text.strip()
+            ts = self.slack.add_person_message(intent.user, channel, intent.thread_ts, text)
+            body = message_event(channel, intent.user, text, ts, intent.thread_ts)
+            return await self._post(base_url, body, JSON)
+        if isinstance(intent, StopSession):
+            return await self._stop_session(intent, base_url)
+        body = home_opened(intent.user, self.slack.home_tabs.get(intent.user))
+        return await self._post(base_url, body, JSON)
+
+    async def _stop_session(self, intent: StopSession, base_url: str) -> tuple[int, dict[str, Any]]:
+        root = self.slack.messages.get(intent.thread_ts)
+        session = root and self.slack.agents.session(root.channel, root.ts)
+        if root is None or not session or session.status != "processing":
+            raise IntentRefused("Slack shows its Stop only while the agent is processing")
+        body = session_stopped(root.channel, root.ts, intent.user)
+        return await self._post(base_url, body, JSON)
 
     def _answer_note(self, intent: TypeCommand, answer: dict[str, Any]) -> None:
         """The command's answer, for its typist only: judged as Slack judges a response."""

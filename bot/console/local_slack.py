@@ -7,7 +7,8 @@ class plus failure injection.
 
 It implements what Countersign calls: `auth.test`, `chat.postMessage`, `chat.update`,
 `chat.postEphemeral`, `views.open`, `views.publish` (Home tabs), `conversations.open` (a direct
-message's channel is `D` + the user id), who is who (`bot.console.local_directory`: `users.info`,
+message's channel is `D` + the user id), agent sessions and streamed messages
+(`bot.console.agent_surface`), who is who (`bot.console.local_directory`: `users.info`,
 `conversations.info`, `conversations.members`, `usergroups.list`, `usergroups.users.list`), and
 `response_url` posts. Anything else answers `unknown_method`, as
 Slack would for a typo.
@@ -28,6 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.console.agent_surface import AGENT_METHODS, AgentSurface
 from bot.console.local_directory import BOT_USER, TEAM, LocalDirectory
 from bot.console.slack_limits import Refusal, plain_text_marks, refusal
 
@@ -50,6 +52,14 @@ class Message:
     updates: int = 0
     user: str | None = None
     """Who wrote it, for a person's message (a reply in a thread); None: the app."""
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    """A streamed message's tasks (`task_update` chunks, the latest of each id)."""
+    streaming: bool = False
+    """Still streaming (`bot.console.agent_surface`): appends land on it."""
+    streamed: bool = False
+    """Started as a stream (a run's progress), whether or not it still streams."""
+    recipient: str | None = None
+    """A stream in a channel: the person it is addressed to."""
 
     def actions(self) -> list[dict[str, Any]]:
         return [e for b in self.blocks if b.get("type") == "actions" for e in b["elements"]]
@@ -124,6 +134,8 @@ class LocalSlack(LocalDirectory):
         # An event per version, swapped on every change: no lock, so a waiter cancelled by a
         # timeout can never leave one held (asyncio.wait_for around a Condition can, on 3.11).
         self._changed = asyncio.Event()
+        self.agents = AgentSurface(post=self._post_streamed, find=lambda ts: self.messages.get(ts))
+        """Agent sessions and streamed messages."""
 
     # --- serving --------------------------------------------------------------------------------
 
@@ -196,39 +208,45 @@ class LocalSlack(LocalDirectory):
                 **({"enterprise_id": self.enterprise} if self.enterprise else {}),
                 "is_enterprise_install": False,
             }
-        if method == "chat.postMessage":
-            return self._post(args)
-        if method == "chat.update":
-            return self._update(args)
-        if method == "chat.delete":
-            return self._delete(args)
-        if method == "chat.postEphemeral":
-            self.ephemerals.append(args)
-            self.add_private_note(
-                str(args.get("user")),
-                args.get("channel"),
-                args.get("thread_ts"),
-                _text(args),
-                _blocks(args),
-            )
-            return {"ok": True, "message_ts": f"{time.time():.6f}"}
-        if method == "views.open":
-            view = args.get("view")
-            view = json.loads(view) if isinstance(view, str) else dict(view or {})
-            view_id = f"V{len(self.views) + 1:04d}"
-            view["id"] = view_id
-            self.views.append(view)
-            user = self.triggers.pop(str(args.get("trigger_id")), None)
-            self.opened[view_id] = OpenedView(view_id, user, view)
-            return {"ok": True, "view": {"id": view_id}}
-        if method == "views.publish":
-            return self._publish(args)
+        handler = {
+            "chat.postMessage": self._post,
+            "chat.update": self._update,
+            "chat.delete": self._delete,
+            "chat.postEphemeral": self._ephemeral,
+            "views.open": self._open_view,
+            "views.publish": self._publish,
+        }.get(method)
+        if handler is not None:
+            return handler(args)
+        if method in AGENT_METHODS:
+            return self.agents.answer(method, args)
         if method == "conversations.open":
             users = str(args.get("users", ""))
             if not users or "," in users:
                 return {"ok": False, "error": "invalid_arguments"}
             return {"ok": True, "channel": {"id": f"D{users}"}}
         return self.directory_answer(method, args)
+
+    def _open_view(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        view = json.loads(view) if isinstance(view, str) else dict(view or {})
+        view_id = f"V{len(self.views) + 1:04d}"
+        view["id"] = view_id
+        self.views.append(view)
+        user = self.triggers.pop(str(args.get("trigger_id")), None)
+        self.opened[view_id] = OpenedView(view_id, user, view)
+        return {"ok": True, "view": {"id": view_id}}
+
+    def _ephemeral(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.ephemerals.append(args)
+        self.add_private_note(
+            str(args.get("user")),
+            args.get("channel"),
+            args.get("thread_ts"),
+            _text(args),
+            _blocks(args),
+        )
+        return {"ok": True, "message_ts": f"{time.time():.6f}"}
 
     def _publish(self, args: dict[str, Any]) -> dict[str, Any]:
         view = args.get("view")
@@ -258,6 +276,12 @@ class LocalSlack(LocalDirectory):
         while self.message_limit is not None and len(self.messages) > self.message_limit:
             self.messages.pop(next(iter(self.messages)))
         return {"ok": True, "channel": channel, "ts": ts}
+
+    def _post_streamed(self, channel: str, thread_ts: str, recipient: str | None) -> Message:
+        ts = self._post({"channel": channel, "thread_ts": thread_ts})["ts"]
+        message = self.messages[ts]
+        message.recipient = recipient
+        return message
 
     def _update(self, args: dict[str, Any]) -> dict[str, Any]:
         message = self.messages.get(str(args.get("ts")))
@@ -319,6 +343,11 @@ class LocalSlack(LocalDirectory):
             "notes": [asdict(n) for n in self.private_notes],
             "views": [asdict(v) for v in self.opened.values() if v.open],
             "home": self.home_tabs,
+            "sessions": {
+                s.thread_ts: {"status": s.status, "title": s.title}
+                for s in self.agents.sessions.values()
+                if s.thread_ts
+            },
             "refused": [asdict(r) for r in self.refused[-REFUSALS_SHOWN:]],
             "refusals": len(self.refused),
         }

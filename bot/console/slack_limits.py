@@ -32,7 +32,9 @@ TEXT_LIMIT = 40_000
 FIELD_TEXT_LIMIT = 2_000
 """Each of a section's `fields` (the SDK checks only how many)."""
 VIEW_METHODS = frozenset({"views.open", "views.update", "views.push", "views.publish"})
-MESSAGE_METHODS = frozenset({"chat.postMessage", "chat.update", "chat.postEphemeral", "response"})
+MESSAGE_METHODS = frozenset(
+    {"chat.postMessage", "chat.update", "chat.postEphemeral", "chat.stopStream", "response"}
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -261,6 +261,19 @@ def message_event(channel: str, user: str, text: str, ts: str, thread_ts: str) -
     return _event_callback(event)
 
 
+def session_stopped(channel: str, thread_ts: str, user: str) -> str:
+    """The Events API callback Slack sends when a person presses its own Stop on an agent
+    session (`agent_session_stopped`)."""
+    event = {
+        "type": "agent_session_stopped",
+        "channel": channel,
+        "thread_ts": thread_ts,
+        "user": user,
+        "event_ts": f"{time.time():.6f}",
+    }
+    return _event_callback(event)
+
+
 def _event_callback(event: dict[str, Any]) -> str:
     """The Events API's envelope around `event`, as Slack posts it (JSON-bodied)."""
     return json.dumps(

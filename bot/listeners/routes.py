@@ -49,6 +49,7 @@ from bot.listeners.workspace import (
 from bot.slack.events import (
     MemberChanged,
     Said,
+    SessionStopped,
     SubteamMembersChanged,
     SubteamUpdated,
     listener,
@@ -79,6 +80,9 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(ACTION_REJECT)(approvals.on_reject)
     bolt.action(ACTION_VIEW_ARGUMENTS)(approvals.on_view_arguments)
     bolt.action(ACTION_STOP)(listeners.stops.on_stop_button)
+    bolt.event("agent_session_stopped")(
+        listener(SessionStopped, listeners.stops.on_session_stopped)
+    )
     bolt.action(ACTION_GRANT)(grants.on_grant_chosen)
     bolt.action(ACTION_REVOKE_GRANT)(grants.on_revoke)
     bolt.action(ACTION_EDIT)(edits.on_edit)

@@ -1,4 +1,6 @@
-"""Stopping a run: the **Stop** button on its status message, and `/agent stop <run id>`.
+"""Stopping a run: the **Stop** button on its status message, `/agent stop <run id>`, and
+Slack's own Stop on the run's thread while its agent session is `processing`
+(`agent_session_stopped`): one path, one check of who may, one audit entry.
 
 Who may stop is enforced by the stop script; the web process only looks up which of the groups
 involved (the open calls' approver groups and the `ADMINS` groups) the person is in, and refuses
@@ -25,10 +27,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.reporting.reporter import SlackReporter
 from bot.slack.client import send_later
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
+from bot.slack.events import SessionStopped
 from bot.slack.members import Standing, StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ButtonClick
 from bot.words import members as member_messages
 from bot.words import runs as messages
+from runtime.conversations import ThreadHistory
 from runtime.db import NotReplicated
 from runtime.deciders import first_member_of, outsider_may_stop, stop_groups_to_ask
 from runtime.jobs import RUN_ID_PATTERN
@@ -52,6 +56,9 @@ class StopActions:
     members: WorkspaceMembers
     outsiders_allowed: bool = False
     """`EXTERNAL_DECIDERS=allow`."""
+    history: ThreadHistory | None = None
+    """Which run a thread is (Slack's Stop names the thread, not the run); None: Slack's Stop
+    is not answered."""
 
     async def on_stop_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -75,6 +82,39 @@ class StopActions:
                 ),
                 "stop-note",
             )
+
+    async def on_session_stopped(self, event: SessionStopped) -> None:
+        """Slack's Stop, pressed by `event.user`: the run of the thread stops as with our own
+        Stop. Someone who may not stop it is told privately, and the session shows the run's
+        status again (Slack took it out of `processing`)."""
+        last = None
+        if self.history is not None:
+            try:
+                last = await self.history.last_run(event.channel, event.thread_ts)
+            except RedisError:
+                log.warning("Slack's Stop in %s not answered: Redis unreachable", event.channel)
+        if last is None:
+            log.info("Slack's Stop on a thread that is no run's (%s)", event.thread_ts)
+            return
+        text = await self.stop(last.run_id, event.user, None, where=event.channel)
+        if text is None or text == messages.STOPPING:
+            return  # stopped: the thread says so and the session is closed with its status
+        send_later(
+            self.tasks,
+            self.client.chat_postEphemeral(
+                channel=event.channel, user=event.user, thread_ts=event.thread_ts, text=text
+            ),
+            "stop-note",
+        )
+        send_later(self.tasks, self._session_back(last.run_id), f"session:{last.run_id}")
+
+    async def _session_back(self, run_id: str) -> None:
+        """The session shows the run's status again, after a Stop that did not stop it."""
+        view = await self.stopper.view(run_id)
+        if view.envelope is None:
+            return
+        state = "waiting" if view.status == "waiting" else "working"
+        await self.reporter.sessions.show(RunView.of(view.envelope), state, again=True)
 
     async def stop(
         self,

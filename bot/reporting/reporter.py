@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from aiohttp import ClientError
 from redis.exceptions import RedisError
@@ -13,10 +14,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
-from bot.blocks.status import status_blocks, status_text
+from bot.blocks.status import status_blocks, status_text, stream_foot
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
+from bot.reporting.sessions import AgentSessions
+from bot.reporting.streams import RunStreams, plain
 from bot.slack.bot_token import REFUSED
 from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
@@ -45,6 +48,7 @@ class SlackReporter:
         reach: SlackReach | None = None,
         reminder_lines: ReminderLines | None = None,
         draws: CardDraws | None = None,
+        sessions: AgentSessions | None = None,
     ) -> None:
         """`reminder_lines`: where reminders are noted, so that they stop saying a call waits
         once it is settled (None: they are left as posted). `draws`: where decided cards are
@@ -54,6 +58,9 @@ class SlackReporter:
         self._reach = reach or SlackReach(client, directory)
         self._reminder_lines = reminder_lines
         self._draws = draws
+        self.sessions = sessions or AgentSessions(client, enabled=False)
+        """The run's thread as a Slack agent session (`bot.reporting.sessions`)."""
+        self._streams = RunStreams(client, self.sessions, directory)
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -69,7 +76,11 @@ class SlackReporter:
                 raise
             await self._tell_requester(run, messages.cannot_post(conversation.channel))
             raise ConversationUnavailable(str(error.response.get("error"))) from error
-        return str(response["ts"])
+        thread = str(response["ts"])
+        await self.sessions.begin(
+            replace(run, conversation=conversation.model_copy(update={"thread": thread}))
+        )
+        return thread
 
     async def _tell_requester(self, run: RunView, text: str) -> None:
         url = run.conversation.reply_url
@@ -82,7 +93,25 @@ class SlackReporter:
         except (ClientError, TimeoutError):
             log.warning("run %s: could not reach the requester either", run.run_id)
 
+    async def working(self, run: RunView) -> None:
+        await self.sessions.show(run, "working")
+
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        # The status message (streamed, or drawn) first: it is what people rely on; the
+        # session follows it.
+        text = status_text(activity)
+        foot = stream_foot(run.run_id, text, activity)
+        kept, streamed = await self._streams.show(run, message_id, activity, foot)
+        if streamed and kept is not None:
+            shown = kept
+        else:
+            shown = await self._status_message(run, kept, activity)
+        await self.sessions.show(run, activity.state)
+        return shown
+
+    async def _status_message(
+        self, run: RunView, message_id: str | None, activity: Activity
+    ) -> str:
         text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
         try:
@@ -114,7 +143,9 @@ class SlackReporter:
 
     async def retract(self, run: RunView, message_id: str) -> None:
         try:
-            await self._client.chat_delete(channel=run.conversation.channel, ts=message_id)
+            await self._client.chat_delete(
+                channel=run.conversation.channel, ts=plain(message_id) or message_id
+            )
             return
         except SlackApiError as error:
             reason = str(error.response.get("error"))
@@ -275,6 +306,7 @@ class SlackReporter:
             thread_ts=run.conversation.thread,
             text=messages.final_answer(output),
         )
+        await self.sessions.show(run, "done")
 
     async def run_stopped(self, run: RunView, user_id: str) -> None:
         await self._client.chat_postMessage(
@@ -282,6 +314,7 @@ class SlackReporter:
             thread_ts=run.conversation.thread,
             text=messages.run_stopped(user_id),
         )
+        await self.sessions.show(run, "stopped")
 
     async def run_failed(
         self, run: RunView, failure: Failure, detail: str, ran: Sequence[str] = ()
@@ -293,3 +326,6 @@ class SlackReporter:
         await self._client.chat_postMessage(
             channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
         )
+        # However the run ended (a job that gave up, a record no version can read), its session
+        # says so: never `processing` once nothing works on it.
+        await self.sessions.show(run, "failed")

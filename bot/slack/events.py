@@ -64,6 +64,14 @@ class Said(SlackEvent):
     bot_id: str | None = None
 
 
+class SessionStopped(SlackEvent):
+    """`agent_session_stopped`: a person pressed Slack's own Stop on a run's thread."""
+
+    channel: str
+    thread_ts: str
+    user: str
+
+
 E = TypeVar("E", bound=SlackEvent)
 Listener = Callable[[AsyncAck, dict[str, Any]], Awaitable[None]]
 

@@ -204,6 +204,12 @@ def _listeners(
     replication = replication_for(settings, redis)
     client, members = parts.client, lookups.members
     outsiders_allowed = settings.external_deciders == "allow"
+    history = ThreadHistory(
+        redis=redis,
+        keys=keys,
+        ttl_seconds=settings.conversation_ttl_seconds,
+        max_items=settings.conversation_max_items,
+    )
     stops = StopActions(
         stopper=RunStopper(redis, keys, replication=replication),
         directory=lookups.directory,
@@ -213,6 +219,7 @@ def _listeners(
         admins=Principals.parse(parse_principals(settings.admins)),
         members=members,
         outsiders_allowed=outsiders_allowed,
+        history=history,
     )
     recorder = DecisionRecorder(
         redis, keys, replication=replication, kept=KeptArguments.of(settings)
@@ -274,12 +281,7 @@ def _listeners(
             tasks=tasks,
         ),
         threads=ThreadReplies(
-            history=ThreadHistory(
-                redis=redis,
-                keys=keys,
-                ttl_seconds=settings.conversation_ttl_seconds,
-                max_items=settings.conversation_max_items,
-            ),
+            history=history,
             queue=command.queue,
             client=client,
             agents=agent_names,

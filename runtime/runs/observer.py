@@ -8,13 +8,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agents import Agent, RunContextWrapper, RunHooks, Tool
+from agents import Agent, ModelResponse, RunContextWrapper, RunHooks, Tool
 
 from runtime.record.envelope import PendingCall
 from runtime.record.leases import Lease
 from runtime.record.store import RunStore
 from runtime.reporter import Activity, Reporter, RunView, batchable
 from runtime.runs.posted_messages import ShownStatus, record_or_retract
+from runtime.runs.stretch_tasks import StretchTasks
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,32 @@ class RunObserver(RunHooks[Any]):
         self._dirty = False
         self._posted = ""
         """A status message this delivery posted and has not recorded yet."""
+        self._opened = False
+        self.tasks = StretchTasks()
+        """The stretch's tool calls, shown with its steps (never a flush of their own: they
+        ride on the steps' updates, so the status message is updated as often as before)."""
+
+    @property
+    def run(self) -> RunView:
+        return self._run
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        if self.tasks.asked(response.output):
+            self._dirty = True
 
     async def on_tool_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:
+        self.tasks.running(getattr(context, "tool_call_id", None), tool.name)
         await self._note(f"tool:{tool.name}")
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: Any
+    ) -> None:
+        self.tasks.done(getattr(context, "tool_call_id", None), tool.name)
+        self._dirty = True
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
@@ -82,6 +104,7 @@ class RunObserver(RunHooks[Any]):
         status is shown, and returned to be recorded with the cards (`post_cards`)."""
         tools = tuple(c.tool for c in open_calls)
         batch = batchable(open_calls)
+        self.tasks.waiting(open_calls)
         await self.flush(
             "waiting", waiting_for=tools, approvals_asked=asked, batchable=batch, record=False
         )
@@ -110,6 +133,8 @@ class RunObserver(RunHooks[Any]):
         keep it with the run now (else the caller records `shown()` with its own write)."""
         if not self._dirty and state == "working":
             return
+        if state in ("failed", "stopped"):
+            self.tasks.ended(state)
         self._dirty = False
         self._last_sent = self._clock()
         activity = Activity(
@@ -120,7 +145,10 @@ class RunObserver(RunHooks[Any]):
             batchable=batchable,
             ran=ran,
             not_run=not_run,
+            tasks=self.tasks.shown(),
+            opens_stretch=not self._opened,
         )
+        self._opened = True
         shown = self.message_id
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
         if self.message_id != shown:

@@ -9,6 +9,7 @@ again; a call that may have run but whose result was lost asks a person again
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from contextlib import nullcontext
@@ -112,6 +113,11 @@ class RunRound:
             steps=record.status_steps,
         )
         conversation = envelope.conversation
+        observer.tasks.decided(envelope.calls)  # on a resume, the calls just decided
+        # Said beside the stretch, not before it: an approved tool does not wait for Slack.
+        announced = asyncio.create_task(
+            self.reporter.working(observer.run), name=f"working:{envelope.run_id}"
+        )
         listening = self.stops.listening(envelope.run_id) if self.stops else nullcontext(None)
         try:
             with listening as heard:
@@ -139,6 +145,11 @@ class RunRound:
                     await self.outcomes.ask_again(lost, envelope, record.state, observer, lease)
         except Stopped as stop:
             await self.outcomes.stopped(envelope, stop, observer, lease)
+        except BaseException:
+            announced.cancel()
+            raise
+        finally:
+            await _settled(announced)
 
     async def _steps(
         self,
@@ -221,3 +232,15 @@ class RunRound:
             decided += calls
             run_input = result.to_state()
             apply_decisions(run_input, calls)
+
+
+async def _settled(task: asyncio.Task[None]) -> None:
+    """The stretch's announcement ends with the stretch: awaited after it (cancelled when the
+    stretch failed, or when this wait is); its error, if any, is a line in the log."""
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.warning("a stretch's start not told: %s", type(error).__name__)

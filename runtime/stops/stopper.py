@@ -68,6 +68,8 @@ class StopView:
     copies: dict[str, tuple[CardCopy, ...]]
     status_message: str | None
     status_steps: tuple[str, ...]
+    status: str | None = None
+    """The run's status as read (`waiting`, `working`, ...)."""
 
     def in_channel(self, approval_id: str, where: str) -> bool:
         """`where` is the call's channel, or the channel of one of its card's copies."""
@@ -125,6 +127,7 @@ class RunStopper:
             copies=whole.copies,
             status_message=whole.status_message or None,
             status_steps=whole.status_steps or (),
+            status=whole.status,
         )
 
     async def stop(

@@ -53,6 +53,14 @@ class Failure:
     when: Callable[[dict[str, Any]], bool] = lambda args: True
 
 
+AGENT_ERRORS = ("not_allowed", "method_not_supported", "missing_scope", "ratelimited")
+"""What Slack answers a workspace or an app without agent sessions or streams (or past its rate
+limit): `refuse` makes the fake answer each."""
+NEEDED_SCOPES = {
+    "agents.sessions.setStatus": "assistant:write",
+    "agents.sessions.rename": "assistant:write",
+}
+
 TOKEN_ERRORS = ("invalid_auth", "account_inactive", "token_revoked")
 """What Slack answers, to any method, for a token it does not know, of a deactivated bot or
 workspace, or revoked (an uninstall): HTTP 200 with `ok: false`."""
@@ -68,6 +76,7 @@ class FakeSlack(LocalSlack):
         with it, as Slack answers once a token is deactivated or revoked."""
         self.calls: list[Call] = []
         self._failures: dict[str, list[Failure]] = {}
+        self._refusing: dict[str, str] = {}
         self._runner: web.AppRunner | None = None
         self.url = ""
         self.extra_routes: list[web.RouteDef] = []
@@ -120,6 +129,13 @@ class FakeSlack(LocalSlack):
         Queue several for several calls.
         """
         self._failures.setdefault(method, []).append(Failure(status, body, headers or {}, when))
+
+    def refuse(self, methods: tuple[str, ...] | str, error: str) -> None:
+        """Answer every call of `methods` with `error` from now on, as Slack answers it:
+        `missing_scope` names the scope needed, `ratelimited` is a 429 with Retry-After (which
+        the client waits out and tries again, until it gives up)."""
+        for method in (methods,) if isinstance(methods, str) else methods:
+            self._refusing[method] = error
 
     def assert_nothing_refused(self) -> None:
         """Fail the test if the bot sent anything real Slack would refuse (see `refused`), or
@@ -233,12 +249,13 @@ class FakeSlack(LocalSlack):
         ]
 
     def status_messages(self, thread_ts: str) -> list[Message]:
-        """The run's status message (one, edited in place): in the thread, with blocks, no card."""
+        """The run's status message (one, edited in place): in the thread, with blocks, no card;
+        with streaming, each stretch's streamed message."""
         cards = {m.ts for m in self.cards()}
         return [
             m
             for m in self.messages.values()
-            if m.thread_ts == thread_ts and m.blocks and m.ts not in cards
+            if m.thread_ts == thread_ts and (m.blocks or m.streamed) and m.ts not in cards
         ]
 
     def roots(self) -> list[Message]:
@@ -266,6 +283,7 @@ class FakeSlack(LocalSlack):
             for m in self.messages.values()
             if m.thread_ts == thread_ts
             and not m.blocks
+            and not m.streamed
             and not m.text.startswith(STATUS_PREFIXES + NOTE_PREFIXES)
         ]
 
@@ -280,6 +298,15 @@ class FakeSlack(LocalSlack):
 
     def refusal(self, method: str, args: dict[str, Any]) -> web.Response | None:
         self.calls.append(Call(method, args, time.time()))
+        refusing = self._refusing.get(method)
+        if refusing is not None:
+            body: dict[str, Any] = {"ok": False, "error": refusing}
+            if refusing == "missing_scope":
+                needed = NEEDED_SCOPES.get(method, "chat:write")
+                body |= {"needed": needed, "provided": "chat:write"}
+            if refusing == "ratelimited":
+                return web.json_response(body, status=429, headers={"Retry-After": "0"})
+            return web.json_response(body)
         failures = self._failures.get(method)
         if failures and failures[0].when(args):
             failure = failures.pop(0)

@@ -59,6 +59,9 @@ def bot_environ(
         # A model 5xx past the `openai` client's own tries fails the job at once, which the
         # fault tests provoke; `tests/runtime/journal/test_model_turns.py` retries inside the run.
         "MODEL_RETRIES": "0",
+        # Today's status message and Stop button, which most tests read; the tests of agent
+        # sessions and streams (tests/bot/reporting/) turn them on.
+        "STREAMING": "off",
         **overrides,
     }
 

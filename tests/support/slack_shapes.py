@@ -114,6 +114,13 @@ EVENTS: tuple[JSON, ...] = (
         "inviter": "UALICE",
     },
     {"type": "member_left_channel", "user": "UCAROL", "channel": "CGENERAL", "team": TEAM},
+    {
+        "type": "agent_session_stopped",
+        "channel": "CGENERAL",
+        "thread_ts": "1700000000.000100",
+        "user": "UALICE",
+        "streaming_message_ts": "1700000000.000200",
+    },
     {"type": "app_uninstalled"},
     {"type": "tokens_revoked", "tokens": {"oauth": ["UALICE"], "bot": ["UBOT0001"]}},
 )

@@ -267,6 +267,9 @@ function renderBlock(block, where, index) {
     node.append(el("h3", "", block.text.text));
   } else if (block.type === "divider") {
     node.append(el("hr"));
+  } else if (block.type === "alert") {
+    node.classList.add(block.level || "default");
+    node.append(textObject(block.text));
   } else {
     node.append(el("div", "context", `(a ${block.type} block: not drawn by the console)`));
   }

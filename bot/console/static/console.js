@@ -120,6 +120,19 @@ function clock(seconds) {
   return new Date(seconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
+const TASK_MARKS = { pending: "○", in_progress: "◐", complete: "✓", error: "✗" };
+
+function renderTasks(tasks) {
+  const list = el("ul", "tasks");
+  for (const task of tasks) {
+    const item = el("li", "task " + task.status, `${TASK_MARKS[task.status] || "○"} ${task.title}`);
+    const said = task.output || task.details;
+    if (said) item.append(el("div", "context", said));
+    list.append(item);
+  }
+  return list;
+}
+
 function renderMessage(message) {
   const node = el("div", "message");
   node.dataset.ts = message.ts;
@@ -129,7 +142,16 @@ function renderMessage(message) {
   else meta.append(el("b", "", BOT.name), el("span", "app-tag", "APP"), clock(Number(message.ts)));
   if (message.updates) meta.append(" (edited)");
   const where = { place: { message_ts: message.ts } };
-  body.append(meta, message.blocks.length ? renderBlocks(message.blocks, where) : mrkdwn(message.text));
+  if (message.streamed) {
+    // A run's streamed message, as Slack draws one: its text, a line per task, then its blocks.
+    if (message.text) body.append(meta, mrkdwn(message.text));
+    else body.append(meta);
+    if (message.tasks && message.tasks.length) body.append(renderTasks(message.tasks));
+    if (message.streaming) body.append(el("div", "context", "… streaming"));
+    if (message.blocks.length) body.append(renderBlocks(message.blocks, where));
+  } else {
+    body.append(meta, message.blocks.length ? renderBlocks(message.blocks, where) : mrkdwn(message.text));
+  }
   node.append(el("div", "avatar", message.user ? personName(message.user)[0] : "C"), body);
   return node;
 }
@@ -160,6 +182,15 @@ function replyBox(threadTs) {
     follow();
   };
   return form;
+}
+
+// Slack's line under a thread whose agent session is processing, with Slack's own Stop.
+function sessionBar(threadTs) {
+  const bar = el("div", "session context", `${BOT.name} is working… `);
+  const stop = el("button", "session-stop", "Stop");
+  stop.onclick = () => send({ kind: "stop_session", thread_ts: threadTs });
+  bar.append(stop);
+  return bar;
 }
 
 function renderNote(note) {
@@ -196,9 +227,11 @@ function renderConversation(channel) {
       .map((m) => [Number(m.ts), renderMessage(m)])
       .concat(notes.filter((n) => n.thread_ts === root.ts).map((n) => [n.at, renderNote(n)]))
       .sort((a, b) => a[0] - b[0]);
-    if (replies.length) {
+    const session = !root.missing && (snapshot.sessions || {})[root.ts];
+    if (replies.length || session) {
       const thread = el("div", "thread");
       thread.append(...replies.map((r) => r[1]));
+      if (session && session.status === "processing") thread.append(sessionBar(root.ts));
       if (!root.missing && !channel.startsWith("D")) thread.append(replyBox(root.ts));
       group.append(thread);
     }

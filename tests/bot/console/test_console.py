@@ -703,3 +703,29 @@ async def test_a_reply_in_the_thread_continues_the_run_there(console: Console) -
     assert "u-101" in second.all_text()
     status, _ = await console.intent("UBOB", kind="reply", thread_ts="1.000001", text="hi")
     assert status == 404, "no such thread"
+
+
+async def test_slacks_own_stop_on_a_processing_session_stops_the_run(console: Console) -> None:
+    """The console draws each run's agent session, and Slack's Stop while it is processing
+    sends `agent_session_stopped`, which stops the run as our Stop does."""
+    await console.intent("UALICE", kind="command", command="/agent", text="restart the api")
+    [card] = await console.wait_for(console.cards, "a card")
+    [root] = [m for m in console.slack.messages.values() if m.ts == card.thread_ts]
+    session = await console.wait_for(
+        lambda: console.slack.agents.session(root.channel, root.ts), "the run's session"
+    )
+    assert session.title == "restart the api"
+    snapshot = console.slack.snapshot()
+    assert snapshot["sessions"][root.ts]["status"] == "suspended"
+    status, _ = await console.intent("UALICE", kind="stop_session", thread_ts=root.ts)
+    assert status == 404, "Slack shows its Stop only while the agent is processing"
+    streamed = [m for m in console.slack.messages.values() if m.streamed]
+    assert streamed and streamed[0].tasks, "the run's progress streams as tasks"
+
+    session.status = "processing"  # as Slack shows it while the agent works
+    status, _ = await console.intent("UALICE", kind="stop_session", thread_ts=root.ts)
+    assert status == 200
+    await console.wait_for(lambda: "Stopped by" in card.all_text(), "the card, stopped")
+    assert card.actions() == []
+    await console.wait_for(lambda: session.status == "closed", "the session closed")
+    assert SERVICES["api"] == 0, "nothing ran"

@@ -34,6 +34,7 @@ SCOPES = {
     "groups:read",
     "im:read",
     "mpim:read",
+    "assistant:write",
 }
 
 
@@ -62,6 +63,7 @@ def test_the_http_manifest_points_everything_at_slack_events() -> None:
     events = settings["event_subscriptions"]["bot_events"]
     assert {"app_home_opened", "app_mention", "message.channels", "message.groups"} <= set(events)
     assert {"member_joined_channel", "member_left_channel"} <= set(events)
+    assert "agent_session_stopped" in events, "Slack's own Stop"
     assert settings["socket_mode_enabled"] is False
     found = urls(app)
     assert len(found) == 3, "command, interactivity and events"

@@ -1,0 +1,210 @@
+"""Each stretch of a run streams one message in its thread (Slack's `chat.startStream`,
+`chat.appendStream`, `chat.stopStream`): a task per tool call of the stretch, `pending` when the
+model asks for it, `in_progress` while it runs, `complete` or `error` with how it ended; a call
+that waits for a person is a task naming who can decide. The model's own text is not streamed:
+the run's answer is posted whole, as before (`Runner.run` decides the run; nothing about how it
+decides changes for the sake of showing it).
+
+The stream is stopped whenever the run waits for a person or ends, with the status message's
+blocks at its foot (its buttons while calls wait; how it ended otherwise): from then on it is
+an ordinary message, and the run's next stretch starts a new stream. A stream Slack has ended
+(`message_not_in_streaming_state`, about five minutes after it started) or that would grow too
+long (`msg_too_long`) goes on as that ordinary message, redrawn by `chat.update`: no step is
+lost. Any other error answer turns streaming (and sessions) off for the process
+(`bot.reporting.sessions`), and the run goes on with its status message.
+
+The stream's id is the run's status message id, written where and when that id always was
+(`runtime.record.store.RunStore.set_status`), marked `stream:` while it streams: no write of
+its own. A worker that finds a stream it did not start (its worker was killed mid-stretch)
+stops it with a line saying the run moved on, and starts its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.messages.chunk import Chunk, TaskUpdateChunk
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.reporting.sessions import AgentSessions
+from bot.slack.directory import ApproverDirectory
+from bot.words import streams as words
+from runtime.reporter import Activity, RunView, Task
+
+log = logging.getLogger(__name__)
+
+STREAM_PREFIX = "stream:"
+GONE_ON = frozenset({"message_not_in_streaming_state", "msg_too_long", "message_not_found"})
+"""Errors after which the stream's message goes on as an ordinary one."""
+TASK_STATUSES = {
+    "pending": "pending",
+    "waiting": "pending",
+    "running": "in_progress",
+    "done": "complete",
+    "error": "error",
+}
+
+
+def plain(message_id: str | None) -> str | None:
+    """The message's ts, whether it streams or not."""
+    if message_id and message_id.startswith(STREAM_PREFIX):
+        return message_id[len(STREAM_PREFIX) :]
+    return message_id or None
+
+
+class RunStreams:
+    def __init__(
+        self, client: AsyncWebClient, sessions: AgentSessions, directory: ApproverDirectory
+    ) -> None:
+        self._client = client
+        self._sessions = sessions
+        self._directory = directory
+        self._open: dict[str, str] = {}
+        """Run id -> the ts of the stream this process has open for it."""
+        self._sent: dict[str, dict[str, tuple[str, str]]] = {}
+        """Run id -> task id -> (state, note) as last streamed."""
+        self._team: str | None = None
+
+    async def show(
+        self, run: RunView, message_id: str | None, activity: Activity, foot: Sequence[Block]
+    ) -> tuple[str | None, bool]:
+        """Stream `activity`: the message id to keep (`stream:<ts>` while it streams) and True;
+        or, when it is not streamed, the message to draw the status message on (None: a new
+        one) and False. `foot`: the status message's blocks, left at the foot of a stopped
+        stream."""
+        run_id = run.run_id
+        if not self._sessions.on or run.conversation.thread is None:
+            await self._abandon(run)
+            return plain(message_id), False
+        ours = self._open.get(run_id)
+        if ours is None and not await self._streams_anew(run, message_id, activity):
+            return plain(message_id), False
+        method = "chat.startStream" if ours is None else "chat.appendStream"
+        try:
+            held: list[Chunk] = []
+            if ours is None:
+                ours = await self._start(run, activity)
+            else:
+                held = await self._chunks(run, activity.tasks)
+            if activity.state == "working":
+                if held:
+                    await self._client.chat_appendStream(
+                        channel=run.conversation.channel, ts=ours, chunks=held
+                    )
+                return STREAM_PREFIX + ours, True
+            method = "chat.stopStream"
+            self._forget(run_id)  # stopped, or gone: either way no longer this process's
+            await self._client.chat_stopStream(
+                channel=run.conversation.channel, ts=ours, chunks=held or None, blocks=list(foot)
+            )
+            return ours, True
+        except SlackApiError as error:
+            code = str(error.response.get("error"))
+            self._forget(run_id)
+            if code not in GONE_ON:
+                self._sessions.turn_off(method, error)
+            log.info("run %s: its stream goes on as a message (%s: %s)", run_id, method, code)
+            return ours or plain(message_id), False
+        except (ClientError, TimeoutError) as error:
+            self._forget(run_id)
+            self._sessions.turn_off(method, None, reason=type(error).__name__)
+            return ours or plain(message_id), False
+
+    async def _streams_anew(self, run: RunView, message_id: str | None, activity: Activity) -> bool:
+        """Whether the run, with no stream of this process open, starts one: a stretch this
+        process began does (after stopping a stream another worker left open, or settling the
+        previous stretch's message); otherwise (the web redrawing a waiting run's status, or a
+        stretch whose stream went on as a message) that message is drawn as before."""
+        fresh = activity.opens_stretch
+        if message_id and message_id.startswith(STREAM_PREFIX):
+            await self._taken_over(run, plain(message_id) or "")
+        elif message_id and fresh:
+            await self._settle(run, message_id)
+        return fresh
+
+    async def _start(self, run: RunView, activity: Activity) -> str:
+        conversation = run.conversation
+        assert conversation.thread is not None
+        chunks = await self._chunks(run, activity.tasks)
+        response = await self._client.chat_startStream(
+            channel=conversation.channel,
+            thread_ts=conversation.thread,
+            recipient_user_id=conversation.requester,
+            recipient_team_id=await self._team_id(),
+            chunks=chunks or None,
+        )
+        ts = str(response["ts"])
+        self._open[run.run_id] = ts
+        return ts
+
+    async def _taken_over(self, run: RunView, ts: str) -> None:
+        """A stream another worker started for this run and could not stop (it was killed)."""
+        try:
+            await self._client.chat_stopStream(
+                channel=run.conversation.channel, ts=ts, markdown_text=words.MOVED_ON
+            )
+        except SlackApiError as error:
+            code = error.response.get("error")
+            log.info("run %s: its former stream not stopped (%s)", run.run_id, code)
+        except (ClientError, TimeoutError):
+            log.info("run %s: its former stream not stopped (Slack unreachable)", run.run_id)
+        self._sent.pop(run.run_id, None)
+
+    async def _settle(self, run: RunView, ts: str) -> None:
+        """The previous stretch's message no longer offers what its calls waited for."""
+        try:
+            await self._client.chat_update(
+                channel=run.conversation.channel, ts=ts, text=words.STRETCH_SETTLED, blocks=[]
+            )
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            log.info("run %s: the previous stretch's message not settled: %s", run.run_id, error)
+
+    async def _abandon(self, run: RunView) -> None:
+        """Streaming went off while this run streamed: its stream is stopped, not left open."""
+        ts = self._open.get(run.run_id)
+        if ts is None:
+            return
+        self._forget(run.run_id)
+        try:
+            await self._client.chat_stopStream(channel=run.conversation.channel, ts=ts)
+        except (SlackApiError, ClientError, TimeoutError):
+            log.info("run %s: its stream not stopped as streaming went off", run.run_id)
+
+    def _forget(self, run_id: str) -> None:
+        self._open.pop(run_id, None)
+        self._sent.pop(run_id, None)
+
+    async def _chunks(self, run: RunView, tasks: Sequence[Task]) -> list[Chunk]:
+        """The tasks that changed since last streamed, as Slack's task updates."""
+        sent = self._sent.setdefault(run.run_id, {})
+        changed = [t for t in tasks if sent.get(t.id) != (t.state, t.note)]
+        if not changed:
+            return []
+        people = {p for t in changed for p in t.deciders}
+        people |= {who for t in changed if (who := t.note.partition(":")[2])}
+        names: Mapping[str, str] = await self._directory.names(sorted(people)) if people else {}
+        chunks: list[Chunk] = []
+        for task in changed:
+            sent[task.id] = (task.state, task.note)
+            outcome = words.task_outcome(task, names)
+            chunks.append(
+                TaskUpdateChunk(
+                    id=task.id,
+                    title=words.task_title(task, names),
+                    status=TASK_STATUSES.get(task.state, "pending"),
+                    output=outcome if task.state == "done" else None,
+                    details=outcome if task.state == "error" else None,
+                )
+            )
+        return chunks
+
+    async def _team_id(self) -> str:
+        """The workspace a channel's stream is addressed in (Slack requires it with the
+        recipient), asked of Slack once."""
+        if self._team is None:
+            self._team = str((await self._client.auth_test())["team_id"])
+        return self._team

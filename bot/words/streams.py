@@ -1,0 +1,47 @@
+"""The words of a run's streamed message: one line per tool call of a stretch (a task), and
+the line left on a stretch's message once the run has gone on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from runtime.reporter import Task
+
+STRETCH_SETTLED = "Decided; the run went on below."
+MOVED_ON = "\n\n_This run moved on to another worker; its progress continues below._"
+TITLE_LIMIT = 250
+
+
+def task_title(task: Task, names: Mapping[str, str]) -> str:
+    """A task's title (plain text: no mentions), e.g. "Waiting for approval: delete_user,
+    @alice or @bob can decide"."""
+    if task.state != "waiting":
+        return task.tool[:TITLE_LIMIT]
+    if not task.deciders:
+        who = "anyone in the channel can decide"
+    else:
+        people = [_at(names.get(p, p)) for p in task.deciders]
+        either = ", ".join(people[:-1]) + " or " + people[-1] if len(people) > 1 else people[0]
+        who = f"{either} can decide"
+    return f"Waiting for approval: {task.tool}, {who}"[:TITLE_LIMIT]
+
+
+def task_outcome(task: Task, names: Mapping[str, str]) -> str | None:
+    """How a task ended, in one line (None: nothing to say)."""
+    kind, _, who = task.note.partition(":")
+    name = _at(names.get(who, who)) if who else "someone"
+    if kind == "approved":
+        return f"Approved by {name}"
+    if kind == "rejected":
+        return f"Rejected by {name}"
+    if kind == "stopped":
+        return f"Stopped by {name}" if who else "Stopped"
+    return {
+        "expired": "Expired: nobody decided in time",
+        "policy": "Not allowed by the policy",
+        "failed": "The run failed before it ended",
+    }.get(kind)
+
+
+def _at(name: str) -> str:
+    return name if name.startswith("@") else f"@{name}"

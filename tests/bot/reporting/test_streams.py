@@ -1,0 +1,176 @@
+"""Each stretch of a run streams one message in its thread: a task per tool call, stopped when
+the run waits or ends (the status message's blocks at its foot); a stream Slack ended goes on
+as an ordinary message; a workspace without streams gets today's status message."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import aiohttp
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.reporting.reporter import SlackReporter
+from bot.reporting.streams import STREAM_PREFIX
+from bot.wiring import slack_parts
+from runtime.jobs.contracts import Conversation
+from runtime.reporter import Activity, RunView, Task
+from tests.conftest import with_env
+from tests.support.fake_slack import AGENT_ERRORS, Message
+from tests.support.harness import BOT_TOKEN, Harness
+from tests.support.model_scripts import delete_then_answer
+
+
+def streamed(bot: Harness, root: Message) -> list[Message]:
+    return [m for m in bot.slack.thread(root.channel, root.ts) if m.streamed]
+
+
+def tasks(message: Message) -> list[tuple[str, str, Any]]:
+    return [(t["title"], t["status"], t.get("output") or t.get("details")) for t in message.tasks]
+
+
+@with_env(STREAMING="on")
+async def test_each_stretch_streams_one_message_of_tasks(bot: Harness) -> None:
+    bot.slack.users["UBOB"] = "bob"
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [first] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    await bot.slack.wait_for(lambda: not first.streaming, what="stopped as the run waits")
+    assert tasks(first) == [
+        ("Waiting for approval: delete_user, anyone in the channel can decide", "pending", None)
+    ]
+    assert "stop_run" in first.action_ids(), "the status message's blocks at its foot"
+    assert first.recipient == "UALICE"
+    [start] = bot.slack.calls_to("chat.startStream")
+    assert start.args["recipient_team_id"] == "T0001"
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    second = (await bot.slack.wait_for(lambda: streamed(bot, root)[1:], what="a second stream"))[0]
+    await bot.slack.wait_for(lambda: not second.streaming, what="the second stream stopped")
+    assert tasks(second) == [("delete_user", "complete", "Approved by @bob")]
+    assert second.text == "" and ":white_check_mark: Done" in second.all_text()
+    assert first.action_ids() == [], "the waiting stretch's buttons went once decided"
+    await bot.audit_until("executed")  # every step is in the audit trail, as before
+    bot.slack.assert_nothing_refused()
+
+
+@with_env(STREAMING="on")
+async def test_a_stream_slack_ended_goes_on_as_an_ordinary_message(bot: Harness) -> None:
+    bot.slack.agents.stream_seconds = 0.0  # every stream ends as soon as it starts
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [first] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    await bot.slack.wait_for(
+        lambda: "stop_run" in first.action_ids(), what="the status drawn on it by chat.update"
+    )
+    assert first.text.startswith(":raised_hand: Waiting for approval")
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    await bot.slack.wait_for(
+        lambda: any(m.text.startswith(":white_check_mark: Done") for m in streamed(bot, root)),
+        what="the ending drawn on the second stretch's message",
+    )
+
+
+@with_env(STREAMING="on")
+@pytest.mark.parametrize("error", AGENT_ERRORS)
+async def test_without_streams_a_run_shows_todays_status_and_one_log_line(
+    bot: Harness, error: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot.slack.refuse("chat.startStream", error)
+    caplog.set_level(logging.INFO, logger="bot.reporting")
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    thread = bot.slack.thread
+    [status] = await bot.slack.wait_for(
+        lambda: [m for m in thread(root.channel, root.ts) if "stop_run" in m.action_ids()],
+        what="the status message with our Stop",
+    )
+    assert not status.streamed
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    await bot.slack.wait_for(
+        lambda: status.text.startswith(":white_check_mark: Done"), what="the status: done"
+    )
+    said = [r.getMessage() for r in caplog.records]
+    lines = [line for line in said if "streaming off for this process" in line]
+    assert len(lines) == 1 and error in lines[0] and "chat.startStream" in lines[0], lines
+    tries = 6 if error == "ratelimited" else 1  # the client's 5 retries of a 429, then no more
+    assert len(bot.slack.calls_to("chat.startStream")) == tries, "never tried again"
+
+
+@with_env(STREAMING="on")
+async def test_a_stream_left_open_by_a_killed_worker_is_stopped_by_the_next(
+    bot: Harness,
+) -> None:
+    """Two reporters, as two worker processes have: the first starts a stream and is gone; the
+    second, given the run's stored `stream:` id, stops it with a line and streams anew."""
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
+    posted = await client.chat_postMessage(channel="CDEMO", text="migrate users")
+    root = bot.slack.messages[str(posted["ts"])]
+    run = RunView(
+        run_id="r-killed",
+        agent="ops",
+        task="migrate users",
+        conversation=Conversation(channel=root.channel, requester="UALICE", thread=root.ts),
+    )
+    working = Activity(
+        steps=("tool:migrate",),
+        state="working",
+        tasks=(Task(id="c1", tool="migrate", state="running"),),
+        opens_stretch=True,
+    )
+    async with aiohttp.ClientSession() as session:
+        first, second = (
+            slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
+        )
+        await moved_on(bot, run, first, second, working)
+
+
+async def moved_on(
+    bot: Harness, run: RunView, first: SlackReporter, second: SlackReporter, working: Activity
+) -> None:
+    stored = await first.progress(run, None, working)
+    assert stored.startswith(STREAM_PREFIX)
+    taken = await second.progress(run, stored, working)
+    assert taken.startswith(STREAM_PREFIX) and taken != stored
+    old = bot.slack.messages[stored.removeprefix(STREAM_PREFIX)]
+    assert not old.streaming and "moved on to another worker" in old.text
+    done = await second.progress(run, taken, replace(working, state="done", opens_stretch=False))
+    assert not bot.slack.messages[done].streaming
+
+
+@with_env(STREAMING="on")
+async def test_a_stretch_appends_only_what_changed_and_stops_at_its_end(bot: Harness) -> None:
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
+    posted = await client.chat_postMessage(channel="DUALICE", text="list users")
+    run = RunView(
+        run_id="r-appends",
+        agent="ops",
+        task="list users",
+        conversation=Conversation(channel="DUALICE", requester="UALICE", thread=str(posted["ts"])),
+    )
+    listed = Task(id="c1", tool="list_users", state="running")
+    async with aiohttp.ClientSession() as session:
+        reporter = slack_parts(bot.settings, redis=bot.redis, session=session).reporter
+        first = Activity(steps=("tool:list_users",), state="working", tasks=(listed,))
+        stream = await reporter.progress(run, None, replace(first, opens_stretch=True))
+        second = replace(first, tasks=(replace(listed, state="done"),))
+        assert await reporter.progress(run, stream, second) == stream
+        assert await reporter.progress(run, stream, second) == stream  # nothing new: no call
+        ended = await reporter.progress(
+            run, stream, replace(second, state="done", ran=("list_users",))
+        )
+    [append] = bot.slack.calls_to("chat.appendStream")
+    assert [c["status"] for c in append.args["chunks"]] == ["complete"]
+    [stop] = bot.slack.calls_to("chat.stopStream")
+    assert "chunks" not in stop.args, "nothing changed since the append"
+    message = bot.slack.messages[ended]
+    assert (message.streaming, tasks(message)) == (False, [("list_users", "complete", None)])
+    assert ":white_check_mark: Done" in message.all_text()
