@@ -1,0 +1,86 @@
+"""Time passing for one waiting call without waiting for it: every instant its record keeps moves
+back by the same amount, so that to the decision script, the deadline sweeper and the reminders
+(which read Redis's clock alone, `runtime.db.clock`) as much time has passed.
+
+A test that sleeps past a deadline pays for it in seconds and, on a loaded machine, in flakes;
+one that lowers the deadline must lower it so far that the test races it. Moving the stored
+instants keeps the product's own durations, costs a few commands and is exact.
+
+What moves, read and written with the record's own layout and models:
+- `deadline:<id>` and the envelope's `PendingCall.expires_at` (the decision script checks the
+  first, the worker plans from the second);
+- `reach:<id>` (`CallReach`: when it was asked, its reminders, its escalation) and
+  `nudged:<id>` (until when those were done), so that what was done stays done;
+- its members of the shard's deadlines and reminders due sets.
+
+Usage:
+
+    await pass_time(bot.redis, bot.keys, card, seconds=2.5)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.typing import EncodableT, FieldT
+
+from runtime.db.keys import Keys
+from runtime.record import layout as rr
+from runtime.record.envelope import dump_envelope, parse_envelope
+from runtime.record.reach import CallReach
+from tests.support.fake_slack import Message
+
+
+async def pass_time(redis: aioredis.Redis, keys: Keys, card: Message, *, seconds: float) -> None:
+    """As if `seconds` had passed for the call that `card` asks about, which is waiting."""
+    value = str(next(a["value"] for a in card.actions() if a["action_id"] == "approve"))
+    run_id, approval_id = value.split(":")[:2]
+    run, shard, member = keys.run(run_id), keys.shard_of(run_id), f"{run_id}:{approval_id}"
+
+    async def move(pipe: Pipeline) -> None:
+        # Read under WATCH, written in one MULTI: a worker writing the record meanwhile (a
+        # reminder done) makes the transaction start again rather than be overwritten.
+        names = [rr.ENVELOPE, *(f + approval_id for f in (rr.DEADLINE, rr.REACH, rr.NUDGED))]
+        stored: Any = await pipe.hmget(run, names)
+        raw_envelope, deadline, reach, nudged = stored
+        assert raw_envelope is not None and deadline is not None, f"{member} is not waiting"
+        envelope = parse_envelope(run_id, raw_envelope)
+        calls = tuple(
+            c.model_copy(update={"expires_at": c.expires_at - seconds})
+            if c.approval_id == approval_id
+            else c
+            for c in envelope.calls
+        )
+        fields: dict[FieldT, EncodableT] = {
+            rr.ENVELOPE: dump_envelope(envelope.model_copy(update={"calls": calls})),
+            rr.DEADLINE + approval_id: repr(float(deadline) - seconds),
+        }
+        if reach is not None:
+            fields[rr.REACH + approval_id] = earlier(CallReach.model_validate_json(reach), seconds)
+        if nudged is not None:
+            fields[rr.NUDGED + approval_id] = repr(float(nudged) - seconds)
+        due = {
+            name: score
+            for name in (shard.deadlines, shard.reminders)
+            if (score := await pipe.zscore(name, member)) is not None
+        }
+        pipe.multi()  # type: ignore[no-untyped-call]
+        pipe.hset(run, mapping=fields)
+        for name, score in due.items():
+            pipe.zadd(name, {member: score - seconds}, xx=True)
+
+    await redis.transaction(move, run, shard.deadlines, shard.reminders)
+
+
+def earlier(reach: CallReach, seconds: float) -> str:
+    """The stored form of `reach` with each of its instants `seconds` earlier."""
+    moved = reach.model_copy(
+        update={
+            "asked_at": reach.asked_at - seconds,
+            "remind_at": tuple(at - seconds for at in reach.remind_at),
+            "escalate_at": None if reach.escalate_at is None else reach.escalate_at - seconds,
+        }
+    )
+    return moved.model_dump_json()
