@@ -1,25 +1,32 @@
-"""Time passing for one waiting call without waiting for it: every instant its record keeps moves
-back by the same amount, so that to the decision script, the deadline sweeper and the reminders
-(which read Redis's clock alone, `runtime.db.clock`) as much time has passed.
+"""Time passing without waiting for it: what the product keeps in Redis about an instant moves
+back by the same amount, so that to the code that reads it against Redis's clock (on purpose,
+`runtime.db.clock`: every process agrees on it) as much time has passed.
 
 A test that sleeps past a deadline pays for it in seconds and, on a loaded machine, in flakes;
 one that lowers the deadline must lower it so far that the test races it. Moving the stored
 instants keeps the product's own durations, costs a few commands and is exact.
 
-What moves, read and written with the record's own layout and models:
-- `deadline:<id>` and the envelope's `PendingCall.expires_at` (the decision script checks the
-  first, the worker plans from the second);
-- `reach:<id>` (`CallReach`: when it was asked, its reminders, its escalation) and
-  `nudged:<id>` (until when those were done), so that what was done stays done;
-- its members of the shard's deadlines and reminders due sets.
+- `pass_time`, for one waiting call: `deadline:<id>` and the envelope's `PendingCall.expires_at`
+  (the decision script checks the first, the worker plans from the second), `reach:<id>`
+  (`CallReach`: when it was asked, its reminders, its escalation) and `nudged:<id>` (until when
+  those were done, so that what was done stays done), and its members of the shard's deadlines
+  and reminders due sets; read and written with the record's own layout and models.
+- `lapse_debounce`: people's Home tab debounce (`HomeKeys.published`, a key that expires) ends.
+- `refill_publish_rate`: the web processes' bucket of `views.publish` tokens (`bot.home.pace`,
+  the instant its next token is due) is full.
+
+What a process waits out on its own clock (a publish it has put off in memory, a backoff) does
+not move: a test that needs that time to pass still waits for it.
 
 Usage:
 
     await pass_time(bot.redis, bot.keys, card, seconds=2.5)
+    await lapse_debounce(bot.redis, bot.keys, ["UBOB", "UCAROL"])
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -84,3 +91,15 @@ def earlier(reach: CallReach, seconds: float) -> str:
         }
     )
     return moved.model_dump_json()
+
+
+async def lapse_debounce(redis: aioredis.Redis, keys: Keys, user_ids: Iterable[str]) -> None:
+    """As if each person's Home tab debounce had run out: its key goes, as Redis expires it (a
+    debounce already over has no key, and nothing changes)."""
+    await redis.delete(*(keys.home.published(user_id) for user_id in user_ids))
+
+
+async def refill_publish_rate(redis: aioredis.Redis, keys: Keys) -> None:
+    """As if nobody had published a tab for long enough to fill the bucket: the script counts a
+    missing next-token instant as now, the instant of a full bucket."""
+    await redis.delete(keys.home.publish_rate)
