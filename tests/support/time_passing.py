@@ -14,6 +14,10 @@ instants keeps the product's own durations, costs a few commands and is exact.
 - `lapse_debounce`: people's Home tab debounce (`HomeKeys.published`, a key that expires) ends.
 - `refill_publish_rate`: the web processes' bucket of `views.publish` tokens (`bot.home.pace`,
   the instant its next token is due) is full.
+- `quiet_for`: a job a worker holds has had no heartbeat for a while (Redis's idle time of the
+  stream entry, which a takeover reads), set by `XCLAIM ... IDLE` to the same holder, counting
+  no delivery.
+- `mark_older`: a worker's mark of being alive (`runtime.jobs.live_workers`) is older.
 
 What a process waits out on its own clock (a publish it has put off in memory, a backoff) does
 not move: a test that needs that time to pass still waits for it.
@@ -33,7 +37,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
-from runtime.db.keys import Keys
+from runtime.db.keys import JOB_GROUP, Keys
+from runtime.jobs.queue import V2
 from runtime.record import layout as rr
 from runtime.record.envelope import dump_envelope, parse_envelope
 from runtime.record.reach import CallReach
@@ -103,3 +108,23 @@ async def refill_publish_rate(redis: aioredis.Redis, keys: Keys) -> None:
     """As if nobody had published a tab for long enough to fill the bucket: the script counts a
     missing next-token instant as now, the instant of a full bucket."""
     await redis.delete(keys.home.publish_rate)
+
+
+async def quiet_for(
+    redis: aioredis.Redis, keys: Keys, entry_id: str, holder: str, *, seconds: float
+) -> None:
+    """As if the job `entry_id` (as `JobQueue` gives it out) that `holder` holds had had no
+    heartbeat for `seconds`."""
+    shard, _, entry = entry_id.rpartition("/")
+    streams = keys.shard(int(shard or 0))
+    stream = streams.jobs_v2 if entry.startswith(V2) else streams.jobs
+    idle_ms, ids = int(seconds * 1000), (entry.removeprefix(V2),)
+    claimed: Any = await redis.xclaim(stream, JOB_GROUP, holder, 0, ids, idle=idle_ms, justid=True)
+    assert claimed, f"{entry_id} is not pending"
+
+
+async def mark_older(redis: aioredis.Redis, keys: Keys, worker: str, *, seconds: float) -> None:
+    """As if `worker`'s last mark of being alive had been written `seconds` earlier."""
+    at = await redis.zscore(keys.live_workers, worker)
+    assert at is not None, f"{worker} has no mark"
+    await redis.zadd(keys.live_workers, {worker: at - seconds}, xx=True)
