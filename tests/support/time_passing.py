@@ -11,6 +11,9 @@ instants keeps the product's own durations, costs a few commands and is exact.
   (`CallReach`: when it was asked, its reminders, its escalation) and `nudged:<id>` (until when
   those were done, so that what was done stays done), and its members of the shard's deadlines
   and reminders due sets; read and written with the record's own layout and models.
+- `reminders_come_due`: whatever a run has left in the reminders due set is due now, and the
+  reminders poller has handled it (a member goes once handled, `runtime.jobs.due_set`): what a
+  test that proves no reminder comes waits for.
 - `lapse_debounce`: people's Home tab debounce (`HomeKeys.published`, a key that expires) ends.
 - `refill_publish_rate`: the web processes' bucket of `views.publish` tokens (`bot.home.pace`,
   the instant its next token is due) is full.
@@ -30,6 +33,7 @@ Usage:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -45,10 +49,16 @@ from runtime.record.reach import CallReach
 from tests.support.fake_slack import Message
 
 
-async def pass_time(redis: aioredis.Redis, keys: Keys, card: Message, *, seconds: float) -> None:
-    """As if `seconds` had passed for the call that `card` asks about, which is waiting."""
+def asked_by(card: Message) -> tuple[str, str]:
+    """The run and approval a card with an Approve button asks about."""
     value = str(next(a["value"] for a in card.actions() if a["action_id"] == "approve"))
     run_id, approval_id = value.split(":")[:2]
+    return run_id, approval_id
+
+
+async def pass_time(redis: aioredis.Redis, keys: Keys, card: Message, *, seconds: float) -> None:
+    """As if `seconds` had passed for the call that `card` asks about, which is waiting."""
+    run_id, approval_id = asked_by(card)
     run, shard, member = keys.run(run_id), keys.shard_of(run_id), f"{run_id}:{approval_id}"
 
     async def move(pipe: Pipeline) -> None:
@@ -128,3 +138,20 @@ async def mark_older(redis: aioredis.Redis, keys: Keys, worker: str, *, seconds:
     at = await redis.zscore(keys.live_workers, worker)
     assert at is not None, f"{worker} has no mark"
     await redis.zadd(keys.live_workers, {worker: at - seconds}, xx=True)
+
+
+async def reminders_come_due(
+    redis: aioredis.Redis, keys: Keys, run_id: str, *, timeout: float = 10
+) -> None:
+    """As if every reminder run `run_id` has left had come due; until the poller handled them."""
+    key = keys.shard_of(run_id).reminders
+    members: Any = await redis.zrange(key, 0, -1)
+    left = [m.decode() for m in members if m.decode().startswith(f"{run_id}:")]
+    if not left:
+        return
+    seconds, micros = await redis.time()
+    await redis.zadd(key, dict.fromkeys(left, seconds + micros / 1e6), xx=True)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while any([await redis.zscore(key, member) is not None for member in left]):
+        assert asyncio.get_running_loop().time() < deadline, f"reminders of {run_id} not handled"
+        await asyncio.sleep(0.02)

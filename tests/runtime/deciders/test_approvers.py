@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.conftest import on_cluster_too, with_env
@@ -11,6 +9,7 @@ from tests.support import agents
 from tests.support.fake_slack import Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
+from tests.support.time_passing import asked_by, reminders_come_due
 
 
 async def card_for(bot: Harness, task: str = "delete u-100") -> tuple[Message, Message]:
@@ -120,10 +119,11 @@ async def test_one_reminder_mentions_the_approver_group(bot: Harness) -> None:
     assert len(bot.slack.notes(root.ts)) == 1
 
 
-@with_env(REMINDER_AT="0.5", APPROVAL_TTL_SECONDS="2")
+@with_env(REMINDER_AT="0.5", APPROVAL_TTL_SECONDS="600")
 async def test_no_reminder_once_decided(bot: Harness) -> None:
     root, card = await card_for(bot)
+    run_id, _ = asked_by(card)
     await bot.sender.click(card, "approve", user="UBOB")
     await bot.final_answer(root)
-    await asyncio.sleep(1.5)
+    await reminders_come_due(bot.redis, bot.keys, run_id)  # the 300 s reminder
     assert bot.slack.notes(root.ts) == []
