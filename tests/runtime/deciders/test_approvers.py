@@ -9,7 +9,7 @@ from tests.support import agents
 from tests.support.fake_slack import Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
-from tests.support.time_passing import asked_by, reminders_come_due
+from tests.support.time_passing import asked_by, pass_time, reminders_come_due
 
 
 async def card_for(bot: Harness, task: str = "delete u-100") -> tuple[Message, Message]:
@@ -107,14 +107,16 @@ async def test_self_approval_can_be_allowed(bot: Harness) -> None:
 
 @pytest.mark.parametrize(
     "env_overrides",
-    [{"APPROVAL_TTL_SECONDS": "2", "REMINDER_AT": "0.5", "APPROVERS": "S0SRE"}],
+    [{"APPROVAL_TTL_SECONDS": "600", "REMINDER_AT": "0.5", "APPROVERS": "S0SRE"}],
     indirect=True,
     ids=["env"],
 )
 async def test_one_reminder_mentions_the_approver_group(bot: Harness) -> None:
-    root, _card = await card_for(bot)
+    root, card = await card_for(bot)
+    await pass_time(bot.redis, bot.keys, card, seconds=300)
     reminders = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="reminder")
     assert reminders[0].text.startswith(":alarm_clock: <!subteam^S0SRE> Reminder: *ops* still")
+    await pass_time(bot.redis, bot.keys, card, seconds=300)
     await bot.final_answer(root, timeout=10)  # it then expires
     assert len(bot.slack.notes(root.ts)) == 1
 
