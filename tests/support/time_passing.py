@@ -60,6 +60,13 @@ async def pass_time(redis: aioredis.Redis, keys: Keys, card: Message, *, seconds
     """As if `seconds` had passed for the call that `card` asks about, which is waiting."""
     run_id, approval_id = asked_by(card)
     run, shard, member = keys.run(run_id), keys.shard_of(run_id), f"{run_id}:{approval_id}"
+    # The card is in Slack a moment before its ts is in the record, and a reminder that comes
+    # due in between is put off for the due set's lease (a minute): time passes from when the
+    # worker knows its card, as it does for a card that waited.
+    deadline = asyncio.get_running_loop().time() + 10
+    while await redis.hget(run, rr.TS + approval_id) is None:
+        assert asyncio.get_running_loop().time() < deadline, f"the card of {member} not recorded"
+        await asyncio.sleep(0.02)
 
     async def move(pipe: Pipeline) -> None:
         # Read under WATCH, written in one MULTI: a worker writing the record meanwhile (a

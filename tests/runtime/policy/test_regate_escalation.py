@@ -81,16 +81,16 @@ async def refused(bot: Harness, card_click: Callable[[], object], user: str) -> 
     return await ephemeral_for(bot, user)
 
 
-@with_policy(policy(strict_after=2, loose_after=1))
+@with_policy(policy(strict_after=120, loose_after=60))
 async def test_a_call_that_waited_past_the_stricter_rules_escalation_escalates_under_it_at_once(
     bot: Harness,
 ) -> None:
     bot.model.script = deleting("u-100")
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    await pass_time(bot.redis, bot.keys, card, seconds=1.0)  # the looser rule's 1 s
+    await pass_time(bot.redis, bot.keys, card, seconds=60)  # the looser rule's minute
     assert await escalations(bot, 1) == [["UDAVE"]], "the looser rule escalated to dave"
-    await pass_time(bot.redis, bot.keys, card, seconds=1.5)  # past the stricter 2 s
+    await pass_time(bot.redis, bot.keys, card, seconds=65)  # past the stricter two minutes
 
     modal = await open_editor(bot, card, user="UBOB")
     assert await submit(bot, modal, '{"user_id": "admin-7"}', user="UBOB") == {}
