@@ -104,7 +104,7 @@ async def test_a_worker_killed_while_an_approved_tool_runs(deployment: Deploymen
     assert [entry["call_id"] for entry in runs] == ["call_migrate", "call_migrate"], (
         "run again by the other worker once a person said so, with the same idempotency key"
     )
-    await asyncio.sleep(0.5)
+    await deployment.jobs_done()
     assert len(deployment.slack.final_answers(root.ts)) == 1
 
 

@@ -24,6 +24,7 @@ from tests.support.harness import (
     audit_entries,
     bot_environ,
     cluster_keys,
+    jobs_done,
 )
 from tests.support.processes import Process, procfile, wait_until_healthy
 from tests.support.slack_requests import SlackSender
@@ -126,6 +127,9 @@ class Deployment:
             return None
         dyno, _, _boot = rows[0]["consumer"].decode().rpartition(":")  # `worker.1:3f9a1c`
         return str(dyno)
+
+    async def jobs_done(self, timeout: float = 10) -> None:
+        await jobs_done(self.redis, self.keys, timeout)
 
     async def start_run(self, text: str) -> Message:
         roots = len(self.slack.roots())

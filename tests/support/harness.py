@@ -255,6 +255,9 @@ class Harness:
                 return left
             await asyncio.sleep(0.05)
 
+    async def jobs_done(self, timeout: float = 10) -> None:
+        await jobs_done(self.redis, self.keys, timeout)
+
     async def _leftovers(self) -> list[str]:
         shards = self.keys.shards
         shared = {key for s in shards for key in (s.audit, *s.job_streams, s.dead_jobs, s.due_wake)}
@@ -302,6 +305,18 @@ async def audit_entries(redis: aioredis.Redis, keys: Keys) -> list[dict[bytes, b
         rows.extend(found)
     rows.sort(key=lambda row: tuple(int(part) for part in row[0].decode().split("-")))
     return [fields for _id, fields in rows]
+
+
+async def jobs_done(redis: aioredis.Redis, keys: Keys, timeout: float = 10) -> None:
+    """Until every job is done: acknowledged jobs leave their stream, and a run's last job is
+    acknowledged after its answer is posted and its record closed. What a test that shows
+    nothing more happens (no second answer, no retry) waits for, instead of a fixed sleep; a job
+    left for a retry never leaves, and the wait fails."""
+    streams = [name for shard in keys.shards for name in shard.job_streams]
+    deadline = asyncio.get_running_loop().time() + timeout
+    while left := [name for name in streams if await redis.xlen(name)]:
+        assert asyncio.get_running_loop().time() < deadline, f"jobs still in {left}"
+        await asyncio.sleep(0.05)
 
 
 async def keys_under(redis: aioredis.Redis, prefix: str) -> list[str]:

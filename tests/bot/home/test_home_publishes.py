@@ -11,6 +11,7 @@ from tests.support.deployment import Deployment
 from tests.support.model_scripts import delete_then_answer
 from tests.support.processes import Process, procfile, wait_until_healthy
 from tests.support.slack_requests import SlackSender
+from tests.support.time_passing import lapse_debounce, refill_publish_rate
 
 
 async def second_web(deployment: Deployment, **env: str) -> SlackSender:
@@ -57,7 +58,7 @@ async def test_two_web_processes_publish_each_affected_tab_once(deployment: Depl
     deployment.worker("worker.1", **env)
     for number, person in enumerate(people):
         await open_through(senders[number % 2], deployment, person)
-    await asyncio.sleep(2.1)  # the openings' debounce lapses
+    await lapse_debounce(deployment.redis, deployment.keys, people)  # the openings' debounce
     changed = time.time()
     root = await deployment.start_run("delete u-100")
     await deployment.cards(root, 1)
@@ -91,7 +92,9 @@ async def test_publishes_keep_one_rate_across_web_processes_and_wait_out_a_429(
     deployment.slack.fail_next(
         "views.publish", 429, {"ok": False, "error": "ratelimited"}, headers={"Retry-After": "3"}
     )
-    await asyncio.sleep(4.1)  # the bucket is full again
+    # The bucket is full again, and the first person's debounce long over.
+    await refill_publish_rate(deployment.redis, deployment.keys)
+    await lapse_debounce(deployment.redis, deployment.keys, people[:1])
     refused_at = time.time()
     status, _ = await senders[0].event(
         {"type": "app_home_opened", "user": people[0], "channel": "DUM0", "tab": "home"}

@@ -89,6 +89,6 @@ async def test_of_replies_racing_in_a_thread_exactly_one_starts_a_run(
             and details.get("requester") in {e["user"] for e in replies}
         ]
         assert len(started) == 1, started
-        await asyncio.sleep(0.5)  # a second run's card would be drawn by now
+        await deployment.jobs_done()  # a second run's card would be drawn by now
         cards = [c for c in deployment.slack.cards() if c.thread_ts == root.ts]
         assert len(cards) == 1, "one run asks, once"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.conftest import on_cluster_too, with_env
@@ -11,6 +9,7 @@ from tests.support import agents
 from tests.support.fake_slack import Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
+from tests.support.time_passing import asked_by, pass_time, reminders_come_due
 
 
 async def card_for(bot: Harness, task: str = "delete u-100") -> tuple[Message, Message]:
@@ -108,22 +107,25 @@ async def test_self_approval_can_be_allowed(bot: Harness) -> None:
 
 @pytest.mark.parametrize(
     "env_overrides",
-    [{"APPROVAL_TTL_SECONDS": "2", "REMINDER_AT": "0.5", "APPROVERS": "S0SRE"}],
+    [{"APPROVAL_TTL_SECONDS": "600", "REMINDER_AT": "0.5", "APPROVERS": "S0SRE"}],
     indirect=True,
     ids=["env"],
 )
 async def test_one_reminder_mentions_the_approver_group(bot: Harness) -> None:
-    root, _card = await card_for(bot)
+    root, card = await card_for(bot)
+    await pass_time(bot.redis, bot.keys, card, seconds=300)
     reminders = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="reminder")
     assert reminders[0].text.startswith(":alarm_clock: <!subteam^S0SRE> Reminder: *ops* still")
+    await pass_time(bot.redis, bot.keys, card, seconds=300)
     await bot.final_answer(root, timeout=10)  # it then expires
     assert len(bot.slack.notes(root.ts)) == 1
 
 
-@with_env(REMINDER_AT="0.5", APPROVAL_TTL_SECONDS="2")
+@with_env(REMINDER_AT="0.5", APPROVAL_TTL_SECONDS="600")
 async def test_no_reminder_once_decided(bot: Harness) -> None:
     root, card = await card_for(bot)
+    run_id, _ = asked_by(card)
     await bot.sender.click(card, "approve", user="UBOB")
     await bot.final_answer(root)
-    await asyncio.sleep(1.5)
+    await reminders_come_due(bot.redis, bot.keys, run_id)  # the 300 s reminder
     assert bot.slack.notes(root.ts) == []

@@ -18,6 +18,7 @@ from tests.support import agents
 from tests.support.fake_openai import ModelRequest, message, tool_call
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
+from tests.support.time_passing import pass_time
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ async def test_a_click_after_the_deadline_but_before_the_sweep_says_expired(
     root = bot.slack.roots()[-1]
     [card] = await bot.cards(root, 1)
     await bot.stop_workers()
-    await asyncio.sleep(1.2)
+    await pass_time(bot.redis, bot.keys, card, seconds=1.2)
 
     await bot.sender.click(card, "approve", user="UBOB")
     note = await bot.slack.wait_for(lambda: bot.slack.ephemerals, what="ephemeral")

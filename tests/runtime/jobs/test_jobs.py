@@ -20,6 +20,7 @@ from runtime.db.replication import NotReplicated
 from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.queue import Delivery, JobQueue, Overtaken
 from runtime.process.shutdown_budget import ShutdownBudget
+from tests.support.time_passing import quiet_for
 
 
 @pytest.fixture
@@ -117,7 +118,7 @@ async def test_heartbeat_does_not_take_back_a_job_another_worker_took_over(
 ) -> None:
     await queue.enqueue("j", "job")
     [delivery] = await queue.read("slow", 1, 100)
-    await asyncio.sleep(0.05)
+    await quiet_for(redis, Keys(prefix), delivery.entry_id, "slow", seconds=0.05)
     [stolen] = (await queue.reclaim("fast", 10, 1)).deliveries
     assert await queue.heartbeat("slow", [delivery.entry_id]) == 0
     [row] = await pending(redis, prefix)

@@ -4,7 +4,7 @@ with jobs in hand), on a Redis of the test's own so that its command counts are 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.live_workers import MARGIN_SECONDS, LiveWorkers
 from runtime.jobs.queue import Delivery, JobQueue
 from runtime.process.shutdown_budget import ShutdownBudget
+from tests.support.time_passing import mark_older, quiet_for
 
 SHARDS = 4
 IDLE_TIMEOUT = 0.6
@@ -64,6 +65,22 @@ def consumer(
     return JobConsumer(queue=JobQueue(redis, keys), consumer=name, handler=handler, **settings)
 
 
+async def until(check: Callable[[], Awaitable[bool]], seconds: float) -> bool:
+    for _ in range(int(seconds / 0.02)):
+        if await check():
+            return True
+        await asyncio.sleep(0.02)
+    return await check()
+
+
+async def at_least(count: Awaitable[int], floor: int) -> bool:
+    return await count >= floor
+
+
+async def gone(score: Awaitable[float | None]) -> bool:
+    return await score is None
+
+
 async def scans(redis: aioredis.Redis) -> int:
     stats: Any = await redis.info("commandstats")
     return int(stats.get("cmdstat_xautoclaim", {}).get("calls", 0))
@@ -98,22 +115,26 @@ async def test_idle_workers_scan_the_shards_only_when_a_worker_went_quiet(
     assert await redis.zcard(keys.live_workers) == 0, "stopped cleanly, they left no mark"
 
     # Another worker said it was alive, took a job and died.
-    queue = JobQueue(redis, keys)
-    await live_workers(redis, keys).beat("dead")
+    queue, alive = JobQueue(redis, keys), live_workers(redis, keys)
+    await alive.beat("dead")
     await queue.enqueue("orphan", "orphaned job")
     [orphan] = await queue.read("dead", 1, 2000)  # returns once it has it
+    first_pass = await scans(redis) + 2 * SHARDS
     survivor = consumer(redis, keys, "survivor", record)
     task = asyncio.create_task(survivor.run())
     try:
-        # Its first pass comes too early for the job (not idle yet); the mark going overdue
-        # brings the next ones.
-        overdue = IDLE_TIMEOUT + MARGIN_SECONDS
-        assert await eventually(lambda: bool(taken), overdue + 3.0), "never taken over"
+        # Its first pass comes too early for the job (not idle yet), and the next full scan is
+        # minutes away: only the mark going overdue brings the next ones.
+        assert await until(lambda: at_least(scans(redis), first_pass), 5.0), "no first pass"
+        await quiet_for(redis, keys, orphan.entry_id, "dead", seconds=IDLE_TIMEOUT)
+        await mark_older(redis, keys, "dead", seconds=alive.overdue_after)
+        # Within less than the 2.6 s after which the mark would have gone overdue by itself.
+        assert await eventually(lambda: bool(taken), 2.0), "never taken over"
         assert [(d.entry_id, d.deliveries) for d in taken] == [(orphan.entry_id, 2)]
 
         # Overdue long enough that all its jobs were found, its mark goes, and so do the scans.
-        await asyncio.sleep(2 * IDLE_TIMEOUT + MARGIN_SECONDS)
-        assert await redis.zscore(keys.live_workers, "dead") is None
+        await mark_older(redis, keys, "dead", seconds=alive.forget_after - alive.overdue_after)
+        assert await until(lambda: gone(redis.zscore(keys.live_workers, "dead")), 2.0)
         await asyncio.sleep(0.5)  # a beat (every 0.2 s) has seen it gone
         settled = await scans(redis)
         await asyncio.sleep(1.0)
@@ -141,9 +162,10 @@ async def test_a_worker_that_stops_holding_jobs_has_them_taken_over_at_once(
     await JobQueue(redis, keys).enqueue("long", "long job")
     await asyncio.wait_for(started.wait(), 5)
 
+    first_pass = await scans(redis) + 2 * SHARDS
     staying = consumer(redis, keys, "staying", long_job, shutdown=ShutdownBudget(seconds=0.3))
     staying_task = asyncio.create_task(staying.run())
-    await asyncio.sleep(0.5)  # its first pass over the shards is behind it
+    assert await until(lambda: at_least(scans(redis), first_pass), 5.0), "no first pass"
     leaving.stop()
     await asyncio.wait_for(leaving_task, 10)
     stopped = asyncio.get_running_loop().time()
@@ -166,9 +188,10 @@ async def test_a_job_cut_off_by_its_timeout_is_retried_by_the_same_worker(
         if delivery.deliveries == 1:
             await asyncio.Event().wait()  # nothing ever sets it
 
+    first_pass = await scans(redis) + 2 * SHARDS
     alone = consumer(redis, keys, "alone", hangs_once, job_timeout=0.5)
     task = asyncio.create_task(alone.run())
-    await asyncio.sleep(0.5)  # its first pass over the shards is behind it
+    assert await until(lambda: at_least(scans(redis), first_pass), 5.0), "no first pass"
     await JobQueue(redis, keys).enqueue("hung", "hung job")
     try:
         # Nobody is overdue and the next full scan is minutes away: only its own note helps.

@@ -133,6 +133,6 @@ async def test_a_state_edited_clumsily_is_caught_by_the_sdk_and_reported_once(
     await bot.sender.click(card, "approve", user="UDAVE")
     answer = await bot.final_answer(root)
     assert "the stored run state is inconsistent" in answer.text
-    await asyncio.sleep(0.5)
+    await bot.jobs_done()
     assert len(bot.slack.final_answers(root.ts)) == 1
     assert agents.EXECUTIONS == []

@@ -66,7 +66,7 @@ async def test_a_worker_killed_mid_run_is_replaced_by_another(deployment: Deploy
     await deployment.sender.click(card, "approve", user="UBOB")
     [answer] = await deployment.final_answers(root)
     assert answer.text == "done: deleted u-100"
-    await asyncio.sleep(0.5)
+    await deployment.jobs_done()
     assert len(deployment.slack.roots()) == 1
     assert len(deployment.slack.final_answers(root.ts)) == 1
     assert len(deployment.slack.cards()) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
@@ -25,7 +24,7 @@ async def test_a_model_error_ends_the_run_with_a_readable_message(
     )
     assert "secret upstream text" not in answer.text
     assert "Traceback" not in answer.text
-    await asyncio.sleep(0.3)
+    await bot.jobs_done()
     assert await bot.run_leftovers() == []
     pending = await bot.redis.xpending(bot.keys.jobs, JOB_GROUP)
     assert pending["pending"] == 0, "the job was acknowledged, not left for a retry"
@@ -43,7 +42,7 @@ async def test_a_model_error_after_approval_ends_the_run_once(bot: Harness) -> N
     await bot.sender.click(card, "approve", user="UBOB")
     answer = await bot.final_answer(root)
     assert "HTTP 401" in answer.text
-    await asyncio.sleep(0.3)
+    await bot.jobs_done()
     assert len(bot.slack.final_answers(root.ts)) == 1
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-1"})]
 

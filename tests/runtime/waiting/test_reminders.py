@@ -12,16 +12,21 @@ from runtime.settings import RuntimeSettings
 from tests.conftest import with_env
 from tests.runtime.deciders.test_approvers import card_for
 from tests.support.harness import Harness
+from tests.support.time_passing import pass_time
 
 
-@with_env(APPROVAL_TTL_SECONDS="3", REMINDER_AT="0.6,0.3", APPROVERS="UBOB")
+@with_env(APPROVAL_TTL_SECONDS="600", REMINDER_AT="0.6,0.3", APPROVERS="UBOB")
 async def test_a_list_of_fractions_sends_a_reminder_at_each(bot: Harness) -> None:
-    root, _card = await card_for(bot)
+    root, card = await card_for(bot)
+    await pass_time(bot.redis, bot.keys, card, seconds=180)  # 0.3 of the 600 s
+    await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="the first reminder")
+    await pass_time(bot.redis, bot.keys, card, seconds=180)  # 0.6
     reminders = await bot.slack.wait_for(
         lambda: bot.slack.notes(root.ts) if len(bot.slack.notes(root.ts)) == 2 else None,
         what="two reminders",
     )
     assert [r.text.split(" Reminder:")[0] for r in reminders] == [":alarm_clock: <@UBOB>"] * 2
+    await pass_time(bot.redis, bot.keys, card, seconds=240)
     await bot.final_answer(root)  # then it expires
     assert len(bot.slack.notes(root.ts)) == 2, "no third"
     # Expired: the reminders no longer say it waits.
@@ -33,9 +38,10 @@ async def test_a_list_of_fractions_sends_a_reminder_at_each(bot: Harness) -> Non
     )
 
 
-@with_env(APPROVAL_TTL_SECONDS="20", REMINDER_AT="0.1", APPROVERS="UBOB")
+@with_env(APPROVAL_TTL_SECONDS="600", REMINDER_AT="0.1", APPROVERS="UBOB")
 async def test_a_decided_call_s_reminder_no_longer_says_it_waits(bot: Harness) -> None:
     root, card = await card_for(bot)
+    await pass_time(bot.redis, bot.keys, card, seconds=60)
     [reminder] = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="a reminder")
     await bot.sender.reject(card, user="UBOB", reason="not now")
     await bot.final_answer(root)
@@ -47,22 +53,24 @@ async def test_a_decided_call_s_reminder_no_longer_says_it_waits(bot: Harness) -
     )
 
 
-@with_env(APPROVAL_TTL_SECONDS="2", REMINDER_AT="0.5")
+@with_env(APPROVAL_TTL_SECONDS="600", REMINDER_AT="0.5")
 async def test_when_anyone_may_decide_the_reminder_does_not_ping_the_requester(
     bot: Harness,
 ) -> None:
-    root, _card = await card_for(bot)
+    root, card = await card_for(bot)
+    await pass_time(bot.redis, bot.keys, card, seconds=300)
     [reminder] = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="a reminder")
     assert reminder.text.startswith(":alarm_clock: Reminder: *ops* still waits")
     assert "anyone here but the requester may decide" in reminder.text
     assert "<@" not in reminder.text
 
 
-@with_env(APPROVAL_TTL_SECONDS="2", REMINDER_AT="0.5", APPROVERS="UALICE,UBOB")
+@with_env(APPROVAL_TTL_SECONDS="600", REMINDER_AT="0.5", APPROVERS="UALICE,UBOB")
 async def test_a_requester_listed_as_approver_is_not_reminded_of_their_own_run(
     bot: Harness,
 ) -> None:
-    root, _card = await card_for(bot)
+    root, card = await card_for(bot)
+    await pass_time(bot.redis, bot.keys, card, seconds=300)
     [reminder] = await bot.slack.wait_for(lambda: bot.slack.notes(root.ts), what="a reminder")
     assert reminder.text.startswith(":alarm_clock: <@UBOB> Reminder:")
 
