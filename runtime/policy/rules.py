@@ -283,4 +283,7 @@ def parse_principals(text: str) -> tuple[str, ...]:
 
 
 def _unset(rule: Rule) -> set[str]:
-    return {"elicitation_responders"} if rule.elicitation_responders is None else set()
+    """Fields added since permissions were first bound to the policy's version, left out while
+    they keep their defaults: a deploy that adds a field keeps every Approve always."""
+    unset = {"elicitation_responders"} if rule.elicitation_responders is None else set()
+    return unset | ({"answer"} if rule.answer else set())

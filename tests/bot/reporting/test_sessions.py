@@ -89,7 +89,7 @@ async def test_slacks_stop_pressed_by_someone_who_may_not_is_told_privately(
         lambda: statuses(bot, root) == ["processing", "suspended", "suspended"],
         what="the session's status sent again",
     )
-    assert card.action_ids() == ["approve", "approve_always", "reject"]
+    assert card.action_ids() == ["approve", "approve_note", "approve_always", "reject", "answer"]
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100", "the run goes on"
 
