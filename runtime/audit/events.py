@@ -28,6 +28,12 @@ class AuditEvent(StrEnum):
     """A retried step reached a call that started but has no recorded outcome: it was not run
     again, and asks a person (`runtime.runs.lost_outcomes`)."""
     """A retried step reached a call that had already run: its recorded output was reused."""
+    OUTPUT_HELD = "output_held"
+    """A call ran and its output is held for a person (`runtime.journal.held`)."""
+    OUTPUT_RELEASED = "output_released"
+    """A person released a held output: the model reads it (written by the decision script)."""
+    OUTPUT_WITHHELD = "output_withheld"
+    """A person withheld a held output, or nobody released it in time: the model reads why."""
     GRANTED = "granted"
     """An approval that also allowed later calls for a while (a grant, `runtime.grants.store`)."""
     GRANT_USED = "grant_used"

@@ -59,6 +59,7 @@ Status = Literal[
     "stale",  # the call changed since the person's screen showed it (its digest differs)
     "regated",  # an edit under a stricter rule: stored, not approved, the call under its gate
     "answer_not_offered",  # the call's rule says `answer = false`
+    "held_on_card",  # a held output is released or withheld on its card only
 ]
 
 

@@ -8,6 +8,8 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
     when = "args.amount_cents > 100000"   # optional CEL expression (runtime.conditions)
     confirm = "order_id"       # approving needs the approver to type this argument's value
+    review_output = true       # hold the tool's output until a person releases it
+    review_output_when = "args.table == 'customers'"   # or only when this holds (CEL)
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
     anyone = false             # true instead of approvers: anyone in the channel may decide
@@ -63,7 +65,7 @@ from pydantic import (
 from runtime.conditions import UNKNOWN_ARGUMENTS, CallFacts, Condition
 from runtime.deciders import too_few
 from runtime.judging.evaluation import Outcome
-from runtime.judging.policy_file_words import plain_reason
+from runtime.policy.file_lines import describe_problem, line_of
 from runtime.record.call_rule import CallRule, Unjudged, stricter
 from runtime.settings import RuntimeSettings
 
@@ -109,9 +111,15 @@ class Rule(BaseModel):
     """A CEL expression over the call (`runtime.conditions`), compiled as the file loads."""
     confirm: str | None = Field(None, min_length=1)
     """An argument's name: whoever approves types its value (checked by the decision script)."""
+    review_output: bool = False
+    """Hold the tool's output until a person releases it (`runtime.journal.held`)."""
+    review_output_when: str | None = Field(None, min_length=1)
+    """A CEL expression over the call, judged like `when`: its output is held when it holds,
+    or cannot be judged."""
     _condition: Condition | None = PrivateAttr(None)
+    _review_condition: Condition | None = PrivateAttr(None)
 
-    @field_validator("when")
+    @field_validator("when", "review_output_when")
     @classmethod
     def _compiles(cls, when: str | None) -> str | None:
         if when is not None:
@@ -120,6 +128,17 @@ class Rule(BaseModel):
 
     def model_post_init(self, context: object, /) -> None:
         self._condition = None if self.when is None else Condition.compile(self.when)
+        review = self.review_output_when
+        self._review_condition = None if review is None else Condition.compile(review)
+
+    async def reviews_output(self, facts: CallFacts) -> bool:
+        """Whether a person reviews the call's output before the model reads it: `review_output`,
+        or a `review_output_when` that holds or cannot be judged (within its budget)."""
+        if self.review_output:
+            return True
+        if self._review_condition is None:
+            return False
+        return (await self._review_condition.holds(facts)).holds is not False
 
     async def holds(self, facts: CallFacts | None) -> Outcome:
         """Whether the call meets `when` (true without one), or why it cannot be judged."""
@@ -220,6 +239,17 @@ class Policy:
                 return Match(index=number, unjudged=tuple(unjudged))
         return Match(index=None, unjudged=tuple(unjudged))
 
+    async def reviews_output(self, match: Match, facts: CallFacts) -> bool:
+        """Whether the call's output is held for a person: the rule it fell under says so, or
+        one whose `when` could not be judged (it must satisfy that one too)."""
+        indexes = [u.index for u in match.unjudged]
+        if match.index is not None:
+            indexes.append(match.index)
+        for index in indexes:
+            if await self.rules[index].reviews_output(facts):
+                return True
+        return False
+
     def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
         """The rule for a call whose arguments are not known (`match`)."""
         return self.resolve(self.match(tool, agent, mcp_server))
@@ -318,15 +348,15 @@ def _read_rules(
     try:
         policy = PolicyFile.model_validate(data)
     except ValidationError as error:
-        problems = [_describe(problem, text) for problem in error.errors()]
+        problems = [describe_problem(problem, text, Rule, PolicyFile) for problem in error.errors()]
         raise PolicyError("\n".join(f"POLICY_FILE={path}: {p}" for p in problems)) from error
     for number, rule in enumerate(policy.rule):
         problem = _problem(rule, f"rule {number + 1}", default_approvers)
         if problem is not None:
             key, reason = problem
-            line = _line_of(text, number, key)
+            line = line_of(text, number, key)
             raise PolicyError(f"POLICY_FILE={path}: line {line}: {reason}")
-    return policy.rule, tuple(_line_of(text, n, None) for n in range(len(policy.rule)))
+    return policy.rule, tuple(line_of(text, n, None) for n in range(len(policy.rule)))
 
 
 def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple[str, str] | None:
@@ -364,32 +394,3 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
             "could ever be approved. Lower the quorum or add approvers."
         )
     return None
-
-
-def _describe(problem: object, text: str) -> str:
-    """One of pydantic's problems as one line: where (line, rule, key) and what to write."""
-    assert isinstance(problem, dict)
-    loc = problem["loc"]
-    in_rule = len(loc) >= 2 and loc[0] == "rule" and isinstance(loc[1], int)
-    reason = plain_reason(problem, list((Rule if in_rule else PolicyFile).model_fields))
-    if in_rule:
-        key = str(loc[2]) if len(loc) > 2 else None
-        where = f"line {_line_of(text, loc[1], key)}: rule {loc[1] + 1}"
-        field = f" `{key}`" if key else ""
-        return f"{where}{field}: {reason}"
-    return f"{'.'.join(str(part) for part in loc) or 'file'}: {reason}"
-
-
-def _line_of(text: str, rule_index: int, key: str | None) -> int:
-    """The line of `key` inside the rule_index-th `[[rule]]` table (or of its header)."""
-    lines = text.splitlines()
-    headers = [n for n, line in enumerate(lines) if line.strip() == "[[rule]]"]
-    if rule_index >= len(headers):
-        return 1
-    start = headers[rule_index]
-    end = headers[rule_index + 1] if rule_index + 1 < len(headers) else len(lines)
-    if key is not None:
-        for number in range(start, end):
-            if re.match(rf"^\s*{re.escape(key)}\s*=", lines[number]):
-                return number + 1
-    return start + 1

@@ -20,6 +20,7 @@ from agents.items import TResponseInputItem
 
 from runtime.audit.trail import AuditTrail
 from runtime.failures import RunFailed, describe_run_error
+from runtime.journal.held import released_calls, reviewed_calls
 from runtime.journal.scope import JournalScope, ToolsInFlight
 from runtime.mcp.connections import McpServerUnavailable
 from runtime.mcp.tools import McpTools
@@ -127,6 +128,8 @@ class RunRound:
                     heard=heard,
                     round=envelope.round,
                     run_again=run_again(envelope),
+                    reviewed=reviewed_calls(envelope),
+                    released=released_calls(envelope),
                     recorded_before=record.journal,
                     journaled=record.turns,
                 )
@@ -212,5 +215,6 @@ class RunRound:
                 return
             # Nothing asks a person: go on (each call was audited as it was decided).
             decided += calls
+            scope.reviewed.update(c.call_id for c in calls if c.review_output)
             run_input = result.to_state()
             apply_decisions(run_input, calls)

@@ -8,8 +8,9 @@
 -- entry, and
 -- when that was the run's last open approval flips the run to `ready` and enqueues its resume
 -- job, all atomically. An expiry goes through the same script, so a click and an expiry racing
--- for one approval resolve to exactly one outcome. Grants and edits: `choices.lua`, loaded
--- before this file.
+-- for one approval resolve to exactly one outcome. A call whose output is held (its gate's
+-- `held`) is decided the same way: approving releases the output, rejecting withholds it.
+-- Grants and edits: `choices.lua`, loaded before this file.
 --
 -- KEYS
 --   1 run: the run's hash
@@ -117,6 +118,13 @@ if gate then
   end
   if type(gate['mcp_server']) == 'string' then entry['mcp_server'] = gate['mcp_server'] end
 end
+-- A held output's decision is audited as its release or withholding (`runtime.journal.held`).
+local function event_of(outcome)
+  if not (gate and gate['held'] == true) then return outcome end
+  if outcome == 'approved' or outcome == 'approved_always' then return EVENT_OUTPUT_RELEASED end
+  if outcome == 'rejected' or outcome == 'expired' then return EVENT_OUTPUT_WITHHELD end
+  return outcome
+end
 local function audit(event)
   local details = cjson.encode(entry)
   redis.call('XADD', KEYS[4], '*', 'event', event, 'run_id', ARGV[6], 'details', details)
@@ -141,6 +149,8 @@ if mode ~= 'expire' then
     refusal = 'self'
   elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
     refusal = 'not_offered'
+  elseif gate['held'] == true and (ARGV[3] == HOME_TAB or present(choice['batch'])) then
+    refusal = 'held_on_card'  -- a held output is released or withheld where it is shown
   else
     refusal = choice_refusal(gate, choice)  -- grants and edits (choices.lua)
   end
@@ -218,7 +228,7 @@ if approving then
   if #approvals < quorum then
     local counted = list(approvals)
     redis.call('HSET', run, F.approvals .. aid, counted)
-    audit(choice['outcome'])
+    audit(event_of(choice['outcome']))
     return {'counted', counted, edited}
   end
 end
@@ -244,7 +254,7 @@ if pending > 0 then
 else
   redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending, F.status, 'ready')
 end
-audit(choice['outcome'])
+audit(event_of(choice['outcome']))
 -- The expiry poller removes its own entry once the card shows the expiry.
 if mode ~= 'expire' then redis.call('ZREM', KEYS[2], ARGV[5]) end
 redis.call('ZREM', KEYS[5], ARGV[5])

@@ -1,0 +1,65 @@
+"""The round in which a held output waits for a person (`runtime.journal.held`).
+
+The call asks again, like a call whose result was lost (`runtime.runs.lost_outcomes`): the same
+gate (who may decide it under the policy, its quorum), a new approval id and deadline, and the
+round's other calls keep their decisions. Its card shows the output, and its digest binds it; it
+offers no "always", grant, edit, answer or typed confirmation. Nobody deciding before the
+deadline withholds it, as an expiry rejects a call.
+"""
+
+from __future__ import annotations
+
+from runtime.audit.events import AuditEvent
+from runtime.audit.trail import AuditTrail
+from runtime.jobs.contracts import new_approval_id
+from runtime.journal.held import HELD_CHARS, OutputHeld
+from runtime.policy import Policy
+from runtime.record.envelope import PendingCall, RunEnvelope
+
+_APPROVED = ("approved", "approved_always")
+
+
+def held_round(
+    envelope: RunEnvelope, held: OutputHeld, policy: Policy, *, now: float
+) -> tuple[PendingCall, ...] | None:
+    """The calls of the run's next round: the held call asks for its output's release (at
+    `now`, Redis's clock); None when it is not one of the round's approved calls (the policy
+    let it run without stopping: there is no state to wait in), so the run ends unreleased."""
+    call = next((c for c in envelope.calls if c.call_id == held.call_id), None)
+    if call is None or call.decision is None or call.decision.outcome not in _APPROVED:
+        return None
+    rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
+    again = call.model_copy(
+        update={
+            "approval_id": new_approval_id(),
+            "expires_at": now + rule.ttl_seconds,
+            "digest": held.digest,
+            "held": held.output[:HELD_CHARS],
+            "allow_always": False,
+            "allow_edit": False,
+            "answer": False,
+            "confirm": None,
+            "grant_max_seconds": 0,
+            "lost": False,
+            "message_ts": None,
+            "decision": None,
+            "approvals": (),
+            "edit": None,
+            "copies": (),
+            "preview": None,
+        }
+    )
+    return tuple(again if c is call else c for c in envelope.calls)
+
+
+def held_entry(audit: AuditTrail, envelope: RunEnvelope, held: OutputHeld) -> str:
+    """The `output_held` audit entry, written with the round that asks for the release."""
+    return audit.entry(
+        AuditEvent.OUTPUT_HELD,
+        envelope.run_id,
+        call_id=held.call_id,
+        tool=held.tool,
+        digest=held.digest,
+        channel=envelope.conversation.channel,
+        requester=envelope.conversation.requester,
+    )

@@ -1,0 +1,184 @@
+"""Check what comes back (issue 35, part 3): a rule's `review_output` holds a tool's output for a
+person before the model reads it. The tool runs once, as approved; its output is journaled held,
+the run waits, and a card shows it with **Release** and **Withhold**, decided through the same
+script, gate, digest and trail as the call's approval. Nobody deciding in time withholds it."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import agents
+from tests.support.deployment import Deployment
+from tests.support.fake_slack import Message
+from tests.support.harness import Harness
+from tests.support.model_scripts import delete_then_answer
+from tests.test_faults import ledger
+
+REVIEWED = """
+[[rule]]
+tool = "delete_*"
+approvers = ["UBOB", "UCAROL"]
+review_output = true
+"""
+
+REVIEWED_WHEN = """
+[[rule]]
+tool = "delete_*"
+approvers = ["UBOB", "UCAROL"]
+review_output_when = "args.user_id == 'u-100'"
+"""
+
+SHORT = REVIEWED + "ttl_seconds = 3\n"
+HELD = "Its output is held"
+
+
+@pytest.fixture
+def env_overrides(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, str]:
+    env = dict(getattr(request, "param", {"POLICY": REVIEWED}))
+    path = tmp_path / "policy.toml"
+    path.write_text(env.pop("POLICY"))
+    env["POLICY_FILE"] = str(path)
+    return env
+
+
+def policy(text: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("env_overrides", [{"POLICY": text}], indirect=True, ids=["p"])
+
+
+def events(trail: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in trail if e["event"] == name]
+
+
+async def held_card(bot: Harness | Deployment, root: Message, timeout: float = 20) -> Message:
+    def ready() -> Message | None:
+        cards = [c for c in bot.slack.cards() if c.thread_ts == root.ts]
+        return next((c for c in cards if HELD in c.all_text() and c.actions()), None)
+
+    card: Message = await bot.slack.wait_for(ready, timeout, "the held output's card")
+    return card
+
+
+async def approved_and_held(bot: Harness) -> tuple[Message, Message]:
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    await bot.sender.click(card, "approve", user="UBOB")
+    return root, await held_card(bot, root)
+
+
+def model_read(bot: Harness) -> str:
+    return str(bot.model.requests[-1].tool_outputs["call_del"])
+
+
+def anything_read(bot: Harness | Deployment, text: str) -> bool:
+    return any(text in json.dumps(r.tool_outputs) for r in bot.model.requests)
+
+
+async def note_to(bot: Harness, user: str) -> str:
+    notes = await bot.slack.wait_for(
+        lambda: [e for e in bot.slack.ephemerals if e["user"] == user], what=f"note to {user}"
+    )
+    return str(notes[-1]["text"])
+
+
+async def test_a_released_output_is_what_the_model_reads_and_the_tool_ran_once(
+    bot: Harness,
+) -> None:
+    root, card = await approved_and_held(bot)
+    assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
+    assert "deleted u-100" in card.all_text()
+    assert card.action_ids() == ["approve", "reject"]
+    assert [b["text"]["text"] for b in card.actions()] == ["Release", "Withhold"]
+    assert len(bot.model.requests) == 1 and not anything_read(bot, "deleted u-100")
+
+    await bot.sender.click(card, "approve", user="UCAROL")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+    assert model_read(bot) == "deleted u-100"
+    assert len(agents.EXECUTIONS) == 1, "released from the journal, not run again"
+    assert "released the output of `delete_user`" in card.all_text() and card.actions() == []
+    trail = await bot.audit_until("finished")
+    [held], [released] = events(trail, "output_held"), events(trail, "output_released")
+    assert released["user_id"] == "UCAROL" and released["digest"] == held["digest"]
+    [executed] = events(trail, "executed")
+    assert held["digest"] != executed["digest"], "bound to the output, not only the call"
+    assert not events(trail, "output_withheld")
+
+
+async def test_a_withheld_output_never_reaches_the_model(bot: Harness) -> None:
+    root, card = await approved_and_held(bot)
+    await bot.sender.reject(card, user="UCAROL", reason="it names a customer")
+    await bot.final_answer(root)
+    assert model_read(bot) == (
+        "`delete_user` ran, but the output was withheld by @ucarol: it names a customer"
+    )
+    assert not anything_read(bot, "deleted u-100")
+    assert len(agents.EXECUTIONS) == 1
+    assert "withheld the output of `delete_user`: it names a customer" in card.all_text()
+    assert "deleted u-100" not in card.all_text(), "a withheld output is not redrawn"
+    trail = await bot.audit_until("finished")
+    [withheld] = events(trail, "output_withheld")
+    assert withheld["reason"] == "it names a customer" and withheld["user_id"] == "UCAROL"
+
+
+@policy(SHORT)
+async def test_nobody_releasing_in_time_withholds_it(bot: Harness) -> None:
+    root, card = await approved_and_held(bot)
+    await bot.final_answer(root, timeout=20)
+    assert "its output was withheld: nobody released it in time" in model_read(bot)
+    assert not anything_read(bot, "deleted u-100") and len(agents.EXECUTIONS) == 1
+    assert "Nobody released the output" in card.all_text() and card.actions() == []
+    trail = await bot.audit_until("finished")
+    assert len(events(trail, "output_withheld")) == 1
+
+
+async def test_a_person_who_may_not_decide_is_refused_and_told_privately(bot: Harness) -> None:
+    root, card = await approved_and_held(bot)
+    await bot.sender.click(card, "approve", user="UEVE")
+    assert "nothing was recorded" in await note_to(bot, "UEVE")
+    bot.slack.ephemerals.clear()
+    views = len(bot.slack.views)
+    await bot.sender.click(card, "reject", user="UEVE")  # Withhold: refused before its modal
+    assert "nothing was recorded" in await note_to(bot, "UEVE")
+    assert len(bot.slack.views) == views
+    trail = await bot.audit_until("denied")
+    assert not events(trail, "output_released") and len(bot.model.requests) == 1
+    # A click with the digest of the call, not of its output: stale.
+    call_digest = events(trail, "executed")[0]["digest"]
+    value = str(card.actions()[0]["value"]).rsplit(":", 1)[0] + ":" + call_digest
+    await bot.sender.click(card, "approve", user="UBOB", value=value)
+    assert "changed since your screen showed it" in await note_to(bot, "UBOB")
+    await bot.sender.click(card, "approve", user="UBOB")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+@policy(REVIEWED_WHEN)
+async def test_review_output_when_holds_on_the_calls_arguments(bot: Harness) -> None:
+    root, card = await approved_and_held(bot)
+    await bot.sender.click(card, "approve", user="UCAROL")
+    assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+async def test_a_worker_killed_while_the_output_is_held(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(REVIEWED)
+    env = {"POLICY_FILE": str(path)}
+    deployment.model.script = delete_then_answer
+    await deployment.web(**env)
+    worker = deployment.worker("worker.1", **env)
+    root = await deployment.start_run("delete u-100")
+    [card] = await deployment.cards(root, 1)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    held = await held_card(deployment, root, timeout=60)
+    worker.signal(signal.SIGKILL)
+    deployment.worker("worker.2", **env)
+    await deployment.sender.click(held, "approve", user="UCAROL")
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == "done: deleted u-100"
+    assert [e["call_id"] for e in await ledger(deployment)] == ["call_del"], "ran once"
