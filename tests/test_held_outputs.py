@@ -5,6 +5,7 @@ script, gate, digest and trail as the call's approval. Nobody deciding in time w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 from pathlib import Path
@@ -92,8 +93,12 @@ async def test_a_released_output_is_what_the_model_reads_and_the_tool_ran_once(
     root, card = await approved_and_held(bot)
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
     assert "deleted u-100" in card.all_text()
-    assert card.action_ids() == ["approve", "reject"]
-    assert [b["text"]["text"] for b in card.actions()] == ["Release", "Withhold"]
+    assert card.action_ids() == ["approve", "answer", "reject"]
+    assert [b["text"]["text"] for b in card.actions()] == [
+        "Release",
+        "Edit and release",
+        "Withhold",
+    ]
     assert len(bot.model.requests) == 1 and not anything_read(bot, "deleted u-100")
 
     await bot.sender.click(card, "approve", user="UCAROL")
@@ -107,6 +112,25 @@ async def test_a_released_output_is_what_the_model_reads_and_the_tool_ran_once(
     [executed] = events(trail, "executed")
     assert held["digest"] != executed["digest"], "bound to the output, not only the call"
     assert not events(trail, "output_withheld")
+
+
+async def test_an_edited_output_is_what_the_model_reads_and_the_trail_keeps_both_digests(
+    bot: Harness,
+) -> None:
+    root, card = await approved_and_held(bot)
+    modal = await bot.sender.open_modal(card, "answer", user="UCAROL")
+    assert "deleted u-100" in json.dumps(modal), "the modal starts from the held output"
+    status, _ = await bot.sender.submit_text(modal, user="UCAROL", text="deleted a user")
+    assert status == 200
+    assert (await bot.final_answer(root)).text == "done: deleted a user"
+    assert model_read(bot) == "deleted a user" and not anything_read(bot, "u-100")
+    assert len(agents.EXECUTIONS) == 1
+    assert "edited the output of `delete_user`" in card.all_text() and card.actions() == []
+    trail = await bot.audit_until("finished")
+    [held], [edited] = events(trail, "output_held"), events(trail, "output_edited")
+    assert edited["digest"] == held["digest"], "bound to the output the card showed"
+    assert edited["answer_digest"] == hashlib.sha256(b"deleted a user").hexdigest()
+    assert edited["user_id"] == "UCAROL" and not events(trail, "output_released")
 
 
 async def test_a_withheld_output_never_reaches_the_model(bot: Harness) -> None:

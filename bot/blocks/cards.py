@@ -17,7 +17,7 @@ from bot.blocks.call_context import context_blocks, edited_preview_blocks, previ
 from bot.blocks.code import MODAL_BLOCK_LIMIT, SECTION_TEXT_LIMIT, boundary, code_block
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
-from bot.blocks.held import held_decided_blocks, held_request_blocks, output_modal
+from bot.blocks.held import edit_modal, held_decided_blocks, held_request_blocks, output_modal
 from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, section
 from bot.words import answers as answer_words
 from bot.words import call_text, deciders
@@ -122,7 +122,7 @@ def approval_request_blocks(
     `approvers`: who may approve it (`SlackReach.approvers_shown`)."""
     if call.held is not None:  # a held output: Release and Withhold (`bot.blocks.held`)
         value = button_value(run.run_id, call.approval_id, call.digest)
-        actions = (ACTION_APPROVE, ACTION_REJECT, ACTION_VIEW_ARGUMENTS)
+        actions = (ACTION_APPROVE, ACTION_ANSWER, ACTION_REJECT, ACTION_VIEW_ARGUMENTS)
         return held_request_blocks(run, call, approvers or [], value, actions)
     blocks, truncated = _call_blocks(run, call, approvers or [])
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
@@ -217,7 +217,11 @@ def reject_modal(call: PendingCall, private_metadata: str, requester: str | None
 
 
 def answer_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
-    """**Answer instead**: what the model reads as the call's result (the tool does not run)."""
+    """**Answer instead**: what the model reads as the call's result (the tool does not run);
+    for a held output, **Edit and release** (`bot.blocks.held.edit_modal`)."""
+    if call.held is not None:
+        ids = (ANSWER_CALLBACK, REASON_BLOCK, REASON_ACTION)
+        return edit_modal(call, private_metadata, requester, ids)
     words = answer_words
     return _text_modal(
         ANSWER_CALLBACK,

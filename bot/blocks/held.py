@@ -1,13 +1,14 @@
 """Block Kit for the card of a held output (`runtime.journal.held`): the output, shortened, with
 **Release** and **Withhold**, and all of it on demand (**View full output**).
 
-Release is the card's Approve and Withhold its Reject (with the reason's modal): the same
-listeners, gate and decision script, whose digest binds the held output.
+Release is the card's Approve, **Edit and release** its Answer instead (the output to edit in
+the modal) and Withhold its Reject (with the reason's modal): the same listeners, gate and
+decision script, whose digest binds the held output.
 """
 
 from __future__ import annotations
 
-from slack_sdk.models.blocks import ActionsBlock, SectionBlock
+from slack_sdk.models.blocks import ActionsBlock, InputBlock, PlainTextInputElement, SectionBlock
 from slack_sdk.models.views import View
 
 from bot.blocks.code import code_block, split_points
@@ -15,6 +16,7 @@ from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, sectio
 from bot.words import deciders
 from bot.words import held as words
 from bot.words import runs as messages
+from runtime.journal.held import EDITABLE_CHARS
 from runtime.record import PendingCall
 from runtime.reporter import RunView
 
@@ -23,11 +25,15 @@ DECISION_BLOCK = "decision"
 
 
 def held_request_blocks(
-    run: RunView, call: PendingCall, approvers: list[str], value: str, actions: tuple[str, str, str]
+    run: RunView,
+    call: PendingCall,
+    approvers: list[str],
+    value: str,
+    actions: tuple[str, str, str, str],
 ) -> list[Block]:
     """The card asking to release or withhold `call.held`; `value` is its buttons' value and
-    `actions` the approve, reject and view actions' ids."""
-    approve, reject, view = actions
+    `actions` the approve, answer (**Edit and release**), reject and view actions' ids."""
+    approve, answer, reject, view = actions
     held = call.held or ""
     code, shown = code_block(held)
     fields = [
@@ -52,6 +58,7 @@ def held_request_blocks(
         )
     buttons = [
         button(approve, words.RELEASE, value, "primary"),
+        *([button(answer, words.EDIT_AND_RELEASE, value)] if call.answer else []),
         button(reject, words.WITHHOLD, value, "danger"),
     ]
     if shown < len(held):
@@ -67,10 +74,41 @@ def held_decided_blocks(call: PendingCall) -> list[Block]:
     headline = words.held_decision_headline(call.decision, call.tool)
     blocks: list[Block] = [section(headline, block_id=DECISION_BLOCK)]
     if call.decision.outcome in ("approved", "approved_always"):
-        code, _ = code_block(call.held or "")
-        blocks.append(section(code))
+        blocks.append(section(code_block(call.held or "")[0]))
+    elif call.decision.outcome == "answered":
+        blocks.append(section(code_block(call.decision.answer or "")[0]))
     blocks.append(context_block(messages.digest_line(call.digest)))
     return blocks
+
+
+def edit_modal(
+    call: PendingCall, private_metadata: str, requester: str | None, ids: tuple[str, str, str]
+) -> View:
+    """**Edit and release**: the held output, to edit; submitted as an answer on the held gate
+    (`ids`: the answer modal's callback, block and action ids, so its listener takes it)."""
+    callback, block, action = ids
+    return View(
+        type="modal",
+        callback_id=callback,
+        private_metadata=private_metadata,
+        title=plain(words.EDIT_TITLE, 24),
+        submit=plain(words.EDIT_SUBMIT, 24),
+        close=plain(words.EDIT_CANCEL, 24),
+        blocks=[
+            context_block(words.edit_context(call.tool, requester)),
+            InputBlock(
+                block_id=block,
+                label=plain(words.EDIT_LABEL, 2000),
+                element=PlainTextInputElement(
+                    action_id=action,
+                    multiline=True,
+                    min_length=1,
+                    max_length=EDITABLE_CHARS,
+                    initial_value=(call.held or "")[:EDITABLE_CHARS],
+                ),
+            ),
+        ],
+    )
 
 
 def output_modal(call: PendingCall) -> View:

@@ -26,8 +26,8 @@ from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ApprovalRef
 from bot.words import answers as answer_messages
-from bot.words import held as held_messages
 from bot.words import choices as choice_messages
+from bot.words import held as held_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated

@@ -7,6 +7,7 @@ from bot.words.runs import escape, user
 from runtime.record import Decision
 
 RELEASE = "Release"
+EDIT_AND_RELEASE = "Edit and release"
 WITHHOLD = "Withhold"
 VIEW_OUTPUT = "View full output"
 
@@ -16,6 +17,10 @@ WITHHOLD_CANCEL = "Cancel"
 WITHHOLD_LABEL = "Why? The agent reads this instead of the output."
 WITHHOLD_PLACEHOLDER = "e.g. It holds customers' card numbers; ask for the order status only."
 OUTPUT_TITLE = "Held output"
+EDIT_TITLE = "Edit and release"
+EDIT_SUBMIT = "Release"
+EDIT_CANCEL = "Cancel"
+EDIT_LABEL = "The output the agent reads"
 
 HELD_ON_CARD = (
     "A held output is released or withheld on its card in the run's thread, where it is shown, "
@@ -43,6 +48,14 @@ def withhold_context(tool: str, requester: str | None) -> str:
     )
 
 
+def edit_context(tool: str, requester: str | None) -> str:
+    asked = f", requested by {user(requester)}" if requester else ""
+    return (
+        f"Editing the output of `{escape(tool)}`{asked}. The agent reads what you release here "
+        "instead of the output; the audit trail keeps the digests of both."
+    )
+
+
 def held_decision_headline(decision: Decision, tool: str) -> str:
     """The first line of a held output's card once decided."""
     name = f"`{escape(tool)}`"
@@ -54,6 +67,8 @@ def held_decision_headline(decision: Decision, tool: str) -> str:
         return f":no_entry_sign: {who} withheld the output of {name}" + (
             f": {reason}" if reason else ""
         )
+    if decision.outcome == "answered":
+        return f":pencil2: {who} edited the output of {name} and released the edit"
     if decision.outcome == "stopped":
         return f":no_entry: Stopped by {who}; the output of {name} was not released"
     return f":hourglass: Nobody released the output of {name} in time: it was withheld"

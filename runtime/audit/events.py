@@ -32,6 +32,8 @@ class AuditEvent(StrEnum):
     """A call ran and its output is held for a person (`runtime.journal.held`)."""
     OUTPUT_RELEASED = "output_released"
     """A person released a held output: the model reads it (written by the decision script)."""
+    OUTPUT_EDITED = "output_edited"
+    """A person edited a held output and released the edit: the entry keeps both digests."""
     OUTPUT_WITHHELD = "output_withheld"
     """A person withheld a held output, or nobody released it in time: the model reads why."""
     GRANTED = "granted"

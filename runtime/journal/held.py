@@ -7,7 +7,9 @@ journal raises `OutputHeld` instead of returning it: the model has not read it. 
 for one more round in which the call asks again (`runtime.runs.held_outputs`), on a card that
 shows the output with **Release** and **Withhold**: an approval like any other (the call's own
 gate, quorum, decision script and audit trail), whose digest binds the held output
-(`held_digest`), so a decision covers exactly the output that was shown.
+(`held_digest`), so a decision covers exactly the output that was shown. **Edit and release**
+is an answer on that gate: the model reads the person's edited output in the tool's place, and
+the audit entry keeps both digests (the held output's and the edited one's).
 
 On the resume the SDK asks for the call again and the journal answers from the held entry: the
 output once a person released it; a withheld one never reaches the tool's place (the call is
@@ -30,6 +32,8 @@ HELD_MARK = "held"
 """The journal entry's field that marks its output held."""
 HELD_CHARS = 20_000
 """The most of a held output the card's full text shows (the digest binds all of it)."""
+EDITABLE_CHARS = 2000
+"""The longest held output **Edit and release** offers to edit (what its modal holds)."""
 
 
 class OutputHeld(OutcomeLost):
@@ -71,6 +75,8 @@ def reviewed_calls(envelope: RunEnvelope) -> set[str]:
 
 def withheld_message(decision: Decision, tool: str) -> str:
     """What the model reads in place of an output a person withheld (or nobody released)."""
+    if decision.outcome == "answered":  # **Edit and release**: the edited output, as it is
+        return decision.answer or ""
     if decision.outcome == "expired" or decision.user_id is None:
         return (
             f"`{tool}` ran, but its output was withheld: nobody released it in time. Tell the "

@@ -120,6 +120,7 @@ _DECIDING: Final[dict[str, LuaConstant]] = {
     "EVENT_REGATED": AuditEvent.REGATED,
     "EVENT_OUTPUT_RELEASED": AuditEvent.OUTPUT_RELEASED,
     "EVENT_OUTPUT_WITHHELD": AuditEvent.OUTPUT_WITHHELD,
+    "EVENT_OUTPUT_EDITED": AuditEvent.OUTPUT_EDITED,
 }
 
 

@@ -3,8 +3,9 @@
 The call asks again, like a call whose result was lost (`runtime.runs.lost_outcomes`): the same
 gate (who may decide it under the policy, its quorum), a new approval id and deadline, and the
 round's other calls keep their decisions. Its card shows the output, and its digest binds it; it
-offers no "always", grant, edit, answer or typed confirmation. Nobody deciding before the
-deadline withholds it, as an expiry rejects a call.
+offers no "always", grant, argument edit or typed confirmation. Nobody deciding before the
+deadline withholds it, as an expiry rejects a call. **Edit and release** is offered (as the
+gate's answer) when the output fits its modal.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
 from runtime.jobs.contracts import new_approval_id
-from runtime.journal.held import HELD_CHARS, OutputHeld
+from runtime.journal.held import EDITABLE_CHARS, HELD_CHARS, OutputHeld
 from runtime.policy import Policy
 from runtime.record.envelope import PendingCall, RunEnvelope
 
@@ -37,7 +38,8 @@ def held_round(
             "held": held.output[:HELD_CHARS],
             "allow_always": False,
             "allow_edit": False,
-            "answer": False,
+            # **Edit and release** is an answer on the held gate, where the output fits its modal.
+            "answer": len(held.output) <= EDITABLE_CHARS,
             "confirm": None,
             "grant_max_seconds": 0,
             "lost": False,

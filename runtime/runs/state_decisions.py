@@ -170,7 +170,8 @@ def apply_decisions(
         call = by_call_id.get(item.call_id or "")
         decision = call.decision if call else None
         if call is not None and call.held is not None and decision is not None:
-            # It ran already: approved, the journal gives the model its released output.
+            # It ran already: approved, the journal gives the model its released output; else
+            # the model reads the edited output (an answer) or why it was withheld.
             if decision.outcome in ("approved", "approved_always"):
                 state.approve(item)
             else:

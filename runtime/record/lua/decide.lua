@@ -9,7 +9,8 @@
 -- when that was the run's last open approval flips the run to `ready` and enqueues its resume
 -- job, all atomically. An expiry goes through the same script, so a click and an expiry racing
 -- for one approval resolve to exactly one outcome. A call whose output is held (its gate's
--- `held`) is decided the same way: approving releases the output, rejecting withholds it.
+-- `held`) is decided the same way: approving releases the output, rejecting withholds it, and
+-- an answer releases the person's edit of it (its digest beside the held output's).
 -- Grants and edits: `choices.lua`, loaded before this file.
 --
 -- KEYS
@@ -104,7 +105,7 @@ if approving and present(choice['note']) then entry['note'] = choice['note'] end
 -- The answer's text as `AUDIT_ARGS` keeps it (`runtime.audit.arguments`: whole, too long, or
 -- not at all); the decision itself always holds it, for the model to read.
 if answering and type(choice['answer_kept']) == 'table' then
-  for _, name in ipairs({'answer', 'answer_omitted', 'answer_bytes'}) do
+  for _, name in ipairs({'answer', 'answer_omitted', 'answer_bytes', 'answer_digest'}) do
     if present(choice['answer_kept'][name]) then entry[name] = choice['answer_kept'][name] end
   end
 end
@@ -123,6 +124,7 @@ local function event_of(outcome)
   if not (gate and gate['held'] == true) then return outcome end
   if outcome == 'approved' or outcome == 'approved_always' then return EVENT_OUTPUT_RELEASED end
   if outcome == 'rejected' or outcome == 'expired' then return EVENT_OUTPUT_WITHHELD end
+  if outcome == 'answered' then return EVENT_OUTPUT_EDITED end  -- **Edit and release**
   return outcome
 end
 local function audit(event)
