@@ -16,7 +16,7 @@ from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, sectio
 from bot.words import deciders
 from bot.words import held as words
 from bot.words import runs as messages
-from runtime.journal.held import EDITABLE_CHARS
+from bot.words.answers import ANSWER_CHARS
 from runtime.record import PendingCall
 from runtime.reporter import RunView
 
@@ -103,8 +103,8 @@ def edit_modal(
                     action_id=action,
                     multiline=True,
                     min_length=1,
-                    max_length=EDITABLE_CHARS,
-                    initial_value=(call.held or "")[:EDITABLE_CHARS],
+                    max_length=ANSWER_CHARS,
+                    initial_value=(call.held or "")[:ANSWER_CHARS],
                 ),
             ),
         ],

@@ -27,6 +27,7 @@ AUDIT_EVENT_WORDS = {
     "outcome_lost": "outcome lost: asks a person before running again",
     "output_held": "output held for a person",
     "output_released": "output released",
+    "output_edited": "output edited and released",
     "output_withheld": "output withheld",
     "granted": "granted",
     "grant_used": "approved by a grant",

@@ -33,7 +33,8 @@ HELD_MARK = "held"
 HELD_CHARS = 20_000
 """The most of a held output the card's full text shows (the digest binds all of it)."""
 EDITABLE_CHARS = 2000
-"""The longest held output **Edit and release** offers to edit (what its modal holds)."""
+"""The longest held output **Edit and release** offers to edit: what its modal holds (the
+answer modal's, `bot.words.answers.ANSWER_CHARS`)."""
 
 
 class OutputHeld(OutcomeLost):
