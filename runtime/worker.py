@@ -203,7 +203,7 @@ def build_worker(
     `poll_interval` the longest the due-set pollers sleep between ticks (`longest_sleep`)."""
     storage = _storage(settings, redis, reads)
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
-    install_journal(agents.registry)
+    install_journal(agents.registry, agents.policy)
     mcp = _mcp_tools(settings, storage, agents)
     copies = CardCopies(redis, storage.keys, people.reach) if people.reach is not None else None
     stops = StopListener(reads=reads or redis, streams=[s.stops for s in storage.keys.shards])

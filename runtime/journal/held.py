@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from runtime.record.envelope import Decision, RunEnvelope
+from runtime.record.envelope import Decision, PendingCall, RunEnvelope
 from runtime.record.starts import OutcomeLost
 
 HELD_MARK = "held"
@@ -45,6 +45,10 @@ class OutputHeld(OutcomeLost):
         self.args = (f"run {run_id}: the output of {tool} ({call_id}) is held for a person",)
         self.output = output
         self.digest = digest
+        self.resume_state: str | None = None
+        self.resume_calls: tuple[PendingCall, ...] = ()
+        """Where the output waits when the round it ran in asked nobody: that round's state
+        and calls (`runtime.runs.held_outputs.held_in`); unset: the run's saved round."""
 
 
 def output_text(output: object) -> str:

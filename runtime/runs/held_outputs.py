@@ -10,6 +10,11 @@ gate's answer) when the output fits its modal.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
+from agents import RunResult
+
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
 from runtime.jobs.contracts import new_approval_id
@@ -20,13 +25,42 @@ from runtime.record.envelope import PendingCall, RunEnvelope
 _APPROVED = ("approved", "approved_always")
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resumable:
+    """A round that asked nobody (every call decided by the policy, a grant or an Approve
+    always), kept while it runs in case one of its calls' output is held: the run then waits
+    in it, its calls' decisions as they were, the held call asking for a person."""
+
+    state: str
+    calls: tuple[PendingCall, ...]
+
+
+def resumable_round(result: RunResult, calls: tuple[PendingCall, ...]) -> Resumable | None:
+    """The round's state (before its decisions are applied) and calls, when a call of it holds
+    its output; None otherwise (nothing to keep)."""
+    if not any(call.review_output for call in calls):
+        return None
+    state = json.dumps(result.to_state().to_json(), separators=(",", ":"))
+    return Resumable(state=state, calls=calls)
+
+
+def held_in(signal: Exception, resumable: Resumable | None) -> Exception:
+    """`signal`, and, when it is an output held by a call of the `resumable` round, where it
+    waits (`OutputHeld.resume_state`)."""
+    if not isinstance(signal, OutputHeld) or resumable is None:
+        return signal
+    if any(call.call_id == signal.call_id for call in resumable.calls):
+        signal.resume_state, signal.resume_calls = resumable.state, resumable.calls
+    return signal
+
+
 def held_round(
-    envelope: RunEnvelope, held: OutputHeld, policy: Policy, *, now: float
+    calls: tuple[PendingCall, ...], held: OutputHeld, policy: Policy, *, now: float
 ) -> tuple[PendingCall, ...] | None:
-    """The calls of the run's next round: the held call asks for its output's release (at
-    `now`, Redis's clock); None when it is not one of the round's approved calls (the policy
-    let it run without stopping: there is no state to wait in), so the run ends unreleased."""
-    call = next((c for c in envelope.calls if c.call_id == held.call_id), None)
+    """The calls of the run's next round, from the round the call ran in (`calls`): the held
+    call asks for its output's release (at `now`, Redis's clock); None when it is not one of
+    that round's approved calls, so the run ends unreleased."""
+    call = next((c for c in calls if c.call_id == held.call_id), None)
     if call is None or call.decision is None or call.decision.outcome not in _APPROVED:
         return None
     rule = policy.rule_for(call.tool, call.agent, call.mcp_server)
@@ -51,7 +85,7 @@ def held_round(
             "preview": None,
         }
     )
-    return tuple(again if c is call else c for c in envelope.calls)
+    return tuple(again if c is call else c for c in calls)
 
 
 def held_entry(audit: AuditTrail, envelope: RunEnvelope, held: OutputHeld) -> str:

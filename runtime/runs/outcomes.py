@@ -122,7 +122,9 @@ class RoundOutcomes:
         it ends instead (the output never released) when the call cannot be asked about."""
         log.info("%s", held)
         now = await self.store.server_time()
-        calls = held_round(envelope, held, self.policy, now=now)
+        state = held.resume_state or state
+        round_calls = held.resume_calls or envelope.calls
+        calls = held_round(round_calls, held, self.policy, now=now)
         if calls is None or state is None:
             await self.failed(envelope, RunFailed(Failure.OUTPUT_HELD, held.tool), observer, lease)
             return

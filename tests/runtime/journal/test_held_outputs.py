@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.support import agents
 from tests.support.deployment import Deployment
+from tests.support.fake_openai import Item, ModelRequest, message, tool_call
 from tests.support.fake_slack import Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
@@ -35,6 +37,13 @@ review_output_when = "args.user_id == 'u-100'"
 """
 
 SHORT = REVIEWED + "ttl_seconds = 3\n"
+
+READS_REVIEWED = """
+[[rule]]
+tool = "list_users"
+auto = "approve"
+review_output = true
+"""
 HELD = "Its output is held"
 
 
@@ -185,6 +194,35 @@ async def test_review_output_when_holds_on_the_calls_arguments(bot: Harness) -> 
     root, card = await approved_and_held(bot)
     await bot.sender.click(card, "approve", user="UCAROL")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
+
+
+@pytest.fixture
+def list_users_asks_nobody() -> Iterator[None]:
+    """A worker makes `list_users` ask the policy (a rule reviews its output): undone after."""
+    before = agents.list_users.needs_approval
+    yield
+    agents.list_users.needs_approval = before
+
+
+def list_then_answer(request: ModelRequest) -> list[Item]:
+    if not request.tool_outputs:
+        return [tool_call("list_users", {}, "call_list")]
+    return [message("users: " + request.tool_outputs["call_list"])]
+
+
+@policy(READS_REVIEWED)
+@pytest.mark.usefixtures("list_users_asks_nobody")
+async def test_a_call_the_policy_approves_still_has_its_output_held(bot: Harness) -> None:
+    bot.model.script = list_then_answer
+    root = await bot.start_run("list the users")
+    card = await held_card(bot, root)
+    assert [c for c in bot.slack.cards() if c.thread_ts == root.ts] == [card], "no approval card"
+    assert agents.EXECUTIONS == [("list_users", {})] and len(bot.model.requests) == 1
+    await bot.sender.reject(card, user="UBOB", reason="emails")
+    await bot.final_answer(root)
+    read = str(bot.model.requests[-1].tool_outputs["call_list"])
+    assert read == "`list_users` ran, but the output was withheld by @ubob: emails"
+    assert not anything_read(bot, "u-100") and len(agents.EXECUTIONS) == 1
 
 
 async def test_a_worker_killed_while_the_output_is_held(
