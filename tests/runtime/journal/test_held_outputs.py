@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from runtime.examples.ops import list_users as demo_list_users
 from tests.support import agents
 from tests.support.deployment import Deployment
 from tests.support.fake_openai import Item, ModelRequest, message, tool_call
@@ -21,6 +22,8 @@ from tests.support.fake_slack import Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
 from tests.test_faults import ledger
+
+ROOT = Path(__file__).resolve().parents[3]
 
 REVIEWED = """
 [[rule]]
@@ -244,3 +247,26 @@ async def test_a_worker_killed_while_the_output_is_held(
     [answer] = await deployment.final_answers(root)
     assert answer.text == "done: deleted u-100"
     assert [e["call_id"] for e in await ledger(deployment)] == ["call_del"], "ran once"
+
+
+async def test_the_demos_user_list_waits_for_a_release(
+    redis_url: str, prefix: str, pretend_world: None
+) -> None:
+    """The console's tour: `/agent list users` runs at once; bob releases what the agent reads."""
+    env = {
+        "AGENTS": "runtime.examples:AGENTS",
+        "POLICY_FILE": str(ROOT / "bot" / "console" / "demo_policy.toml"),
+        "APPROVERS": "UALICE,UBOB,UCAROL",
+    }
+    before = demo_list_users.needs_approval
+    demo = Harness(redis_url=redis_url, prefix=prefix, env=env, scripted_model=True)
+    await demo.start()
+    try:
+        root = await demo.start_run("list users")
+        card = await held_card(demo, root)
+        assert "Grace Hopper" in card.all_text()
+        await demo.sender.click(card, "approve", user="UBOB")
+        assert "Grace Hopper" in (await demo.final_answer(root)).text
+    finally:
+        await demo.stop()
+        demo_list_users.needs_approval = before

@@ -79,7 +79,7 @@ def test_the_demos_policy_has_no_warnings(tmp_path: Path) -> None:
     done = check(tmp_path / "demo.toml", demo)
     assert (done.returncode, done.stdout) == (
         0,
-        f"{tmp_path / 'demo.toml'}: 5 rule(s), 0 warning(s)\n",
+        f"{tmp_path / 'demo.toml'}: 6 rule(s), 0 warning(s)\n",
     )
 
 
