@@ -30,6 +30,8 @@ from runtime.record.starts import OutcomeLost
 
 HELD_MARK = "held"
 """The journal entry's field that marks its output held."""
+HELD_OUTCOME = "(held for a person to review)"
+"""The `executed` audit entry's outcome for a held output, which stays out of the trail."""
 HELD_CHARS = 20_000
 """The most of a held output the card's full text shows (the digest binds all of it)."""
 EDITABLE_CHARS = 2000

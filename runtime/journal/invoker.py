@@ -38,7 +38,7 @@ from runtime.audit.events import AuditEvent
 from runtime.calls.digest import call_digest
 from runtime.db.replication import PrimaryChanged
 from runtime.decisions.edits import edit_note
-from runtime.journal.held import HELD_MARK, OutputHeld, held_digest, output_text
+from runtime.journal.held import HELD_MARK, HELD_OUTCOME, OutputHeld, held_digest, output_text
 from runtime.journal.scope import JournalScope, current_scope
 from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
@@ -173,8 +173,10 @@ class JournaledInvoker:
             output = self._as_told(scope, call_id, original, edit, output)
             # Recorded before anything else can fail: from here on, a retry reuses it.
             entry = self._entry(output, held=call_id in scope.reviewed)
-            # The `executed` audit entry goes in the same step: the trail cannot miss it.
-            executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, output)
+            # The `executed` audit entry goes in the same step: the trail cannot miss it. A held
+            # output is not in it: people review it before anyone else reads it.
+            told = HELD_OUTCOME if entry.get(HELD_MARK) else output
+            executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, told)
             await _record(scope, call_id, json.dumps(entry), executed)
         finally:
             scope.in_flight.count -= 1

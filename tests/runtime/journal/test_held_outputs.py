@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from runtime.examples.ops import list_users as demo_list_users
+from tests.bot.home.test_home_tab import open_home
 from tests.support import agents
 from tests.support.deployment import Deployment
 from tests.support.fake_openai import Item, ModelRequest, message, tool_call
@@ -80,6 +81,7 @@ async def approved_and_held(bot: Harness) -> tuple[Message, Message]:
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
+    assert "delete_user" in await open_home(bot, "UBOB"), "the call's approval is on it"
     await bot.sender.click(card, "approve", user="UBOB")
     return root, await held_card(bot, root)
 
@@ -123,6 +125,7 @@ async def test_a_released_output_is_what_the_model_reads_and_the_tool_ran_once(
     assert released["user_id"] == "UCAROL" and released["digest"] == held["digest"]
     [executed] = events(trail, "executed")
     assert held["digest"] != executed["digest"], "bound to the output, not only the call"
+    assert "u-100" not in json.dumps(executed), "the held output stays out of the trail"
     assert not events(trail, "output_withheld")
 
 
@@ -188,6 +191,8 @@ async def test_a_person_who_may_not_decide_is_refused_and_told_privately(bot: Ha
     value = str(card.actions()[0]["value"]).rsplit(":", 1)[0] + ":" + call_digest
     await bot.sender.click(card, "approve", user="UBOB", value=value)
     assert "changed since your screen showed it" in await note_to(bot, "UBOB")
+    # Not on the Home tab: decided where the output is shown.
+    assert "delete_user" not in await open_home(bot, "UBOB")
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 
