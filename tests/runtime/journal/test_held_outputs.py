@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -204,14 +203,6 @@ async def test_review_output_when_holds_on_the_calls_arguments(bot: Harness) -> 
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
 
 
-@pytest.fixture
-def list_users_asks_nobody() -> Iterator[None]:
-    """A worker makes `list_users` ask the policy (a rule reviews its output): undone after."""
-    before = agents.list_users.needs_approval
-    yield
-    agents.list_users.needs_approval = before
-
-
 def list_then_answer(request: ModelRequest) -> list[Item]:
     if not request.tool_outputs:
         return [tool_call("list_users", {}, "call_list")]
@@ -219,7 +210,6 @@ def list_then_answer(request: ModelRequest) -> list[Item]:
 
 
 @policy(READS_REVIEWED)
-@pytest.mark.usefixtures("list_users_asks_nobody")
 async def test_a_call_the_policy_approves_still_has_its_output_held(bot: Harness) -> None:
     bot.model.script = list_then_answer
     root = await bot.start_run("list the users")
@@ -263,7 +253,6 @@ async def test_the_demos_user_list_waits_for_a_release(
         "POLICY_FILE": str(ROOT / "bot" / "console" / "demo_policy.toml"),
         "APPROVERS": "UALICE,UBOB,UCAROL",
     }
-    before = demo_list_users.needs_approval
     demo = Harness(redis_url=redis_url, prefix=prefix, env=env, scripted_model=True)
     await demo.start()
     try:
@@ -274,4 +263,4 @@ async def test_the_demos_user_list_waits_for_a_release(
         assert "Grace Hopper" in (await demo.final_answer(root)).text
     finally:
         await demo.stop()
-        demo_list_users.needs_approval = before
+    assert demo_list_users.needs_approval is False, "as it was, for the tests that follow"
