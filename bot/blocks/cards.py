@@ -137,7 +137,7 @@ def approval_request_blocks(
     # A typed confirmation first opens its modal (bot.listeners.confirmations).
     action = ACTION_APPROVE_TYPED if call.confirm else ACTION_APPROVE
     buttons = [button(action, approve, value, "primary")]
-    if not call.confirm:  # a typed confirmation has its own modal: Approve only
+    if not call.confirm and not call.lost:  # a typed confirmation has its own modal
         buttons.append(button(ACTION_APPROVE_NOTE, answer_words.APPROVE_WITH_NOTE, value))
     if call.allow_always:
         buttons.append(button(ACTION_APPROVE_ALWAYS, messages.APPROVE_ALWAYS, value))
