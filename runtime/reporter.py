@@ -34,6 +34,9 @@ class Failure(StrEnum):
     """An MCP server the run needs stayed unreachable; `detail` is its name."""
     OUTCOME_LOST = "outcome_lost"
     """A call the policy let run may have run, its result lost; `detail` is its tool."""
+    OUTPUT_HELD = "output_held"
+    """A call whose output is held for a person ran where the run could not stop for them (the
+    policy let it run without a card); `detail` is its tool. Nothing was released."""
     ARGUMENTS_REFUSED = "arguments_refused"
     """The model asked for a call whose arguments pass `runtime.calls.digest`'s bounds; `detail`
     is the tool and the bound."""

@@ -205,7 +205,7 @@ def build_worker(
     `poll_interval` the longest the due-set pollers sleep between ticks (`longest_sleep`)."""
     storage = _storage(settings, redis, reads)
     shutdown = ShutdownBudget(seconds=settings.shutdown_grace_seconds)
-    install_journal(agents.registry)
+    install_journal(agents.registry, agents.policy)
     mcp = installed_mcp_tools(
         settings,
         agents.registry,

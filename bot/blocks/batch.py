@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from slack_sdk.models.blocks import ButtonElement, InputBlock, PlainTextInputElement
 from slack_sdk.models.views import View
 
-from bot.blocks.cards import MODAL_BLOCK_LIMIT, code_block, pretty_arguments
+from bot.blocks.cards import pretty_arguments
+from bot.blocks.code import MODAL_BLOCK_LIMIT, code_block
 from bot.blocks.parts import Block, context_block, plain, section
 from bot.words import batch as words
 from runtime.record import PendingCall

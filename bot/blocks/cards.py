@@ -14,21 +14,19 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.blocks.call_context import context_blocks, edited_preview_blocks, preview_blocks
+from bot.blocks.code import MODAL_BLOCK_LIMIT, SECTION_TEXT_LIMIT, boundary, code_block
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
+from bot.blocks.held import edit_modal, held_decided_blocks, held_request_blocks, output_modal
 from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, section
 from bot.words import answers as answer_words
 from bot.words import call_text, deciders
+from bot.words import held as held_words
 from bot.words import runs as messages
 from bot.words import verdicts as verdict_words
 from bot.words.nested_calls import asked_inside
 from runtime.record import PendingCall
 from runtime.reporter import RunView
-
-SECTION_TEXT_LIMIT = 3000
-MODAL_BLOCK_LIMIT = 100
-CODE_FENCE = "```"
-ZERO_WIDTH_SPACE = "\u200b"
 
 ACTION_APPROVE = "approve"
 ACTION_APPROVE_ALWAYS = "approve_always"
@@ -62,28 +60,6 @@ def pretty_arguments(arguments: str) -> str:
         return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
     except (ValueError, RecursionError):  # both parser and encoder recurse: shown as sent
         return arguments
-
-
-def code_block(text: str, limit: int = SECTION_TEXT_LIMIT) -> tuple[str, int]:
-    """Escaped text in a code block that fits `limit`; also how many source characters fit."""
-    budget = limit - 2 * len(CODE_FENCE) - 2
-    pieces: list[str] = []
-    used = 0
-    shown = 0
-    previous = ""
-    for char in text:
-        piece = messages.escape(char) if char in "&<>" else char
-        if char == "`" and previous == "`":
-            # A fence inside the text would end the block early. With a zero-width space
-            # between any two backticks, no run of them (three, five, nine) can form one.
-            piece = ZERO_WIDTH_SPACE + char
-        previous = char
-        if used + len(piece) > budget:
-            break
-        pieces.append(piece)
-        used += len(piece)
-        shown += 1
-    return f"{CODE_FENCE}\n{''.join(pieces)}\n{CODE_FENCE}", shown
 
 
 def arguments_block_text(arguments: str) -> tuple[str, int]:
@@ -144,6 +120,10 @@ def approval_request_blocks(
 ) -> list[Block]:
     """The card asking for a decision (also redrawn as approvals towards a quorum come in).
     `approvers`: who may approve it (`SlackReach.approvers_shown`)."""
+    if call.held is not None:  # a held output: Release and Withhold (`bot.blocks.held`)
+        value = button_value(run.run_id, call.approval_id, call.digest)
+        actions = (ACTION_APPROVE, ACTION_ANSWER, ACTION_REJECT, ACTION_VIEW_ARGUMENTS)
+        return held_request_blocks(run, call, approvers or [], value, actions)
     blocks, truncated = _call_blocks(run, call, approvers or [])
     value = button_value(run.run_id, call.approval_id, call.shown_digest)
     add_edit_button(blocks, value, call)
@@ -182,6 +162,8 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
     made, if any."""
     if call.decision is None:
         raise ValueError(f"approval {call.approval_id} is not decided")
+    if call.held is not None:
+        return held_decided_blocks(call)
     arguments = pretty_arguments(call.shown_arguments)
     code, shown = arguments_block_text(arguments)
     context = messages.decision_context(
@@ -219,6 +201,14 @@ def approval_decided_blocks(run: RunView, call: PendingCall) -> list[Block]:
 
 
 def reject_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
+    if call.held is not None:  # **Withhold**: the reason is what the model reads instead
+        return _text_modal(
+            REJECT_CALLBACK,
+            private_metadata,
+            (held_words.WITHHOLD_TITLE, held_words.WITHHOLD_SUBMIT, held_words.WITHHOLD_CANCEL),
+            held_words.withhold_context(call.tool, requester),
+            (held_words.WITHHOLD_LABEL, held_words.WITHHOLD_PLACEHOLDER, 2000),
+        )
     return _text_modal(
         REJECT_CALLBACK,
         private_metadata,
@@ -229,7 +219,11 @@ def reject_modal(call: PendingCall, private_metadata: str, requester: str | None
 
 
 def answer_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
-    """**Answer instead**: what the model reads as the call's result (the tool does not run)."""
+    """**Answer instead**: what the model reads as the call's result (the tool does not run);
+    for a held output, **Edit and release** (`bot.blocks.held.edit_modal`)."""
+    if call.held is not None:
+        ids = (ANSWER_CALLBACK, REASON_BLOCK, REASON_ACTION)
+        return edit_modal(call, private_metadata, requester, ids)
     words = answer_words
     return _text_modal(
         ANSWER_CALLBACK,
@@ -286,26 +280,15 @@ def _text_modal(
     )
 
 
-def _boundary(text: str, fits: int) -> int:
-    """Where to end a block of `text` of which `fits` characters fit: at the last line break,
-    else after the last space, in the second half of what fits (a value is not split
-    mid-word); at `fits` when there is none, or when all of it fits."""
-    if fits >= len(text):
-        return fits
-    line = text.rfind("\n", fits // 2, fits)
-    if line >= 0:
-        return line
-    space = text.rfind(" ", fits // 2, fits)
-    return space + 1 if space >= 0 else fits
-
-
 def arguments_modal(call: PendingCall) -> View:
     """All of a call's arguments, in as many code blocks as a modal holds."""
+    if call.held is not None:
+        return output_modal(call)
     remaining = pretty_arguments(call.shown_arguments)
     blocks: list[Block] = []
     while remaining and len(blocks) < MODAL_BLOCK_LIMIT - 1:
         _, fits = code_block(remaining)
-        end = _boundary(remaining, fits)
+        end = boundary(remaining, fits)
         code, _ = code_block(remaining[:end])
         blocks.append(section(code))
         # A line break at the end of a block is the break between two blocks.

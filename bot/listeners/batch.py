@@ -24,6 +24,7 @@ from bot.slack.directory import DirectoryUnavailable
 from bot.slack.members import StandingUnknown
 from bot.slack.payloads import SLACK_ID, ApprovalRef, ButtonClick, SlackUser, ViewSubmission
 from bot.words import batch as words
+from bot.words import held as held_words
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated
@@ -116,10 +117,13 @@ class BatchActions:
             return
         calls = [v.call for v in views if v.call is not None]
         single = [c.tool for c in calls if one_by_one(quorum=c.quorum, confirm=c.confirm)]
-        if len(calls) < 2 or single or len(calls) > words.MOST_CALLS:
+        held = [c.tool for c in calls if c.held is not None]  # shown on its card only
+        if len(calls) < 2 or single or held or len(calls) > words.MOST_CALLS:
             text = (
                 words.NOTHING_TO_BATCH
                 if len(calls) < 2
+                else held_words.HELD_ON_CARD
+                if held
                 else words.single_only(single)
                 if single
                 else words.TOO_MANY

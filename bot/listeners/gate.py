@@ -27,6 +27,7 @@ from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ApprovalRef
 from bot.words import answers as answer_messages
 from bot.words import choices as choice_messages
+from bot.words import held as held_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
 from runtime.db import NotReplicated
@@ -56,6 +57,7 @@ NOT_RECORDED = {
     "confirm_needed": choice_messages.CONFIRM_NEEDED,
     "stale": messages.CALL_CHANGED,
     "answer_not_offered": answer_messages.ANSWER_NOT_OFFERED,
+    "held_on_card": held_messages.HELD_ON_CARD,
 }
 REFUSED = frozenset({"not_allowed", "self", "not_offered", "unreadable", "outside"})
 MAY_DECIDE = frozenset({"open", "already_approved"})

@@ -369,6 +369,9 @@ FAILURES = {
     "ask again.",
     Failure.OUTCOME_LOST: "`{detail}` may have run; its result was lost, so it was not run "
     "again and the run stopped. Check whether it took effect before asking again.",
+    Failure.OUTPUT_HELD: "`{detail}` ran, and its rule holds its output for a person, but the "
+    "policy let it run without a card, so nobody could release it: the agent never read it and "
+    "the run stopped. Give the rule approvers (no `auto`) to review its output.",
     Failure.ARGUMENTS_REFUSED: "The model asked for a call too large to show or check "
     "({detail}), so nothing was run and the run stopped.",
 }

@@ -7,6 +7,7 @@ read-only for the caller otherwise: what is approved is the gate's digest, not a
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from typing import Literal, cast
@@ -59,6 +60,7 @@ Status = Literal[
     "stale",  # the call changed since the person's screen showed it (its digest differs)
     "regated",  # an edit under a stricter rule: stored, not approved, the call under its gate
     "answer_not_offered",  # the call's rule says `answer = false`
+    "held_on_card",  # a held output is released or withheld on its card only
 ]
 
 
@@ -256,7 +258,10 @@ class DecisionRecorder:
             k: v for k, v in asdict(choice).items() if v is not None or k not in CHOSEN
         }
         if choice.answer is not None:
-            sent["answer_kept"] = self._kept.fields(choice.answer, name="answer")
+            # Kept as `AUDIT_ARGS` says, its digest always (an edited output's, beside the held).
+            digest = hashlib.sha256(choice.answer.encode()).hexdigest()
+            kept = self._kept.fields(choice.answer, name="answer")
+            sent["answer_kept"] = {**kept, "answer_digest": digest}
         # A grant covers the run's channel, wherever the decision came from (a copy, Home).
         run_channel = view.gate.channel if view.gate is not None else channel
         shard = self._keys.shard_of(run_id)

@@ -38,6 +38,7 @@ from runtime.audit.events import AuditEvent
 from runtime.calls.digest import call_digest
 from runtime.db.replication import PrimaryChanged
 from runtime.decisions.edits import edit_note
+from runtime.journal.held import HELD_MARK, HELD_OUTCOME, OutputHeld, held_digest, output_text
 from runtime.journal.scope import JournalScope, current_scope
 from runtime.judging.arguments import ArgumentSchema
 from runtime.metrics import count_tool
@@ -134,16 +135,7 @@ class JournaledInvoker:
             ctx, arguments = edited_call(ctx, edit), edit.arguments
         recorded, started = await scope.store.journal_read(scope.lease, call_id)
         if recorded is not None:
-            entry = json.loads(recorded)
-            end_inner_run(ctx)  # an agent tool: its inner run is over too
-            log.info(
-                "run %s: %s already ran; its recorded output is reused",
-                scope.lease.run_id,
-                self._tool_name,
-            )
-            await self._audit(scope, ctx, AuditEvent.REPLAYED, entry["output"])
-            count_tool(self._tool_name, "replayed")
-            return entry["output"]
+            return await self._replay(scope, ctx, json.loads(recorded))
         if scope.in_flight.stopping is not None:
             raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
         await self._mark_started(scope, ctx, started)
@@ -180,15 +172,46 @@ class JournaledInvoker:
             count_tool(self._tool_name, "ok")
             output = self._as_told(scope, call_id, original, edit, output)
             # Recorded before anything else can fail: from here on, a retry reuses it.
-            entry = {"tool": self._tool_name, "output": _storable(output)}
-            if self._mcp_server is not None:
-                entry["mcp_server"] = self._mcp_server
-            # The `executed` audit entry goes in the same step: the trail cannot miss it.
-            executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, output)
+            entry = self._entry(output, held=call_id in scope.reviewed)
+            # The `executed` audit entry goes in the same step: the trail cannot miss it. A held
+            # output is not in it: people review it before anyone else reads it.
+            told = HELD_OUTCOME if entry.get(HELD_MARK) else output
+            executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, told)
             await _record(scope, call_id, json.dumps(entry), executed)
         finally:
             scope.in_flight.count -= 1
+        if entry.get(HELD_MARK):
+            raise self._held(scope, ctx, entry["output"])
         return output
+
+    def _entry(self, output: object, *, held: bool) -> dict[str, object]:
+        """The journal entry of an output; `held`: for a person first (`runtime.journal.held`)."""
+        entry = {"tool": self._tool_name, "output": _storable(output)}
+        if self._mcp_server is not None:
+            entry["mcp_server"] = self._mcp_server
+        if held:
+            entry[HELD_MARK] = True
+        return entry
+
+    async def _replay(self, scope: JournalScope, ctx: ToolContext[Any], entry: Any) -> Any:
+        """The call already ran: its recorded output, which the model reads only once a
+        person released it where it is held (`runtime.journal.held`)."""
+        if entry.get(HELD_MARK) and ctx.tool_call_id not in scope.released:
+            raise self._held(scope, ctx, entry["output"])
+        end_inner_run(ctx)  # an agent tool: its inner run is over too
+        log.info(
+            "run %s: %s already ran; its recorded output is reused",
+            scope.lease.run_id,
+            self._tool_name,
+        )
+        await self._audit(scope, ctx, AuditEvent.REPLAYED, entry["output"])
+        count_tool(self._tool_name, "replayed")
+        return entry["output"]
+
+    def _held(self, scope: JournalScope, ctx: ToolContext[Any], output: object) -> OutputHeld:
+        digest = held_digest(self._digest(scope, ctx), output)
+        text = output_text(output)
+        return OutputHeld(scope.lease.run_id, ctx.tool_call_id, self._tool_name, text, digest)
 
     def _as_told(
         self,

@@ -47,6 +47,11 @@ class JournalScope:
     """The run's round being worked on: a start mark records it (`runtime.record.starts`)."""
     run_again: frozenset[str] = frozenset()
     """Call ids a person said to run again after their result was lost (`lost_outcomes`)."""
+    reviewed: set[str] = field(default_factory=set)
+    """Call ids whose output is held for a person once their tool has run (`held`); the
+    round adds the calls it lets run without stopping."""
+    released: frozenset[str] = frozenset()
+    """Call ids whose held output a person released: the journal gives it to the model."""
     turns: TurnsAsked = field(default_factory=TurnsAsked)
     """This delivery's model requests, keyed for the turn journal (`runtime.record.turns`)."""
     run: RunView | None = None

@@ -136,7 +136,10 @@ class McpTools:
         if match.index is not None:
             indices.append(match.index)
         named = any(self._policy.rules[i].mcp_server is not None for i in indices)
-        return named and self._policy.resolve(match).auto != "approve"
+        # A rule that may hold the output asks at each call, so that it can (`journal.held`).
+        rules = [self._policy.rules[i] for i in indices]
+        reviewed = any(rule.review_output or rule.review_output_when for rule in rules)
+        return reviewed or (named and self._policy.resolve(match).auto != "approve")
 
     # --- what runs and cards need ----------------------------------------------------------
 

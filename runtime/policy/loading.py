@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runtime.deciders import too_few
-from runtime.judging.policy_file_words import plain_reason
+from runtime.policy.file_lines import describe_problem, line_of
 from runtime.policy.responders import PRINCIPAL_PATTERN, responders_problem
 from runtime.policy.rules import (
     AUDIENCE_PATTERN,
@@ -55,16 +55,16 @@ def _read_rules(
     try:
         policy = PolicyFile.model_validate(data)
     except ValidationError as error:
-        problems = [_describe(problem, text) for problem in error.errors()]
+        problems = [describe_problem(problem, text, Rule, PolicyFile) for problem in error.errors()]
         raise PolicyError("\n".join(f"POLICY_FILE={path}: {p}" for p in problems)) from error
     for number, rule in enumerate(policy.rule):
         name = f"rule {number + 1}"
         problem = responders_problem(rule, name) or _problem(rule, name, default_approvers)
         if problem is not None:
             key, reason = problem
-            line = _line_of(text, number, key)
+            line = line_of(text, number, key)
             raise PolicyError(f"POLICY_FILE={path}: line {line}: {reason}")
-    return policy.rule, tuple(_line_of(text, n, None) for n in range(len(policy.rule)))
+    return policy.rule, tuple(line_of(text, n, None) for n in range(len(policy.rule)))
 
 
 def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple[str, str] | None:
@@ -102,32 +102,3 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
             "could ever be approved. Lower the quorum or add approvers."
         )
     return None
-
-
-def _describe(problem: object, text: str) -> str:
-    """One of pydantic's problems as one line: where (line, rule, key) and what to write."""
-    assert isinstance(problem, dict)
-    loc = problem["loc"]
-    in_rule = len(loc) >= 2 and loc[0] == "rule" and isinstance(loc[1], int)
-    reason = plain_reason(problem, list((Rule if in_rule else PolicyFile).model_fields))
-    if in_rule:
-        key = str(loc[2]) if len(loc) > 2 else None
-        where = f"line {_line_of(text, loc[1], key)}: rule {loc[1] + 1}"
-        field = f" `{key}`" if key else ""
-        return f"{where}{field}: {reason}"
-    return f"{'.'.join(str(part) for part in loc) or 'file'}: {reason}"
-
-
-def _line_of(text: str, rule_index: int, key: str | None) -> int:
-    """The line of `key` inside the rule_index-th `[[rule]]` table (or of its header)."""
-    lines = text.splitlines()
-    headers = [n for n, line in enumerate(lines) if line.strip() == "[[rule]]"]
-    if rule_index >= len(headers):
-        return 1
-    start = headers[rule_index]
-    end = headers[rule_index + 1] if rule_index + 1 < len(headers) else len(lines)
-    if key is not None:
-        for number in range(start, end):
-            if re.match(rf"^\s*{re.escape(key)}\s*=", lines[number]):
-                return number + 1
-    return start + 1

@@ -8,6 +8,8 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     mcp_server = "db*"         # optional glob on the MCP server's name (MCP tools only)
     when = "args.amount_cents > 100000"   # optional CEL expression (runtime.conditions)
     confirm = "order_id"       # approving needs the approver to type this argument's value
+    review_output = true       # hold the tool's output until a person releases it
+    review_output_when = "args.table == 'customers'"   # or only when this holds (CEL)
     approvers = ["S0SRE"]      # Slack user (U…/W…) or user-group (S…) ids
     quorum = 2                 # distinct approvers needed (default 1)
     anyone = false             # true instead of approvers: anyone in the channel may decide
@@ -104,9 +106,15 @@ class Rule(BaseModel):
     """An argument's name: whoever approves types its value (checked by the decision script)."""
     elicitation_responders: tuple[str, ...] | None = None
     """Who answers its MCP server's questions (`runtime.policy.responders`); unset: requester."""
+    review_output: bool = False
+    """Hold the tool's output until a person releases it (`runtime.journal.held`)."""
+    review_output_when: str | None = Field(None, min_length=1)
+    """A CEL expression over the call, judged like `when`: its output is held when it holds,
+    or cannot be judged."""
     _condition: Condition | None = PrivateAttr(None)
+    _review_condition: Condition | None = PrivateAttr(None)
 
-    @field_validator("when")
+    @field_validator("when", "review_output_when")
     @classmethod
     def _compiles(cls, when: str | None) -> str | None:
         if when is not None:
@@ -115,6 +123,17 @@ class Rule(BaseModel):
 
     def model_post_init(self, context: object, /) -> None:
         self._condition = None if self.when is None else Condition.compile(self.when)
+        review = self.review_output_when
+        self._review_condition = None if review is None else Condition.compile(review)
+
+    async def reviews_output(self, facts: CallFacts) -> bool:
+        """Whether a person reviews the call's output before the model reads it: `review_output`,
+        or a `review_output_when` that holds or cannot be judged (within its budget)."""
+        if self.review_output:
+            return True
+        if self._review_condition is None:
+            return False
+        return (await self._review_condition.holds(facts)).holds is not False
 
     async def holds(self, facts: CallFacts | None) -> Outcome:
         """Whether the call meets `when` (true without one), or why it cannot be judged."""
@@ -216,6 +235,17 @@ class Policy:
                 return Match(index=number, unjudged=tuple(unjudged))
         return Match(index=None, unjudged=tuple(unjudged))
 
+    async def reviews_output(self, match: Match, facts: CallFacts) -> bool:
+        """Whether the call's output is held for a person: the rule it fell under says so, or
+        one whose `when` could not be judged (it must satisfy that one too)."""
+        indexes = [u.index for u in match.unjudged]
+        if match.index is not None:
+            indexes.append(match.index)
+        for index in indexes:
+            if await self.rules[index].reviews_output(facts):
+                return True
+        return False
+
     def rule_for(self, tool: str, agent: str, mcp_server: str | None = None) -> CallRule:
         """The rule for a call whose arguments are not known (`match`)."""
         return self.resolve(self.match(tool, agent, mcp_server))
@@ -286,4 +316,6 @@ def _unset(rule: Rule) -> set[str]:
     """Fields added since permissions were first bound to the policy's version, left out while
     they keep their defaults: a deploy that adds a field keeps every Approve always."""
     unset = {"elicitation_responders"} if rule.elicitation_responders is None else set()
-    return unset | ({"answer"} if rule.answer else set())
+    unset |= {"answer"} if rule.answer else set()
+    unset |= {"review_output"} if not rule.review_output else set()
+    return unset | ({"review_output_when"} if rule.review_output_when is None else set())

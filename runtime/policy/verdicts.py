@@ -10,7 +10,9 @@ is judged here, on the arguments as the tool receives them (`runtime.judging.arg
 2. nothing approves the call by itself (no `auto = "approve"`, no grant, no Approve always) when
    a `when` could not be judged, when its arguments do not fit the tool, or when its run was
    started by a guest or a person of another organisation (`Conversation.requester_external`);
-3. the verdict names the rule key an Approve always on the call would bind
+3. a call whose rule (or a rule it may fall under) says `review_output`, or whose
+   `review_output_when` holds or cannot be judged, has its output held for a person;
+4. the verdict names the rule key an Approve always on the call would bind
    (`runtime.record.permissions`).
 
 What may then stand in for a person (an automatic rule, a permission, a grant) is checked by the
@@ -19,7 +21,7 @@ planner against this verdict, call by call, and audited call by call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runtime.conditions import CallFacts
 from runtime.jobs.contracts import Conversation
@@ -61,6 +63,8 @@ async def judge(
     )
     match = await policy.judge(facts)
     rule = policy.resolve(match)
+    if await policy.reviews_output(match, facts):
+        rule = replace(rule, review_output=True)
     if (arguments is not None and not arguments.valid) or conversation.requester_external:
         rule = rule.unloosened
     key = None

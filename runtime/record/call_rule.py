@@ -59,6 +59,9 @@ class CallRule:
     """People may **Answer instead** (the tool does not run; the model reads their answer)."""
     preview: bool = True
     """False: the card shows no preview, and the tool's preview is never called."""
+    review_output: bool = False
+    """The tool's output is held until a person releases it (`review_output`,
+    `review_output_when`: judged on the call's arguments, `runtime.policy.rules`)."""
     notify: tuple[str, ...] = ()
     """Users, user groups and channels that get a copy of the card."""
     escalate_after_seconds: int | None = None

@@ -24,6 +24,9 @@ Versions:
   A call whose rule turns **Answer instead** off carries `answer: false` (absent: true; no new
   version: a web process of the previous version refuses such a run, which fails closed). A
   decision may carry `answer` (a person answered in the tool's place) and an approval `note`.
+  A call whose rule reviews its output carries `review_output`, and once its output is held,
+  `held` (both written only when set: no new version; its gate's `held` makes a web process of
+  the previous version refuse to decide it, which fails closed).
 """
 
 from __future__ import annotations
@@ -190,6 +193,12 @@ class PendingCall(BaseModel):
     """The argument whose value an approver types to approve (its rule's `confirm`)."""
     lost: bool = False
     """The call may have run and its result was lost: its card asks whether to run it again."""
+    review_output: bool = False
+    """Its rule says a person reviews its output before the model reads it: once the tool has
+    run, the output is held (`runtime.journal.held`)."""
+    held: str | None = None
+    """The call ran and this is its held output (as the model would read it): the card asks
+    to **Release** or **Withhold** it, and `digest` binds the output (`held_digest`)."""
     unjudged: tuple[UnjudgedRule, ...] = ()
     """Rules whose `when` could not be judged for the call: it must satisfy them and the rule
     it fell under otherwise, and nothing approved it by itself."""
@@ -259,6 +268,8 @@ _OMITTED_WHEN_UNSET = (
     "inside",
     "external",
     "lost",
+    "review_output",
+    "held",
     "when",
     "rule_name",
     "confirm",

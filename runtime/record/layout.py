@@ -110,6 +110,7 @@ _GATE_OMITTED_WHEN_UNSET = (
     "confirm",
     "confirm_value",
     "regated",
+    "held",
     "when",
     "rule_name",
     "escalate_after_seconds",
@@ -154,6 +155,9 @@ class CallGate(BaseModel):
     confirm_value: str | None = None
     """The argument an approver must type (`confirm`) and its value in the arguments the digest
     binds (None: absent, so nobody can approve); compared by `choices.lua`."""
+    held: bool = False
+    """The call ran and its output is held: deciding it releases or withholds the output
+    (the decision script's audit events say so); only from its card."""
     regated: bool = False
     """An edit moved the call under a stricter rule (`regated_to`): this gate, not the call
     stored in the run's state, says who decides, how many, and under which rule."""
@@ -268,6 +272,7 @@ class CallGate(BaseModel):
             answer=call.answer,
             grant_max_seconds=call.grant_max_seconds,
             external=call.external,
+            held=call.held is not None,
             confirm=call.confirm,
             confirm_value=None
             if call.confirm is None

@@ -118,6 +118,9 @@ _DECIDING: Final[dict[str, LuaConstant]] = {
     "EVENT_EDITED": AuditEvent.EDITED,
     "EVENT_GRANTED": AuditEvent.GRANTED,
     "EVENT_REGATED": AuditEvent.REGATED,
+    "EVENT_OUTPUT_RELEASED": AuditEvent.OUTPUT_RELEASED,
+    "EVENT_OUTPUT_WITHHELD": AuditEvent.OUTPUT_WITHHELD,
+    "EVENT_OUTPUT_EDITED": AuditEvent.OUTPUT_EDITED,
 }
 
 

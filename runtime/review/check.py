@@ -84,9 +84,11 @@ def warnings(policy: Policy, source: str, offered: Offered) -> list[str]:
             )
             continue
         found += [f"{where}: {problem}" for problem in _unmatched(rule, offered)]
-        if rule.when is not None:
-            line = _when_line(source, policy.rule_lines[index])
-            found += [f"{source}:{line}: {p}" for p in _when_problems(rule, rule.when, offered)]
+        for key in ("when", "review_output_when"):  # both CEL over the call, judged alike
+            if (expression := getattr(rule, key)) is not None:
+                line = _when_line(source, policy.rule_lines[index], key)
+                problems = _when_problems(rule, expression, offered)
+                found += [f"{source}:{line}: {p}" for p in problems]
         if rule.anyone:
             for n, guard in earlier:
                 if _guards(guard) and _overlap(guard, rule):
@@ -133,8 +135,8 @@ def _when_problems(rule: Rule, when: str, offered: Offered) -> list[str]:
     return when_problems(when, schemas)
 
 
-def _when_line(source: str, header: int) -> int:
-    """The line of the `when` of the rule whose `[[rule]]` is on line `header`."""
+def _when_line(source: str, header: int, key: str = "when") -> int:
+    """The line of the `when` (or other `key`) of the rule whose `[[rule]]` is on `header`."""
     try:
         lines = Path(source).read_text().splitlines()
     except OSError:
@@ -142,7 +144,7 @@ def _when_line(source: str, header: int) -> int:
     for number in range(header, len(lines)):
         if lines[number].strip() == "[[rule]]":
             break
-        if re.match(r"^\s*when\s*=", lines[number]):
+        if re.match(rf"^\s*{key}\s*=", lines[number]):
             return number + 1
     return header
 

@@ -45,6 +45,7 @@ def asked_again(
             "expires_at": now + rule.ttl_seconds,
             "allow_always": False,
             "allow_edit": False,
+            "answer": False,  # it may have run: run it again, or tell the model it may have
             "grant_max_seconds": 0,
             "lost": True,
             "message_ts": None,

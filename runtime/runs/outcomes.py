@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from runtime.audit.trail import AuditTrail
 from runtime.conversations import threads
 from runtime.failures import RunFailed
+from runtime.journal.held import OutputHeld
 from runtime.journal.invoker import ran_tools
 from runtime.policy import Policy
 from runtime.record.envelope import PendingCall, RunEnvelope, UnreadableEnvelope
@@ -24,6 +25,7 @@ from runtime.record.stop_mark import Stopped
 from runtime.record.store import RunStore
 from runtime.reporter import Failure, Reporter
 from runtime.runs.endings import RunEndings
+from runtime.runs.held_outputs import held_entry, held_round
 from runtime.runs.lost_outcomes import asked_again, lost_entry
 from runtime.runs.observer import RunObserver, not_run_notes
 from runtime.runs.planner import Planned, requested
@@ -93,7 +95,11 @@ class RoundOutcomes:
     ) -> None:
         """A call that may have run lost its result (`runtime.runs.lost_outcomes`): stop the
         run for its card, from `state` (saved before the round's approvals); end it, saying the
-        call may have run, when the call cannot be asked about."""
+        call may have run, when the call cannot be asked about. An `OutputHeld` stops the run
+        for a person to release or withhold the output (`runtime.runs.held_outputs`)."""
+        if isinstance(lost, OutputHeld):
+            await self._hold(lost, envelope, state, observer, lease)
+            return
         log.warning("%s; it is not run again without a person", lost)
         now = await self.store.server_time()
         calls = asked_again(envelope, lost, self.policy, now=now)
@@ -102,6 +108,27 @@ class RoundOutcomes:
             await self.failed(envelope, failure, observer, lease)
             return
         entry = lost_entry(self.audit, envelope, lost)
+        await self.stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
+
+    async def _hold(
+        self,
+        held: OutputHeld,
+        envelope: RunEnvelope,
+        state: str | None,
+        observer: RunObserver,
+        lease: Lease,
+    ) -> None:
+        """A call's output is held: the run waits for a person's **Release** or **Withhold**;
+        it ends instead (the output never released) when the call cannot be asked about."""
+        log.info("%s", held)
+        now = await self.store.server_time()
+        state = held.resume_state or state
+        round_calls = held.resume_calls or envelope.calls
+        calls = held_round(round_calls, held, self.policy, now=now)
+        if calls is None or state is None:
+            await self.failed(envelope, RunFailed(Failure.OUTPUT_HELD, held.tool), observer, lease)
+            return
+        entry = held_entry(self.audit, envelope, held)
         await self.stop_for_approvals(envelope, state, calls, observer, lease, now, entry)
 
     async def stop_for_approvals(

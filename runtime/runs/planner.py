@@ -163,6 +163,7 @@ class CallPlanner:
             allow_edit=rule.allow_edit and schema is not None,
             answer=rule.answer,
             grant_max_seconds=rule.grant_max_seconds,
+            review_output=rule.review_output,
             inside=callers(result.last_agent, item.agent),
             external=rule.external,
             when=rule.when,

@@ -21,6 +21,7 @@ from agents.items import TResponseInputItem
 
 from runtime.audit.trail import AuditTrail
 from runtime.failures import RunFailed, describe_run_error
+from runtime.journal.held import released_calls, reviewed_calls
 from runtime.journal.scope import JournalScope, ToolsInFlight
 from runtime.mcp.connections import McpServerUnavailable
 from runtime.mcp.tools import McpTools
@@ -35,6 +36,7 @@ from runtime.record.stop_mark import Stopped
 from runtime.record.store import RunStore
 from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import Failure, Reporter, RunView
+from runtime.runs.held_outputs import held_in, resumable_round
 from runtime.runs.lost_outcomes import run_again
 from runtime.runs.observer import RunObserver
 from runtime.runs.outcomes import RoundOutcomes
@@ -133,6 +135,8 @@ class RunRound:
                     heard=heard,
                     round=envelope.round,
                     run_again=run_again(envelope),
+                    reviewed=reviewed_calls(envelope),
+                    released=released_calls(envelope),
                     recorded_before=record.journal,
                     journaled=record.turns,
                     run=RunView.of(envelope),
@@ -163,6 +167,7 @@ class RunRound:
     ) -> None:
         lease = scope.lease
         decided = list(envelope.calls)  # on a resume, the calls just decided
+        resumable = None  # where a held output waits, when no person was asked (`held_outputs`)
         while True:
             try:
                 result = await run_until_stopped(
@@ -177,12 +182,13 @@ class RunRound:
                     ),
                     scope,
                 )
-            except (Stopped, Fenced, OutcomeLost):
+            except (Stopped, Fenced, OutcomeLost) as signal:
+                held_in(signal, resumable)
                 raise
             except Exception as error:
                 for ours in (Fenced, Stopped, OutcomeLost):
                     if (cause := caused_by(error, ours)) is not None:
-                        raise cause from error
+                        raise held_in(cause, resumable) from error
                 down = await self.mcp.unreachable(agent) if self.mcp else None
                 if down is not None:
                     # Not the run's fault: retried from the saved state once it is back.
@@ -230,6 +236,8 @@ class RunRound:
                 return
             # Nothing asks a person: go on (each call was audited as it was decided).
             decided += calls
+            resumable = resumable_round(result, calls)
+            scope.reviewed.update(c.call_id for c in calls if c.review_output)
             run_input = result.to_state()
             apply_decisions(run_input, calls)
 

@@ -19,6 +19,7 @@ from agents import Agent, RunState, ToolApprovalItem
 from runtime.agent_graph import reachable_agents
 from runtime.calls.description import tool_kind
 from runtime.calls.digest import call_digest
+from runtime.journal.held import withheld_message
 from runtime.mcp.origin import mcp_server_of
 from runtime.record.call_rule import UNAPPROVABLE
 from runtime.record.choices import ArgumentEdit
@@ -168,6 +169,14 @@ def apply_decisions(
         tool = item.name or "?"
         call = by_call_id.get(item.call_id or "")
         decision = call.decision if call else None
+        if call is not None and call.held is not None and decision is not None:
+            # It ran already: approved, the journal gives the model its released output; else
+            # the model reads the edited output (an answer) or why it was withheld.
+            if decision.outcome in ("approved", "approved_always"):
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message=withheld_message(decision, tool))
+            continue
         if call is None or decision is None or decision.outcome in ("rejected", "expired"):
             if call is None:
                 log.warning("interruption %s has no stored approval; rejecting it", item.call_id)

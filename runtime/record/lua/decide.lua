@@ -8,8 +8,10 @@
 -- entry, and
 -- when that was the run's last open approval flips the run to `ready` and enqueues its resume
 -- job, all atomically. An expiry goes through the same script, so a click and an expiry racing
--- for one approval resolve to exactly one outcome. Grants and edits: `choices.lua`, loaded
--- before this file.
+-- for one approval resolve to exactly one outcome. A call whose output is held (its gate's
+-- `held`) is decided the same way: approving releases the output, rejecting withholds it, and
+-- an answer releases the person's edit of it (its digest beside the held output's).
+-- Grants and edits: `choices.lua`, loaded before this file.
 --
 -- KEYS
 --   1 run: the run's hash
@@ -103,7 +105,7 @@ if approving and present(choice['note']) then entry['note'] = choice['note'] end
 -- The answer's text as `AUDIT_ARGS` keeps it (`runtime.audit.arguments`: whole, too long, or
 -- not at all); the decision itself always holds it, for the model to read.
 if answering and type(choice['answer_kept']) == 'table' then
-  for _, name in ipairs({'answer', 'answer_omitted', 'answer_bytes'}) do
+  for _, name in ipairs({'answer', 'answer_omitted', 'answer_bytes', 'answer_digest'}) do
     if present(choice['answer_kept'][name]) then entry[name] = choice['answer_kept'][name] end
   end
 end
@@ -116,6 +118,14 @@ if gate then
     entry[name] = gate[name]
   end
   if type(gate['mcp_server']) == 'string' then entry['mcp_server'] = gate['mcp_server'] end
+end
+-- A held output's decision is audited as its release or withholding (`runtime.journal.held`).
+local function event_of(outcome)
+  if not (gate and gate['held'] == true) then return outcome end
+  if outcome == 'approved' or outcome == 'approved_always' then return EVENT_OUTPUT_RELEASED end
+  if outcome == 'rejected' or outcome == 'expired' then return EVENT_OUTPUT_WITHHELD end
+  if outcome == 'answered' then return EVENT_OUTPUT_EDITED end  -- **Edit and release**
+  return outcome
 end
 local function audit(event)
   local details = cjson.encode(entry)
@@ -141,6 +151,8 @@ if mode ~= 'expire' then
     refusal = 'self'
   elseif choice['outcome'] == 'approved_always' and gate['allow_always'] ~= true then
     refusal = 'not_offered'
+  elseif gate['held'] == true and (ARGV[3] == HOME_TAB or present(choice['batch'])) then
+    refusal = 'held_on_card'  -- a held output is released or withheld where it is shown
   else
     refusal = choice_refusal(gate, choice)  -- grants and edits (choices.lua)
   end
@@ -218,7 +230,7 @@ if approving then
   if #approvals < quorum then
     local counted = list(approvals)
     redis.call('HSET', run, F.approvals .. aid, counted)
-    audit(choice['outcome'])
+    audit(event_of(choice['outcome']))
     return {'counted', counted, edited}
   end
 end
@@ -244,7 +256,7 @@ if pending > 0 then
 else
   redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending, F.status, 'ready')
 end
-audit(choice['outcome'])
+audit(event_of(choice['outcome']))
 -- The expiry poller removes its own entry once the card shows the expiry.
 if mode ~= 'expire' then redis.call('ZREM', KEYS[2], ARGV[5]) end
 redis.call('ZREM', KEYS[5], ARGV[5])

@@ -48,6 +48,8 @@ local function home_entries(run, call)
   if not call.gate then return {} end
   local ok, gate = pcall(cjson.decode, call.gate)
   if not ok or type(gate) ~= 'table' then return {} end
+  -- A held output is released or withheld on its card, where it is shown: not on Home tabs.
+  if gate['held'] == true then return {} end
   local prefix = home_prefix(run)
   local found = {}
   local function add(kind, id)

@@ -12,13 +12,12 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot.blocks.cards import (
-    SECTION_TEXT_LIMIT,
     approval_decided_blocks,
     approval_request_blocks,
     arguments_modal,
-    code_block,
     reject_modal,
 )
+from bot.blocks.code import SECTION_TEXT_LIMIT, code_block
 from runtime.jobs.contracts import Conversation
 from runtime.record.envelope import Approval, Decision, PendingCall
 from runtime.reporter import RunView

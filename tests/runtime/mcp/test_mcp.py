@@ -20,6 +20,7 @@ import pytest
 
 from runtime.calls.digest import call_digest
 from tests.bot.blocks.test_cards import texts
+from tests.runtime.journal.test_held_outputs import held_card
 from tests.support.deployment import Deployment
 from tests.support.fake_openai import ModelError, ModelRequest, message, tool_call
 from tests.support.fake_slack import Message
@@ -194,8 +195,15 @@ async def test_a_server_that_stays_down_is_named_in_the_thread(deployment: Deplo
         ('tool = "drop_*"\nmcp_server = "other*"\nauto = "reject"', "drop_table", "card"),
         ('tool = "list_*"\nmcp_server = "d?"\napprovers = ["U0DBA"]', "list_tables", "card"),
         ('tool = "list_*"\nagent = "nobody"\nmcp_server = "db"', "list_tables", "runs"),
+        ('tool = "list_*"\nauto = "approve"\nreview_output = true', "list_tables", "held"),
     ],
-    ids=["auto-reject-by-server", "other-server", "policy-requires", "rule-for-other-agent"],
+    ids=[
+        "auto-reject-by-server",
+        "other-server",
+        "policy-requires",
+        "rule-for-other-agent",
+        "output-held",
+    ],
 )
 async def test_policy_rules_match_mcp_tools_by_server_name(
     deployment: Deployment, tmp_path: Path, rules: str, tool: str, expected: str
@@ -217,6 +225,13 @@ async def test_policy_rules_match_mcp_tools_by_server_name(
         assert f"`{tool}` on MCP server `db`" in card.all_text()
         if "U0DBA" in rules:
             assert "Who may decide" in card.all_text()
+        return
+    if expected == "held":  # runs without a card; its output waits for a person
+        held = await held_card(deployment, root, timeout=60)
+        assert "users" in held.all_text() and len(deployment.model.requests) == 1
+        await deployment.sender.click(held, "approve", user="UBOB")
+        [answer] = await deployment.final_answers(root)
+        assert answer.text == "told: users, orders"
         return
     [answer] = await deployment.final_answers(root)
     assert deployment.slack.cards() == []

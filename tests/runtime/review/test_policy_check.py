@@ -79,7 +79,7 @@ def test_the_demos_policy_has_no_warnings(tmp_path: Path) -> None:
     done = check(tmp_path / "demo.toml", demo)
     assert (done.returncode, done.stdout) == (
         0,
-        f"{tmp_path / 'demo.toml'}: 5 rule(s), 0 warning(s)\n",
+        f"{tmp_path / 'demo.toml'}: 6 rule(s), 0 warning(s)\n",
     )
 
 
@@ -157,3 +157,14 @@ def test_globs_are_compared_as_the_names_they_match() -> None:
     assert not glob_covers("restart_?", "restart_*")
     assert globs_meet("delete_*", "*_user") and globs_meet("a*", "*b")
     assert not globs_meet("delete_*", "restart_*") and not globs_meet("a?", "abc")
+
+
+def test_a_review_output_when_is_checked_like_a_when_on_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "review.toml"
+    text = '[[rule]]\ntool = "delete_user"\nreview_output = false\n'
+    done = check(path, text + "review_output_when = \"args.user_idd == 'u-1'\"\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        f"warning: {path}:4: `args.user_idd`: `delete_user` has no argument `user_idd`; "
+        "did you mean `user_id`?"
+    )
