@@ -3,14 +3,14 @@
 // the page's state (snapshot, person, place) and `send`, `go` and the places these call.
 "use strict";
 
-// Every shortcode the bot writes, drawn as Slack draws it (tests/test_console.py checks the list).
+// Every shortcode the bot writes, drawn as Slack draws it (tests/bot/console/test_console.py checks the list).
 const EMOJI = {
   raised_hand: "✋", white_check_mark: "✅", no_entry: "⛔", no_entry_sign: "🚫", hourglass: "⌛",
   hourglass_flowing_sand: "⏳", x: "❌", warning: "⚠️", robot_face: "🤖", alarm_clock: "⏰",
   busts_in_silhouette: "👥", bust_in_silhouette: "👤", bell: "🔔", rotating_light: "🚨",
   arrow_up: "⬆️", key: "🔑", lock: "🔒", pencil2: "✏️", memo: "📝", eyes: "👀",
   information_source: "ℹ️", heavy_check_mark: "✔️", stopwatch: "⏱️", house: "🏠",
-  leftwards_arrow_with_hook: "↩️", speech_balloon: "💬", heavy_minus_sign: "➖",
+  leftwards_arrow_with_hook: "↩️", speech_balloon: "💬", heavy_minus_sign: "➖", mag: "🔍",
 };
 
 const BOT = { id: "UBOT0001", name: "Countersign" };
