@@ -17,7 +17,7 @@ from bot.blocks.call_context import context_blocks, edited_preview_blocks, previ
 from bot.blocks.code import MODAL_BLOCK_LIMIT, SECTION_TEXT_LIMIT, boundary, code_block
 from bot.blocks.edits import ARGUMENTS_BLOCK, add_edit_button, change_blocks
 from bot.blocks.grants import grant_menu_blocks, granted_blocks
-from bot.blocks.held import edit_modal, held_decided_blocks, held_request_blocks, output_modal
+from bot.blocks.held import held_decided_blocks, held_request_blocks, output_modal
 from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, section
 from bot.words import answers as answer_words
 from bot.words import call_text, deciders
@@ -220,10 +220,16 @@ def reject_modal(call: PendingCall, private_metadata: str, requester: str | None
 
 def answer_modal(call: PendingCall, private_metadata: str, requester: str | None) -> View:
     """**Answer instead**: what the model reads as the call's result (the tool does not run);
-    for a held output, **Edit and release** (`bot.blocks.held.edit_modal`)."""
-    if call.held is not None:
-        ids = (ANSWER_CALLBACK, REASON_BLOCK, REASON_ACTION)
-        return edit_modal(call, private_metadata, requester, ids)
+    for a held output, **Edit and release**."""
+    if call.held is not None:  # prefilled with the output, which the edit stands in for
+        return _text_modal(
+            ANSWER_CALLBACK,
+            private_metadata,
+            (held_words.EDIT_TITLE, held_words.EDIT_SUBMIT, held_words.EDIT_CANCEL),
+            held_words.edit_context(call.tool, requester),
+            (held_words.EDIT_LABEL, None, answer_words.ANSWER_CHARS),
+            initial=(call.held or "")[: answer_words.ANSWER_CHARS],
+        )
     words = answer_words
     return _text_modal(
         ANSWER_CALLBACK,
@@ -251,9 +257,12 @@ def _text_modal(
     private_metadata: str,
     buttons: tuple[str, str, str],
     context: str,
-    field: tuple[str, str, int],
+    field: tuple[str, str | None, int],
+    *,
+    initial: str | None = None,
 ) -> View:
-    """A modal opened from a card's button that asks one text: a reason, an answer, a note."""
+    """A modal opened from a card's button that asks one text: a reason, an answer, a note, an
+    edited output (`initial`: the text it starts from)."""
     title, submit, close = buttons
     label, placeholder, most = field
     return View(
@@ -273,7 +282,8 @@ def _text_modal(
                     multiline=True,
                     min_length=1,
                     max_length=most,
-                    placeholder=plain(placeholder, 150),
+                    placeholder=plain(placeholder, 150) if placeholder else None,
+                    initial_value=initial,
                 ),
             ),
         ],

@@ -8,7 +8,7 @@ decision script, whose digest binds the held output.
 
 from __future__ import annotations
 
-from slack_sdk.models.blocks import ActionsBlock, InputBlock, PlainTextInputElement, SectionBlock
+from slack_sdk.models.blocks import ActionsBlock, SectionBlock
 from slack_sdk.models.views import View
 
 from bot.blocks.code import code_block, split_points
@@ -16,7 +16,6 @@ from bot.blocks.parts import Block, button, context_block, mrkdwn, plain, sectio
 from bot.words import deciders
 from bot.words import held as words
 from bot.words import runs as messages
-from bot.words.answers import ANSWER_CHARS
 from runtime.record import PendingCall
 from runtime.reporter import RunView
 
@@ -79,36 +78,6 @@ def held_decided_blocks(call: PendingCall) -> list[Block]:
         blocks.append(section(code_block(call.decision.answer or "")[0]))
     blocks.append(context_block(messages.digest_line(call.digest)))
     return blocks
-
-
-def edit_modal(
-    call: PendingCall, private_metadata: str, requester: str | None, ids: tuple[str, str, str]
-) -> View:
-    """**Edit and release**: the held output, to edit; submitted as an answer on the held gate
-    (`ids`: the answer modal's callback, block and action ids, so its listener takes it)."""
-    callback, block, action = ids
-    return View(
-        type="modal",
-        callback_id=callback,
-        private_metadata=private_metadata,
-        title=plain(words.EDIT_TITLE, 24),
-        submit=plain(words.EDIT_SUBMIT, 24),
-        close=plain(words.EDIT_CANCEL, 24),
-        blocks=[
-            context_block(words.edit_context(call.tool, requester)),
-            InputBlock(
-                block_id=block,
-                label=plain(words.EDIT_LABEL, 2000),
-                element=PlainTextInputElement(
-                    action_id=action,
-                    multiline=True,
-                    min_length=1,
-                    max_length=ANSWER_CHARS,
-                    initial_value=(call.held or "")[:ANSWER_CHARS],
-                ),
-            ),
-        ],
-    )
 
 
 def output_modal(call: PendingCall) -> View:
