@@ -101,6 +101,7 @@ class Use(ScriptCall):
     run_id: str
     details: str
     event: str
+    call_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,15 +186,19 @@ class GrantStore:
         raw: Any = await self._redis.hmget(self._keys.grants.grant(grant_id), ["grant", "uses"])
         return _grant(raw[0], raw[1])
 
-    async def use(self, grant: Grant, run_id: str, **details: str | int | None) -> Grant | None:
-        """Count one more call covered by `grant`; None if it was revoked or has ended."""
+    async def use(
+        self, grant: Grant, run_id: str, *, call_id: str, **details: str | int | None
+    ) -> Grant | None:
+        """Count one more call covered by `grant`; None if it was revoked or has ended. The
+        same call again (`run_id`, `call_id`) is answered as the first time, not counted again."""
         reply = await self._use(
             Use(
                 grant=self._keys.grants.grant(grant.id),
                 audit=self._keys.shard_of(grant.id).audit,
                 run_id=run_id,
-                details=json.dumps(details),
+                details=json.dumps({"call_id": call_id, **details}),
                 event=AuditEvent.GRANT_USED,
+                call_id=call_id,
             )
         )
         return _grant(reply[0], reply[1]) if reply else None

@@ -86,6 +86,9 @@ PER_CALL = (DEADLINE, TS, GATE, APPROVALS, DENIED, DECISION, EDIT, COPIES, REACH
 # Per SDK call id:
 JOURNAL: Final = "journal:"
 STARTED: Final = "started:"
+ANNOUNCED: Final = "announced:"
+"""A call decided without a person (a rule, an Approve always) has its audit entry: a job
+redelivered after its worker died replays the turn and decides it again, saying nothing."""
 # Per model request of the working round (`runtime.record.turns`):
 TURN: Final = "turn:"
 # Per call of a script that takes effect once (`runtime.record.once.RunOnce`): its reply.

@@ -358,6 +358,24 @@ class RunStore:
             await self._replication.confirm(pinned=False)
             raise
 
+    async def announce(self, run_id: str, call_id: str, audit: str) -> bool:
+        """Append `audit` (an `AuditTrail.entry`, or '' for none) for a call decided without a
+        person, once per call of the run however often its turn is decided again: the call's
+        mark is written with it, by the script that writes a tool's outcome once. Whether this
+        was the first time."""
+        put = await self._journal_put(
+            rs.JournalPut(
+                run=self._keys.run(run_id),
+                audit=self._keys.shard_of(run_id).audit,
+                once=self._keys.once(self._keys.run(run_id), f"{rr.ANNOUNCED}{run_id}:{call_id}"),
+                field=rr.ANNOUNCED + call_id,
+                outcome="1",
+                entry=audit,
+                once_seconds=ONCE_SECONDS,
+            )
+        )
+        return bool(put)
+
     async def journal(self, run_id: str) -> list[bytes]:
         """Every recorded tool outcome of the run, in no particular order."""
         return list((await read_whole(self._redis, self._keys, Whole, run_id)).journal.values())

@@ -22,7 +22,7 @@ from runtime.record.leases import Lease
 from runtime.record.stop_mark import StopMark
 from runtime.record.store import RunStore
 from runtime.reporter import Failure, Reporter, RunView
-from runtime.runs.planner import audit_fields
+from runtime.runs.call_audit import audit_fields
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,12 @@ from runtime.record.starts import OutcomeLost
 from runtime.record.stop_mark import Stopped
 from runtime.record.store import RunStore
 from runtime.reporter import Failure, Reporter
+from runtime.runs.call_audit import requested
 from runtime.runs.endings import RunEndings
 from runtime.runs.held_outputs import held_entry, held_round
 from runtime.runs.lost_outcomes import asked_again, lost_entry
 from runtime.runs.observer import RunObserver, not_run_notes
-from runtime.runs.planner import Planned, requested
+from runtime.runs.planner import Planned
 from runtime.runs.posted_messages import post_cards
 from runtime.waiting.copies import CardCopies
 from runtime.waiting.plan import plan_reach

@@ -5,7 +5,8 @@ its tool comes from, and its audit entry.
 Then, call by call and in this order, something may stand in for a person, each only where the
 verdict allows it: the rule's `auto` (a rejection always wins), a permission an **Approve
 always** made in this run for the same tool, agent and rule (`runtime.record.permissions`),
-a grant (`runtime.grants.check`). Each such call is audited on its own before it can run. A
+a grant (`runtime.grants.check`). Each such call is audited on its own before it can run, once
+however often a redelivered job decides its turn again. A
 call that needs a card also gets what the card shows beyond its arguments: why the model asked,
 the tool's preview, and its schema for edits (function tools only: an MCP tool is rebuilt from
 each listing)."""
@@ -13,13 +14,14 @@ each listing)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agents import RunResult, ToolApprovalItem
+from redis.exceptions import RedisError
 
 from runtime.agent_graph import callers
-from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
 from runtime.calls.description import tool_kind
 from runtime.calls.digest import ArgumentsTooLarge, call_digest
@@ -37,11 +39,15 @@ from runtime.record.envelope import Approval, Decision, PendingCall, RunEnvelope
 from runtime.record.permissions import AlwaysPermission, RuleKey, covering
 from runtime.record.store import RunStore
 from runtime.reporter import RunView
+from runtime.runs.call_audit import decided_entry
 from runtime.runs.call_context import editable_schema, function_tool_of, judged_arguments, why_of
 
 
 async def _nothing() -> None:
     return None
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -272,77 +278,26 @@ class CallPlanner:
 
     async def _announce(self, envelope: RunEnvelope, call: PendingCall) -> None:
         """The audit entry of a call decided without a person (a grant's use was audited as it
-        was counted; a call that asks is audited as it opens), and the quiet line."""
+        was counted; a call that asks is audited as it opens), and a grant's quiet line: once
+        per call, however often a redelivered job decides its turn again."""
         decision = call.decision
         if decision is None:
             return  # audited as requested by the script that opens it (`requested`)
-        if decision.by_grant is not None:
-            if self.notices is not None:
-                await self.notices.grant_used(RunView.of(envelope), call)
-            return
-        kept = self.audit.arguments.fields(call.arguments)
-        details = {**audit_fields(envelope, call), **kept}
-        if not decision.by_policy:
-            # An Approve always of this run: the person who pressed it approved this call too.
-            always_on = next(a for a in decision.approvals if a.outcome == "approved_always")
-            await self.audit.record(
-                AuditEvent.APPROVED,
+        by_grant = decision.by_grant is not None
+        entry = "" if by_grant else decided_entry(self.audit, envelope, call, decision)
+        try:
+            first = await self.store.announce(envelope.run_id, call.call_id, entry)
+        except RedisError as error:
+            # As `AuditTrail.record`: the trail must not fail the step it describes.
+            log.warning(
+                "run %s: audit entry of call %s not stored (%s: Redis unreachable)",
                 envelope.run_id,
-                **details,
-                user_id=decision.user_id,
-                user_name=decision.user_name,
-                via="always",
-                always_at=always_on.at,
+                call.call_id,
+                type(error).__name__,
             )
-            return
-        approved = decision.outcome == "approved"
-        event = AuditEvent.AUTO_APPROVED if approved else AuditEvent.AUTO_REJECTED
-        await self.audit.record(event, envelope.run_id, **details, reason=decision.reason)
-
-
-def requested(
-    audit: AuditTrail, envelope: RunEnvelope, calls: tuple[PendingCall, ...]
-) -> tuple[str, ...]:
-    """The `requested` audit entries of the calls that ask a person, for the script that opens
-    them (`RunStore.wait_for_approvals`), with who may decide (comma-separated; empty: anyone
-    in the channel) and the arguments as the trail keeps them."""
-    return tuple(
-        audit.entry(
-            AuditEvent.REQUESTED,
-            envelope.run_id,
-            **audit_fields(envelope, call),
-            approvers=",".join(call.approvers),
-            **audit.arguments.fields(call.arguments),
-        )
-        for call in calls
-        if call.decision is None
-    )
-
-
-def audit_fields(envelope: RunEnvelope, call: PendingCall) -> dict[str, str | int | None]:
-    return {
-        **({"mcp_server": call.mcp_server} if call.mcp_server else {}),
-        "approval_id": call.approval_id,
-        "call_id": call.call_id,
-        "tool": call.tool,
-        "agent": call.agent,
-        "requester": envelope.conversation.requester,
-        "channel": envelope.conversation.channel,
-        "digest": call.digest,
-        "quorum": call.quorum,
-        # The `when` of the rule that chose who decides, for whoever reads the trail.
-        **({"when": call.when} if call.when else {}),
-        **({"rule": call.rule_name} if call.rule_name else {}),
-        # Rules that could not be judged, and arguments the tool would refuse.
-        **({"unjudged": unjudged_text(call)} if call.unjudged else {}),
-        **({"invalid": call.invalid} if call.invalid else {}),
-    }
-
-
-def unjudged_text(call: PendingCall) -> str:
-    """The rules that could not be judged for `call` and why, as the trail keeps them:
-    `refunds over $1,000: the call has no `amount_cents``, several joined by "; "."""
-    return "; ".join(f"{u.rule}: {u.reason}" for u in call.unjudged)
+            first = True
+        if by_grant and first and self.notices is not None:
+            await self.notices.grant_used(RunView.of(envelope), call)
 
 
 def _rejection_reason(rule: CallRule) -> str:

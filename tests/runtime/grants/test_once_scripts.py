@@ -93,9 +93,11 @@ async def test_a_grant_use_whose_reply_was_lost_is_counted_once(
     await client.hset(
         KEYS.grants.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0}
     )
-    await grants.use(grant, "rwarm")  # the script is loaded: the paused call is one EVALSHA
+    await grants.use(
+        grant, "rwarm", call_id="call_1"
+    )  # the script is loaded: the paused call is one EVALSHA
 
-    used = await through_a_pause(server, grants.use(grant, "rpaused"))
+    used = await through_a_pause(server, grants.use(grant, "rpaused", call_id="call_1"))
     await settled(client)
 
     assert used is not None and used.uses == 2
@@ -160,3 +162,38 @@ async def test_a_close_whose_reply_was_lost_is_audited_once(
     assert await audit_events(client, run_id) == ["finished"]
     assert await client.exists(KEYS.run(run_id)) == 0
     assert await client.get(KEYS.tombstone(run_id)) == b"finished"
+
+
+async def test_a_call_a_grant_covered_already_is_answered_as_then_not_counted_again(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    """A job redelivered after its worker died replays the same model turn, whose call the
+    grant covered already: the grant answers as it did, with one use and one audit entry."""
+    _server, client = paused_redis
+    grants = GrantStore(client, KEYS)
+    now = time.time()
+    grant = Grant(
+        id="g0123456789",
+        scope="tool",
+        channel="COPS",
+        agent="ops",
+        tool="delete_user",
+        user_id="UBOB",
+        at=now,
+        ends_at=now + 3600,
+        seconds=3600,
+        run_id="rgrantor",
+        approval_id="a1",
+    )
+    await client.hset(
+        KEYS.grants.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0}
+    )
+
+    first = await grants.use(grant, "rreplayed", call_id="call_del")
+    again = await grants.use(grant, "rreplayed", call_id="call_del")
+    other = await grants.use(grant, "rreplayed", call_id="call_del_2")
+
+    assert first is not None and again is not None and other is not None
+    assert (first.uses, again.uses, other.uses) == (1, 1, 2)
+    assert await client.hget(KEYS.grants.grant(grant.id), "uses") == b"2"
+    assert await audit_events(client, "rreplayed") == ["grant_used", "grant_used"]

@@ -9,12 +9,14 @@ as a tool returns no longer makes the tool run twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 
 import pytest
 
 from runtime.db.local import RedisServer
+from tests.runtime.grants.test_grants import grant_options
 from tests.support.deployment import Deployment
 from tests.support.fake_openai import Item, ModelRequest, message, shell_call, tool_call
 from tests.support.fake_slack import Message
@@ -186,3 +188,45 @@ async def test_a_call_the_policy_let_run_that_may_have_run_ends_the_run_saying_s
     assert "`migrate` may have run; its result was lost, so it was not run again" in ending.text
     assert len(await ledger(deployment)) == 1
     assert deployment.slack.cards() == []
+    assert (await events(deployment)).count("auto_approved") == 1, await events(deployment)
+
+
+async def test_a_call_a_grant_let_run_that_may_have_run_uses_the_grant_once(
+    deployment: Deployment,
+) -> None:
+    """The redelivered job replays the model turn whose call the grant covered: the grant
+    answers as it did, so its use is counted and audited once, and the call is not run again
+    without a person."""
+
+    def script(request: ModelRequest) -> list[Item]:
+        # `migrate` is slow on each call id's first attempt: the second run's is cut off.
+        call_id = "call_again" if "again" in request.task else "call_first"
+        if call_id not in request.tool_outputs:
+            return [tool_call("migrate", {"table": "users"}, call_id)]
+        return [message(request.tool_outputs[call_id])]
+
+    deployment.model.script = script
+    deployment.slack.channels["CGENERAL"] = "general"
+    env = {"SLOW_TOOL_SECONDS": "5"}
+    await deployment.web(**env)
+    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
+    first = await deployment.start_run("migrate users")
+    [card] = await deployment.cards(first, 1)
+    hour = grant_options(card)["migrate in #general for 1 hour"]
+    await deployment.sender.choose_grant(card, hour, user="UBOB")
+    await deployment.final_answers(first)
+
+    second = await deployment.start_run("migrate users again")
+    await wait_for_ledger(deployment, 2)  # no card: the grant covered it, and it runs
+    owner = await deployment.job_owner()
+    assert owner in workers
+    workers[owner].signal(signal.SIGKILL)
+
+    [ending] = await deployment.final_answers(second)
+    assert "`migrate` may have run; its result was lost, so it was not run again" in ending.text
+    assert len(await ledger(deployment)) == 2, "not run again without a person"
+    used = [e for e in await deployment.audit_entries() if e[b"event"] == b"grant_used"]
+    assert len(used) == 1, used
+    assert json.loads(used[0][b"details"])["uses"] == 1
+    thread = deployment.slack.thread(second.channel, second.ts)
+    assert len([m for m in thread if "'s grant" in m.text]) == 1, "\n".join(m.text for m in thread)
