@@ -56,7 +56,7 @@ class SlackReach:
     ) -> tuple[CardCopy, ...]:
         blocks = await self._blocks(run, call)
         copies = []
-        for channel in await self._channels(run, targets):
+        for channel in await self._channels(run, call, targets):
             try:
                 response = await self._client.chat_postMessage(
                     channel=channel,
@@ -93,18 +93,21 @@ class SlackReach:
                 )
 
     async def escalated(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
+        card_channel = run.card_channel(call)
+        elsewhere = card_channel != run.conversation.channel
         await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
+            channel=card_channel,
+            # Where the card is: under it, for a run asked for in a direct message.
+            thread_ts=call.message_ts if elsewhere else run.conversation.thread,
             text=words.escalated(targets, call.tool, call.expires_at),
         )
         if call.message_ts is not None:
             approvers = self.approvers_shown(run, call)
-            channel_name = await self._directory.channel_name(run.conversation.channel)
+            channel_name = await self._directory.channel_name(card_channel)
             blocks = approval_request_blocks(run, call, approvers, channel_name)
             try:
                 await self._client.chat_update(
-                    channel=run.conversation.channel,
+                    channel=card_channel,
                     ts=call.message_ts,
                     text=messages.approval_fallback(call.agent, call.tool),
                     blocks=blocks,
@@ -130,7 +133,9 @@ class SlackReach:
         )
         return [*blocks, context_block(note)]
 
-    async def _channels(self, run: RunView, targets: tuple[str, ...]) -> list[str]:
+    async def _channels(
+        self, run: RunView, call: PendingCall, targets: tuple[str, ...]
+    ) -> list[str]:
         """Where the copies go: each channel named, and a direct message per person (the
         members of each group named), never the run's own channel or its requester."""
         people: list[str] = []
@@ -156,7 +161,8 @@ class SlackReach:
                 )
                 continue
             channels.append(str(response["channel"]["id"]))
-        return [c for c in dict.fromkeys(channels) if c != run.conversation.channel]
+        own = (run.conversation.channel, run.card_channel(call))
+        return [c for c in dict.fromkeys(channels) if c not in own]
 
 
 def _why(error: Exception) -> str:

@@ -13,7 +13,7 @@ from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
-from bot.blocks.parts import Block
+from bot.blocks.parts import Block, context_block
 from bot.blocks.status import status_blocks, status_text, stream_foot
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
@@ -23,7 +23,9 @@ from bot.reporting.streams import RunStreams, plain
 from bot.slack.bot_token import REFUSED
 from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
+from bot.slack.links import ThreadLinks
 from bot.words import choices as choice_messages
+from bot.words import messages_tab as tab_words
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
 from runtime.deciders import is_group
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 UNREACHABLE_CHANNEL_ERRORS = frozenset(
     {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
 )
+REMEMBERED_CARDS = 1024
 WARM_SECONDS = 5.0
 """How long a card may wait for its approver groups to be looked up ahead of the clicks."""
 
@@ -61,12 +64,18 @@ class SlackReporter:
         self.sessions = sessions or AgentSessions(client, enabled=False)
         """The run's thread as a Slack agent session (`bot.reporting.sessions`)."""
         self._streams = RunStreams(client, self.sessions, directory)
+        self._links = ThreadLinks(client)
+        self._elsewhere: dict[str, str] = {}
+        """Cards this process posted outside their run's thread (ts: channel), in case one
+        must be taken back (`retract`); the oldest forgotten past `REMEMBERED_CARDS`."""
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
         try:
             response = await self._client.chat_postMessage(
                 channel=conversation.channel,
+                # A person's own message opened the thread (a direct message): answered in it.
+                thread_ts=conversation.opened,
                 text=messages.root_message(conversation.requester, run.agent, run.task),
                 unfurl_links=False,
                 unfurl_media=False,
@@ -76,7 +85,7 @@ class SlackReporter:
                 raise
             await self._tell_requester(run, messages.cannot_post(conversation.channel))
             raise ConversationUnavailable(str(error.response.get("error"))) from error
-        thread = str(response["ts"])
+        thread = conversation.opened or str(response["ts"])
         await self.sessions.begin(
             replace(run, conversation=conversation.model_copy(update={"thread": thread}))
         )
@@ -128,23 +137,60 @@ class SlackReporter:
 
     async def approval_requested(self, run: RunView, call: PendingCall) -> str:
         await self._warm(run, call)
-        response = await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
-            text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_request_blocks(
-                run,
-                call,
-                self._reach.approvers_shown(run, call),
-                await self._directory.channel_name(run.conversation.channel),
-            ),
+        channel = run.card_channel(call)
+        blocks = approval_request_blocks(
+            run,
+            call,
+            self._reach.approvers_shown(run, call),
+            await self._directory.channel_name(channel),
         )
-        return str(response["ts"])
+        if channel == run.conversation.channel:
+            response = await self._client.chat_postMessage(
+                channel=channel,
+                thread_ts=run.conversation.thread,
+                text=messages.approval_fallback(call.agent, call.tool),
+                blocks=blocks,
+            )
+            return str(response["ts"])
+        return await self._card_elsewhere(run, call, channel, blocks)
+
+    async def _card_elsewhere(
+        self, run: RunView, call: PendingCall, channel: str, blocks: list[Block]
+    ) -> str:
+        """A run asked for in a direct message: the card goes to the approvers' channel, with
+        the way back; the requester's thread says the call waits there, with a link to it."""
+        conversation = run.conversation
+        back = await self._links.thread(conversation.channel, conversation.thread)
+        note = tab_words.asked_in_direct_message(conversation.requester, back)
+        response = await self._client.chat_postMessage(
+            channel=channel,
+            text=messages.approval_fallback(call.agent, call.tool),
+            blocks=[*blocks, context_block(note)],
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        ts = str(response["ts"])
+        self._elsewhere[ts] = channel
+        while len(self._elsewhere) > REMEMBERED_CARDS:
+            self._elsewhere.pop(next(iter(self._elsewhere)))
+        card = await self._links.thread(channel, ts)
+        try:
+            await self._client.chat_postMessage(
+                channel=conversation.channel,
+                thread_ts=conversation.thread,
+                text=tab_words.waiting_in_channel(call.tool, channel, card),
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except SLACK_ERRORS as error:  # the card is what counts; the pointer is a courtesy
+            log.warning("run %s: the card's pointer not posted: %s", run.run_id, error)
+        return ts
 
     async def retract(self, run: RunView, message_id: str) -> None:
         try:
             await self._client.chat_delete(
-                channel=run.conversation.channel, ts=plain(message_id) or message_id
+                channel=self._elsewhere.get(message_id, run.conversation.channel),
+                ts=plain(message_id) or message_id,
             )
             return
         except SlackApiError as error:
@@ -183,7 +229,7 @@ class SlackReporter:
         assert call.message_ts is not None
         if call.decision is None:
             approvers = self._reach.approvers_shown(run, call)
-            channel_name = await self._directory.channel_name(run.conversation.channel)
+            channel_name = await self._directory.channel_name(run.card_channel(call))
             blocks = approval_request_blocks(run, call, approvers, channel_name)
             text = messages.approval_fallback(call.agent, call.tool)
         else:
@@ -192,7 +238,13 @@ class SlackReporter:
                 call.decision, call.tool, requester=run.conversation.requester
             )
         card = f"the card of {call.tool} (approval {call.approval_id})"
-        ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
+        if run.card_channel(call) != run.conversation.channel:
+            back = await self._links.thread(run.conversation.channel, run.conversation.thread)
+            note = tab_words.asked_in_direct_message(run.conversation.requester, back)
+            blocks = [*blocks, context_block(note)]
+        ts = await self._update_or_post(
+            run, call.message_ts, text, blocks, card, channel=run.card_channel(call)
+        )
         await self._settle_reminders(run, call)
         await self._reach.redraw_copies(run, call)
         # Only an edited call's card is drawn again by the worker (with the edit's preview).
@@ -201,14 +253,23 @@ class SlackReporter:
         return ts if ts != call.message_ts else None
 
     async def _update_or_post(
-        self, run: RunView, message_ts: str | None, text: str, blocks: list[Block], what: str
+        self,
+        run: RunView,
+        message_ts: str | None,
+        text: str,
+        blocks: list[Block],
+        what: str,
+        *,
+        channel: str | None = None,
     ) -> str:
         """Update the message at `message_ts`, or post it in the run's thread when there is
-        none or Slack no longer has it (`message_not_found`): the ts it has now."""
+        none or Slack no longer has it (`message_not_found`): the ts it has now. `channel`: a
+        card's, in the approvers' channel (posted again there, not in a thread)."""
+        channel = channel or run.conversation.channel
         if message_ts:
             try:
                 await self._client.chat_update(
-                    channel=run.conversation.channel, ts=message_ts, text=text, blocks=blocks
+                    channel=channel, ts=message_ts, text=text, blocks=blocks
                 )
                 return message_ts
             except SlackApiError as error:
@@ -220,8 +281,8 @@ class SlackReporter:
                 what,
             )
         response = await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
+            channel=channel,
+            thread_ts=run.conversation.thread if channel == run.conversation.channel else None,
             text=text,
             blocks=blocks,
         )
@@ -236,9 +297,10 @@ class SlackReporter:
             if mentions
             else reach_messages.reminder_anyone(call.agent, call.tool, call.expires_at)
         )
-        posted = await self._client.chat_postMessage(
-            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
-        )
+        channel = run.card_channel(call)
+        # Where the card is: under it in the approvers' channel, for a run asked for elsewhere.
+        thread = run.conversation.thread if channel == run.conversation.channel else call.message_ts
+        posted = await self._client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
         if self._reminder_lines is not None:
             try:
                 await self._reminder_lines.note(run.run_id, call.approval_id, str(posted["ts"]))
@@ -257,7 +319,7 @@ class SlackReporter:
         text = messages.reminder_settled(call.tool, call.decision)
         for ts in lines:
             try:
-                await self._client.chat_update(channel=run.conversation.channel, ts=ts, text=text)
+                await self._client.chat_update(channel=run.card_channel(call), ts=ts, text=text)
             except (SlackApiError, ClientError, TimeoutError) as error:
                 log.warning("run %s: a reminder not redrawn (%s)", run.run_id, error)
 
@@ -281,7 +343,7 @@ class SlackReporter:
             )
             try:
                 await self._client.chat_update(
-                    channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+                    channel=run.card_channel(call), ts=call.message_ts, text=text, blocks=blocks
                 )
             except SLACK_ERRORS as error:
                 log.warning(
