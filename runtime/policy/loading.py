@@ -14,7 +14,6 @@ from runtime.policy.file_lines import describe_problem, line_of
 from runtime.policy.responders import PRINCIPAL_PATTERN, responders_problem
 from runtime.policy.rules import (
     AUDIENCE_PATTERN,
-    CHANNEL_PATTERN,
     Policy,
     PolicyError,
     PolicyFile,
@@ -74,8 +73,6 @@ def _problem(rule: Rule, name: str, default_approvers: tuple[str, ...]) -> tuple
     for principal in rule.approvers or ():
         if not re.match(PRINCIPAL_PATTERN, principal):
             return "approvers", f"{principal!r} is not a Slack user (U…, W…) or user-group (S…) id."
-    if rule.channel is not None and not re.match(CHANNEL_PATTERN, rule.channel):
-        return "channel", f"{rule.channel!r} is not a Slack channel id (C… or G…)."
     for key in ("notify", "escalate_to"):
         for audience in getattr(rule, key):
             if not re.match(AUDIENCE_PATTERN, audience):

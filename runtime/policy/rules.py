@@ -100,7 +100,7 @@ class Rule(BaseModel):
     preview: bool = True
     """Call the tool's preview (`runtime.calls.previews`) for the card."""
     notify: tuple[str, ...] = ()
-    channel: str | None = None
+    channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
     """Where the cards of a run started in a direct message with the app go (its requester's
     conversation is private to them); unset: `APPROVAL_CHANNEL`."""
     escalate_after_seconds: int | None = Field(None, ge=1, le=604800)

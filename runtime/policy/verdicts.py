@@ -30,7 +30,6 @@ from runtime.policy.rules import Policy
 from runtime.record.call_rule import CallRule
 from runtime.record.permissions import RuleKey
 
-
 NO_CARD_CHANNEL = (
     "it was asked for in a direct message with the app and no approvers' channel is set "
     "(set APPROVAL_CHANNEL, or the rule's channel in the policy)"

@@ -57,7 +57,9 @@ def direct_message(text: str, *, user: str = "UALICE", **more: Any) -> dict[str,
 
 async def cards_in(bot: Harness, channel: str, count: int = 1) -> list[Message]:
     found: list[Message] = await bot.slack.wait_for(
-        lambda: (c := [m for m in bot.slack.cards() if m.channel == channel]) and len(c) >= count and c,
+        lambda: (
+            (c := [m for m in bot.slack.cards() if m.channel == channel]) and len(c) >= count and c
+        ),
         what=f"{count} card(s) in {channel}",
     )
     return found
@@ -212,3 +214,18 @@ async def test_a_person_outside_the_workspace_starts_no_run_by_direct_message(
     await bot.jobs_done()
     assert await bot.audit_entries() == []
     assert json.dumps(bot.model.requests, default=str) == "[]"
+
+
+@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, STREAMING="on")
+async def test_the_session_of_a_direct_messages_run_is_its_thread_titled_with_the_task(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_then_answer
+    said = direct_message("delete u-100")
+    await bot.sender.event(said)
+    await cards_in(bot, APPROVERS_CHANNEL)
+    session = await bot.slack.wait_for(
+        lambda: bot.slack.agents.session("DUALICE", said["ts"]), what="the thread's session"
+    )
+    assert session.title == "delete u-100"
+    await bot.slack.wait_for(lambda: session.status == "suspended", what="waiting: suspended")
