@@ -34,7 +34,6 @@ from bot.listeners.requesters import Requesters
 from bot.listeners.threads import Message, ThreadReplies, said
 from bot.slack.events import HomeOpened, Said, is_direct
 from bot.words import messages_tab as words
-from bot.words import threads as thread_words
 from runtime.db import NotReplicated
 from runtime.jobs import Conversation, JobQueue, StartJob
 
@@ -71,7 +70,8 @@ class DirectMessages:
             return
         parsed = parse_command_text(message.text, self.agents)
         if parsed.kind != "task":
-            await self._say(message, thread_words.MENTION_EMPTY, thread)
+            told = words.empty_task(parsed.agent) if parsed.kind == "empty_task" else None
+            await self._say(message, told or words.NOT_A_TASK, thread)
             return
         try:
             admission = await self.requesters.admit(message.user, HOW)

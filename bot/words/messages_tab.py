@@ -16,6 +16,18 @@ NO_APPROVAL_CHANNEL_LOG = (
 )
 """The same, as the admin reads it in the log (the way it was asked, and who asked)."""
 
+NOT_A_TASK = (
+    "Write a task for the agent (or `<agent>: <task>` to pick one); `/agent help` lists the "
+    "agents and the commands."
+)
+"""A message to the app that is a command's word rather than a task."""
+
+
+def empty_task(agent: str) -> str:
+    """A message naming an agent and nothing to do (a suggested prompt, sent as it is)."""
+    return f"What should *{agent}* do? Write it after its name, as in `{agent}: <task>`."
+
+
 NOT_STARTED = "Your message could not be passed on (the job queue is unreachable); try again."
 
 PROMPTS_TITLE = "Start a run with an agent"
