@@ -302,9 +302,7 @@ class LocalSlack(LocalDirectory):
 
     # --- what the console shows -----------------------------------------------------------------
 
-    def add_person_message(
-        self, user: str, channel: str, thread_ts: str | None, text: str
-    ) -> str:
+    def add_person_message(self, user: str, channel: str, thread_ts: str | None, text: str) -> str:
         """A person's message (a reply in a thread, or one to the app in its Messages tab), as
         Slack shows it before telling the app; its ts."""
         ts = self._next_ts()
