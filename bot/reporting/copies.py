@@ -18,6 +18,7 @@ from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block, context_block
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
+from bot.words import messages_tab as tab_words
 from bot.words import overviews as words
 from bot.words import runs as messages
 from runtime.deciders import is_group, may_approve
@@ -105,6 +106,10 @@ class SlackReach:
             approvers = self.approvers_shown(run, call)
             channel_name = await self._directory.channel_name(card_channel)
             blocks = approval_request_blocks(run, call, approvers, channel_name)
+            if elsewhere:  # as posted: with the way back to where it was asked
+                back = await self._links.thread(run.conversation.channel, run.conversation.thread)
+                note = tab_words.asked_in_direct_message(run.conversation.requester, back)
+                blocks = [*blocks, context_block(note)]
             try:
                 await self._client.chat_update(
                     channel=card_channel,

@@ -80,7 +80,9 @@ class SlackLostDecisions:
         await self._reach.redraw_copies(run, call)
 
     async def _void(self, run: RunView | None, decision: Acknowledged) -> None:
-        channel = run.conversation.channel if run is not None else decision.where
+        # Where the click was (the card's channel, or a copy's), else the run's.
+        where = decision.where if decision.where and decision.where != HOME_TAB else None
+        channel = where or (run.conversation.channel if run is not None else decision.where)
         if decision.card_ts is None or not channel or channel == HOME_TAB:
             return  # no card known to this process
         line = words.void_line(decision.user_id, decision.outcome)

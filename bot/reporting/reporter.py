@@ -13,8 +13,9 @@ from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
-from bot.blocks.parts import Block, context_block
+from bot.blocks.parts import Block
 from bot.blocks.status import status_blocks, status_text, stream_foot
+from bot.reporting.approvers_channel import ApproversChannel
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
@@ -23,9 +24,7 @@ from bot.reporting.streams import RunStreams, plain
 from bot.slack.bot_token import REFUSED
 from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
-from bot.slack.links import ThreadLinks
 from bot.words import choices as choice_messages
-from bot.words import messages_tab as tab_words
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
 from runtime.deciders import is_group
@@ -38,7 +37,6 @@ log = logging.getLogger(__name__)
 UNREACHABLE_CHANNEL_ERRORS = frozenset(
     {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
 )
-REMEMBERED_CARDS = 1024
 WARM_SECONDS = 5.0
 """How long a card may wait for its approver groups to be looked up ahead of the clicks."""
 
@@ -64,10 +62,8 @@ class SlackReporter:
         self.sessions = sessions or AgentSessions(client, enabled=False)
         """The run's thread as a Slack agent session (`bot.reporting.sessions`)."""
         self._streams = RunStreams(client, self.sessions, directory)
-        self._links = ThreadLinks(client)
-        self._elsewhere: dict[str, str] = {}
-        """Cards this process posted outside their run's thread (ts: channel), in case one
-        must be taken back (`retract`); the oldest forgotten past `REMEMBERED_CARDS`."""
+        self._approvers = ApproversChannel(client)
+        """Cards of runs asked for in a direct message (`bot.reporting.approvers_channel`)."""
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
@@ -152,44 +148,14 @@ class SlackReporter:
                 blocks=blocks,
             )
             return str(response["ts"])
-        return await self._card_elsewhere(run, call, channel, blocks)
-
-    async def _card_elsewhere(
-        self, run: RunView, call: PendingCall, channel: str, blocks: list[Block]
-    ) -> str:
-        """A run asked for in a direct message: the card goes to the approvers' channel, with
-        the way back; the requester's thread says the call waits there, with a link to it."""
-        conversation = run.conversation
-        back = await self._links.thread(conversation.channel, conversation.thread)
-        note = tab_words.asked_in_direct_message(conversation.requester, back)
-        response = await self._client.chat_postMessage(
-            channel=channel,
-            text=messages.approval_fallback(call.agent, call.tool),
-            blocks=[*blocks, context_block(note)],
-            unfurl_links=False,
-            unfurl_media=False,
-        )
-        ts = str(response["ts"])
-        self._elsewhere[ts] = channel
-        while len(self._elsewhere) > REMEMBERED_CARDS:
-            self._elsewhere.pop(next(iter(self._elsewhere)))
-        card = await self._links.thread(channel, ts)
-        try:
-            await self._client.chat_postMessage(
-                channel=conversation.channel,
-                thread_ts=conversation.thread,
-                text=tab_words.waiting_in_channel(call.tool, channel, card),
-                unfurl_links=False,
-                unfurl_media=False,
-            )
-        except SLACK_ERRORS as error:  # the card is what counts; the pointer is a courtesy
-            log.warning("run %s: the card's pointer not posted: %s", run.run_id, error)
-        return ts
+        return await self._approvers.post(run, call, channel, blocks)
 
     async def retract(self, run: RunView, message_id: str) -> None:
+        if message_id == run.conversation.opened:
+            return  # the person's own message, which opened the run's thread: never ours to take
         try:
             await self._client.chat_delete(
-                channel=self._elsewhere.get(message_id, run.conversation.channel),
+                channel=self._approvers.channel_of(message_id) or run.conversation.channel,
                 ts=plain(message_id) or message_id,
             )
             return
@@ -238,10 +204,7 @@ class SlackReporter:
                 call.decision, call.tool, requester=run.conversation.requester
             )
         card = f"the card of {call.tool} (approval {call.approval_id})"
-        if run.card_channel(call) != run.conversation.channel:
-            back = await self._links.thread(run.conversation.channel, run.conversation.thread)
-            note = tab_words.asked_in_direct_message(run.conversation.requester, back)
-            blocks = [*blocks, context_block(note)]
+        blocks = await self._approvers.with_way_back(run, call, blocks)
         ts = await self._update_or_post(
             run, call.message_ts, text, blocks, card, channel=run.card_channel(call)
         )
@@ -337,7 +300,9 @@ class SlackReporter:
             if self._draws is not None:
                 await self._draws.wait_drawn(run.run_id, call.approval_id)
                 await self._draws.forget(run.run_id, call.approval_id)
-            blocks = approval_decided_blocks(run, call)
+            blocks = await self._approvers.with_way_back(
+                run, call, approval_decided_blocks(run, call)
+            )
             text = messages.decision_headline(
                 call.decision, call.tool, requester=run.conversation.requester
             )

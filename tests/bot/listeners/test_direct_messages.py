@@ -229,3 +229,21 @@ async def test_the_session_of_a_direct_messages_run_is_its_thread_titled_with_th
     )
     assert session.title == "delete u-100"
     await bot.slack.wait_for(lambda: session.status == "suspended", what="waiting: suspended")
+
+
+@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
+async def test_the_approvers_home_tab_points_at_the_card_in_the_approvers_channel(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_then_answer
+    await bot.sender.event(direct_message("delete u-100"))
+    [card] = await cards_in(bot, APPROVERS_CHANNEL)
+    await bot.sender.event({"type": "app_home_opened", "user": "UBOB", "tab": "home"})
+
+    def listed() -> str:
+        text = json.dumps(bot.slack.home_tabs.get("UBOB", {}))
+        return text if "delete_user" in text else ""
+
+    home = await bot.slack.wait_for(listed, what="bob's Home tab listing the call")
+    assert f"archives/{APPROVERS_CHANNEL}/p{card.ts.replace('.', '')}" in home
+    assert f"<#{APPROVERS_CHANNEL}>" in home and "DUALICE" not in home
