@@ -102,6 +102,9 @@ class SlackReporter:
         await self.sessions.show(run, "working")
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        if run.conversation.direct and activity.batchable:
+            # Its cards are in the approvers' channel; a decision counts only from there.
+            activity = replace(activity, batchable=False)
         # The status message (streamed, or drawn) first: it is what people rely on; the
         # session follows it.
         text = status_text(activity)

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from bot.blocks.batch import ACTION_APPROVE_ALL
 from bot.words import messages_tab as words
 from bot.words.members import OUTSIDE_REQUESTER
 from bot.words.runs import SELF_APPROVAL_REFUSED
 from tests.support import agents
+from tests.support.fake_openai import Item, ModelRequest, message, tool_call
 from tests.support.fake_slack import Message
 from tests.support.harness import Harness
 from tests.support.model_scripts import delete_then_answer
@@ -247,3 +249,28 @@ async def test_the_approvers_home_tab_points_at_the_card_in_the_approvers_channe
     home = await bot.slack.wait_for(listed, what="bob's Home tab listing the call")
     assert f"archives/{APPROVERS_CHANNEL}/p{card.ts.replace('.', '')}" in home
     assert f"<#{APPROVERS_CHANNEL}>" in home and "DUALICE" not in home
+
+
+def delete_two(request: ModelRequest) -> list[Item]:
+    if not request.tool_outputs:
+        return [
+            tool_call("delete_user", {"user_id": "u-100"}, "c1"),
+            tool_call("delete_user", {"user_id": "u-101"}, "c2"),
+        ]
+    return [message("done")]
+
+
+@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
+async def test_the_requesters_thread_offers_no_approve_all_for_calls_decided_elsewhere(
+    bot: Harness,
+) -> None:
+    bot.model.script = delete_two
+    said = direct_message("delete u-100 and u-101")
+    await bot.sender.event(said)
+    await cards_in(bot, APPROVERS_CHANNEL, 2)
+    [status] = await bot.slack.wait_for(
+        lambda: [m for m in bot.slack.status_messages(said["ts"]) if "Waiting" in m.text],
+        what="the status message saying the run waits",
+    )
+    assert ACTION_APPROVE_ALL not in status.action_ids()
+    assert "stop_run" in status.action_ids(), "its Stop stays"
