@@ -39,7 +39,7 @@ from runtime.jobs import Conversation, JobQueue, StartJob
 
 log = logging.getLogger(__name__)
 
-HOW = "a direct message"
+HOW = "a message to the app"
 """How such a run was asked for, in the log."""
 
 
