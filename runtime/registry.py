@@ -55,6 +55,18 @@ class AgentRegistry:
     def names(self) -> list[str]:
         return list(self._agents)
 
+    @property
+    def lines(self) -> dict[str, str]:
+        """Each agent's one line for people choosing one: its `handoff_description`, else the
+        first line of its instructions (when they are text), else nothing."""
+        found = {}
+        for name, agent in self._agents.items():
+            text = agent.handoff_description
+            if not text and isinstance(agent.instructions, str):
+                text = agent.instructions
+            found[name] = (text or "").strip().split("\n", 1)[0]
+        return found
+
     def __iter__(self) -> Iterator[tuple[str, Agent[Any]]]:
         return iter(self._agents.items())
 

@@ -64,6 +64,11 @@ class RunView:
             conversation=envelope.conversation,
         )
 
+    def card_channel(self, call: PendingCall) -> str:
+        """Where `call`'s card is: the approvers' channel for a run started in a direct
+        message (`PendingCall.channel`), else the run's own."""
+        return call.channel or self.conversation.channel
+
 
 def batchable(calls: Iterable[PendingCall]) -> bool:
     """Whether these open calls may be decided all at once (`Activity.batchable`)."""

@@ -133,6 +133,14 @@ class RuntimeSettings(EnvironSettings):
     )
     """Comma-separated user and user-group ids; empty means anyone in the channel."""
     allow_self_approval: bool = setting(False, fix="Use true or false.")
+    approval_channel: str | None = setting(
+        None,
+        pattern=r"^[CG][A-Z0-9]{2,31}$",
+        fix="Use the id of the channel where approvers decide (C… or G…: in Slack, the channel's "
+        "details, at the bottom), not its name; the app must be a member of it.",
+    )
+    """Where the cards of runs started in a direct message with the app go (a rule's `channel`
+    wins): never only to the requester's private conversation."""
     admins: str = setting(
         "",
         pattern=_PRINCIPALS,

@@ -6,7 +6,8 @@ What Countersign may call, with the arguments `slack_sdk` 3.48 sends (`AsyncWebC
 `chat.startStream` (`channel`, `thread_ts`, `markdown_text`, `chunks`, `recipient_user_id`,
 `recipient_team_id`, `task_display_mode`), `chat.appendStream` (`channel`, `ts`,
 `markdown_text`, `chunks`) and `chat.stopStream` (`channel`, `ts`, `markdown_text`, `chunks`,
-`blocks`, `session_status`).
+`blocks`, `session_status`), and the Messages tab's `assistant.threads.setSuggestedPrompts`
+(`channel_id`, `prompts`, `title`, `thread_ts`).
 
 Checked as Slack documents them: a required argument missing is `invalid_arguments`; a session
 status other than `active`, `processing`, `suspended`, `closed` is `invalid_arguments`; a chunk
@@ -42,8 +43,11 @@ AGENT_METHODS = frozenset(
         "chat.startStream",
         "chat.appendStream",
         "chat.stopStream",
+        "assistant.threads.setSuggestedPrompts",
     }
 )
+PROMPTS_MOST = 4
+"""Suggested prompts Slack shows at most."""
 
 
 class Streamed(Protocol):
@@ -95,6 +99,9 @@ class AgentSurface:
         self.stream_seconds = STREAM_SECONDS
         """How long a stream lasts; a test shortens it to see one end."""
         self.sessions: dict[tuple[str, str | None], Session] = {}
+        self.prompts: dict[str, dict[str, Any]] = {}
+        """The suggested prompts of each person's Messages tab (its direct message's id):
+        `title` and `prompts` as last set."""
         self._streams: dict[str, _Stream] = {}
 
     def session(self, channel: str, thread_ts: str | None) -> Session | None:
@@ -112,6 +119,8 @@ class AgentSurface:
             return self._rename(args)
         if method == "chat.startStream":
             return self._start(args)
+        if method == "assistant.threads.setSuggestedPrompts":
+            return self._suggest(args)
         if method == "chat.appendStream":
             return self._append(args, stop=False)
         return self._append(args, stop=True)
@@ -149,6 +158,21 @@ class AgentSurface:
         session.statuses.append(status)
         if title:
             session.title = str(title)
+
+    def _suggest(self, args: dict[str, Any]) -> dict[str, Any]:
+        """`assistant.threads.setSuggestedPrompts` of an `agent_view` app: for the Messages
+        tab of the direct message `channel_id`. A `thread_ts` is the legacy assistant's, and
+        Slack silently drops such a call for an agent: answered `ok`, nothing shown."""
+        channel, prompts = args.get("channel_id"), args.get("prompts")
+        if not channel or not isinstance(prompts, list) or not prompts:
+            return _error("invalid_arguments")
+        if not str(channel).startswith("D"):
+            return _error("channel_not_found")
+        if len(prompts) > PROMPTS_MOST or not all(_is_prompt(p) for p in prompts):
+            return _error("invalid_arguments")
+        if args.get("thread_ts") is None:
+            self.prompts[str(channel)] = {"title": args.get("title"), "prompts": list(prompts)}
+        return {"ok": True}
 
     # --- streams --------------------------------------------------------------------------------
 
@@ -207,6 +231,15 @@ class AgentSurface:
 
     def _open(self, stream: _Stream) -> bool:
         return not stream.stopped and self.clock() - stream.started < self.stream_seconds
+
+
+def _is_prompt(prompt: object) -> bool:
+    """A prompt as Slack takes it: a `title` and a `message`, both non-empty strings."""
+    return (
+        isinstance(prompt, dict)
+        and set(prompt) == {"title", "message"}
+        and all(isinstance(v, str) and v.strip() for v in prompt.values())
+    )
 
 
 def _error(code: str) -> dict[str, Any]:

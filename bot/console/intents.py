@@ -85,6 +85,19 @@ class OpenHome(_Intent):
     kind: Literal["home"]
 
 
+class OpenMessages(_Intent):
+    """The person opens the app's Messages tab (their direct message with it)."""
+
+    kind: Literal["messages"]
+
+
+class WriteToApp(_Intent):
+    """The person writes to the app in its Messages tab: a new thread's first message."""
+
+    kind: Literal["write"]
+    text: str = Field(min_length=1, max_length=COMMAND_TEXT_LIMIT)
+
+
 class SubmitView(_Intent):
     kind: Literal["submit"]
     view_id: str = Field(max_length=32)
@@ -112,7 +125,17 @@ class CloseView(_Intent):
     view_id: str = Field(max_length=32)
 
 
-Intents = TypeCommand | Click | OpenHome | SubmitView | CloseView | ReplyInThread | StopSession
+Intents = (
+    TypeCommand
+    | Click
+    | OpenHome
+    | OpenMessages
+    | WriteToApp
+    | SubmitView
+    | CloseView
+    | ReplyInThread
+    | StopSession
+)
 Intent = Annotated[Intents, Field(discriminator="kind")]
 INTENT = TypeAdapter[Intents](Intent)
 INTERACTIVE = frozenset({"button", "static_select", "overflow"})
@@ -165,7 +188,7 @@ class IntentSender:
                 self._answer_note(intent, answer)
         elif isinstance(intent, Click):
             status, answer = await self._post(base_url, self._click(intent, response_url))
-        elif isinstance(intent, ReplyInThread | OpenHome | StopSession):
+        elif isinstance(intent, ReplyInThread | OpenHome | StopSession | OpenMessages | WriteToApp):
             status, answer = await self._event(intent, base_url)
         else:
             status, answer = await self._post(base_url, self._submission(intent))
@@ -175,13 +198,23 @@ class IntentSender:
         return {"status": status, "answer": answer}
 
     async def _event(
-        self, intent: ReplyInThread | OpenHome | StopSession, base_url: str
+        self,
+        intent: ReplyInThread | OpenHome | StopSession | OpenMessages | WriteToApp,
+        base_url: str,
     ) -> tuple[int, dict[str, Any]]:
         """An intent Slack sends on as an Events API callback."""
+        if isinstance(intent, OpenMessages):
+            return await self._post(base_url, home_opened(intent.user, tab="messages"), JSON)
+        if isinstance(intent, WriteToApp):
+            channel, text = f"D{intent.user}", intent.text.strip()
+            ts = self.slack.add_person_message(intent.user, channel, None, text)
+            body = message_event(channel, intent.user, text, ts, None)
+            return await self._post(base_url, body, JSON)
         if isinstance(intent, ReplyInThread):
-            if intent.thread_ts not in self.slack.messages:
+            found = self.slack.messages.get(intent.thread_ts)
+            if found is None or not _sees(intent.user, found.channel):
                 raise IntentRefused(f"no thread {intent.thread_ts}")
-            channel = self.slack.messages[intent.thread_ts].channel
+            channel = found.channel
             text = intent.text.strip()
             ts = self.slack.add_person_message(intent.user, channel, intent.thread_ts, text)
             body = message_event(channel, intent.user, text, ts, intent.thread_ts)

@@ -302,8 +302,9 @@ class LocalSlack(LocalDirectory):
 
     # --- what the console shows -----------------------------------------------------------------
 
-    def add_person_message(self, user: str, channel: str, thread_ts: str, text: str) -> str:
-        """A person's reply in a thread, as Slack shows it before telling the app; its ts."""
+    def add_person_message(self, user: str, channel: str, thread_ts: str | None, text: str) -> str:
+        """A person's message (a reply in a thread, or one to the app in its Messages tab), as
+        Slack shows it before telling the app; its ts."""
         ts = self._next_ts()
         self.messages[ts] = Message(channel, ts, text, [], thread_ts, user=user)
         return ts
@@ -348,6 +349,7 @@ class LocalSlack(LocalDirectory):
                 for s in self.agents.sessions.values()
                 if s.thread_ts
             },
+            "prompts": self.agents.prompts,
             "refused": [asdict(r) for r in self.refused[-REFUSALS_SHOWN:]],
             "refusals": len(self.refused),
         }

@@ -229,15 +229,16 @@ def _block_actions(
     }
 
 
-def home_opened(user: str, view: dict[str, Any] | None = None) -> str:
-    """The Events API callback Slack sends when `user` opens the app's Home tab (JSON-bodied;
-    sign it with `signature_headers(..., content_type=JSON)`). `view` is the tab as last
-    published, which Slack includes once there is one."""
+def home_opened(user: str, view: dict[str, Any] | None = None, *, tab: str = "home") -> str:
+    """The Events API callback Slack sends when `user` opens the app's Home tab, or (`tab`
+    `messages`) its Messages tab (JSON-bodied; sign it with `signature_headers(...,
+    content_type=JSON)`). `view` is the Home tab as last published, which Slack includes once
+    there is one."""
     event: dict[str, Any] = {
         "type": "app_home_opened",
         "user": user,
         "channel": f"D{user}",
-        "tab": "home",
+        "tab": tab,
         "event_ts": f"{time.time():.6f}",
     }
     if view is not None:
@@ -245,18 +246,19 @@ def home_opened(user: str, view: dict[str, Any] | None = None) -> str:
     return _event_callback(event)
 
 
-def message_event(channel: str, user: str, text: str, ts: str, thread_ts: str) -> str:
-    """The Events API callback Slack sends for a person's reply in a thread (`message.channels`),
-    JSON-bodied like `home_opened`."""
+def message_event(channel: str, user: str, text: str, ts: str, thread_ts: str | None) -> str:
+    """The Events API callback Slack sends for a person's message: a reply in a channel's
+    thread (`message.channels`), or one to the app in its Messages tab (`message.im`, a
+    thread's first without `thread_ts`); JSON-bodied like `home_opened`."""
     event = {
         "type": "message",
         "channel": channel,
-        "channel_type": "channel",
+        "channel_type": "im" if channel.startswith("D") else "channel",
         "user": user,
         "text": text,
         "ts": ts,
-        "thread_ts": thread_ts,
         "event_ts": ts,
+        **({"thread_ts": thread_ts} if thread_ts else {}),
     }
     return _event_callback(event)
 

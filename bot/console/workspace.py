@@ -26,4 +26,6 @@ def demo_defaults() -> dict[str, str]:
     return {
         "APPROVERS": ",".join(person.id for person in PEOPLE),
         "POLICY_FILE": str(DEMO_POLICY),
+        # A run started in someone's Messages tab asks in #demo, where the approvers are.
+        "APPROVAL_CHANNEL": CHANNEL,
     }

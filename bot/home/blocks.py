@@ -92,7 +92,7 @@ def _waiting(item: WaitingCall) -> list[Block]:
         buttons.append(button(ACTION_HOME_VIEW_ARGUMENTS, messages.VIEW_ARGUMENTS, value))
     context = words.home_call_context(
         run.conversation.requester,
-        run.conversation.channel,
+        run.card_channel(call),  # a run asked for in a direct message: the approvers' channel
         item.link,
         call.expires_at,
         progress,

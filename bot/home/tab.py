@@ -248,7 +248,10 @@ class HomeTab:
             if view is None or view.envelope is None or view.call is None:
                 continue
             run = RunView.of(view.envelope)
-            link = await self.links.thread(run.conversation.channel, run.conversation.thread)
+            if view.call.channel is None:
+                link = await self.links.thread(run.conversation.channel, run.conversation.thread)
+            else:  # asked for in a direct message: its card, in the approvers' channel
+                link = await self.links.thread(view.call.channel, view.call.message_ts)
             self_ok = approval.gate.self_ok
             shown.append(WaitingCall(run=run, call=view.call, link=link, self_ok=self_ok))
         if complete:

@@ -261,7 +261,7 @@ class ApprovalActions:
         if found is not None:
             run, call = found
             send_later(self.tasks, self.reporter.redraw(run, call), f"redraw:{call.approval_id}")
-            if channel == run.conversation.channel and message_ts not in (None, call.message_ts):
+            if channel == run.card_channel(call) and message_ts not in (None, call.message_ts):
                 # The card twice in its thread (the first one's id lost in a Redis failover, and
                 # a retried job posted it again): the one clicked says it too.
                 send_later(self.tasks, redraw_clicked(self.client, run, call, message_ts), "card")

@@ -25,9 +25,11 @@ from bot.listeners.stats import ChannelStatsAnswer
 from bot.listeners.status import RunStatus
 from bot.listeners.stops import StopActions
 from bot.slack.client import response_url, send_later
+from bot.slack.events import is_direct
 from bot.slack.payloads import EphemeralClick, SlashCommand, TaskOffer
 from bot.words import audit as audit_messages
 from bot.words import commands as command_words
+from bot.words import messages_tab as tab_words
 from bot.words import runs as messages
 from bot.words import stats as stats_words
 from runtime.audit import AuditTrail
@@ -133,6 +135,9 @@ class AgentCommand:
     tasks: TaskSet
     mcp_listings: McpListings | None = None
     """Where workers publish each agent's MCP tools; the web never connects MCP servers."""
+    cards_have_a_channel: bool = True
+    """`APPROVAL_CHANNEL` or a rule's `channel` is set: a run asked for in a direct message
+    may start (its cards go there, `bot.listeners.direct_messages`)."""
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
@@ -231,6 +236,10 @@ class AgentCommand:
             return messages.QUEUE_UNAVAILABLE
         if admission.refusal is not None:
             return admission.refusal
+        direct = is_direct(command.channel_id)
+        if direct and not self.cards_have_a_channel:
+            log.warning(tab_words.NO_APPROVAL_CHANNEL_LOG, command.command, command.user_id)
+            return tab_words.NO_APPROVAL_CHANNEL
         job = StartJob(
             # Slack's trigger id is unique per invocation: a duplicate delivery is one run.
             run_id=new_run_id(seed=command.trigger_id),
@@ -241,6 +250,7 @@ class AgentCommand:
                 requester=command.user_id,
                 requester_external=admission.external,
                 reply_url=command.response_url,
+                direct=direct,
             ),
             requested_at=time.time(),
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
 
@@ -35,6 +36,7 @@ from bot.listeners.approvals import ApprovalActions
 from bot.listeners.batch import BatchActions
 from bot.listeners.commands import AgentCommand
 from bot.listeners.confirmations import ConfirmActions
+from bot.listeners.direct_messages import DirectMessages
 from bot.listeners.edits import EditActions
 from bot.listeners.grants import GrantActions
 from bot.listeners.questions import QuestionActions
@@ -47,6 +49,7 @@ from bot.listeners.workspace import (
     unknown_action,
 )
 from bot.slack.events import (
+    HomeOpened,
     MemberChanged,
     Said,
     SessionStopped,
@@ -69,6 +72,7 @@ class Listeners:
     batch: BatchActions
     threads: ThreadReplies
     questions: QuestionActions
+    direct: DirectMessages
 
 
 def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
@@ -104,8 +108,25 @@ def add_listeners(bolt: AsyncApp, listeners: Listeners) -> None:
     bolt.action(question_blocks.ACTION_DONE)(questions.on_done)
     bolt.view(question_blocks.FORM_CALLBACK)(questions.on_form_submitted)
     bolt.view_closed(question_blocks.FORM_CALLBACK)(questions.on_form_closed)
+    # The app's own messages first (a direct message, its Messages tab), then the channels'.
+    bolt.event("message", matchers=[_in_direct_message])(
+        listener(Said, listeners.direct.on_message)
+    )
+    bolt.event("app_home_opened", matchers=[_messages_tab])(
+        listener(HomeOpened, listeners.direct.on_messages_tab)
+    )
     bolt.event("message")(listener(Said, listeners.threads.on_message))
     bolt.event("app_mention")(listener(Said, listeners.threads.on_mention))
+
+
+async def _in_direct_message(event: dict[str, Any]) -> bool:
+    """`message.im`: a message in a direct message with the app."""
+    return event.get("channel_type") == "im"
+
+
+async def _messages_tab(event: dict[str, Any]) -> bool:
+    """`app_home_opened` of the Messages tab (the Home tab's goes to `bot.home`)."""
+    return event.get("tab") == "messages"
 
 
 def add_catch_alls(bolt: AsyncApp, listeners: Listeners, channels: ChannelMembershipEvents) -> None:

@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.commands import parse_command_text
 from bot.listeners.requesters import Admission, Requesters
-from bot.slack.events import Said
+from bot.slack.events import Said, is_direct
 from bot.words import threads as words
 from runtime.conversations import ThreadHistory
 from runtime.db import NotReplicated
@@ -84,7 +84,7 @@ class ThreadReplies:
     async def on_message(self, event: Said) -> None:
         message = said(event)
         if message is not None and message.thread is not None and message.text:
-            await self._reply(message, message.thread)
+            await self.reply(message, message.thread)
 
     async def on_mention(self, event: Said) -> None:
         message = said(event)
@@ -93,7 +93,7 @@ class ThreadReplies:
         if not message.text:
             await self._say(message, words.MENTION_EMPTY, thread=message.thread)
             return
-        if message.thread is not None and await self._reply(message, message.thread):
+        if message.thread is not None and await self.reply(message, message.thread):
             return
         parsed = parse_command_text(message.text, self.agents)
         if parsed.kind != "task":
@@ -105,7 +105,7 @@ class ThreadReplies:
                 message, parsed.agent, parsed.task, None, continues=None, admission=admission
             )
 
-    async def _reply(self, message: Message, thread: str) -> bool:
+    async def reply(self, message: Message, thread: str) -> bool:
         """Continue the thread's run; False if the thread is no run's."""
         try:
             last = await self.history.last_run(message.channel, thread)
@@ -177,6 +177,8 @@ class ThreadReplies:
                 requester=message.user,
                 requester_external=admission.external,
                 thread=thread,
+                # A reply in a direct message's run: its cards go to the approvers' channel too.
+                direct=is_direct(message.channel),
             ),
             requested_at=time.time(),
             continues=continues,

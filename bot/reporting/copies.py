@@ -18,6 +18,7 @@ from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block, context_block
 from bot.slack.directory import ApproverDirectory, DirectoryUnavailable
 from bot.slack.links import ThreadLinks
+from bot.words import messages_tab as tab_words
 from bot.words import overviews as words
 from bot.words import runs as messages
 from runtime.deciders import is_group, may_approve
@@ -56,7 +57,7 @@ class SlackReach:
     ) -> tuple[CardCopy, ...]:
         blocks = await self._blocks(run, call)
         copies = []
-        for channel in await self._channels(run, targets):
+        for channel in await self._channels(run, call, targets):
             try:
                 response = await self._client.chat_postMessage(
                     channel=channel,
@@ -93,18 +94,25 @@ class SlackReach:
                 )
 
     async def escalated(self, run: RunView, call: PendingCall, targets: tuple[str, ...]) -> None:
+        card_channel = run.card_channel(call)
+        elsewhere = card_channel != run.conversation.channel
         await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
+            channel=card_channel,
+            # Where the card is: under it, for a run asked for in a direct message.
+            thread_ts=call.message_ts if elsewhere else run.conversation.thread,
             text=words.escalated(targets, call.tool, call.expires_at),
         )
         if call.message_ts is not None:
             approvers = self.approvers_shown(run, call)
-            channel_name = await self._directory.channel_name(run.conversation.channel)
+            channel_name = await self._directory.channel_name(card_channel)
             blocks = approval_request_blocks(run, call, approvers, channel_name)
+            if elsewhere:  # as posted: with the way back to where it was asked
+                back = await self._links.thread(run.conversation.channel, run.conversation.thread)
+                note = tab_words.asked_in_direct_message(run.conversation.requester, back)
+                blocks = [*blocks, context_block(note)]
             try:
                 await self._client.chat_update(
-                    channel=run.conversation.channel,
+                    channel=card_channel,
                     ts=call.message_ts,
                     text=messages.approval_fallback(call.agent, call.tool),
                     blocks=blocks,
@@ -130,7 +138,9 @@ class SlackReach:
         )
         return [*blocks, context_block(note)]
 
-    async def _channels(self, run: RunView, targets: tuple[str, ...]) -> list[str]:
+    async def _channels(
+        self, run: RunView, call: PendingCall, targets: tuple[str, ...]
+    ) -> list[str]:
         """Where the copies go: each channel named, and a direct message per person (the
         members of each group named), never the run's own channel or its requester."""
         people: list[str] = []
@@ -156,7 +166,8 @@ class SlackReach:
                 )
                 continue
             channels.append(str(response["channel"]["id"]))
-        return [c for c in dict.fromkeys(channels) if c != run.conversation.channel]
+        own = (run.conversation.channel, run.card_channel(call))
+        return [c for c in dict.fromkeys(channels) if c not in own]
 
 
 def _why(error: Exception) -> str:

@@ -65,22 +65,24 @@ class SlackLostDecisions:
     async def _reopen(self, run: RunView, call: PendingCall, decision: Acknowledged) -> None:
         """The card with its buttons again, and the line; any copies as the call stands."""
         approvers = self._reach.approvers_shown(run, call)
-        channel_name = await self._directory.channel_name(run.conversation.channel)
+        channel = run.card_channel(call)
+        channel_name = await self._directory.channel_name(channel)
         blocks = approval_request_blocks(run, call, approvers, channel_name)
         blocks.insert(1, context_block(words.lost_line(decision.user_id, decision.outcome)))
         text = messages.approval_fallback(call.agent, call.tool)
-        channel = run.conversation.channel
         shown = {call.message_ts}
         if decision.where == channel and decision.card_ts is not None:
             shown.add(decision.card_ts)  # the card clicked, if the record knows another
         for ts in sorted(t for t in shown if t):
-            await self._update_or_post(run, ts, text, blocks)
+            await self._update_or_post(run, channel, ts, text, blocks)
         if not any(shown):
-            await self._update_or_post(run, None, text, blocks)
+            await self._update_or_post(run, channel, None, text, blocks)
         await self._reach.redraw_copies(run, call)
 
     async def _void(self, run: RunView | None, decision: Acknowledged) -> None:
-        channel = run.conversation.channel if run is not None else decision.where
+        # Where the click was (the card's channel, or a copy's), else the run's.
+        where = decision.where if decision.where and decision.where != HOME_TAB else None
+        channel = where or (run.conversation.channel if run is not None else decision.where)
         if decision.card_ts is None or not channel or channel == HOME_TAB:
             return  # no card known to this process
         line = words.void_line(decision.user_id, decision.outcome)
@@ -89,21 +91,20 @@ class SlackLostDecisions:
         )
 
     async def _update_or_post(
-        self, run: RunView, ts: str | None, text: str, blocks: list[Block]
+        self, run: RunView, channel: str, ts: str | None, text: str, blocks: list[Block]
     ) -> None:
-        """Update the card, or post it in the thread when Slack no longer has it."""
+        """Update the card, or post it in the thread (in the approvers' channel: there) when
+        Slack no longer has it."""
         if ts is not None:
             try:
-                await self._client.chat_update(
-                    channel=run.conversation.channel, ts=ts, text=text, blocks=blocks
-                )
+                await self._client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
                 return
             except SlackApiError as error:
                 if error.response.get("error") != "message_not_found":
                     raise
         await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
+            channel=channel,
+            thread_ts=run.conversation.thread if channel == run.conversation.channel else None,
             text=text,
             blocks=blocks,
         )
@@ -118,7 +119,7 @@ async def redraw_clicked(
     if call.decision is None or message_ts is None:
         return  # an open card is drawn where the record says (a quorum's count)
     await client.chat_update(
-        channel=run.conversation.channel,
+        channel=run.card_channel(call),
         ts=message_ts,
         text=messages.decision_headline(call.decision, call.tool),
         blocks=approval_decided_blocks(run, call),

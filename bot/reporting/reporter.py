@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
 from bot.blocks.parts import Block
 from bot.blocks.status import status_blocks, status_text, stream_foot
+from bot.reporting.approvers_channel import ApproversChannel
 from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
@@ -61,12 +62,16 @@ class SlackReporter:
         self.sessions = sessions or AgentSessions(client, enabled=False)
         """The run's thread as a Slack agent session (`bot.reporting.sessions`)."""
         self._streams = RunStreams(client, self.sessions, directory)
+        self._approvers = ApproversChannel(client)
+        """Cards of runs asked for in a direct message (`bot.reporting.approvers_channel`)."""
 
     async def run_started(self, run: RunView) -> str:
         conversation = run.conversation
         try:
             response = await self._client.chat_postMessage(
                 channel=conversation.channel,
+                # A person's own message opened the thread (a direct message): answered in it.
+                thread_ts=conversation.opened,
                 text=messages.root_message(conversation.requester, run.agent, run.task),
                 unfurl_links=False,
                 unfurl_media=False,
@@ -76,7 +81,7 @@ class SlackReporter:
                 raise
             await self._tell_requester(run, messages.cannot_post(conversation.channel))
             raise ConversationUnavailable(str(error.response.get("error"))) from error
-        thread = str(response["ts"])
+        thread = conversation.opened or str(response["ts"])
         await self.sessions.begin(
             replace(run, conversation=conversation.model_copy(update={"thread": thread}))
         )
@@ -97,6 +102,9 @@ class SlackReporter:
         await self.sessions.show(run, "working")
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
+        if run.conversation.direct and activity.batchable:
+            # Its cards are in the approvers' channel; a decision counts only from there.
+            activity = replace(activity, batchable=False)
         # The status message (streamed, or drawn) first: it is what people rely on; the
         # session follows it.
         text = status_text(activity)
@@ -128,23 +136,30 @@ class SlackReporter:
 
     async def approval_requested(self, run: RunView, call: PendingCall) -> str:
         await self._warm(run, call)
-        response = await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
-            text=messages.approval_fallback(call.agent, call.tool),
-            blocks=approval_request_blocks(
-                run,
-                call,
-                self._reach.approvers_shown(run, call),
-                await self._directory.channel_name(run.conversation.channel),
-            ),
+        channel = run.card_channel(call)
+        blocks = approval_request_blocks(
+            run,
+            call,
+            self._reach.approvers_shown(run, call),
+            await self._directory.channel_name(channel),
         )
-        return str(response["ts"])
+        if channel == run.conversation.channel:
+            response = await self._client.chat_postMessage(
+                channel=channel,
+                thread_ts=run.conversation.thread,
+                text=messages.approval_fallback(call.agent, call.tool),
+                blocks=blocks,
+            )
+            return str(response["ts"])
+        return await self._approvers.post(run, call, channel, blocks)
 
     async def retract(self, run: RunView, message_id: str) -> None:
+        if message_id == run.conversation.opened:
+            return  # the person's own message, which opened the run's thread: never ours to take
         try:
             await self._client.chat_delete(
-                channel=run.conversation.channel, ts=plain(message_id) or message_id
+                channel=self._approvers.channel_of(message_id) or run.conversation.channel,
+                ts=plain(message_id) or message_id,
             )
             return
         except SlackApiError as error:
@@ -183,7 +198,7 @@ class SlackReporter:
         assert call.message_ts is not None
         if call.decision is None:
             approvers = self._reach.approvers_shown(run, call)
-            channel_name = await self._directory.channel_name(run.conversation.channel)
+            channel_name = await self._directory.channel_name(run.card_channel(call))
             blocks = approval_request_blocks(run, call, approvers, channel_name)
             text = messages.approval_fallback(call.agent, call.tool)
         else:
@@ -192,7 +207,10 @@ class SlackReporter:
                 call.decision, call.tool, requester=run.conversation.requester
             )
         card = f"the card of {call.tool} (approval {call.approval_id})"
-        ts = await self._update_or_post(run, call.message_ts, text, blocks, card)
+        blocks = await self._approvers.with_way_back(run, call, blocks)
+        ts = await self._update_or_post(
+            run, call.message_ts, text, blocks, card, channel=run.card_channel(call)
+        )
         await self._settle_reminders(run, call)
         await self._reach.redraw_copies(run, call)
         # Only an edited call's card is drawn again by the worker (with the edit's preview).
@@ -201,14 +219,23 @@ class SlackReporter:
         return ts if ts != call.message_ts else None
 
     async def _update_or_post(
-        self, run: RunView, message_ts: str | None, text: str, blocks: list[Block], what: str
+        self,
+        run: RunView,
+        message_ts: str | None,
+        text: str,
+        blocks: list[Block],
+        what: str,
+        *,
+        channel: str | None = None,
     ) -> str:
         """Update the message at `message_ts`, or post it in the run's thread when there is
-        none or Slack no longer has it (`message_not_found`): the ts it has now."""
+        none or Slack no longer has it (`message_not_found`): the ts it has now. `channel`: a
+        card's, in the approvers' channel (posted again there, not in a thread)."""
+        channel = channel or run.conversation.channel
         if message_ts:
             try:
                 await self._client.chat_update(
-                    channel=run.conversation.channel, ts=message_ts, text=text, blocks=blocks
+                    channel=channel, ts=message_ts, text=text, blocks=blocks
                 )
                 return message_ts
             except SlackApiError as error:
@@ -220,8 +247,8 @@ class SlackReporter:
                 what,
             )
         response = await self._client.chat_postMessage(
-            channel=run.conversation.channel,
-            thread_ts=run.conversation.thread,
+            channel=channel,
+            thread_ts=run.conversation.thread if channel == run.conversation.channel else None,
             text=text,
             blocks=blocks,
         )
@@ -236,9 +263,10 @@ class SlackReporter:
             if mentions
             else reach_messages.reminder_anyone(call.agent, call.tool, call.expires_at)
         )
-        posted = await self._client.chat_postMessage(
-            channel=run.conversation.channel, thread_ts=run.conversation.thread, text=text
-        )
+        channel = run.card_channel(call)
+        # Where the card is: under it in the approvers' channel, for a run asked for elsewhere.
+        thread = run.conversation.thread if channel == run.conversation.channel else call.message_ts
+        posted = await self._client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
         if self._reminder_lines is not None:
             try:
                 await self._reminder_lines.note(run.run_id, call.approval_id, str(posted["ts"]))
@@ -257,7 +285,7 @@ class SlackReporter:
         text = messages.reminder_settled(call.tool, call.decision)
         for ts in lines:
             try:
-                await self._client.chat_update(channel=run.conversation.channel, ts=ts, text=text)
+                await self._client.chat_update(channel=run.card_channel(call), ts=ts, text=text)
             except (SlackApiError, ClientError, TimeoutError) as error:
                 log.warning("run %s: a reminder not redrawn (%s)", run.run_id, error)
 
@@ -275,13 +303,15 @@ class SlackReporter:
             if self._draws is not None:
                 await self._draws.wait_drawn(run.run_id, call.approval_id)
                 await self._draws.forget(run.run_id, call.approval_id)
-            blocks = approval_decided_blocks(run, call)
+            blocks = await self._approvers.with_way_back(
+                run, call, approval_decided_blocks(run, call)
+            )
             text = messages.decision_headline(
                 call.decision, call.tool, requester=run.conversation.requester
             )
             try:
                 await self._client.chat_update(
-                    channel=run.conversation.channel, ts=call.message_ts, text=text, blocks=blocks
+                    channel=run.card_channel(call), ts=call.message_ts, text=text, blocks=blocks
                 )
             except SLACK_ERRORS as error:
                 log.warning(

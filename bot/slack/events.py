@@ -49,6 +49,8 @@ class MemberChanged(SlackEvent):
 class HomeOpened(SlackEvent):
     user: str
     tab: str = "home"
+    channel: str | None = None
+    """The person's direct message with the app (its Messages tab's)."""
 
 
 class Said(SlackEvent):
@@ -62,6 +64,8 @@ class Said(SlackEvent):
     thread_ts: str | None = None
     subtype: str | None = None
     bot_id: str | None = None
+    channel_type: str | None = None
+    """`im` for a direct message with the app (`message.im`)."""
 
 
 class SessionStopped(SlackEvent):
@@ -70,6 +74,11 @@ class SessionStopped(SlackEvent):
     channel: str
     thread_ts: str
     user: str
+
+
+def is_direct(channel: str) -> bool:
+    """A direct message with the app: Slack's ids of those begin with D."""
+    return channel.startswith("D")
 
 
 E = TypeVar("E", bound=SlackEvent)

@@ -21,6 +21,7 @@ from bot.listeners.approvals import ApprovalActions
 from bot.listeners.batch import BatchActions
 from bot.listeners.commands import AgentCommand
 from bot.listeners.confirmations import ConfirmActions
+from bot.listeners.direct_messages import DirectMessages
 from bot.listeners.edits import EditActions
 from bot.listeners.gate import ApprovalGate
 from bot.listeners.grants import GrantActions
@@ -52,6 +53,7 @@ from runtime.jobs import JobQueue
 from runtime.mcp import McpListings, QuestionStore
 from runtime.policy import Policy, parse_principals
 from runtime.process import TaskSet
+from runtime.registry import RegistryError, load_registry
 from runtime.runs import LiveRuns
 from runtime.stops import Principals, RunStopper
 
@@ -261,6 +263,14 @@ def _listeners(
         ),
         client=client,
         tasks=tasks,
+        cards_have_a_channel=policy.names_a_card_channel,
+    )
+    threads = ThreadReplies(
+        history=history,
+        queue=command.queue,
+        client=client,
+        agents=agent_names,
+        requesters=requesters,
     )
     return Listeners(
         command=command,
@@ -280,14 +290,27 @@ def _listeners(
             directory=lookups.directory,
             tasks=tasks,
         ),
-        threads=ThreadReplies(
-            history=history,
+        threads=threads,
+        direct=DirectMessages(
             queue=command.queue,
+            requesters=requesters,
             client=client,
             agents=agent_names,
-            requesters=requesters,
+            replies=threads,
+            cards_have_a_channel=policy.names_a_card_channel,
+            lines=_agent_lines(settings, agent_names),
         ),
     )
+
+
+def _agent_lines(settings: Settings, agent_names: list[str]) -> dict[str, str]:
+    """Each agent's one line (the Messages tab's suggested prompts), from the registry the
+    process was started with; none when it cannot be read here."""
+    try:
+        lines = load_registry(settings.agents).lines
+    except RegistryError:
+        return {}
+    return {name: lines.get(name, "") for name in agent_names}
 
 
 def _kept(settings: Settings) -> KeptArguments:

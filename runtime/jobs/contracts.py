@@ -35,7 +35,7 @@ def new_approval_id() -> str:
 
 
 class Conversation(BaseModel):
-    """Where a run talks to people; the runtime passes it through without reading it."""
+    """Where a run talks to people; the runtime passes it through, reading only `direct`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -48,6 +48,20 @@ class Conversation(BaseModel):
     """Id of the run's root message, once posted."""
     reply_url: str | None = None
     """Where to reach the requester if the channel refuses our messages."""
+    direct: bool = False
+    """Started in a direct message with the app (its Messages tab, `/agent` there): the
+    conversation is the requester's alone, so each card goes to the approvers' channel (its
+    rule's `channel`, else `APPROVAL_CHANNEL`) and is only pointed at here."""
+    opened: str | None = None
+    """The person's message that started the run (a direct message): the run's thread is that
+    message's, and its first words a reply in it."""
+
+    @property
+    def unset_fields(self) -> set[str]:
+        """Fields written only when set, so that an older process reads every run it knew."""
+        unset = {"requester_external"} if not self.requester_external else set()
+        unset |= {"direct"} if not self.direct else set()
+        return unset | ({"opened"} if self.opened is None else set())
 
 
 class StartJob(BaseModel):
@@ -75,15 +89,16 @@ class StartJob(BaseModel):
         """The oldest version of the job contract that reads this job, which picks its stream
         (`Shard.job_streams`): 2 for a reply's start or an outsider's run, which workers before
         `continues` and `requester_external` cannot read, else 1."""
-        return 2 if self.continues or self.conversation.requester_external else 1
+        conversation = self.conversation
+        return 2 if self.continues or conversation.requester_external or conversation.direct else 1
 
     def payload(self) -> str:
         """The job as queued: without `continues` when it continues nothing, and without the
         conversation's `requester_external` while false, so an older worker (whose contracts
         forbid unknown fields) reads every job it knew."""
         exclude: dict[str, Any] = {} if self.continues else {"continues": True}
-        if not self.conversation.requester_external:
-            exclude["conversation"] = {"requester_external"}
+        if unset := self.conversation.unset_fields:
+            exclude["conversation"] = unset
         return self.model_dump_json(exclude=exclude or None)
 
 

@@ -38,6 +38,7 @@ def load_policy(settings: RuntimeSettings) -> Policy:
         default_ttl_seconds=settings.approval_ttl_seconds,
         default_grant_max_seconds=settings.grant_max_seconds,
         default_external=settings.external_deciders == "allow",
+        default_channel=settings.approval_channel,
     )
 
 

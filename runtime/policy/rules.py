@@ -24,6 +24,8 @@ The policy file (`POLICY_FILE`, TOML) holds rules matched in order, first match 
     preview = false            # never call the tool's preview (default true): it is a read
                                # nobody approved, shown to the whole channel
     notify = ["U0LEAD", "C0OPS"]   # copies of the card: a user's DMs, a group's, a channel
+    channel = "C0APPROVALS"    # where the cards of runs started in a direct message with the
+                               # app go (default APPROVAL_CHANNEL)
     escalate_after_seconds = 600   # still undecided then: escalate_to may decide too, and
     escalate_to = ["S0ONCALL"]     # get a copy and a mention in the thread
     elicitation_responders = ["U0DBA"]  # who answers the server's questions (default: requester)
@@ -67,6 +69,8 @@ __all__ = ["CallRule", "Match", "Policy", "PolicyError", "Rule", "parse_principa
 
 AUDIENCE_PATTERN = r"^[UWSCG][A-Z0-9]{2,31}$"
 """Who can be told of a call: people, user groups, and channels."""
+CHANNEL_PATTERN = r"^[CG][A-Z0-9]{2,31}$"
+"""A channel a card can be posted in (a rule's `channel`, `APPROVAL_CHANNEL`)."""
 
 
 class PolicyError(Exception):
@@ -96,6 +100,9 @@ class Rule(BaseModel):
     preview: bool = True
     """Call the tool's preview (`runtime.calls.previews`) for the card."""
     notify: tuple[str, ...] = ()
+    channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
+    """Where the cards of a run started in a direct message with the app go (its requester's
+    conversation is private to them); unset: `APPROVAL_CHANNEL`."""
     escalate_after_seconds: int | None = Field(None, ge=1, le=604800)
     escalate_to: tuple[str, ...] = ()
     name: str | None = Field(None, min_length=1, max_length=80)
@@ -188,6 +195,8 @@ class Policy:
     default_grant_max_seconds: int = 0
     default_external: bool = False
     """`EXTERNAL_DECIDERS=allow`."""
+    default_channel: str | None = None
+    """`APPROVAL_CHANNEL`: where the cards of runs started in a direct message go."""
     rule_lines: tuple[int, ...] = ()
     """The line of each rule's `[[rule]]` in the policy file, for whoever points at one."""
 
@@ -202,9 +211,18 @@ class Policy:
                 ",".join(self.default_approvers),
                 f"{self.default_ttl_seconds},{self.default_grant_max_seconds}",
                 str(self.default_external),
+                # Written only when set: a deploy without APPROVAL_CHANNEL keeps the version.
+                *([f"channel:{self.default_channel}"] if self.default_channel else []),
             ]
         )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def names_a_card_channel(self) -> bool:
+        """Whether cards of runs started in a direct message can go anywhere:
+        `APPROVAL_CHANNEL`, or a rule's `channel` (a call whose rule names none, without
+        `APPROVAL_CHANNEL`, is then refused: `runtime.policy.verdicts`)."""
+        return self.default_channel is not None or any(r.channel for r in self.rules)
 
     def match(self, tool: str, agent: str, mcp_server: str | None = None) -> Match:
         """The rule a call of `tool` falls under, its arguments unknown (a tool's listing): a
@@ -276,6 +294,7 @@ class Policy:
                 auto=None,
                 grant_max_seconds=self.default_grant_max_seconds,
                 external=self.default_external,
+                channel=self.default_channel,
             )
         approvers = self.default_approvers if rule.approvers is None else rule.approvers
         return CallRule(
@@ -304,6 +323,7 @@ class Policy:
             name=rule.name,
             confirm=rule.confirm,
             index=index,
+            channel=rule.channel or self.default_channel,
         )
 
 
@@ -318,4 +338,5 @@ def _unset(rule: Rule) -> set[str]:
     unset = {"elicitation_responders"} if rule.elicitation_responders is None else set()
     unset |= {"answer"} if rule.answer else set()
     unset |= {"review_output"} if not rule.review_output else set()
+    unset |= {"channel"} if rule.channel is None else set()
     return unset | ({"review_output_when"} if rule.review_output_when is None else set())

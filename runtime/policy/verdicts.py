@@ -30,6 +30,12 @@ from runtime.policy.rules import Policy
 from runtime.record.call_rule import CallRule
 from runtime.record.permissions import RuleKey
 
+NO_CARD_CHANNEL = (
+    "it was asked for in a direct message with the app and no approvers' channel is set "
+    "(set APPROVAL_CHANNEL, or the rule's channel in the policy)"
+)
+"""Why a call of a run started in a direct message is refused when its card has nowhere to go."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Verdict:
@@ -67,6 +73,9 @@ async def judge(
         rule = replace(rule, review_output=True)
     if (arguments is not None and not arguments.valid) or conversation.requester_external:
         rule = rule.unloosened
+    if conversation.direct and rule.channel is None and rule.auto is None:
+        # Its card would be the requester's alone: nobody else could see it, let alone decide.
+        rule = replace(rule, auto="reject", refusal=NO_CARD_CHANNEL)
     key = None
     if rule.allow_always:
         key = RuleKey(

@@ -83,6 +83,9 @@ class CallRule:
     refusal: str | None = None
     """Set when no person could ever approve the call under the combined rule: why, for the
     model (the call is rejected)."""
+    channel: str | None = None
+    """Where the card goes when the run was started in a direct message with the app (its
+    rule's `channel`, else `APPROVAL_CHANNEL`); None: nowhere but the run's own conversation."""
 
     @property
     def unloosened(self) -> CallRule:
@@ -131,6 +134,7 @@ def stricter(unjudged: CallRule, otherwise: CallRule, why: Unjudged) -> CallRule
         index=unjudged.index,
         unjudged=(why, *otherwise.unjudged),
         refusal=refusal,
+        channel=otherwise.channel or unjudged.channel,
     )
 
 

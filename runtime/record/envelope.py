@@ -205,6 +205,9 @@ class PendingCall(BaseModel):
     invalid: str | None = None
     """Why the arguments do not fit the tool ("`amount_cents`: Input should be a valid
     integer"): nothing approved it by itself; a person may reject or edit it."""
+    channel: str | None = None
+    """Where its card is, when not in the run's thread (a run started in a direct message: the
+    approvers' channel, `CallRule.channel`); the decision script's gate names it."""
     edited_preview: str | None = None
     """The tool's preview of the edited arguments an approval binds, made just before the tool
     runs with them (`runtime.runs.edited_previews`); "" when it failed. Never stored: only the
@@ -275,6 +278,7 @@ _OMITTED_WHEN_UNSET = (
     "confirm",
     "unjudged",
     "invalid",
+    "channel",
 )
 
 
@@ -282,9 +286,9 @@ def dump_envelope(envelope: RunEnvelope) -> str:
     """The stored form: per-call message ids and decisions live in fields of their own."""
     per_call = {"message_ts", "decision", "approvals", "edit", "copies", "edited_preview"}
     data = envelope.model_dump(mode="json", exclude={"calls": {"__all__": per_call}})
-    if not data["conversation"].get("requester_external"):
-        # Written only when true: a web process of the previous version reads every other run.
-        data["conversation"].pop("requester_external", None)
+    for name in envelope.conversation.unset_fields:
+        # Written only when set: a web process of the previous version reads every other run.
+        data["conversation"].pop(name, None)
     for call in data["calls"]:
         for name in _OMITTED_WHEN_UNSET:
             if call.get(name) in (None, [], False):

@@ -262,7 +262,7 @@ class CallGate(BaseModel):
             tool=call.tool,
             agent=call.agent,
             requester=envelope.conversation.requester,
-            channel=envelope.conversation.channel,
+            channel=call.channel or envelope.conversation.channel,
             users=users,
             groups=groups,
             anyone=not call.approvers,

@@ -177,6 +177,7 @@ class CallPlanner:
             confirm=rule.confirm,
             unjudged=tuple(UnjudgedRule(rule=u.rule, reason=u.reason) for u in rule.unjudged),
             invalid=arguments.problem,
+            channel=rule.channel if envelope.conversation.direct else None,
         )
         return call, verdict
 

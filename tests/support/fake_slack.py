@@ -59,6 +59,7 @@ limit): `refuse` makes the fake answer each."""
 NEEDED_SCOPES = {
     "agents.sessions.setStatus": "assistant:write",
     "agents.sessions.rename": "assistant:write",
+    "assistant.threads.setSuggestedPrompts": "assistant:write",
 }
 
 TOKEN_ERRORS = ("invalid_auth", "account_inactive", "token_revoked")

@@ -88,7 +88,8 @@ function renderSidebar() {
     id, "# " + channelName(id), messagesIn(id).filter((m) => !m.thread_ts).length, "#" + channelName(id),
   )));
   $("dm-list").replaceChildren(sidebarEntry(
-    "dm", BOT.name, messagesIn(dmOf(person)).length, `Your direct messages with ${BOT.name}`,
+    "dm", BOT.name, messagesIn(dmOf(person)).length,
+    `${BOT.name}'s Messages tab: write a task to start a run; copies of cards land here too`,
   ));
 }
 
@@ -96,6 +97,7 @@ function go(key, ts) {
   place = key;
   shownPlace = "";
   if (key === "home") send({ kind: "home" });  // Slack sends app_home_opened on every visit
+  if (key === "dm") send({ kind: "messages" });  // with tab "messages": the suggested prompts
   render();
   $("messages").scrollTop = $("messages").scrollHeight;
   if (ts) {
@@ -232,7 +234,9 @@ function renderConversation(channel) {
       const thread = el("div", "thread");
       thread.append(...replies.map((r) => r[1]));
       if (session && session.status === "processing") thread.append(sessionBar(root.ts));
-      if (!root.missing && !channel.startsWith("D")) thread.append(replyBox(root.ts));
+      if (!root.missing && (!channel.startsWith("D") || channel === dmOf(person))) {
+        thread.append(replyBox(root.ts));
+      }
       group.append(thread);
     }
     timeline.push([Number(root.ts), group]);
@@ -262,8 +266,9 @@ function emptyHint(channel) {
       + "modals go through the same handlers as in Slack.");
   }
   if (channel === dmOf(person)) {
-    return el("p", "empty", `Nothing from ${BOT.name} yet. Copies of cards a policy sends you `
-      + "(notify, escalate_to) and notes about what you did on the Home tab land here.");
+    return el("p", "empty", `Write a task below to start a run, as in Slack's Messages tab: `
+      + "its cards wait in #" + channelName(snapshot.config.channel.id) + ", where the approvers "
+      + "are. Copies of cards a policy sends you and notes about the Home tab land here too.");
   }
   return el("p", "empty", "Nothing here yet.");
 }
@@ -363,16 +368,47 @@ function renderPlace() {
   const home = place === "home";
   const shown = JSON.stringify(home
     ? [person, snapshot.home[person] || null]
-    : [person, place, messagesIn(placeChannel()), notesIn(placeChannel())]);
+    : [person, place, messagesIn(placeChannel()), notesIn(placeChannel()),
+      place === "dm" ? (snapshot.prompts || {})[dmOf(person)] || null : null]);
   if (shown === shownPlace) return;
   shownPlace = shown;
   $("home").hidden = !home;
   $("messages").hidden = home;
-  const composing = place === snapshot.config.channel.id;
+  const writing = place === "dm";  // the Messages tab: a message to the app, not a command
+  const composing = place === snapshot.config.channel.id || writing;
   $("composer-box").hidden = !composing;
   $("composer-box").parentElement.classList.toggle("quiet", !composing);
+  $("command").placeholder = writing ? `Message ${BOT.name}` : "/agent delete u-100";
+  $("command").setAttribute("aria-label", writing ? `Message ${BOT.name}` : "Message #demo");
+  renderSuggestions(writing);
   if (home) renderHome();
   else renderConversation(placeChannel());
+}
+
+// Under the composer: the example commands in the channel; in the Messages tab, the suggested
+// prompts the app set when the tab opened, which Slack sends as written when clicked.
+function renderSuggestions(writing) {
+  const box = $("examples");
+  if (!writing) {
+    box.replaceChildren(...EXAMPLES.map((example) => {
+      const chip = el("button", "", "/agent " + example);
+      chip.type = "button";
+      chip.onclick = () => { $("command").value = "/agent " + example; $("command").focus(); };
+      return chip;
+    }));
+    return;
+  }
+  const shown = (snapshot.prompts || {})[dmOf(person)];
+  if (!shown) {
+    box.replaceChildren();
+    return;
+  }
+  box.replaceChildren(el("span", "prompts-title", shown.title || ""), ...shown.prompts.map((p) => {
+    const chip = el("button", "", p.title);
+    chip.type = "button";
+    chip.onclick = async () => { if (await send({ kind: "write", text: p.message })) follow(); };
+    return chip;
+  }));
 }
 
 // What real Slack would have refused: the stand-in answered with Slack's error, so the bot saw a
@@ -426,6 +462,26 @@ function start() {
   form.onsubmit = async (event) => {
     event.preventDefault();
     const typed = input.value.trim();
+    if (place === "dm") {
+      if (!typed) return;
+      if (typed.startsWith("/")) {
+        $("composer-error").textContent = `Write the task itself here, e.g. delete u-100; `
+          + "slash commands are typed in #" + channelName(snapshot.config.channel.id) + ".";
+        return;
+      }
+      const problem = tooLong(typed);
+      if (problem) {
+        $("composer-error").textContent = problem;
+        return;
+      }
+      input.value = "";
+      if (!(await send({ kind: "write", text: typed }))) {
+        if (!input.value) input.value = typed;
+        return;
+      }
+      follow();
+      return;
+    }
     const match = typed.match(/^(\/[a-z0-9_-]+)(?:\s+([\s\S]*))?$/);
     if (!match) {
       $("composer-error").textContent = "Type a slash command, e.g. /agent delete u-100.";
@@ -448,12 +504,6 @@ function start() {
     const match = input.value.trim().match(/^\/[a-z0-9_-]+(?:\s+([\s\S]*))?$/);
     $("composer-error").textContent = tooLong(match ? match[1] || "" : "");
   };
-  for (const example of EXAMPLES) {
-    const chip = el("button", "", "/agent " + example);
-    chip.type = "button";
-    chip.onclick = () => { input.value = "/agent " + example; input.focus(); };
-    $("examples").append(chip);
-  }
   const events = new EventSource("/console/stream");
   events.onmessage = (event) => {
     snapshot = JSON.parse(event.data);
@@ -465,6 +515,7 @@ function start() {
   events.onopen = () => {
     $("composer-error").textContent = "";
     if (place === "home") send({ kind: "home" });  // a restarted demo publishes the tab again
+    if (place === "dm") send({ kind: "messages" });
   };
 }
 

@@ -182,3 +182,41 @@ async def test_the_fake_answers_each_error_a_workspace_without_them_gives(
     start = client.chat_startStream(channel="DUALICE", thread_ts=ts, markdown_text="x")
     assert await error_of(start) == error
     assert slack.agents.session(CHANNEL, ts) is None
+
+
+async def test_the_messages_tabs_suggested_prompts_are_checked_as_slack_checks_them(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    prompts = [{"title": "ops: restarts services", "message": "ops: "}]
+    await client.assistant_threads_setSuggestedPrompts(
+        channel_id="DUALICE", title="Start", prompts=prompts
+    )
+    assert slack.agents.prompts["DUALICE"] == {"title": "Start", "prompts": prompts}
+    too_many = prompts * 5
+    no_message = [{"title": "ops"}]
+    assert (
+        await error_of(
+            client.assistant_threads_setSuggestedPrompts(channel_id="DUALICE", prompts=too_many)
+        )
+        == "invalid_arguments"
+    )
+    assert (
+        await error_of(
+            client.assistant_threads_setSuggestedPrompts(channel_id="DUALICE", prompts=no_message)
+        )
+        == "invalid_arguments"
+    )
+    assert (
+        await error_of(
+            client.assistant_threads_setSuggestedPrompts(channel_id=CHANNEL, prompts=prompts)
+        )
+        == "channel_not_found"
+    )
+    # With a thread_ts (the legacy assistant's), an agent's call silently does nothing.
+    await client.assistant_threads_setSuggestedPrompts(
+        channel_id="DUALICE", thread_ts="1.000001", prompts=[{"title": "x", "message": "x"}]
+    )
+    assert slack.agents.prompts["DUALICE"]["prompts"] == prompts
+    slack.refuse("assistant.threads.setSuggestedPrompts", "missing_scope")
+    refused = client.assistant_threads_setSuggestedPrompts(channel_id="DUALICE", prompts=prompts)
+    assert await error_of(refused) == "missing_scope"

@@ -35,6 +35,7 @@ SCOPES = {
     "im:read",
     "mpim:read",
     "assistant:write",
+    "im:history",
 }
 
 
@@ -57,6 +58,10 @@ def test_the_http_manifest_points_everything_at_slack_events() -> None:
     assert set(app["oauth_config"]["scopes"]["bot"]) == SCOPES
     [command] = app["features"]["slash_commands"]
     assert command["command"] == "/agent"
+    # People write to the app in its Messages tab, Slack's agent experience.
+    assert "agent_view" in app["features"] and "assistant_view" not in app["features"]
+    assert app["features"]["app_home"]["messages_tab_read_only_enabled"] is False
+    assert "message.im" in app["settings"]["event_subscriptions"]["bot_events"]
     settings = app["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert app["features"]["app_home"]["home_tab_enabled"] is True
