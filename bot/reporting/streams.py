@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
-from slack_sdk.models.messages.chunk import Chunk, TaskUpdateChunk
+from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.reporting.sessions import AgentSessions
@@ -49,6 +49,11 @@ TASK_STATUSES = {
 }
 
 
+class TextWithdrawn(Exception):
+    """The model's text no longer begins with what was streamed (a failed attempt's text was
+    withdrawn): a stream only appends, so the message goes on as an ordinary one."""
+
+
 def plain(message_id: str | None) -> str | None:
     """The message's ts, whether it streams or not."""
     if message_id and message_id.startswith(STREAM_PREFIX):
@@ -67,6 +72,8 @@ class RunStreams:
         """Run id -> the ts of the stream this process has open for it."""
         self._sent: dict[str, dict[str, tuple[str, str]]] = {}
         """Run id -> task id -> (state, note) as last streamed."""
+        self._said: dict[str, str] = {}
+        """Run id -> the model's text as streamed so far in its open stream."""
         self._team: str | None = None
 
     async def show(
@@ -77,7 +84,7 @@ class RunStreams:
         one) and False. `foot`: the status message's blocks, left at the foot of a stopped
         stream."""
         run_id = run.run_id
-        if not self._sessions.on or run.conversation.thread is None:
+        if not self._sessions.on_for(run):
             await self._abandon(run)
             return plain(message_id), False
         ours = self._open.get(run_id)
@@ -89,7 +96,7 @@ class RunStreams:
             if ours is None:
                 ours = await self._start(run, activity)
             else:
-                held = await self._chunks(run, activity.tasks)
+                held = [*self._new_text(run, activity.text), *await self._chunks(run, activity)]
             if activity.state == "working":
                 if held:
                     await self._client.chat_appendStream(
@@ -102,17 +109,22 @@ class RunStreams:
                 channel=run.conversation.channel, ts=ours, chunks=held or None, blocks=list(foot)
             )
             return ours, True
+        except TextWithdrawn:
+            log.info("run %s: a failed model call's text withdrawn; its stream goes on as a "
+                     "message", run_id)
+            code = "withdrawn"
         except SlackApiError as error:
             code = str(error.response.get("error"))
-            self._forget(run_id)
             if code not in GONE_ON:
-                self._sessions.turn_off(method, error)
-            log.info("run %s: its stream goes on as a message (%s: %s)", run_id, method, code)
-            return ours or plain(message_id), False
+                self._sessions.refused(run, method, error)
         except (ClientError, TimeoutError) as error:
-            self._forget(run_id)
-            self._sessions.turn_off(method, None, reason=type(error).__name__)
-            return ours or plain(message_id), False
+            code = type(error).__name__
+            self._sessions.refused(run, method, None, reason=code)
+        self._forget(run_id)
+        if ours is not None and code != "message_not_in_streaming_state":
+            await self._stop(run, ours)
+        log.info("run %s: its stream goes on as a message (%s: %s)", run_id, method, code)
+        return ours or plain(message_id), False
 
     async def _streams_anew(self, run: RunView, message_id: str | None, activity: Activity) -> bool:
         """Whether the run, with no stream of this process open, starts one: a stretch this
@@ -129,7 +141,8 @@ class RunStreams:
     async def _start(self, run: RunView, activity: Activity) -> str:
         conversation = run.conversation
         assert conversation.thread is not None
-        chunks = await self._chunks(run, activity.tasks)
+        self._said[run.run_id] = ""
+        chunks = [*self._new_text(run, activity.text), *await self._chunks(run, activity)]
         response = await self._client.chat_startStream(
             channel=conversation.channel,
             thread_ts=conversation.thread,
@@ -163,6 +176,13 @@ class RunStreams:
         except (SlackApiError, ClientError, TimeoutError) as error:
             log.info("run %s: the previous stretch's message not settled: %s", run.run_id, error)
 
+    async def _stop(self, run: RunView, ts: str) -> None:
+        """A stream that goes on as a message is stopped first (Slack may have ended it)."""
+        try:
+            await self._client.chat_stopStream(channel=run.conversation.channel, ts=ts)
+        except (SlackApiError, ClientError, TimeoutError):
+            log.info("run %s: its stream not stopped before going on as a message", run.run_id)
+
     async def _abandon(self, run: RunView) -> None:
         """Streaming went off while this run streamed: its stream is stopped, not left open."""
         ts = self._open.get(run.run_id)
@@ -177,9 +197,22 @@ class RunStreams:
     def _forget(self, run_id: str) -> None:
         self._open.pop(run_id, None)
         self._sent.pop(run_id, None)
+        self._said.pop(run_id, None)
 
-    async def _chunks(self, run: RunView, tasks: Sequence[Task]) -> list[Chunk]:
+    def _new_text(self, run: RunView, text: str) -> list[Chunk]:
+        """The model's text not streamed yet, as one Markdown chunk (none: nothing new).
+        Raises `TextWithdrawn` when the text no longer begins with what was streamed."""
+        said = self._said.get(run.run_id, "")
+        if not text.startswith(said):
+            raise TextWithdrawn
+        if len(text) == len(said):
+            return []
+        self._said[run.run_id] = text
+        return [MarkdownTextChunk(text=words.streamed_text(text[len(said) :]))]
+
+    async def _chunks(self, run: RunView, activity: Activity) -> list[Chunk]:
         """The tasks that changed since last streamed, as Slack's task updates."""
+        tasks: Sequence[Task] = activity.tasks
         sent = self._sent.setdefault(run.run_id, {})
         changed = [t for t in tasks if sent.get(t.id) != (t.state, t.note)]
         if not changed:

@@ -1,15 +1,34 @@
-"""The words of a run's streamed message: one line per tool call of a stretch (a task), and
-the line left on a stretch's message once the run has gone on."""
+"""The words of a run's streamed message: the model's text as it comes, one line per tool call
+of a stretch (a task), and the line left on a stretch's message once the run has gone on."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bot.words.runs import escape
 from runtime.reporter import Task
 
 STRETCH_SETTLED = "Decided; the run went on below."
 MOVED_ON = "\n\n_This run moved on to another worker; its progress continues below._"
 TITLE_LIMIT = 250
+SAID_LIMIT = 11_000
+"""Characters of the model's text a status message shows (the tail) when a stream went on as
+an ordinary message: a `markdown` block holds 12,000, with the status beside it."""
+
+
+def streamed_text(text: str) -> str:
+    """The model's text, as streamed: Markdown, escaped so it cannot ping or link."""
+    return escape(text)
+
+
+def said_so_far(text: str) -> str:
+    """The model's text of a stretch on a message that no longer streams (its tail)."""
+    text = text.strip()
+    shown = escape(text)
+    while len(shown) > SAID_LIMIT:  # escaping lengthens: cut until it fits
+        text = text[-(SAID_LIMIT * len(text) // len(shown)) + 1 :]
+        shown = "…" + escape(text)
+    return shown
 
 
 def task_title(task: Task, names: Mapping[str, str]) -> str:
