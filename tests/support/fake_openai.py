@@ -209,14 +209,18 @@ class FakeOpenAI:
         if model_request.body.get("stream"):
             return await self._stream(request, model, reply)
         assert isinstance(reply, list)
-        return web.json_response(_response(model, reply))
+        return web.json_response(
+            _response(model, reply), headers={"x-request-id": f"req_{next(_ids)}"}
+        )
 
     async def _stream(
         self, request: web.Request, model: str, reply: list[Item] | StreamCut
     ) -> web.StreamResponse:
         cut = reply.after if isinstance(reply, StreamCut) else None
         output = reply.output if isinstance(reply, StreamCut) else reply
-        answer = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        answer = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "x-request-id": f"req_{next(_ids)}"}
+        )
         await answer.prepare(request)
         written = 0
         for event in stream_events(_response(model, output)):
