@@ -1,0 +1,100 @@
+"""The model's text streams in its stretch's message as it is written, appended at most about
+once a second; a model call that breaks off mid-answer is asked again and its text replaced,
+not repeated; a text past what a stream holds goes on in an ordinary message; the answer is
+posted whole at the end, as always."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import with_env
+from tests.support.fake_openai import ModelRequest, Reply, StreamCut, message
+from tests.support.fake_slack import Message
+from tests.support.harness import Harness
+
+ANSWER = (
+    "Nothing needed a person here. The three users are listed in the directory, and none of "
+    "them has logged in this month, so nothing was changed and nobody was told."
+)
+
+
+def streamed(bot: Harness, root: Message) -> list[Message]:
+    return [m for m in bot.slack.thread(root.channel, root.ts) if m.streamed]
+
+
+def text_appends(bot: Harness) -> list[float]:
+    """When each append carrying the model's text arrived."""
+    return [
+        call.at
+        for call in bot.slack.calls_to("chat.appendStream")
+        if any(c.get("type") == "markdown_text" for c in call.args.get("chunks") or [])
+    ]
+
+
+@with_env(STREAMING="on")
+async def test_the_models_text_streams_as_it_is_written(bot: Harness) -> None:
+    bot.model.script = lambda request: [message(ANSWER)]
+    bot.model.pace = 0.12  # 8 characters an event: the answer takes about 2.5 s to write
+    root = await bot.start_run("who has not logged in?")
+    [stream] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    partial = await bot.slack.wait_for(
+        lambda: stream.text if stream.streaming and 0 < len(stream.text) < len(ANSWER) else "",
+        what="part of the answer shown while it is written",
+    )
+    assert ANSWER.startswith(partial)
+
+    assert (await bot.final_answer(root)).text == ANSWER, "posted whole, as always"
+    await bot.slack.wait_for(lambda: not stream.streaming, what="the stream stopped")
+    assert stream.text == ANSWER
+    assert ":no_entry_sign: Nothing ran" in stream.all_text()
+    appends = text_appends(bot)
+    assert len(appends) >= 1
+    assert all(b - a >= 0.9 for a, b in zip(appends, appends[1:], strict=False)), appends
+    assert [r.body.get("stream") for r in bot.model.requests] == [True]
+    bot.slack.assert_nothing_refused()
+
+
+@with_env(STREAMING="on", MODEL_RETRIES="2")
+async def test_an_answer_broken_off_is_asked_again_and_its_text_replaced(bot: Harness) -> None:
+    def script(request: ModelRequest) -> Reply:
+        if len(bot.model.requests) == 1:
+            return StreamCut([message("First try, which breaks off " + "x" * 60)], after=24)
+        return [message("Second try, whole.")]
+
+    bot.model.script = script
+    bot.model.pace = 0.3  # the first try's words reach Slack before it breaks off
+    root = await bot.start_run("who has not logged in?")
+    [stream] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    await bot.slack.wait_for(lambda: "First try" in stream.text, what="the first try shown")
+
+    assert (await bot.final_answer(root)).text == "Second try, whole."
+    await bot.slack.wait_for(
+        lambda: ":no_entry_sign: Nothing ran" in stream.all_text(), what="the stretch's ending"
+    )
+    assert "First try" not in stream.all_text(), "the broken-off text is replaced"
+    assert stream.all_text().count("Second try, whole.") == 1
+    assert len(bot.model.requests) == 2
+    [answer] = bot.slack.final_answers(root.ts)
+    assert answer.text == "Second try, whole."
+
+
+@with_env(STREAMING="on")
+@pytest.mark.parametrize("length", [12_500])
+async def test_a_text_past_what_a_stream_holds_goes_on_in_an_ordinary_message(
+    bot: Harness, length: int
+) -> None:
+    long = ("word " * (length // 5)).strip() + " the end."
+    bot.model.script = lambda request: [message(long)]
+    bot.model.pace = 0.002  # written in about 3 s: a stream starts, then outgrows Slack's limit
+    root = await bot.start_run("write a lot")
+    [stream] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    assert (await bot.final_answer(root)).text == long, "posted whole, as always"
+    await bot.slack.wait_for(
+        lambda: ":no_entry_sign: Nothing ran" in stream.all_text(), what="the status drawn on it"
+    )
+    assert not stream.streaming
+    [said] = [b["text"] for b in stream.blocks if b["type"] == "markdown"]
+    assert said.startswith("…") and said.endswith("the end.") and len(said) <= 11_000
+    assert [c.method for c in bot.slack.calls if c.method.startswith("chat.")].count(
+        "chat.startStream"
+    ) == 1, "one stream for the stretch, then an ordinary message"
