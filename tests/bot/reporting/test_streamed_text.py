@@ -58,7 +58,7 @@ async def test_the_models_text_streams_as_it_is_written(bot: Harness) -> None:
 async def test_an_answer_broken_off_is_asked_again_and_its_text_replaced(bot: Harness) -> None:
     def script(request: ModelRequest) -> Reply:
         if len(bot.model.requests) == 1:
-            return StreamCut([message("First try, which breaks off " + "x" * 60)], after=24)
+            return StreamCut([message("First try, which breaks off " + "x" * 60)], after=64)
         return [message("Second try, whole.")]
 
     bot.model.script = script
