@@ -87,6 +87,10 @@ class Task:
     (rejected by the policy), `stopped:<user>`, `failed`."""
     deciders: tuple[str, ...] = ()
     """`waiting`: who may decide it (users and groups; none: anyone in the channel)."""
+    card: str | None = None
+    """The id of the message that asked people to decide it (its card), once posted."""
+    reason: str = ""
+    """Why the person who decided it said no (a rejection's reason), as they wrote it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -27,11 +27,13 @@ from collections.abc import Mapping, Sequence
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
+from slack_sdk.models.blocks.block_elements import UrlSourceElement
 from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.reporting.sessions import AgentSessions
 from bot.slack.directory import ApproverDirectory
+from bot.slack.links import ThreadLinks
 from bot.words import streams as words
 from runtime.reporter import Activity, RunView, Task
 
@@ -75,6 +77,7 @@ class RunStreams:
         self._said: dict[str, str] = {}
         """Run id -> the model's text as streamed so far in its open stream."""
         self._team: str | None = None
+        self._links = ThreadLinks(client)
 
     async def show(
         self, run: RunView, message_id: str | None, activity: Activity, foot: Sequence[Block]
@@ -110,8 +113,10 @@ class RunStreams:
             )
             return ours, True
         except TextWithdrawn:
-            log.info("run %s: a failed model call's text withdrawn; its stream goes on as a "
-                     "message", run_id)
+            log.info(
+                "run %s: a failed model call's text withdrawn; its stream goes on as a message",
+                run_id,
+            )
             code = "withdrawn"
         except SlackApiError as error:
             code = str(error.response.get("error"))
@@ -135,7 +140,7 @@ class RunStreams:
         if message_id and message_id.startswith(STREAM_PREFIX):
             await self._taken_over(run, plain(message_id) or "")
         elif message_id and fresh:
-            await self._settle(run, message_id)
+            await self._settle(run, message_id, activity.tasks)
         return fresh
 
     async def _start(self, run: RunView, activity: Activity) -> str:
@@ -167,11 +172,18 @@ class RunStreams:
             log.info("run %s: its former stream not stopped (Slack unreachable)", run.run_id)
         self._sent.pop(run.run_id, None)
 
-    async def _settle(self, run: RunView, ts: str) -> None:
-        """The previous stretch's message no longer offers what its calls waited for."""
+    async def _settle(self, run: RunView, ts: str, tasks: Sequence[Task]) -> None:
+        """The previous stretch's message no longer offers what its calls waited for: it says
+        how each ended (`tasks`: the calls just decided), with a link to its card."""
+        decided = [t for t in tasks if t.note]
+        names = await self._names(decided)
+        links = {t.id: link for t in decided if (link := await self._card_link(run, t))}
         try:
             await self._client.chat_update(
-                channel=run.conversation.channel, ts=ts, text=words.STRETCH_SETTLED, blocks=[]
+                channel=run.conversation.channel,
+                ts=ts,
+                text=words.stretch_settled(decided, names, links),
+                blocks=[],
             )
         except (SlackApiError, ClientError, TimeoutError) as error:
             log.info("run %s: the previous stretch's message not settled: %s", run.run_id, error)
@@ -217,13 +229,12 @@ class RunStreams:
         changed = [t for t in tasks if sent.get(t.id) != (t.state, t.note)]
         if not changed:
             return []
-        people = {p for t in changed for p in t.deciders}
-        people |= {who for t in changed if (who := t.note.partition(":")[2])}
-        names: Mapping[str, str] = await self._directory.names(sorted(people)) if people else {}
+        names = await self._names(changed)
         chunks: list[Chunk] = []
         for task in changed:
             sent[task.id] = (task.state, task.note)
             outcome = words.task_outcome(task, names)
+            link = await self._card_link(run, task)
             chunks.append(
                 TaskUpdateChunk(
                     id=task.id,
@@ -231,13 +242,32 @@ class RunStreams:
                     status=TASK_STATUSES.get(task.state, "pending"),
                     output=outcome if task.state == "done" else None,
                     details=outcome if task.state == "error" else None,
+                    sources=[UrlSourceElement(url=link, text=words.CARD_LINK)] if link else None,
                 )
             )
         return chunks
+
+    async def _names(self, tasks: Sequence[Task]) -> Mapping[str, str]:
+        """The names of the people the tasks name (who may decide, who decided)."""
+        people = {p for t in tasks for p in t.deciders}
+        people |= {who for t in tasks if (who := t.note.partition(":")[2])}
+        return await self._directory.names(sorted(people)) if people else {}
+
+    async def _card_link(self, run: RunView, task: Task) -> str | None:
+        """The permalink of the card that asked for `task`'s call, built from its channel and
+        ts (no call per card: the workspace URL is asked once); None without a card."""
+        if task.card is None:
+            return None
+        link = await self._links.thread(run.conversation.channel, task.card)
+        if link is None or run.conversation.thread is None:
+            return link
+        return f"{link}?thread_ts={run.conversation.thread}&cid={run.conversation.channel}"
 
     async def _team_id(self) -> str:
         """The workspace a channel's stream is addressed in (Slack requires it with the
         recipient), asked of Slack once."""
         if self._team is None:
-            self._team = str((await self._client.auth_test())["team_id"])
+            answer = await self._client.auth_test()
+            self._links.learn(answer.get("url"))
+            self._team = str(answer["team_id"])
         return self._team

@@ -21,7 +21,6 @@ from tests.test_faults import killed_inside_the_tool, lost_card, migrate_then_an
 SESSION_METHODS = ("agents.sessions.setStatus", "agents.sessions.rename")
 
 
-
 def statuses(bot: Harness | FakeSlack, root: Message) -> list[str]:
     slack = bot if isinstance(bot, FakeSlack) else bot.slack
     session = slack.agents.session(root.channel, root.ts)

@@ -53,6 +53,13 @@ async def test_each_stretch_streams_one_message_of_tasks(bot: Harness) -> None:
     second = (await bot.slack.wait_for(lambda: streamed(bot, root)[1:], what="a second stream"))[0]
     await bot.slack.wait_for(lambda: not second.streaming, what="the second stream stopped")
     assert tasks(second) == [("delete_user", "complete", "Approved by @bob")]
+    [link] = second.tasks[0]["sources"]
+    assert link["url"] == (
+        f"https://console.localhost/archives/{card.channel}/p{card.ts.replace('.', '')}"
+        f"?thread_ts={root.ts}&cid={root.channel}"
+    ), "a link to the card that asked"
+    assert first.text.startswith("• `delete_user`: Approved by @bob (<https://console.localhost/")
+    assert first.text.endswith("|its card>)\nDecided; the run went on below.")
     assert second.text == "done: deleted u-100", "the model's text, streamed as it came"
     assert ":white_check_mark: Done" in second.all_text()
     assert first.action_ids() == [], "the waiting stretch's buttons went once decided"
@@ -201,3 +208,24 @@ async def test_a_stretch_appends_only_what_changed_and_stops_at_its_end(bot: Har
     message = bot.slack.messages[ended]
     assert (message.streaming, tasks(message)) == (False, [("list_users", "complete", None)])
     assert ":white_check_mark: Done" in message.all_text()
+
+
+@with_env(STREAMING="on")
+async def test_a_rejected_call_is_a_task_in_error_with_the_reason_and_its_card(
+    bot: Harness,
+) -> None:
+    bot.slack.users["UBOB"] = "bob"
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [first] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    await bot.slack.wait_for(lambda: not first.streaming, what="stopped as the run waits")
+    status, _ = await bot.sender.reject(card, user="UBOB", reason="Ada is still on payroll")
+    assert status == 200
+    await bot.final_answer(root)
+    second = (await bot.slack.wait_for(lambda: streamed(bot, root)[1:], what="a second stream"))[0]
+    await bot.slack.wait_for(lambda: not second.streaming, what="the second stream stopped")
+    assert tasks(second) == [("delete_user", "error", "Rejected by @bob: Ada is still on payroll")]
+    assert [s["text"] for s in second.tasks[0]["sources"]] == ["Its card"]
+    assert first.text.startswith("• `delete_user`: Rejected by @bob: Ada is still on payroll (<")
+    bot.slack.assert_nothing_refused()
