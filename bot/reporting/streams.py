@@ -112,24 +112,29 @@ class RunStreams:
                 channel=run.conversation.channel, ts=ours, chunks=held or None, blocks=list(foot)
             )
             return ours, True
-        except TextWithdrawn:
-            log.info(
-                "run %s: a failed model call's text withdrawn; its stream goes on as a message",
-                run_id,
-            )
-            code = "withdrawn"
-        except SlackApiError as error:
+        except (TextWithdrawn, SlackApiError, ClientError, TimeoutError) as error:
+            return await self._goes_on(run, ours, plain(message_id), method, error), False
+
+    async def _goes_on(
+        self, run: RunView, ours: str | None, message_id: str | None, method: str, error: Exception
+    ) -> str | None:
+        """After `error`, the stream `ours` (or, none started, the status message `message_id`;
+        None: a new one) goes on as an ordinary message, which is returned; streaming stays
+        on, or goes off for the run or for the process (`bot.reporting.sessions`)."""
+        if isinstance(error, SlackApiError):
             code = str(error.response.get("error"))
             if code not in GONE_ON:
                 self._sessions.refused(run, method, error)
-        except (ClientError, TimeoutError) as error:
+        elif isinstance(error, TextWithdrawn):
+            code = "a failed model call's text withdrawn"
+        else:
             code = type(error).__name__
             self._sessions.refused(run, method, None, reason=code)
-        self._forget(run_id)
+        self._forget(run.run_id)
         if ours is not None and code != "message_not_in_streaming_state":
             await self._stop(run, ours)
-        log.info("run %s: its stream goes on as a message (%s: %s)", run_id, method, code)
-        return ours or plain(message_id), False
+        log.info("run %s: its stream goes on as a message (%s: %s)", run.run_id, method, code)
+        return ours or message_id
 
     async def _streams_anew(self, run: RunView, message_id: str | None, activity: Activity) -> bool:
         """Whether the run, with no stream of this process open, starts one: a stretch this

@@ -5,6 +5,8 @@ posted whole at the end, as always."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.conftest import with_env
@@ -49,7 +51,7 @@ async def test_the_models_text_streams_as_it_is_written(bot: Harness) -> None:
     assert ":no_entry_sign: Nothing ran" in stream.all_text()
     appends = text_appends(bot)
     assert len(appends) >= 1
-    assert all(b - a >= 0.9 for a, b in zip(appends, appends[1:], strict=False)), appends
+    assert all(b - a >= 0.9 for a, b in itertools.pairwise(appends)), appends
     assert [r.body.get("stream") for r in bot.model.requests] == [True]
     bot.slack.assert_nothing_refused()
 

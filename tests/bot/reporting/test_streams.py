@@ -132,10 +132,11 @@ async def test_without_streams_a_run_shows_todays_status_and_one_log_line(
 
 async def status_with_stop(bot: Harness, root: Message) -> Message:
     thread = bot.slack.thread
-    [status] = await bot.slack.wait_for(
+    found: list[Message] = await bot.slack.wait_for(
         lambda: [m for m in thread(root.channel, root.ts) if "stop_run" in m.action_ids()],
         what="the status message with our Stop",
     )
+    [status] = found
     return status
 
 

@@ -84,7 +84,7 @@ async def test_a_stream_cut_mid_answer_raises_and_its_text_is_withdrawn(
 async def test_an_error_before_the_stream_is_the_models_error(model: FakeOpenAI) -> None:
     model.script = lambda request: ModelError(503)
     text = ModelText()
-    with pytest.raises(Exception, match="503|fake model error"):
+    with pytest.raises(Exception, match=r"503|fake model error"):
         await streamed_response(responses_model(model), text, ARGUMENTS, ModelSettings(), OPTIONS)
     assert text.shown == ""
 
