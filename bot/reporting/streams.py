@@ -1,17 +1,21 @@
 """Each stretch of a run streams one message in its thread (Slack's `chat.startStream`,
-`chat.appendStream`, `chat.stopStream`): a task per tool call of the stretch, `pending` when the
-model asks for it, `in_progress` while it runs, `complete` or `error` with how it ended; a call
-that waits for a person is a task naming who can decide. The model's own text is not streamed:
-the run's answer is posted whole, as before (`Runner.run` decides the run; nothing about how it
-decides changes for the sake of showing it).
+`chat.appendStream`, `chat.stopStream`): the model's text as it is produced
+(`runtime.reporter.Activity.text`, sent at most about once a second by the run's observer), and
+a task per tool call of the stretch, `pending` when the model asks for it, `in_progress` while it
+runs, `complete` or `error` with how it ended (a decided call's task links to its card); a call
+that waits for a person is a task naming who can decide. The run's answer is still posted
+whole at the end, as before.
 
 The stream is stopped whenever the run waits for a person or ends, with the status message's
 blocks at its foot (its buttons while calls wait; how it ended otherwise): from then on it is
-an ordinary message, and the run's next stretch starts a new stream. A stream Slack has ended
-(`message_not_in_streaming_state`, about five minutes after it started) or that would grow too
-long (`msg_too_long`) goes on as that ordinary message, redrawn by `chat.update`: no step is
-lost. Any other error answer turns streaming (and sessions) off for the process
-(`bot.reporting.sessions`), and the run goes on with its status message.
+an ordinary message, and the run's next stretch starts a new stream (the previous message then
+says how each of its calls was decided, with a link to its card). A stream Slack has ended
+(`message_not_in_streaming_state`, about five minutes after it started), that would grow too
+long (`msg_too_long`: 12,000 characters), or whose text was withdrawn (a failed model call's,
+asked again: a stream only appends) goes on as that ordinary message, redrawn by `chat.update`
+with the stretch's text: no step and no word is lost. Any other error answer turns streaming
+(and sessions) off for the process or for the run (`bot.reporting.sessions.AgentSessions.refused`),
+and the run goes on with its status message.
 
 The stream's id is the run's status message id, written where and when that id always was
 (`runtime.record.store.RunStore.set_status`), marked `stream:` while it streams: no write of

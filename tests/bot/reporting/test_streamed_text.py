@@ -6,12 +6,13 @@ posted whole at the end, as always."""
 from __future__ import annotations
 
 import itertools
+import logging
 
 import pytest
 
 from tests.conftest import with_env
 from tests.support.fake_openai import ModelRequest, Reply, StreamCut, message
-from tests.support.fake_slack import Message
+from tests.support.fake_slack import AGENT_ERRORS, ONE_CALL_ERRORS, Message
 from tests.support.harness import Harness
 
 ANSWER = (
@@ -100,3 +101,29 @@ async def test_a_text_past_what_a_stream_holds_goes_on_in_an_ordinary_message(
     assert [c.method for c in bot.slack.calls if c.method.startswith("chat.")].count(
         "chat.startStream"
     ) == 1, "one stream for the stretch, then an ordinary message"
+
+
+@with_env(STREAMING="on")
+@pytest.mark.parametrize("error", AGENT_ERRORS)
+async def test_an_append_refused_mid_answer_loses_no_word(
+    bot: Harness, error: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slack refuses an append while the model writes: the message goes on as an ordinary one
+    holding the text so far and the status; the run, or the process, stops streaming."""
+    bot.slack.refuse("chat.appendStream", error)
+    caplog.set_level(logging.INFO, logger="bot.reporting")
+    bot.model.script = lambda request: [message(ANSWER)]
+    bot.model.pace = 0.12
+    root = await bot.start_run("who has not logged in?")
+    assert (await bot.final_answer(root)).text == ANSWER
+    [stream] = streamed(bot, root)
+    await bot.slack.wait_for(
+        lambda: ":no_entry_sign: Nothing ran" in stream.all_text(), what="the status drawn on it"
+    )
+    assert not stream.streaming
+    [said] = [b["text"] for b in stream.blocks if b["type"] == "markdown"]
+    assert said == ANSWER, "every word of the stretch, drawn with its status"
+    lines = [r.getMessage() for r in caplog.records if "streaming off for this" in r.getMessage()]
+    one_run = error in ONE_CALL_ERRORS
+    assert len(lines) == 1 and error in lines[0] and "chat.appendStream" in lines[0], lines
+    assert ("for this run" if one_run else "for this process") in lines[0]
