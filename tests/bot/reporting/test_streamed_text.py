@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import signal
 
 import pytest
 
 from tests.conftest import with_env
+from tests.support.deployment import Deployment
 from tests.support.fake_openai import ModelRequest, Reply, StreamCut, message
 from tests.support.fake_slack import AGENT_ERRORS, ONE_CALL_ERRORS, Message
 from tests.support.harness import Harness
@@ -127,3 +129,34 @@ async def test_an_append_refused_mid_answer_loses_no_word(
     one_run = error in ONE_CALL_ERRORS
     assert len(lines) == 1 and error in lines[0] and "chat.appendStream" in lines[0], lines
     assert ("for this run" if one_run else "for this process") in lines[0]
+
+
+async def test_a_worker_killed_while_the_model_writes(deployment: Deployment) -> None:
+    """The worker streaming a model's answer is SIGKILLed mid-answer: the other one takes the
+    run over, stops the stream left open with a line saying so, asks the model again and
+    streams the whole answer in its own message; the answer is posted once."""
+    env = {"STREAMING": "on"}
+    await deployment.web(**env)
+    workers = {name: deployment.worker(name, **env) for name in ("worker.1", "worker.2")}
+    deployment.model.script = lambda request: [message(ANSWER)]
+    deployment.model.pace = 0.15  # about 3 s of writing
+    slack = deployment.slack
+    root = await deployment.start_run("who has not logged in?")
+    [first] = await slack.wait_for(
+        lambda: [m for m in slack.thread(root.channel, root.ts) if m.streamed and m.text],
+        20,
+        "the answer being written",
+    )
+    owner = await deployment.job_owner()
+    assert owner in workers
+    workers[owner].signal(signal.SIGKILL)
+
+    [answer] = await deployment.final_answers(root)
+    assert answer.text == ANSWER
+    assert not first.streaming and "moved on to another worker" in first.text
+    assert ANSWER.startswith(first.text.split("\n\n_This run moved on")[0])
+    [second] = [m for m in slack.thread(root.channel, root.ts) if m.streamed and m is not first]
+    await slack.wait_for(lambda: not second.streaming, 20, "the second stream stopped")
+    assert second.text == ANSWER
+    assert len(deployment.model.requests) == 2, "asked again: an answer is not journaled"
+    slack.assert_nothing_refused()
