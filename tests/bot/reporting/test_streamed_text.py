@@ -13,7 +13,9 @@ import pytest
 
 from tests.conftest import with_env
 from tests.support.deployment import Deployment
-from tests.support.fake_openai import ModelRequest, Reply, StreamCut, message
+from tests.runtime.journal.test_model_turns import failing_after
+from tests.support import agents
+from tests.support.fake_openai import Item, ModelRequest, Reply, StreamCut, message, tool_call
 from tests.support.fake_slack import AGENT_ERRORS, ONE_CALL_ERRORS, Message
 from tests.support.harness import Harness
 
@@ -160,3 +162,23 @@ async def test_a_worker_killed_while_the_model_writes(deployment: Deployment) ->
     assert second.text == ANSWER
     assert len(deployment.model.requests) == 2, "asked again: an answer is not journaled"
     slack.assert_nothing_refused()
+
+
+@with_env(STREAMING="on")
+async def test_a_replayed_turn_shows_its_text(bot: Harness) -> None:
+    """A retried job replays the turn its first delivery journaled (the model is not asked it
+    again): its text is shown as it was, once."""
+
+    def calls(outputs: dict[str, str]) -> list[Item] | None:
+        return (
+            None if outputs else [message("Listing the users first."), tool_call("list_users", {})]
+        )
+
+    bot.model.script = failing_after(calls)  # then 503s past the delivery's tries: a retry
+    root = await bot.start_run("who is there?")
+    assert (await bot.final_answer(root, timeout=30)).text.startswith("done: ")
+    assert len(agents.EXECUTIONS) == 1
+    first_turns = [r for r in bot.model.requests if not r.tool_outputs]
+    assert len(first_turns) == 1, "the turn was replayed, not asked again"
+    shown = " ".join(m.all_text() for m in streamed(bot, root))
+    assert shown.count("Listing the users first.") == 1, shown
