@@ -12,9 +12,9 @@ import signal
 import pytest
 
 from tests.conftest import with_env
-from tests.support.deployment import Deployment
 from tests.runtime.journal.test_model_turns import failing_after
 from tests.support import agents
+from tests.support.deployment import Deployment
 from tests.support.fake_openai import Item, ModelRequest, Reply, StreamCut, message, tool_call
 from tests.support.fake_slack import AGENT_ERRORS, ONE_CALL_ERRORS, Message
 from tests.support.harness import Harness
