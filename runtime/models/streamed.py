@@ -54,6 +54,9 @@ async def streamed_response(
     try:
         response = await _completed(model, text, arguments, options)
         answered = True
+    except NotImplementedError:  # a model of the user's that cannot stream: asked as before
+        text.ended(answered=False)
+        return await model.get_response(*arguments, **options)
     finally:
         text.ended(answered=answered)
     return ModelResponse(

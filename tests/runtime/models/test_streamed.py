@@ -114,3 +114,17 @@ async def test_the_scripted_model_writes_a_few_words_at_a_time() -> None:
     assert text.shown.startswith("Scripted model (no OPENAI_API_KEY set)")
     assert len(deltas) > 10, "written as it goes, not all at once"
     assert response.output[0].type == "message"
+
+
+async def test_a_model_that_cannot_stream_is_asked_as_before(model: FakeOpenAI) -> None:
+    class Unstreamed(OpenAIResponsesModel):
+        def stream_response(self, *arguments: Any, **options: Any) -> Any:
+            raise NotImplementedError
+
+    client = AsyncOpenAI(api_key="sk-test", base_url=model.url, max_retries=0)
+    CLIENTS.append(client)
+    unstreamed = Unstreamed(model="gpt-test", openai_client=client)
+    text = ModelText()
+    response = await streamed_response(unstreamed, text, ARGUMENTS, ModelSettings(), OPTIONS)
+    assert [r.body.get("stream") for r in model.requests] == [None]
+    assert response.output[0].type == "message" and text.shown == ""
