@@ -47,6 +47,9 @@ class SilentReporter:
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         return ""
 
+    def shows_text(self, run: RunView) -> bool:
+        return False
+
     async def approval_requested(self, run: RunView, call: PendingCall) -> str:
         return ""
 

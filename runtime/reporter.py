@@ -92,6 +92,10 @@ class Task:
     (rejected by the policy), `stopped:<user>`, `failed`."""
     deciders: tuple[str, ...] = ()
     """`waiting`: who may decide it (users and groups; none: anyone in the channel)."""
+    card: str | None = None
+    """The id of the message that asked people to decide it (its card), once posted."""
+    reason: str = ""
+    """Why the person who decided it said no (a rejection's reason), as they wrote it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -121,6 +125,10 @@ class Activity:
     opens_stretch: bool = False
     """The first showing of a stretch (the run's start, or its resume) by the worker running
     it: a reporter may begin a new message for it. False for a redraw by anyone else."""
+    text: str = ""
+    """The model's text of the stretch so far, as it was produced, when the reporter shows it
+    (`Reporter.shows_text`): each showing holds all of it, a reporter sends what is new. A
+    failed attempt's text is withdrawn: the text may then not begin with what was shown."""
 
 
 class Reporter(Protocol):
@@ -140,6 +148,12 @@ class Reporter(Protocol):
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         """Create (no id yet) or update the run's status message; return its id."""
+        ...
+
+    def shows_text(self, run: RunView) -> bool:
+        """Whether the model's text is worth producing as it comes for this run's stretch now
+        (`Activity.text`): its model calls are then asked as streams. Answered at the start
+        of each stretch."""
         ...
 
     async def approval_requested(self, run: RunView, call: PendingCall) -> str:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from aiohttp import ClientError
 from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
+from slack_sdk.models.blocks import MarkdownBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.blocks.cards import approval_decided_blocks, approval_request_blocks
@@ -27,6 +28,7 @@ from bot.slack.directory import ApproverDirectory
 from bot.words import choices as choice_messages
 from bot.words import overviews as reach_messages
 from bot.words import runs as messages
+from bot.words import streams as stream_words
 from runtime.deciders import is_group
 from runtime.record import PendingCall
 from runtime.reporter import Activity, ConversationUnavailable, Failure, RunView
@@ -101,6 +103,9 @@ class SlackReporter:
     async def working(self, run: RunView) -> None:
         await self.sessions.show(run, "working")
 
+    def shows_text(self, run: RunView) -> bool:
+        return self.sessions.on_for(run)
+
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         if run.conversation.direct and activity.batchable:
             # Its cards are in the approvers' channel; a decision counts only from there.
@@ -122,6 +127,8 @@ class SlackReporter:
     ) -> str:
         text = status_text(activity)
         blocks = status_blocks(run.run_id, text, activity.state, batch=activity.batchable)
+        if activity.text.strip():  # a stream that went on as this message: its text stays
+            blocks.insert(0, MarkdownBlock(text=stream_words.said_so_far(activity.text)))
         try:
             return await self._update_or_post(run, message_id, text, blocks, "its status message")
         except SlackApiError as error:

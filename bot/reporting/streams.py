@@ -1,17 +1,21 @@
 """Each stretch of a run streams one message in its thread (Slack's `chat.startStream`,
-`chat.appendStream`, `chat.stopStream`): a task per tool call of the stretch, `pending` when the
-model asks for it, `in_progress` while it runs, `complete` or `error` with how it ended; a call
-that waits for a person is a task naming who can decide. The model's own text is not streamed:
-the run's answer is posted whole, as before (`Runner.run` decides the run; nothing about how it
-decides changes for the sake of showing it).
+`chat.appendStream`, `chat.stopStream`): the model's text as it is produced
+(`runtime.reporter.Activity.text`, sent at most about once a second by the run's observer), and
+a task per tool call of the stretch, `pending` when the model asks for it, `in_progress` while it
+runs, `complete` or `error` with how it ended (a decided call's task links to its card); a call
+that waits for a person is a task naming who can decide. The run's answer is still posted
+whole at the end, as before.
 
 The stream is stopped whenever the run waits for a person or ends, with the status message's
 blocks at its foot (its buttons while calls wait; how it ended otherwise): from then on it is
-an ordinary message, and the run's next stretch starts a new stream. A stream Slack has ended
-(`message_not_in_streaming_state`, about five minutes after it started) or that would grow too
-long (`msg_too_long`) goes on as that ordinary message, redrawn by `chat.update`: no step is
-lost. Any other error answer turns streaming (and sessions) off for the process
-(`bot.reporting.sessions`), and the run goes on with its status message.
+an ordinary message, and the run's next stretch starts a new stream (the previous message then
+says how each of its calls was decided, with a link to its card). A stream Slack has ended
+(`message_not_in_streaming_state`, about five minutes after it started), that would grow too
+long (`msg_too_long`: 12,000 characters), or whose text was withdrawn (a failed model call's,
+asked again: a stream only appends) goes on as that ordinary message, redrawn by `chat.update`
+with the stretch's text: no step and no word is lost. Any other error answer turns streaming
+(and sessions) off for the process or for the run (`bot.reporting.sessions.AgentSessions.refused`),
+and the run goes on with its status message.
 
 The stream's id is the run's status message id, written where and when that id always was
 (`runtime.record.store.RunStore.set_status`), marked `stream:` while it streams: no write of
@@ -27,11 +31,13 @@ from collections.abc import Mapping, Sequence
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
-from slack_sdk.models.messages.chunk import Chunk, TaskUpdateChunk
+from slack_sdk.models.blocks.block_elements import UrlSourceElement
+from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.reporting.sessions import AgentSessions
 from bot.slack.directory import ApproverDirectory
+from bot.slack.links import ThreadLinks
 from bot.words import streams as words
 from runtime.reporter import Activity, RunView, Task
 
@@ -47,6 +53,11 @@ TASK_STATUSES = {
     "done": "complete",
     "error": "error",
 }
+
+
+class TextWithdrawn(Exception):
+    """The model's text no longer begins with what was streamed (a failed attempt's text was
+    withdrawn): a stream only appends, so the message goes on as an ordinary one."""
 
 
 def plain(message_id: str | None) -> str | None:
@@ -67,7 +78,10 @@ class RunStreams:
         """Run id -> the ts of the stream this process has open for it."""
         self._sent: dict[str, dict[str, tuple[str, str]]] = {}
         """Run id -> task id -> (state, note) as last streamed."""
+        self._said: dict[str, str] = {}
+        """Run id -> the model's text as streamed so far in its open stream."""
         self._team: str | None = None
+        self._links = ThreadLinks(client)
 
     async def show(
         self, run: RunView, message_id: str | None, activity: Activity, foot: Sequence[Block]
@@ -77,7 +91,7 @@ class RunStreams:
         one) and False. `foot`: the status message's blocks, left at the foot of a stopped
         stream."""
         run_id = run.run_id
-        if not self._sessions.on or run.conversation.thread is None:
+        if not self._sessions.on_for(run):
             await self._abandon(run)
             return plain(message_id), False
         ours = self._open.get(run_id)
@@ -89,7 +103,7 @@ class RunStreams:
             if ours is None:
                 ours = await self._start(run, activity)
             else:
-                held = await self._chunks(run, activity.tasks)
+                held = [*self._new_text(run, activity.text), *await self._chunks(run, activity)]
             if activity.state == "working":
                 if held:
                     await self._client.chat_appendStream(
@@ -102,17 +116,29 @@ class RunStreams:
                 channel=run.conversation.channel, ts=ours, chunks=held or None, blocks=list(foot)
             )
             return ours, True
-        except SlackApiError as error:
+        except (TextWithdrawn, SlackApiError, ClientError, TimeoutError) as error:
+            return await self._goes_on(run, ours, plain(message_id), method, error), False
+
+    async def _goes_on(
+        self, run: RunView, ours: str | None, message_id: str | None, method: str, error: Exception
+    ) -> str | None:
+        """After `error`, the stream `ours` (or, none started, the status message `message_id`;
+        None: a new one) goes on as an ordinary message, which is returned; streaming stays
+        on, or goes off for the run or for the process (`bot.reporting.sessions`)."""
+        if isinstance(error, SlackApiError):
             code = str(error.response.get("error"))
-            self._forget(run_id)
             if code not in GONE_ON:
-                self._sessions.turn_off(method, error)
-            log.info("run %s: its stream goes on as a message (%s: %s)", run_id, method, code)
-            return ours or plain(message_id), False
-        except (ClientError, TimeoutError) as error:
-            self._forget(run_id)
-            self._sessions.turn_off(method, None, reason=type(error).__name__)
-            return ours or plain(message_id), False
+                self._sessions.refused(run, method, error)
+        elif isinstance(error, TextWithdrawn):
+            code = "a failed model call's text withdrawn"
+        else:
+            code = type(error).__name__
+            self._sessions.refused(run, method, None, reason=code)
+        self._forget(run.run_id)
+        if ours is not None and code != "message_not_in_streaming_state":
+            await self._stop(run, ours)
+        log.info("run %s: its stream goes on as a message (%s: %s)", run.run_id, method, code)
+        return ours or message_id
 
     async def _streams_anew(self, run: RunView, message_id: str | None, activity: Activity) -> bool:
         """Whether the run, with no stream of this process open, starts one: a stretch this
@@ -123,13 +149,14 @@ class RunStreams:
         if message_id and message_id.startswith(STREAM_PREFIX):
             await self._taken_over(run, plain(message_id) or "")
         elif message_id and fresh:
-            await self._settle(run, message_id)
+            await self._settle(run, message_id, activity.tasks)
         return fresh
 
     async def _start(self, run: RunView, activity: Activity) -> str:
         conversation = run.conversation
         assert conversation.thread is not None
-        chunks = await self._chunks(run, activity.tasks)
+        self._said[run.run_id] = ""
+        chunks = [*self._new_text(run, activity.text), *await self._chunks(run, activity)]
         response = await self._client.chat_startStream(
             channel=conversation.channel,
             thread_ts=conversation.thread,
@@ -154,14 +181,28 @@ class RunStreams:
             log.info("run %s: its former stream not stopped (Slack unreachable)", run.run_id)
         self._sent.pop(run.run_id, None)
 
-    async def _settle(self, run: RunView, ts: str) -> None:
-        """The previous stretch's message no longer offers what its calls waited for."""
+    async def _settle(self, run: RunView, ts: str, tasks: Sequence[Task]) -> None:
+        """The previous stretch's message no longer offers what its calls waited for: it says
+        how each ended (`tasks`: the calls just decided), with a link to its card."""
+        decided = [t for t in tasks if t.note]
+        names = await self._names(decided)
+        links = {t.id: link for t in decided if (link := await self._card_link(run, t))}
         try:
             await self._client.chat_update(
-                channel=run.conversation.channel, ts=ts, text=words.STRETCH_SETTLED, blocks=[]
+                channel=run.conversation.channel,
+                ts=ts,
+                text=words.stretch_settled(decided, names, links),
+                blocks=[],
             )
         except (SlackApiError, ClientError, TimeoutError) as error:
             log.info("run %s: the previous stretch's message not settled: %s", run.run_id, error)
+
+    async def _stop(self, run: RunView, ts: str) -> None:
+        """A stream that goes on as a message is stopped first (Slack may have ended it)."""
+        try:
+            await self._client.chat_stopStream(channel=run.conversation.channel, ts=ts)
+        except (SlackApiError, ClientError, TimeoutError):
+            log.info("run %s: its stream not stopped before going on as a message", run.run_id)
 
     async def _abandon(self, run: RunView) -> None:
         """Streaming went off while this run streamed: its stream is stopped, not left open."""
@@ -177,20 +218,32 @@ class RunStreams:
     def _forget(self, run_id: str) -> None:
         self._open.pop(run_id, None)
         self._sent.pop(run_id, None)
+        self._said.pop(run_id, None)
 
-    async def _chunks(self, run: RunView, tasks: Sequence[Task]) -> list[Chunk]:
+    def _new_text(self, run: RunView, text: str) -> list[Chunk]:
+        """The model's text not streamed yet, as one Markdown chunk (none: nothing new).
+        Raises `TextWithdrawn` when the text no longer begins with what was streamed."""
+        said = self._said.get(run.run_id, "")
+        if not text.startswith(said):
+            raise TextWithdrawn
+        if len(text) == len(said):
+            return []
+        self._said[run.run_id] = text
+        return [MarkdownTextChunk(text=words.streamed_text(text[len(said) :]))]
+
+    async def _chunks(self, run: RunView, activity: Activity) -> list[Chunk]:
         """The tasks that changed since last streamed, as Slack's task updates."""
+        tasks: Sequence[Task] = activity.tasks
         sent = self._sent.setdefault(run.run_id, {})
         changed = [t for t in tasks if sent.get(t.id) != (t.state, t.note)]
         if not changed:
             return []
-        people = {p for t in changed for p in t.deciders}
-        people |= {who for t in changed if (who := t.note.partition(":")[2])}
-        names: Mapping[str, str] = await self._directory.names(sorted(people)) if people else {}
+        names = await self._names(changed)
         chunks: list[Chunk] = []
         for task in changed:
             sent[task.id] = (task.state, task.note)
             outcome = words.task_outcome(task, names)
+            link = await self._card_link(run, task)
             chunks.append(
                 TaskUpdateChunk(
                     id=task.id,
@@ -198,13 +251,32 @@ class RunStreams:
                     status=TASK_STATUSES.get(task.state, "pending"),
                     output=outcome if task.state == "done" else None,
                     details=outcome if task.state == "error" else None,
+                    sources=[UrlSourceElement(url=link, text=words.CARD_LINK)] if link else None,
                 )
             )
         return chunks
+
+    async def _names(self, tasks: Sequence[Task]) -> Mapping[str, str]:
+        """The names of the people the tasks name (who may decide, who decided)."""
+        people = {p for t in tasks for p in t.deciders}
+        people |= {who for t in tasks if (who := t.note.partition(":")[2])}
+        return await self._directory.names(sorted(people)) if people else {}
+
+    async def _card_link(self, run: RunView, task: Task) -> str | None:
+        """The permalink of the card that asked for `task`'s call, built from its channel and
+        ts (no call per card: the workspace URL is asked once); None without a card."""
+        if task.card is None:
+            return None
+        link = await self._links.thread(run.conversation.channel, task.card)
+        if link is None or run.conversation.thread is None:
+            return link
+        return f"{link}?thread_ts={run.conversation.thread}&cid={run.conversation.channel}"
 
     async def _team_id(self) -> str:
         """The workspace a channel's stream is addressed in (Slack requires it with the
         recipient), asked of Slack once."""
         if self._team is None:
-            self._team = str((await self._client.auth_test())["team_id"])
+            answer = await self._client.auth_test()
+            self._links.learn(answer.get("url"))
+            self._team = str(answer["team_id"])
         return self._team

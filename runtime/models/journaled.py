@@ -9,14 +9,15 @@ Each call of `JournaledModel.get_response` inside a run (`runtime.journal.invoke
 1. replays the response journaled for the same request of the same round, if there is one
    (`runtime.record.turns`): a retried job sees the call ids it saw before;
 2. otherwise asks the model, whose call the runner retries on a 429 or 5xx
-   (`runtime.models.retries`);
+   (`runtime.models.retries`); as a stream when people watch the run's text
+   (`runtime.models.streamed`), which a replayed response shows too;
 3. refuses a response with a function call whose arguments pass the digest's bounds
    (`runtime.calls.digest`: the SDK parses arguments before any approval and a 1,500-deep
    array ends in a `RecursionError` there): the run ends, the thread says why, nothing runs;
 4. journals a response that asks for tool calls, fenced, before the SDK acts on it.
 
-A streamed call (an agent tool with `on_stream`) passes through unjournaled: the executor runs
-`Runner.run`, which streams nothing.
+A call of `stream_response` (an agent tool with `on_stream`) passes through unjournaled: the
+executor runs `Runner.run`, which asks for none.
 """
 
 from __future__ import annotations
@@ -40,15 +41,18 @@ from runtime.calls.digest import ArgumentsTooLarge, check_arguments
 from runtime.failures import RunFailed
 from runtime.journal.invoker import carried_out
 from runtime.journal.scope import JournalScope, current_scope
+from runtime.models.streamed import response_text, streamed_response
 from runtime.record.turns import (
     Request,
     UnreadableTurn,
     asks_for_tools,
     dump_turn,
+    inside_a_call,
     load_turn,
     turn_key,
 )
 from runtime.reporter import Failure
+from runtime.runs.model_text import ModelText, current_text
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +92,10 @@ class JournaledModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
+        text = None if inside_a_call() else current_text()
+
         async def ask() -> ModelResponse:
-            response = await self._inner.get_response(
+            arguments = (
                 system_instructions,
                 input,
                 model_settings,
@@ -97,10 +103,18 @@ class JournaledModel(Model):
                 output_schema,
                 handoffs,
                 tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
             )
+            options: dict[str, Any] = {
+                "previous_response_id": previous_response_id,
+                "conversation_id": conversation_id,
+                "prompt": prompt,
+            }
+            if text is None:
+                response = await self._inner.get_response(*arguments, **options)
+            else:
+                response = await streamed_response(
+                    self._inner, text, arguments, model_settings, options
+                )
             _refuse_oversized(response)
             return response
 
@@ -117,7 +131,7 @@ class JournaledModel(Model):
             conversation_id=conversation_id,
             prompt=dict(prompt) if prompt is not None else None,
         )
-        return await _journaled(scope, request, ask)
+        return await _journaled(scope, request, ask, text)
 
     def stream_response(
         self,
@@ -148,7 +162,10 @@ class JournaledModel(Model):
 
 
 async def _journaled(
-    scope: JournalScope, request: Request, ask: Callable[[], Awaitable[ModelResponse]]
+    scope: JournalScope,
+    request: Request,
+    ask: Callable[[], Awaitable[ModelResponse]],
+    text: ModelText | None,
 ) -> ModelResponse:
     run_id, turns = scope.lease.run_id, scope.store.turns
     digest = request.digest(scope.round)
@@ -161,7 +178,12 @@ async def _journaled(
         recorded = await turns.recorded(run_id, key) if known is None or key in known else None
         if recorded is not None:
             log.info("run %s: a model turn already answered is replayed (%s)", run_id, key)
-            return load_turn(recorded)
+            replayed = load_turn(recorded)
+            if text is not None:  # shown as it was when first answered, all at once
+                text.began()
+                text.delta(response_text(replayed.output))
+                text.ended(answered=True)
+            return replayed
         response = await ask()
         if asks_for_tools(response):
             # Journaled with the first write that comes before anything acts on it (a tool's

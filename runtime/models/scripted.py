@@ -18,16 +18,25 @@ from a scripted model, so nobody mistakes it for a real one in Slack either.
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
 import json
 import re
 import secrets
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from agents import Model, ModelProvider, RunConfig
-from agents.items import TResponseOutputItem
+from agents.items import TResponseOutputItem, TResponseStreamEvent
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseTextDeltaEvent,
+)
 from openai.types.responses.response_function_shell_tool_call import (
     Action,
     ResponseFunctionShellToolCall,
@@ -55,6 +64,9 @@ EXAMPLES = (
     "`shell: echo hello >> notes.txt` (the shell agent)",
 )
 SHELL_TOOL = "shell"
+WORDS_PER_DELTA = 3
+DELTA_PAUSE_SECONDS = 0.03
+"""A streamed answer of the script's comes about a hundred words a second."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,11 +258,42 @@ def _call_id() -> str:
     return f"call_{secrets.token_hex(8)}"
 
 
+class WritingScriptedModel(ScriptedModel):
+    """A `ScriptedModel` whose streamed answers come a few words at a time, as a real model's
+    do (`WORDS_PER_DELTA` words, `DELTA_PAUSE_SECONDS` apart): the console shows the text
+    being written. Its shell calls stream too (the SDK's own streaming has no events for them)."""
+
+    async def stream_response(
+        self, *arguments: Any, **options: Any
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        response = await self.get_response(*arguments, **options)
+        for item in response.output:
+            if not isinstance(item, ResponseOutputMessage):
+                continue
+            for part in item.content:
+                if not isinstance(part, ResponseOutputText):
+                    continue
+                words = re.findall(r"\S+\s*|\s+", part.text)
+                for start in range(0, len(words), WORDS_PER_DELTA):
+                    await asyncio.sleep(DELTA_PAUSE_SECONDS)
+                    delta = "".join(words[start : start + WORDS_PER_DELTA])
+                    yield ResponseTextDeltaEvent.model_construct(
+                        type="response.output_text.delta", item_id=item.id, delta=delta
+                    )
+        completed = Response.model_construct(
+            id=response.response_id or f"resp_{secrets.token_hex(6)}",
+            output=list(response.output),
+            usage=None,
+            status="completed",
+        )
+        yield ResponseCompletedEvent.model_construct(type="response.completed", response=completed)
+
+
 class ScriptedModelProvider(ModelProvider):
     """A fresh one-step `ScriptedModel` per model call: runs share nothing, nothing piles up."""
 
     def get_model(self, model_name: str | None) -> Model:
-        return ScriptedModel([ModelStep.respond(scripted_reply)])
+        return WritingScriptedModel([ModelStep.respond(scripted_reply)])
 
 
 def uses_scripted_model(settings: RuntimeSettings) -> bool:

@@ -78,6 +78,11 @@ def inside_call(call_id: str) -> Iterator[None]:
         _PATH.reset(token)
 
 
+def inside_a_call() -> bool:
+    """Whether this runs inside a tool call (an agent tool's inner run)."""
+    return bool(_PATH.get())
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Request:
     """What the model is asked (`agents.models.interface.Model.get_response`'s arguments)."""

@@ -1,8 +1,13 @@
 """Watching a run through the SDK's lifecycle hooks: one status message for people, updated
-at a rate Slack is happy with. (What tools did is recorded by `runtime.journal.invoker`.)"""
+at a rate Slack is happy with. (What tools did is recorded by `runtime.journal.invoker`.)
+
+When the reporter shows the model's text as it comes (`Reporter.shows_text`), the observer's
+`speak` runs beside the stretch: it sends the text at most once a `TEXT_INTERVAL_SECONDS`
+(riding on the same updates as the steps), and the stretch's last update carries the rest."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -14,6 +19,7 @@ from runtime.record.envelope import PendingCall
 from runtime.record.leases import Lease
 from runtime.record.store import RunStore
 from runtime.reporter import Activity, Reporter, RunView, batchable
+from runtime.runs.model_text import ModelText
 from runtime.runs.posted_messages import ShownStatus, record_or_retract
 from runtime.runs.stretch_tasks import StretchTasks
 
@@ -21,6 +27,8 @@ log = logging.getLogger(__name__)
 
 # chat.update is a Tier 3 method (~50 per minute per workspace); one run stays well below.
 MIN_UPDATE_INTERVAL_SECONDS = 1.5
+TEXT_INTERVAL_SECONDS = 1.0
+"""The model's text is sent at most this often per run (Slack's appends: about one a second)."""
 MAX_STEPS_KEPT = 200
 """Steps kept with the run: the status shows the last dozen lines of them, a repeat folded into
 its line ("called `list_users`", 30 times), so it keeps more than a dozen to count repeats right."""
@@ -55,10 +63,58 @@ class RunObserver(RunHooks[Any]):
         self.tasks = StretchTasks()
         """The stretch's tool calls, shown with its steps (never a flush of their own: they
         ride on the steps' updates, so the status message is updated as often as before)."""
+        self.text: ModelText | None = None
+        """The model's text of the stretch, when the reporter shows it (`watch_text`)."""
+        self._lock = asyncio.Lock()
+        """One update at a time, in order: `speak` sends beside the hooks."""
+        self._spoke = asyncio.Event()
+        self._speaking = False
+        self._closed = False
+        """The stretch's last update was sent (waiting, done, failed or stopped)."""
 
     @property
     def run(self) -> RunView:
         return self._run
+
+    def watch_text(self) -> ModelText:
+        """The stretch's text, to be fed by its model calls and sent by `speak`."""
+        self.text = ModelText(on_change=self._text_changed)
+        return self.text
+
+    def _text_changed(self) -> None:
+        self._dirty = True
+        self._spoke.set()
+
+    async def speak(self) -> None:
+        """Send the model's new text, at most once a `TEXT_INTERVAL_SECONDS`, until `quiet`."""
+        while not self._closed:
+            await self._spoke.wait()
+            self._spoke.clear()
+            pause = TEXT_INTERVAL_SECONDS - (self._clock() - self._last_sent)
+            if pause > 0:
+                await asyncio.sleep(pause)
+            self._speaking = True
+            try:
+                await self.flush("working", only_if_posted=True)
+            finally:
+                self._speaking = False
+
+    async def quiet(self, speaking: asyncio.Task[None] | None) -> None:
+        """The stretch ended: `speaking` (its `speak`) stops; an update it is sending is let
+        finish (a stream it is starting must be known), a pause is cut short."""
+        self._closed = True
+        if speaking is None:
+            return
+        if not self._speaking:
+            speaking.cancel()
+        self._spoke.set()
+        try:
+            await asyncio.wait([speaking])
+        except asyncio.CancelledError:
+            speaking.cancel()
+            raise
+        if not speaking.cancelled() and (error := speaking.exception()) is not None:
+            log.warning("run %s: the model's text not sent: %r", self._run.run_id, error)
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
@@ -128,11 +184,39 @@ class RunObserver(RunHooks[Any]):
         ran: tuple[str, ...] = (),
         not_run: tuple[str, ...] = (),
         record: bool = True,
+        only_if_posted: bool = False,
     ) -> None:
         """Send the status now (always at the end of a step, whatever the rate); `record`:
-        keep it with the run now (else the caller records `shown()` with its own write)."""
-        if not self._dirty and state == "working":
+        keep it with the run now (else the caller records `shown()` with its own write);
+        `only_if_posted`: only when it is a message posted just now (the text's updates)."""
+        async with self._lock:
+            await self._flush(
+                state,
+                waiting_for=waiting_for,
+                approvals_asked=approvals_asked,
+                batchable=batchable,
+                ran=ran,
+                not_run=not_run,
+                record=record,
+                only_if_posted=only_if_posted,
+            )
+
+    async def _flush(
+        self,
+        state: str,
+        *,
+        waiting_for: tuple[str, ...],
+        approvals_asked: int,
+        batchable: bool,
+        ran: tuple[str, ...],
+        not_run: tuple[str, ...],
+        record: bool,
+        only_if_posted: bool,
+    ) -> None:
+        if state == "working" and (not self._dirty or self._closed):
             return
+        if state != "working":
+            self._closed = True
         if state in ("failed", "stopped"):
             self.tasks.ended(state)
         self._dirty = False
@@ -147,13 +231,14 @@ class RunObserver(RunHooks[Any]):
             not_run=not_run,
             tasks=self.tasks.shown(),
             opens_stretch=not self._opened,
+            text=self.text.shown if self.text is not None else "",
         )
         self._opened = True
         shown = self.message_id
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)
         if self.message_id != shown:
             self._posted = self.message_id
-        if not record or (state == "done" and not self._posted):
+        if not record or (not self._posted and (state == "done" or only_if_posted)):
             # The answer's status: the run is finishing, and no later step reads the steps; a
             # message posted just now is recorded still, so that a retry does not post it again.
             return

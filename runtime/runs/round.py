@@ -38,6 +38,7 @@ from runtime.registry import AgentRegistry, UnknownAgent
 from runtime.reporter import Failure, Reporter, RunView
 from runtime.runs.held_outputs import held_in, resumable_round
 from runtime.runs.lost_outcomes import run_again
+from runtime.runs.model_text import listening as listening_to_model
 from runtime.runs.observer import RunObserver
 from runtime.runs.outcomes import RoundOutcomes
 from runtime.runs.planner import CallPlanner
@@ -121,8 +122,14 @@ class RunRound:
             self.reporter.working(observer.run), name=f"working:{envelope.run_id}"
         )
         listening = self.stops.listening(envelope.run_id) if self.stops else nullcontext(None)
+        text = observer.watch_text() if self.reporter.shows_text(observer.run) else None
+        speaking = (
+            asyncio.create_task(observer.speak(), name=f"speaking:{envelope.run_id}")
+            if text is not None
+            else None
+        )
         try:
-            with listening as heard:
+            with listening as heard, listening_to_model(text):
                 scope = JournalScope(
                     store=self.store,
                     audit=self.audit,
@@ -153,6 +160,7 @@ class RunRound:
             announced.cancel()
             raise
         finally:
+            await observer.quiet(speaking)
             await _settled(announced)
 
     async def _steps(

@@ -6,6 +6,7 @@ written to Redis for it (the journal and the audit trail keep what happened)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from runtime.record.envelope import PendingCall
@@ -57,13 +58,22 @@ class StretchTasks:
                 note = f"{decision.outcome}:{who}"
             state = "done" if decision.outcome in ("approved", "approved_always") else "error"
             self._tasks[call.call_id] = Task(
-                id=call.call_id, tool=call.tool, state=state, note=note
+                id=call.call_id,
+                tool=call.tool,
+                state=state,
+                note=note,
+                card=call.message_ts,
+                reason=(decision.reason or "") if state == "error" else "",
             )
 
     def waiting(self, calls: Iterable[PendingCall]) -> None:
         for call in calls:
             self._tasks[call.call_id] = Task(
-                id=call.call_id, tool=call.tool, state="waiting", deciders=call.approvers
+                id=call.call_id,
+                tool=call.tool,
+                state="waiting",
+                deciders=call.approvers,
+                card=call.message_ts,
             )
 
     def ended(self, state: str) -> None:
@@ -71,7 +81,7 @@ class StretchTasks:
         as asked."""
         for call_id, task in list(self._tasks.items()):
             if task.state in ("pending", "running"):
-                self._tasks[call_id] = Task(id=call_id, tool=task.tool, state="error", note=state)
+                self._tasks[call_id] = replace(task, state="error", note=state)
 
     def _set(self, call_id: str | None, tool: str, state: str) -> None:
         key = call_id or next(
@@ -79,5 +89,7 @@ class StretchTasks:
             f"{tool}#{len(self._tasks)}",
         )
         known = self._tasks.get(key)
-        note = known.note if known is not None else ""
-        self._tasks[key] = Task(id=key, tool=tool, state=state, note=note)
+        if known is None:
+            self._tasks[key] = Task(id=key, tool=tool, state=state)
+        else:  # how it was decided, and its card, stay
+            self._tasks[key] = replace(known, tool=tool, state=state)

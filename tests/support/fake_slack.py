@@ -53,9 +53,18 @@ class Failure:
     when: Callable[[dict[str, Any]], bool] = lambda args: True
 
 
-AGENT_ERRORS = ("not_allowed", "method_not_supported", "missing_scope", "ratelimited")
-"""What Slack answers a workspace or an app without agent sessions or streams (or past its rate
-limit): `refuse` makes the fake answer each."""
+AGENT_ERRORS = (
+    "not_allowed",
+    "method_not_supported",
+    "missing_scope",
+    "not_enabled",
+    "ratelimited",
+    "internal_error",
+)
+"""What Slack answers a workspace or an app without agent sessions or streams, or a call it
+could not serve (past its rate limit, an error of its own): `refuse` makes the fake answer each."""
+ONE_CALL_ERRORS = ("ratelimited", "internal_error")
+"""Of `AGENT_ERRORS`, the answers about one call rather than about what the app may do."""
 NEEDED_SCOPES = {
     "agents.sessions.setStatus": "assistant:write",
     "agents.sessions.rename": "assistant:write",
@@ -137,6 +146,10 @@ class FakeSlack(LocalSlack):
         the client waits out and tries again, until it gives up)."""
         for method in (methods,) if isinstance(methods, str) else methods:
             self._refusing[method] = error
+
+    def answer_again(self, method: str) -> None:
+        """Stop refusing `method` (see `refuse`)."""
+        self._refusing.pop(method, None)
 
     def assert_nothing_refused(self) -> None:
         """Fail the test if the bot sent anything real Slack would refuse (see `refused`), or

@@ -267,6 +267,8 @@ function renderBlock(block, where, index) {
     node.append(el("h3", "", block.text.text));
   } else if (block.type === "divider") {
     node.append(el("hr"));
+  } else if (block.type === "markdown") {
+    node.append(mrkdwn(block.text));
   } else if (block.type === "alert") {
     node.classList.add(block.level || "default");
     node.append(textObject(block.text));

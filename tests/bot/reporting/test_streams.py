@@ -18,7 +18,8 @@ from bot.wiring import slack_parts
 from runtime.jobs.contracts import Conversation
 from runtime.reporter import Activity, RunView, Task
 from tests.conftest import with_env
-from tests.support.fake_slack import AGENT_ERRORS, Message
+from tests.support.fake_openai import message
+from tests.support.fake_slack import AGENT_ERRORS, ONE_CALL_ERRORS, Message
 from tests.support.harness import BOT_TOKEN, Harness
 from tests.support.model_scripts import delete_then_answer
 
@@ -52,7 +53,15 @@ async def test_each_stretch_streams_one_message_of_tasks(bot: Harness) -> None:
     second = (await bot.slack.wait_for(lambda: streamed(bot, root)[1:], what="a second stream"))[0]
     await bot.slack.wait_for(lambda: not second.streaming, what="the second stream stopped")
     assert tasks(second) == [("delete_user", "complete", "Approved by @bob")]
-    assert second.text == "" and ":white_check_mark: Done" in second.all_text()
+    [link] = second.tasks[0]["sources"]
+    assert link["url"] == (
+        f"https://console.localhost/archives/{card.channel}/p{card.ts.replace('.', '')}"
+        f"?thread_ts={root.ts}&cid={root.channel}"
+    ), "a link to the card that asked"
+    assert first.text.startswith("• `delete_user`: Approved by @bob (<https://console.localhost/")
+    assert first.text.endswith("|its card>)\nDecided; the run went on below.")
+    assert second.text == "done: deleted u-100", "the model's text, streamed as it came"
+    assert ":white_check_mark: Done" in second.all_text()
     assert first.action_ids() == [], "the waiting stretch's buttons went once decided"
     await bot.audit_until("executed")  # every step is in the audit trail, as before
     bot.slack.assert_nothing_refused()
@@ -82,27 +91,53 @@ async def test_a_stream_slack_ended_goes_on_as_an_ordinary_message(bot: Harness)
 async def test_without_streams_a_run_shows_todays_status_and_one_log_line(
     bot: Harness, error: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """An answer that says the app cannot stream turns streams off for the process; one about
+    the call (a rate limit past the client's retries, Slack's own error) only for that run,
+    and the next run streams again. Either way the thread shows every step."""
     bot.slack.refuse("chat.startStream", error)
     caplog.set_level(logging.INFO, logger="bot.reporting")
     bot.model.script = delete_then_answer
     root = await bot.start_run("delete u-100")
     [card] = await bot.cards(root, 1)
-    thread = bot.slack.thread
-    [status] = await bot.slack.wait_for(
-        lambda: [m for m in thread(root.channel, root.ts) if "stop_run" in m.action_ids()],
-        what="the status message with our Stop",
-    )
+    status = await status_with_stop(bot, root)
     assert not status.streamed
     await bot.sender.click(card, "approve", user="UBOB")
     assert (await bot.final_answer(root)).text == "done: deleted u-100"
     await bot.slack.wait_for(
         lambda: status.text.startswith(":white_check_mark: Done"), what="the status: done"
     )
-    said = [r.getMessage() for r in caplog.records]
-    lines = [line for line in said if "streaming off for this process" in line]
-    assert len(lines) == 1 and error in lines[0] and "chat.startStream" in lines[0], lines
+    assert ":white_check_mark:" in status.all_text() and "delete_user" in status.all_text()
     tries = 6 if error == "ratelimited" else 1  # the client's 5 retries of a 429, then no more
-    assert len(bot.slack.calls_to("chat.startStream")) == tries, "never tried again"
+    assert len(bot.slack.calls_to("chat.startStream")) == tries, "never tried again for the run"
+
+    said = [r.getMessage() for r in caplog.records]
+    one_run = error in ONE_CALL_ERRORS
+    kind = "streaming off for this run" if one_run else "streaming off for this process"
+    lines = [line for line in said if kind in line]
+    assert len(lines) == 1 and error in lines[0] and "chat.startStream" in lines[0], lines
+    if one_run:
+        assert not [line for line in said if "for this process" in line]
+    else:
+        # The scope Slack names as needed (`chat:write` for streams), else the setting.
+        assert ("add the chat:write scope" if error == "missing_scope" else "STREAMING") in lines[0]
+
+    bot.slack.answer_again("chat.startStream")  # only a run's error is tried again
+    bot.model.script = lambda request: [message("nothing to do")]
+    later = await bot.start_run("say hello")
+    assert (await bot.final_answer(later)).text == "nothing to do"
+    streamed_later = [m for m in bot.slack.thread(later.channel, later.ts) if m.streamed]
+    assert bool(streamed_later) == one_run
+    assert len(bot.slack.calls_to("chat.startStream")) == tries + (1 if one_run else 0)
+
+
+async def status_with_stop(bot: Harness, root: Message) -> Message:
+    thread = bot.slack.thread
+    found: list[Message] = await bot.slack.wait_for(
+        lambda: [m for m in thread(root.channel, root.ts) if "stop_run" in m.action_ids()],
+        what="the status message with our Stop",
+    )
+    [status] = found
+    return status
 
 
 @with_env(STREAMING="on")
@@ -174,3 +209,24 @@ async def test_a_stretch_appends_only_what_changed_and_stops_at_its_end(bot: Har
     message = bot.slack.messages[ended]
     assert (message.streaming, tasks(message)) == (False, [("list_users", "complete", None)])
     assert ":white_check_mark: Done" in message.all_text()
+
+
+@with_env(STREAMING="on")
+async def test_a_rejected_call_is_a_task_in_error_with_the_reason_and_its_card(
+    bot: Harness,
+) -> None:
+    bot.slack.users["UBOB"] = "bob"
+    bot.model.script = delete_then_answer
+    root = await bot.start_run("delete u-100")
+    [card] = await bot.cards(root, 1)
+    [first] = await bot.slack.wait_for(lambda: streamed(bot, root), what="a streamed message")
+    await bot.slack.wait_for(lambda: not first.streaming, what="stopped as the run waits")
+    status, _ = await bot.sender.reject(card, user="UBOB", reason="Ada is still on payroll")
+    assert status == 200
+    await bot.final_answer(root)
+    second = (await bot.slack.wait_for(lambda: streamed(bot, root)[1:], what="a second stream"))[0]
+    await bot.slack.wait_for(lambda: not second.streaming, what="the second stream stopped")
+    assert tasks(second) == [("delete_user", "error", "Rejected by @bob: Ada is still on payroll")]
+    assert [s["text"] for s in second.tasks[0]["sources"]] == ["Its card"]
+    assert first.text.startswith("• `delete_user`: Rejected by @bob: Ada is still on payroll (<")
+    bot.slack.assert_nothing_refused()
