@@ -94,6 +94,8 @@ class Task:
     """`waiting`: who may decide it (users and groups; none: anyone in the channel)."""
     card: str | None = None
     """The id of the message that asked people to decide it (its card), once posted."""
+    card_channel: str | None = None
+    """Where that card is, when not in the run's thread (`PendingCall.channel`)."""
     reason: str = ""
     """Why the person who decided it said no (a rejection's reason), as they wrote it."""
 

@@ -267,6 +267,8 @@ class RunStreams:
         ts (no call per card: the workspace URL is asked once); None without a card."""
         if task.card is None:
             return None
+        if task.card_channel is not None:  # the approvers' channel: not in the run's thread
+            return await self._links.thread(task.card_channel, task.card)
         link = await self._links.thread(run.conversation.channel, task.card)
         if link is None or run.conversation.thread is None:
             return link

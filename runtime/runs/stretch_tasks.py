@@ -63,6 +63,7 @@ class StretchTasks:
                 state=state,
                 note=note,
                 card=call.message_ts,
+                card_channel=call.channel,
                 reason=(decision.reason or "") if state == "error" else "",
             )
 
@@ -74,6 +75,7 @@ class StretchTasks:
                 state="waiting",
                 deciders=call.approvers,
                 card=call.message_ts,
+                card_channel=call.channel,
             )
 
     def ended(self, state: str) -> None:

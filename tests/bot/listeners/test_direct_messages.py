@@ -274,3 +274,30 @@ async def test_the_requesters_thread_offers_no_approve_all_for_calls_decided_els
     )
     assert ACTION_APPROVE_ALL not in status.action_ids()
     assert "stop_run" in status.action_ids(), "its Stop stays"
+
+
+@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB", STREAMING="on")
+async def test_a_decided_task_in_the_requesters_thread_links_to_the_card_where_it_is(
+    bot: Harness,
+) -> None:
+    """The card is in the approvers' channel, not in the direct message's thread: the next
+    stretch's task links there."""
+    bot.slack.users["UBOB"] = "bob"
+    bot.model.script = delete_then_answer
+    said = direct_message("delete u-100")
+    await bot.sender.event(said)
+    [card] = await cards_in(bot, APPROVERS_CHANNEL)
+
+    await bot.sender.click(card, "approve", user="UBOB")
+    streamed = await bot.slack.wait_for(
+        lambda: [
+            m
+            for m in bot.slack.thread("DUALICE", said["ts"])
+            if m.streamed and not m.streaming and any(t["status"] == "complete" for t in m.tasks)
+        ],
+        what="the second stretch's stream, stopped",
+    )
+    [link] = streamed[-1].tasks[0]["sources"]
+    assert link["url"] == (
+        f"https://console.localhost/archives/{APPROVERS_CHANNEL}/p{card.ts.replace('.', '')}"
+    ), "the card where it is, in the approvers' channel"
