@@ -43,9 +43,17 @@ class Shard:
         return f"{self.prefix}jobs:v2"
 
     @property
-    def job_streams(self) -> tuple[str, str]:
-        """The shard's job streams, by the version a job needs: `jobs` (1), `jobs_v2` (2)."""
-        return (self.jobs, self.jobs_v2)
+    def jobs_v3(self) -> str:
+        """Stream of jobs that a worker of a version before direct messages cannot read (a run
+        started in a direct message, `Conversation.direct`), beside the other two, as
+        `jobs_v2` is beside `jobs`."""
+        return f"{self.prefix}jobs:v3"
+
+    @property
+    def job_streams(self) -> tuple[str, str, str]:
+        """The shard's job streams, by the version a job needs: `jobs` (1), `jobs_v2` (2),
+        `jobs_v3` (3). A worker reads those of its version and before."""
+        return (self.jobs, self.jobs_v2, self.jobs_v3)
 
     @property
     def dead_jobs(self) -> str:

@@ -87,10 +87,13 @@ class StartJob(BaseModel):
     @property
     def version(self) -> int:
         """The oldest version of the job contract that reads this job, which picks its stream
-        (`Shard.job_streams`): 2 for a reply's start or an outsider's run, which workers before
-        `continues` and `requester_external` cannot read, else 1."""
+        (`Shard.job_streams`): 3 for a run started in a direct message, which workers before
+        `direct` and `opened` cannot read; 2 for a reply's start or an outsider's run, which
+        workers before `continues` and `requester_external` cannot read; else 1."""
         conversation = self.conversation
-        return 2 if self.continues or conversation.requester_external or conversation.direct else 1
+        if conversation.direct or conversation.opened is not None:
+            return 3
+        return 2 if self.continues or conversation.requester_external else 1
 
     def payload(self) -> str:
         """The job as queued: without `continues` when it continues nothing, and without the

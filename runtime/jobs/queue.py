@@ -6,10 +6,11 @@ and steals jobs whose owner went quiet with XAUTOCLAIM. A job delivered more tha
 `max_deliveries` times goes to the dead-letter stream instead of running again. The loop that
 does all this is `runtime.jobs.consumer.JobConsumer`.
 
-Each shard has two streams (`Shard.job_streams`): `jobs`, which every version reads, and
-`jobs_v2` for jobs an older worker cannot read (`StartJob.version`), which only this version
-reads, with the same group, in the same XREADGROUP. During a rolling deploy an older worker so
-never sees such a job (it would drop it as malformed); it waits for a newer worker.
+Each shard has a stream per version of the job contract (`Shard.job_streams`): `jobs`, which
+every version reads, then `jobs_v2` and `jobs_v3` for jobs an older worker cannot read
+(`StartJob.version`), each read by the versions from its own on, with the same group, in the
+same XREADGROUP. During a rolling deploy an older worker so never sees such a job (it would
+drop it as malformed); it waits for a newer worker.
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ from runtime.jobs import scripts
 
 log = logging.getLogger(__name__)
 
-V2 = "v2:"
-"""Begins the entry id of a delivery from a shard's `jobs_v2` (after its `<shard>/`)."""
+
+def _version_mark(version: int) -> str:
+    """Begins the entry id of a delivery from a shard's stream of contract `version` above 1
+    (after its `<shard>/`): `v2:`, `v3:`."""
+    return f"v{version}:"
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
     entry_id: str
     """The stream entry's id; on a cluster `<shard>/<id>`, as every entry id given back here;
-    `v2:<id>` (`<shard>/v2:<id>`) for one of `jobs_v2`."""
+    `v2:<id>` (`<shard>/v2:<id>`) for one of `jobs_v2`, `v3:<id>` for one of `jobs_v3`."""
     payload: str
     deliveries: int
 
@@ -106,13 +110,14 @@ class JobQueue:
         Returns once the replicas have it (`REDIS_MIN_REPLICAS`), a duplicate's first copy
         too; raises `NotReplicated` if they do not confirm in time."""
         shard = self._keys.shard_of(run_id or job_id)
-        stream, other = shard.job_streams[version - 1], shard.job_streams[2 - version]
+        stream = shard.job_streams[version - 1]
+        other, third = (s for s in shard.job_streams if s != stream)
         marker = shard.job_marker(job_id)
         added, made = await self._enqueue(
-            scripts.Enqueue(stream=stream, marker=marker, other=other, job=payload)
+            scripts.Enqueue(stream=stream, marker=marker, other=other, third=third, job=payload)
         )
         self._made(stream, bool(made))
-        self._known.add(other)
+        self._known.update((other, third))
         await self._replication.confirm()
         return added is not None
 
@@ -149,7 +154,7 @@ class JobQueue:
             self._known.add(stream)
 
     def _streams(self) -> list[tuple[int, str]]:
-        """Every job stream, with its shard: each shard's `jobs`, then its `jobs_v2`."""
+        """Every job stream, with its shard: each shard's `jobs`, then `jobs_v2`, `jobs_v3`."""
         return [
             (shard.index, stream) for shard in self._keys.shards for stream in shard.job_streams
         ]
@@ -374,8 +379,9 @@ class JobQueue:
         entry_id, fields = entry
         payload = fields.get(b"job", fields.get("job", b""))
         token = _text(entry_id)
-        if stream == self._keys.shard(shard).jobs_v2:
-            token = f"{V2}{token}"
+        version = self._keys.shard(shard).job_streams.index(stream) + 1
+        if version > 1:
+            token = f"{_version_mark(version)}{token}"
         if self._keys.shard_count > 1:
             token = f"{shard}/{token}"
         return Delivery(token, _text(payload), deliveries)
@@ -385,12 +391,17 @@ class JobQueue:
         return int(shard or 0)
 
     def _where(self, token: str) -> tuple[str, str]:
-        """The stream and stream entry id of an entry id given out here."""
-        _, _, entry = token.rpartition("/")
-        shard = self._keys.shard(self._shard_of_token(token))
-        if entry.startswith(V2):
-            return shard.jobs_v2, entry.removeprefix(V2)
-        return shard.jobs, entry
+        return entry_of(self._keys, token)
+
+
+def entry_of(keys: Keys, token: str) -> tuple[str, str]:
+    """The stream and stream entry id of an entry id a `JobQueue` gave out."""
+    shard_index, _, entry = token.rpartition("/")
+    shard = keys.shard(int(shard_index or 0))
+    for version, stream in enumerate(shard.job_streams[1:], start=2):
+        if entry.startswith(mark := _version_mark(version)):
+            return stream, entry.removeprefix(mark)
+    return shard.jobs, entry
 
 
 def _text(value: bytes | str) -> str:

@@ -18,6 +18,7 @@ class Enqueue(ScriptCall):
     stream: Key
     marker: Key
     other: Key
+    third: Key
     job: str
     marker_ttl: int = MARKER_TTL_SECONDS
 

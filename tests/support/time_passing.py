@@ -42,7 +42,7 @@ from redis.asyncio.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
 from runtime.db.keys import JOB_GROUP, Keys
-from runtime.jobs.queue import V2
+from runtime.jobs.queue import entry_of
 from runtime.record import layout as rr
 from runtime.record.envelope import dump_envelope, parse_envelope
 from runtime.record.reach import CallReach
@@ -132,10 +132,8 @@ async def quiet_for(
 ) -> None:
     """As if the job `entry_id` (as `JobQueue` gives it out) that `holder` holds had had no
     heartbeat for `seconds`."""
-    shard, _, entry = entry_id.rpartition("/")
-    streams = keys.shard(int(shard or 0))
-    stream = streams.jobs_v2 if entry.startswith(V2) else streams.jobs
-    idle_ms, ids = int(seconds * 1000), (entry.removeprefix(V2),)
+    stream, entry = entry_of(keys, entry_id)
+    idle_ms, ids = int(seconds * 1000), (entry,)
     claimed: Any = await redis.xclaim(stream, JOB_GROUP, holder, 0, ids, idle=idle_ms, justid=True)
     assert claimed, f"{entry_id} is not pending"
 

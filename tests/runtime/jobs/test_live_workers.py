@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from runtime.db.connection import connect
 from runtime.db.keys import Keys
 from runtime.db.local import RedisServer
+from runtime.db.shards import Shard
 from runtime.jobs.consumer import JobConsumer
 from runtime.jobs.live_workers import MARGIN_SECONDS, LiveWorkers
 from runtime.jobs.queue import Delivery, JobQueue
@@ -21,6 +22,8 @@ from runtime.process.shutdown_budget import ShutdownBudget
 from tests.support.time_passing import mark_older, quiet_for
 
 SHARDS = 4
+STREAMS = len(Shard(prefix="").job_streams)
+"""A shard's job streams, one per version of the job contract: each is scanned."""
 IDLE_TIMEOUT = 0.6
 """A scan is due every third of it: 0.2 s."""
 
@@ -109,9 +112,9 @@ async def test_idle_workers_scan_the_shards_only_when_a_worker_went_quiet(
     for worker in workers:
         worker.stop()
     await asyncio.gather(*tasks)
-    # One pass over the shards' two streams each, at start; a scan every 0.2 s would have
-    # been 160.
-    assert idle_scans == 2 * SHARDS * 2
+    # One pass over the shards' streams each, at start; a scan every 0.2 s would have been
+    # hundreds.
+    assert idle_scans == 2 * SHARDS * STREAMS
     assert await redis.zcard(keys.live_workers) == 0, "stopped cleanly, they left no mark"
 
     # Another worker said it was alive, took a job and died.
@@ -119,7 +122,7 @@ async def test_idle_workers_scan_the_shards_only_when_a_worker_went_quiet(
     await alive.beat("dead")
     await queue.enqueue("orphan", "orphaned job")
     [orphan] = await queue.read("dead", 1, 2000)  # returns once it has it
-    first_pass = await scans(redis) + 2 * SHARDS
+    first_pass = await scans(redis) + STREAMS * SHARDS
     survivor = consumer(redis, keys, "survivor", record)
     task = asyncio.create_task(survivor.run())
     try:
@@ -162,7 +165,7 @@ async def test_a_worker_that_stops_holding_jobs_has_them_taken_over_at_once(
     await JobQueue(redis, keys).enqueue("long", "long job")
     await asyncio.wait_for(started.wait(), 5)
 
-    first_pass = await scans(redis) + 2 * SHARDS
+    first_pass = await scans(redis) + STREAMS * SHARDS
     staying = consumer(redis, keys, "staying", long_job, shutdown=ShutdownBudget(seconds=0.3))
     staying_task = asyncio.create_task(staying.run())
     assert await until(lambda: at_least(scans(redis), first_pass), 5.0), "no first pass"
@@ -188,7 +191,7 @@ async def test_a_job_cut_off_by_its_timeout_is_retried_by_the_same_worker(
         if delivery.deliveries == 1:
             await asyncio.Event().wait()  # nothing ever sets it
 
-    first_pass = await scans(redis) + 2 * SHARDS
+    first_pass = await scans(redis) + STREAMS * SHARDS
     alone = consumer(redis, keys, "alone", hangs_once, job_timeout=0.5)
     task = asyncio.create_task(alone.run())
     assert await until(lambda: at_least(scans(redis), first_pass), 5.0), "no first pass"

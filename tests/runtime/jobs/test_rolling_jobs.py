@@ -69,3 +69,50 @@ async def test_a_reply_enqueued_for_a_newer_worker_waits_for_one_and_is_not_drop
     )
     assert answers[-1].text == "turn 3: and now?", "the reply continued the conversation"
     assert "malformed" not in old_worker.log(), old_worker.log()
+
+
+BEFORE_DIRECT_MESSAGES = "a8a919a84fa00a064996840cb3d82cb5899ec39c"
+"""Main just before a direct message started a run (`Conversation.direct`): its workers read
+`jobs` and `jobs_v2`."""
+
+
+@on_cluster_too
+async def test_a_direct_messages_run_waits_for_a_worker_that_can_read_it(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    older = release(BEFORE_DIRECT_MESSAGES, tmp_path)
+    if older is None:
+        pytest.skip(f"this clone has no {BEFORE_DIRECT_MESSAGES} (a shallow clone?)")
+    deployment.model.script = counts_the_turns
+    env = {"APPROVAL_CHANNEL": "CAPPROVALS"}
+    await deployment.web(**env)
+    old_worker = deployment.older_worker("worker.2", older)
+    said = {
+        "type": "message",
+        "channel": "DUALICE",
+        "user": "UALICE",
+        "text": "say hello",
+        "ts": f"{time.time():.6f}",
+        "channel_type": "im",
+    }
+    status, _ = await deployment.sender.event(said)
+    assert status == 200
+    # It still runs every job it can read: a run started in a channel meanwhile answers.
+    other = await deployment.start_run("still there?")
+    [answer] = await deployment.final_answers(other)
+    assert answer.text == "turn 1: still there?"
+    assert deployment.slack.thread("DUALICE", str(said["ts"])) == [], "the direct run waits"
+    assert "malformed" not in old_worker.log(), old_worker.log()
+
+    deployment.worker("worker.1", **env)  # the deploy goes on
+    answered = await deployment.slack.wait_for(
+        lambda: [
+            m
+            for m in deployment.slack.thread("DUALICE", str(said["ts"]))
+            if m.text == "turn 1: say hello"
+        ],
+        30,
+        "the direct message's answer",
+    )
+    assert len(answered) == 1
+    assert "malformed" not in old_worker.log(), old_worker.log()
