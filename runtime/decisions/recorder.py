@@ -19,7 +19,7 @@ from runtime.audit.events import AuditEvent
 from runtime.db.keys import Keys
 from runtime.db.replication import NO_REPLICAS, NotReplicated, Replication
 from runtime.grants.store import note_grant_shard
-from runtime.jobs.contracts import ResumeJob
+from runtime.jobs.contracts import ResumeJob, resume_version
 from runtime.jobs.due_set import WAKE_STREAM_LENGTH
 from runtime.record import scripts as rs
 from runtime.record.choices import ArgumentEdit, GrantScope
@@ -265,6 +265,8 @@ class DecisionRecorder:
         # A grant covers the run's channel, wherever the decision came from (a copy, Home).
         run_channel = view.gate.channel if view.gate is not None else channel
         shard = self._keys.shard_of(run_id)
+        # The resume goes where a worker that can read the run takes it (a rolling deploy).
+        version = resume_version(view.envelope.conversation) if view.envelope else 1
         if choice.grant and mode == "decide":
             await note_grant_shard(self._redis, self._keys, run_channel, choice.grant.id)
         # The grant's id was drawn in the run's shard (`GrantKeys.new_id`): one slot.
@@ -277,7 +279,7 @@ class DecisionRecorder:
             rs.Decide(
                 run=shard.run(run_id),
                 deadlines=shard.deadlines,
-                jobs=shard.jobs,
+                jobs=shard.job_streams[version - 1],
                 audit=shard.audit,
                 reminders=shard.reminders,
                 grant=grant_keys,

@@ -91,7 +91,7 @@ class StartJob(BaseModel):
         `direct` and `opened` cannot read; 2 for a reply's start or an outsider's run, which
         workers before `continues` and `requester_external` cannot read; else 1."""
         conversation = self.conversation
-        if conversation.direct or conversation.opened is not None:
+        if resume_version(conversation) == 3:
             return 3
         return 2 if self.continues or conversation.requester_external else 1
 
@@ -103,6 +103,13 @@ class StartJob(BaseModel):
         if unset := self.conversation.unset_fields:
             exclude["conversation"] = unset
         return self.model_dump_json(exclude=exclude or None)
+
+
+def resume_version(conversation: Conversation) -> int:
+    """The oldest version of the job contract whose workers can resume a run held in
+    `conversation` (its resume job's stream, `Shard.job_streams`): 3 for a run started in a
+    direct message, whose stored record a worker before direct messages cannot read, else 1."""
+    return 3 if conversation.direct or conversation.opened is not None else 1
 
 
 class ResumeJob(BaseModel):

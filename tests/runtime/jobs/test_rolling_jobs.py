@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import on_cluster_too
 from tests.support.deployment import Deployment
 from tests.support.fake_openai import Item, ModelRequest, message
+from tests.support.model_scripts import delete_then_answer
 from tests.support.processes import release
 
 PREVIOUS_RELEASE = "7cf106049b14e7008bd6d3350025a54abf66c884^"
@@ -116,3 +117,50 @@ async def test_a_direct_messages_run_waits_for_a_worker_that_can_read_it(
     )
     assert len(answered) == 1
     assert "malformed" not in old_worker.log(), old_worker.log()
+
+
+async def test_a_direct_messages_run_decided_mid_deploy_resumes_on_a_worker_that_can_read_it(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Its stored record is one the release before cannot read: the resume waits for a newer
+    worker instead of ending the run as unreadable."""
+    older = release(BEFORE_DIRECT_MESSAGES, tmp_path)
+    if older is None:
+        pytest.skip(f"this clone has no {BEFORE_DIRECT_MESSAGES} (a shallow clone?)")
+    deployment.model.script = delete_then_answer
+    env = {"APPROVAL_CHANNEL": "CAPPROVALS", "APPROVERS": "UBOB"}
+    await deployment.web(**env)
+    new_worker = deployment.worker("worker.1", **env)
+    said = {
+        "type": "message",
+        "channel": "DUALICE",
+        "user": "UALICE",
+        "text": "delete u-100",
+        "ts": f"{time.time():.6f}",
+        "channel_type": "im",
+    }
+    assert (await deployment.sender.event(said))[0] == 200
+    [card] = await deployment.slack.wait_for(
+        lambda: [c for c in deployment.slack.cards() if c.channel == "CAPPROVALS"], 20, "the card"
+    )
+    new_worker.signal(signal.SIGTERM)
+    assert await new_worker.wait(timeout=30) == 0, new_worker.log()
+
+    old_worker = deployment.older_worker("worker.2", older)
+    await deployment.sender.click(card, "approve", user="UBOB")
+    other = await deployment.start_run("delete u-200")  # it still runs what it can read
+    await deployment.cards(other, 1)
+    assert "stored envelope" not in old_worker.log(), old_worker.log()
+    assert not [m for m in deployment.slack.thread("DUALICE", str(said["ts"])) if "done" in m.text]
+
+    deployment.worker("worker.1", name="worker.1b", **env)  # the deploy goes on
+    await deployment.slack.wait_for(
+        lambda: [
+            m
+            for m in deployment.slack.thread("DUALICE", str(said["ts"]))
+            if m.text == "done: deleted u-100"
+        ],
+        30,
+        "the direct message's answer",
+    )
+    assert "stored envelope" not in old_worker.log(), old_worker.log()
