@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 
 from runtime.db.connection import connect
 from runtime.db.keys import Keys
+from runtime.db.local import RedisServer
 from runtime.jobs.contracts import Conversation, new_run_id
 from runtime.record import layout as rr
 from runtime.record.envelope import RunEnvelope
@@ -19,8 +20,9 @@ from runtime.record.store import RunStore
 
 
 @pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    client = connect(redis_url)
+async def redis(own_redis: RedisServer) -> AsyncIterator[aioredis.Redis]:
+    """A Redis of the test's own: the commands it counts are the test's alone."""
+    client = connect(own_redis.url)
     yield client
     await client.aclose()
 
@@ -31,9 +33,9 @@ async def hgetalls(redis: aioredis.Redis) -> int:
 
 
 async def test_a_resume_loads_the_run_from_its_claim_as_the_claim_left_it(
-    redis: aioredis.Redis, prefix: str
+    redis: aioredis.Redis,
 ) -> None:
-    keys = Keys(prefix)
+    keys = Keys("t:")
     store = RunStore(redis, keys)
     envelope = RunEnvelope(
         run_id=new_run_id(),
