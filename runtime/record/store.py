@@ -324,7 +324,7 @@ class RunStore:
 
     async def journal_read(self, lease: Lease, call_id: str) -> tuple[bytes | None, int | None]:
         """`journal_entry`, and the round in which the call started without returning, if it
-        did (`runtime.record.starts`): what a tool about to run needs, in one read."""
+        did (a tool about to run reads and marks in one step: `CallStarts.begin`)."""
         view = await read(self._redis, self._keys, JournalRead, lease.run_id, call_id)
         # One this worker recorded and a failover lost: written back, as if never lost.
         recorded = view.recorded or await self.recent.reuse(lease.run_id, call_id)
