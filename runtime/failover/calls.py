@@ -90,6 +90,11 @@ class RecentCalls(Recent[tuple[str, str], CallWritten]):
         )
         self._keep(entry)
 
+    def holds_output(self, run_id: str, call_id: str) -> bool:
+        """Whether this worker recorded the call's output lately (`reuse` has it)."""
+        entry = self.entries.get((run_id, call_id))
+        return entry is not None and bool(entry.output)
+
     def not_running(self, run_id: str, call_id: str) -> None:
         """The start mark was taken back (the tool did not start, or raised)."""
         entry = self.entries.get((run_id, call_id))

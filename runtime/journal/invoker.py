@@ -45,7 +45,8 @@ from runtime.metrics import count_tool
 from runtime.process.backoff import Backoff
 from runtime.record.choices import ArgumentEdit
 from runtime.record.leases import Fenced
-from runtime.record.starts import OutcomeLost, lost, may_repeat
+from runtime.record.reads import parse_stop_mark
+from runtime.record.starts import OutcomeLost, may_repeat
 from runtime.record.stop_mark import Stopped
 from runtime.record.turns import inside_call
 
@@ -133,12 +134,8 @@ class JournaledInvoker:
         edit = scope.edits.get(call_id)
         if edit is not None:
             ctx, arguments = edited_call(ctx, edit), edit.arguments
-        recorded, started = await scope.store.journal_read(scope.lease, call_id)
-        if recorded is not None:
+        if (recorded := await self._begin(scope, ctx)) is not None:
             return await self._replay(scope, ctx, json.loads(recorded))
-        if scope.in_flight.stopping is not None:
-            raise Stopped(scope.lease.run_id, scope.in_flight.stopping)
-        await self._mark_started(scope, ctx, started)
         try:
             # The decision, this delivery's claim and the start mark must survive a failover
             # before the tool runs; else a promoted replica would hand the call to another
@@ -229,26 +226,51 @@ class JournaledInvoker:
             output = f"{output}\n\n{note}"
         return output
 
-    async def _mark_started(
-        self, scope: JournalScope, ctx: ToolContext[Any], started: int | None
-    ) -> None:
-        """Before the tool runs: a call that started without an outcome may have run, so it
-        runs again only when a person says so (or its tool is safe to repeat). An agent tool
-        whose inner run the restored state saved waiting resumes that run, not its agent
-        afresh: its calls keep their ids, each journaled and marked, so none runs twice.
-        `started`: the call's start mark, as read with its journal entry."""
-        run_id, starts, call_id = scope.lease.run_id, scope.store.starts, ctx.tool_call_id
-        again = call_id in scope.run_again
-        repeats = may_repeat(self) or inner_run_interrupted(ctx)
-        if lost(started, round_=scope.round, run_again=again) and not repeats:
+    async def _begin(self, scope: JournalScope, ctx: ToolContext[Any]) -> bytes | None:
+        """The call's recorded outcome, if it ran; else its start mark is written, with the
+        model turns nothing has acted on yet, in the same step as the read (`CallStarts.begin`):
+        in the order a call's checks go: recorded (replayed), fenced, stopped, lost.
+
+        A call that started without an outcome may have run, so it runs again only when a
+        person says so (or its tool is safe to repeat). An agent tool whose inner run the
+        restored state saved waiting resumes that run, not its agent afresh: its calls keep
+        their ids, each journaled and marked, so none runs twice."""
+        run_id, call_id = scope.lease.run_id, ctx.tool_call_id
+        turns, stopping = dict(scope.turns.pending), scope.in_flight.stopping
+        held = scope.store.recent.holds_output(run_id, call_id)
+        while True:
+            status, found = await scope.store.starts.begin(
+                run_id,
+                scope.lease.fence,
+                call_id,
+                scope.round,
+                run_again=call_id in scope.run_again,
+                repeats=may_repeat(self) or inner_run_interrupted(ctx),
+                stopping=stopping is not None,
+                turns=turns,
+                held=held,
+            )
+            if status != "missing":
+                break
+            # This worker recorded the call, and the primary has lost it in a failover: it is
+            # written back and reused (`runtime.failover.calls`), else looked at again.
+            if (found := await scope.store.recent.reuse(run_id, call_id)) is not None:
+                return found
+            held = False
+        if status == "recorded":
+            return found
+        if status == "stopped" and found is not None:
+            raise Stopped(run_id, parse_stop_mark(found))
+        if status == "stopping" and stopping is not None:
+            raise Stopped(run_id, stopping)
+        if status == "lost":
             count_tool(self._tool_name, "lost")
             raise OutcomeLost(run_id, call_id, self._tool_name)
-        # The model turns nothing has acted on yet go with the mark: written before the tool runs.
-        turns = dict(scope.turns.pending)
-        if not await starts.mark(run_id, scope.lease.fence, call_id, scope.round, turns):
+        if status != "marked":
             raise Fenced(run_id)
         scope.turns.journaled(turns)
         scope.store.recent.started(run_id, call_id, scope.round)
+        return None
 
     async def _audit(
         self, scope: JournalScope, ctx: ToolContext[Any], event: AuditEvent, output: object

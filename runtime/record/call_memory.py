@@ -2,7 +2,7 @@
 
 A worker remembers the calls it ran lately (`runtime.failover.calls.RecentCalls`), so that a
 failover that loses their start marks or outputs can have them written back to the new primary.
-That memory lives above the record (it watches the primary); the store only needs these four
+That memory lives above the record (it watches the primary); the store only needs these
 verbs, so it takes the memory as this Protocol, and a store outside a worker gets `FORGETFUL`.
 """
 
@@ -22,6 +22,10 @@ class CallMemory(Protocol):
         """The output remembered for a call whose journal entry a failover lost, if any."""
         ...
 
+    def holds_output(self, run_id: str, call_id: str) -> bool:
+        """Whether an output is remembered for the call (`reuse` would have one)."""
+        ...
+
 
 class _Forgetful:
     """Remembers nothing: a store outside a worker (the web process, a CLI command)."""
@@ -37,6 +41,9 @@ class _Forgetful:
 
     async def reuse(self, run_id: str, call_id: str) -> bytes | None:
         return None
+
+    def holds_output(self, run_id: str, call_id: str) -> bool:
+        return False
 
 
 FORGETFUL: Final[CallMemory] = _Forgetful()

@@ -3,6 +3,7 @@ gets once a later delivery claimed the run (fencing: `runtime.record.layout`).""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,3 +42,6 @@ ClaimStatus = Literal[
 class Claim:
     status: ClaimStatus
     lease: Lease | None = None
+    hash: Mapping[str, bytes] | None = None
+    """A resume's: the run's hash as the claim left it (read in the same step), to load the
+    run from; None when the reply did not carry it (a copy of the call), to be read."""

@@ -31,6 +31,7 @@ from runtime.record.layout import (
     EDIT,
     ENVELOPE,
     FENCE,
+    FINAL,
     GATE,
     GATE_VERSION,
     HOME_TAB,
@@ -63,6 +64,7 @@ __all__ = [
     "LUA_CONSTANTS",
     "RESTORE",
     "SCRIPTS",
+    "START",
     "STOP",
     "WAIT",
     "AddCopies",
@@ -75,6 +77,7 @@ __all__ = [
     "FencedSet",
     "JournalPut",
     "Restore",
+    "Start",
     "Stop",
     "Wait",
     "once",
@@ -103,6 +106,7 @@ LUA_CONSTANTS: Final[dict[str, LuaConstant]] = {
         "reach": REACH,
         "turn": TURN,
         "once": ONCE,
+        "final": FINAL,
     },
     "GATE_VERSION": GATE_VERSION,
     "HOME_WAITING": HOME_WAITING,
@@ -176,6 +180,20 @@ class FencedSet(ScriptCall):
     entry: str
     """The audit entry (`AuditTrail.entry`), or ''."""
     fields: MoreArgs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start(ScriptCall):
+    run: Key
+    fence: int
+    call_id: str
+    round: int
+    run_again: str
+    repeats: str
+    stopping: str
+    held: str
+    turns: MoreArgs
+    """field, value, ... of the model turns written with the mark"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -321,6 +339,10 @@ WAIT: Final = _declare(Wait, "home_index", "wait", in_run=True)
 CLOSE: Final = _declare(Close, "home_index", "close", in_run=True)
 JOURNAL_PUT: Final = declare(JournalPut, "runtime.record", "journal_put", constants=LUA_CONSTANTS)
 """Without a frame: the journal field is the call's own mark (see the script)."""
+START: Final = _declare(
+    Start, "start", constants={"JOURNAL": JOURNAL, "STARTED": STARTED}, in_run=True
+)
+"""A tool call's journal entry read and its start mark written, in one step."""
 RESTORE: Final = _declare(Restore, "restore", constants={"JOURNAL": JOURNAL, "STARTED": STARTED})
 """What a failover lost of a tool call, written back by the worker that ran it."""
 DECIDE: Final = _declare(
@@ -354,6 +376,7 @@ SCRIPTS: Final[dict[str, str]] = {
     "close": CLOSE.source,
     "journal_put": JOURNAL_PUT.source,
     "restore": RESTORE.source,
+    "start": START.source,
     "decide": DECIDE.source,
     "decide_batch": DECIDE_BATCH.source,
     "stop": STOP.source,

@@ -17,7 +17,6 @@ a delivery that lost its run cannot mark, so runs nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 import redis.asyncio as aioredis
 
@@ -37,27 +36,50 @@ class OutcomeLost(Exception):
         self.tool = tool
 
 
+Begun = tuple[str, bytes | None]
+"""What `CallStarts.begin` found: ('recorded', outcome), ('missing', None), ('fenced', None),
+('stopped', the stop mark), ('stopping', None), ('lost', None) or ('marked', None): the tool
+may run."""
+
+
 class CallStarts:
     def __init__(self, redis: aioredis.Redis, keys: Keys) -> None:
         self._keys = keys
         self._set = rs.run_once(redis, rs.FENCED_WRITE, keeps=False)
+        self._start = rs.run_once(redis, rs.START)
 
-    async def mark(
+    async def begin(
         self,
         run_id: str,
         fence: int,
         call_id: str,
         round_: int,
+        *,
+        run_again: bool,
+        repeats: bool,
+        stopping: bool,
         turns: Mapping[str, str] | None = None,
-    ) -> bool:
-        """Mark the call started in `round_`, with the model `turns` not journaled yet
-        (`runtime.record.turns`) in the same write; False if this delivery lost the run (or
-        the run is gone): then the tool must not run."""
-        write = self._write(run_id, fence, call_id, str(round_))
-        if turns:
-            write = replace(write, fields=[*write.fields, *turn_fields(turns)])
-        written = await self._set(write)
-        return int(written) == 1
+        held: bool = False,
+    ) -> Begun:
+        """The call's journal entry read and, if it may run, its mark written (with the model
+        `turns` not journaled yet), in one step (`runtime/record/lua/start.lua`), checked in
+        the order of `RunStore.journal_read`. `held`: this worker remembers the call's output
+        (`CallMemory.holds_output`): if the hash has none, ('missing', None), nothing marked."""
+        reply = await self._start(
+            rs.Start(
+                run=self._keys.run(run_id),
+                fence=fence,
+                call_id=call_id,
+                round=round_,
+                run_again="1" if run_again else "",
+                repeats="1" if repeats else "",
+                stopping="1" if stopping else "",
+                held="1" if held else "",
+                turns=turn_fields(turns) if turns else [],
+            )
+        )
+        status = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+        return status, (reply[1] if len(reply) > 1 else None)
 
     async def not_running(self, run_id: str, fence: int, call_id: str) -> None:
         """Take the mark back: the tool did not start after all, or it raised (it returned):
@@ -81,9 +103,3 @@ runs again on a retry without asking."""
 
 def may_repeat(invoker: object) -> bool:
     return getattr(invoker, SAFE_TO_REPEAT, False) is True
-
-
-def lost(started: int | None, *, round_: int, run_again: bool) -> bool:
-    """Whether a call with no recorded outcome and this start mark may have run already and
-    must not run without a person: it started, and not before a "Run again" of this round."""
-    return started is not None and not (run_again and started < round_)

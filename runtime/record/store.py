@@ -146,14 +146,21 @@ class RunStore:
         if len(reply) > 3:
             self._clock.saw(reply[2], reply[3])
         if len(reply) > 1:
-            return Claim(status=status, lease=Lease(run_id=run_id, fence=int(reply[1])))
+            lease = Lease(run_id=run_id, fence=int(reply[1]))
+            return Claim(status=status, lease=lease, hash=_claimed_hash(reply, lease))
         return Claim(status=status)
 
-    async def load(self, run_id: str, *, with_state: bool = True) -> RunRecord | None:
-        """The run as stored; without its (large) state unless asked."""
-        # One round trip for everything: the compressed state is a few kilobytes, cheaper to
-        # carry than a second request; it is only decompressed when asked for.
-        view = await read_whole(self._redis, self._keys, Whole, run_id)
+    async def load(
+        self, run_id: str, *, with_state: bool = True, claimed: Claim | None = None
+    ) -> RunRecord | None:
+        """The run as stored; without its (large) state unless asked. `claimed`: this
+        delivery's claim, whose reply carries the hash when it is a resume's (not read again)."""
+        if claimed is not None and claimed.hash is not None:
+            view = Whole.of_whole(run_id, claimed.hash)
+        else:
+            # One round trip for everything: the compressed state is a few kilobytes, cheaper
+            # to carry than a second request; it is only decompressed when asked for.
+            view = await read_whole(self._redis, self._keys, Whole, run_id)
         return record_of(run_id, view, with_state=with_state)
 
     async def find_call(
@@ -317,7 +324,7 @@ class RunStore:
 
     async def journal_read(self, lease: Lease, call_id: str) -> tuple[bytes | None, int | None]:
         """`journal_entry`, and the round in which the call started without returning, if it
-        did (`runtime.record.starts`): what a tool about to run needs, in one read."""
+        did (a tool about to run reads and marks in one step: `CallStarts.begin`)."""
         view = await read(self._redis, self._keys, JournalRead, lease.run_id, call_id)
         # One this worker recorded and a failover lost: written back, as if never lost.
         recorded = view.recorded or await self.recent.reuse(lease.run_id, call_id)
@@ -389,3 +396,17 @@ def _text(value: bytes | str | None) -> str | None:
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _claimed_hash(reply: list[Any], lease: Lease) -> dict[str, bytes] | None:
+    """The hash a resume's claim read (its reply's fifth element, field, value, ...), with the
+    fence and status the claim wrote; None when the reply has none."""
+    if len(reply) < 5 or not isinstance(reply[4], list):
+        return None
+    flat = reply[4]
+    found: dict[str, bytes] = {
+        _text(flat[i]) or "": flat[i + 1] for i in range(0, len(flat) - 1, 2)
+    }
+    found[rr.FENCE] = str(lease.fence).encode()
+    found[rr.STATUS] = b"resuming"
+    return found

@@ -171,7 +171,7 @@ class RunExecutor:
             if claim.status not in ("claimed", "taken_over"):
                 await self.round.outcomes.half_done(lease)
                 return
-            await resume(self.round, job, lease)
+            await resume(self.round, job, lease, claim)
         except Fenced as error:
             log.warning("%s; this delivery stops", error)
             raise Overtaken(str(error)) from error

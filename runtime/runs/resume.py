@@ -14,7 +14,7 @@ import logging
 from runtime.failures import RunFailed
 from runtime.jobs.contracts import ResumeJob
 from runtime.record.envelope import UnreadableEnvelope
-from runtime.record.leases import Lease
+from runtime.record.leases import Claim, Lease
 from runtime.record.permissions import granted
 from runtime.runs.edited_previews import preview_edits
 from runtime.runs.restoring import apply_round, restore
@@ -23,11 +23,14 @@ from runtime.runs.round import RunRound
 log = logging.getLogger(__name__)
 
 
-async def resume(run_round: RunRound, job: ResumeJob, lease: Lease) -> None:
-    """Resume the run `job` names for its round, claimed with `lease`."""
+async def resume(
+    run_round: RunRound, job: ResumeJob, lease: Lease, claim: Claim | None = None
+) -> None:
+    """Resume the run `job` names for its round, claimed with `lease` (by `claim`, whose reply
+    carries the run's hash as the claim read it: the run is loaded from that)."""
     endings = run_round.outcomes.endings
     try:
-        record = await run_round.store.load(job.run_id)
+        record = await run_round.store.load(job.run_id, claimed=claim)
     except UnreadableEnvelope as error:
         await endings.unreadable(job.run_id, str(error), lease)
         return

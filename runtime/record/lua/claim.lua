@@ -17,10 +17,21 @@
 --   5 event: the audit event of a resume (`resumed`)
 --   6 fence_step: how much the fence grows (`fence_step`)
 -- Returns {'gone'}; {'claimed', fence} (a start); {'claimed' or 'taken_over', fence, seconds,
--- microseconds of Redis's clock} (a resume); {'waiting' or 'finishing', fence}; {'stale'} (a
+-- microseconds of Redis's clock, the hash} (a resume: the hash as read before the claim wrote
+-- the new fence and status, field, value, ..., which the delivery loads the run from; a copy
+-- of the call gets the reply without it); {'waiting' or 'finishing', fence}; {'stale'} (a
 -- resume of another round); or {status} (not taken).
-local seen = redis.call('HMGET', KEYS[1], F.status, F.round, F.channel, F.requester, F.fence,
-  ONCE or F.fence)
+local names = {F.status, F.round, F.channel, F.requester, F.fence, ONCE or F.fence}
+local seen, whole = {}, nil
+if ARGV[1] == 'resume' then
+  -- A resume reads the whole hash here, in place of the delivery's load after the claim.
+  whole = redis.call('HGETALL', KEYS[1])
+  local hash = {}
+  for i = 1, #whole, 2 do hash[whole[i]] = whole[i + 1] end
+  for i, name in ipairs(names) do seen[i] = hash[name] or false end
+else
+  seen = redis.call('HMGET', KEYS[1], unpack(names))
+end
 local kept = once_found(seen[6])
 if kept ~= nil then return kept end
 local status = seen[1]
@@ -46,6 +57,7 @@ if takes then
     taken_over = status == 'resuming', channel = seen[3],
     at = tonumber(t[1]) + tonumber(t[2]) / 1000000})
   redis.call('XADD', KEYS[2], '*', 'event', ARGV[5], 'run_id', ARGV[4], 'details', details)
+  reply[#reply + 1] = whole
   return reply
 end
 if status == 'waiting' or status == 'finishing' then

@@ -26,7 +26,8 @@ redis.call('ZADD', KEYS[3], t[1], ARGV[2])
 for i = 3, #ARGV - 1, 2 do
   if ARGV[i] == F.requester then
     redis.call('ZADD', home_prefix(KEYS[1]) .. LIVE_BY .. ARGV[i + 1], t[1], ARGV[2])
-    live_by_outlive(KEYS[1], ARGV[i + 1], tonumber(ARGV[1]) * 1000)  -- `home_index.lua`
+    -- Just added to them (`home_index.lua`).
+    live_by_outlive(KEYS[1], ARGV[i + 1], tonumber(ARGV[1]) * 1000, true)
   end
 end
 return {'created', t[1], t[2]}

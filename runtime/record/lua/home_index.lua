@@ -23,17 +23,33 @@ local function redis_now()
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
 
+-- Redis 7 lengthens a key's TTL, and never shortens it, in one command (`PEXPIRE ... GT`);
+-- 6.2 has no GT (nor `redis.REDIS_VERSION_NUM`, hence the `or 0`): it reads the key's TTL first.
+local EXPIRE_GT = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+
 -- An index key lives at least as long as each run it names, and no longer than the longest: an
 -- entry whose run expired without closing goes with its key (the keys are one per person, group
 -- and channel: none may stay forever). `ttl`: the run's TTL in ms, when the script just set it.
-local function outlive(key, run, ttl)
+-- Every script that adds to an index key gives it a TTL in the same step, so a key has one
+-- unless this script just made it (`added`: it added to the key): on Redis 7 such a key gets
+-- the run's with `NX` (a key made just now has none), else its TTL grows with `GT` (which
+-- leaves a key without one as it is).
+local function outlive(key, run, ttl, added)
   ttl = ttl or redis.call('PTTL', run)
-  if ttl > 0 and redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  if ttl <= 0 then return end
+  if EXPIRE_GT then
+    if not (added and redis.call('PEXPIRE', key, ttl, 'NX') == 1) then
+      redis.call('PEXPIRE', key, ttl, 'GT')
+    end
+  elseif redis.call('PTTL', key) < ttl then
+    redis.call('PEXPIRE', key, ttl)
+  end
 end
 
--- The requester's live runs (`LIVE_BY`, the Home tab's "Your runs"), after the run's TTL grew.
-local function live_by_outlive(run, requester, ttl)
-  if requester then outlive(home_prefix(run) .. LIVE_BY .. requester, run, ttl) end
+-- The requester's live runs (`LIVE_BY`, the Home tab's "Your runs"), after the run's TTL grew
+-- (`added`: the run was just added to them, as `outlive`).
+local function live_by_outlive(run, requester, ttl, added)
+  if requester then outlive(home_prefix(run) .. LIVE_BY .. requester, run, ttl, added) end
 end
 
 -- A call's fields the index is made from ({gate, copies, reach}, false when absent), in one
@@ -85,10 +101,10 @@ local function home_index(run, aid, call, ttl)
   for _, entry in ipairs(home_entries(run, call)) do
     ttl = ttl or redis.call('PTTL', run)
     redis.call('ZADD', entry[1], asked, member)
-    outlive(entry[1], run, ttl)
+    outlive(entry[1], run, ttl, true)
     if entry[2] then
-      redis.call('SADD', entry[2], entry[3])
-      outlive(entry[2], run, ttl)
+      -- A group or channel already in the set: the set is not new (and has its TTL).
+      outlive(entry[2], run, ttl, redis.call('SADD', entry[2], entry[3]) == 1)
     end
   end
 end

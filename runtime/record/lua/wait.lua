@@ -21,7 +21,8 @@
 --   5 longest_sleep: a due-set poller's longest sleep in seconds (`longest_sleep`)
 --   6 wake_length: wake-ups kept in the stream (`WAKE_STREAM_LENGTH`)
 -- Returns 1 written, 0 no such run, -1 fenced off, -2 stopped (no further card appears).
-local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped, F.requester, ONCE or F.fence)
+local seen = redis.call('HMGET', KEYS[1], F.fence, F.stopped, F.requester, ONCE or F.fence,
+  F.final)
 local kept = once_found(seen[4])
 if kept ~= nil then return kept end
 if seen[1] ~= ARGV[1] then
@@ -33,8 +34,13 @@ local plan = cjson.decode(ARGV[3])
 -- The last round's calls leave the index, as their gates read before they go.
 -- With `drop` the caller knows every field to drop (no call of the last round, whose gates the
 -- index would be read from, and each model turn the hash holds): no field is looked for.
-local drop = plan['drop'] or {}
-if not plan['drop'] then
+local drop = {}
+if plan['drop'] then
+  -- The answer a finishing delivery wrote is dropped only when there is one (read above).
+  for _, field in ipairs(plan['drop']) do
+    if field ~= F.final or seen[5] then drop[#drop + 1] = field end
+  end
+else
   local gone = {}
   for _, field in ipairs(plan['delete']) do gone[field] = true end
   for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do

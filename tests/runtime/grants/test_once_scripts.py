@@ -138,6 +138,7 @@ async def test_a_claim_whose_reply_was_lost_holds_the_fence_it_answers(
     await settled(client)
 
     assert claim.status == "claimed" and claim.lease is not None
+    assert claim.hash is None, "a copy's reply carries no hash: the delivery reads the run"
     assert await client.hget(KEYS.run(run_id), "fence") == str(claim.lease.fence).encode()
     assert await audit_events(client, run_id) == ["resumed"]
 

@@ -82,6 +82,37 @@ async def test_enqueue_is_idempotent_by_job_id(queue: JobQueue) -> None:
     assert [d.payload for d in got] == ["a", "b"]
 
 
+async def test_a_stream_found_missing_is_made_again_with_its_group_on_both_redis_versions(
+    redis_binary: str, tmp_path: Path
+) -> None:
+    """An emptied Redis: the job is added to a stream made again with its group (it is read),
+    and a duplicate adds nothing but makes the stream all the same. Where the stream is there,
+    the job is added in one step (`XADD NOMKSTREAM`) after its marker."""
+    with RedisServer(directory=tmp_path / "redis", binary=redis_binary) as server:
+        client = connect(server.url)
+        keys = Keys("lost:")
+        queue = JobQueue(client, keys)
+        try:
+            await queue.ensure_group()
+            before: Any = await client.info("commandstats")
+            assert await queue.enqueue("j1", "{}")
+            after: Any = await client.info("commandstats")
+            exists = [stats.get("cmdstat_exists", {}).get("calls", 0) for stats in (before, after)]
+            assert exists[0] == exists[1], "the stream is not looked for first"
+            await client.delete(*keys.shard_of("j2").job_streams)
+            assert await queue.enqueue("j2", '{"n": 2}')
+            [delivery] = await queue.read("w1", 10, 100)
+            assert delivery.payload == '{"n": 2}'
+            await client.delete(*keys.shard_of("j2").job_streams)
+            assert not await queue.enqueue("j2", "{}"), "a duplicate"
+            for stream in keys.shard_of("j2").job_streams:
+                groups: Any = await client.xinfo_groups(stream)
+                names = [g["name"] for g in groups]
+                assert [n.decode() if isinstance(n, bytes) else n for n in names] == [JOB_GROUP]
+        finally:
+            await client.aclose()
+
+
 async def test_a_running_job_heartbeats_and_is_not_stolen(queue: JobQueue) -> None:
     ran: list[str] = []
     release = asyncio.Event()
