@@ -29,14 +29,9 @@ from runtime.db.keys import JOB_GROUP, Keys
 from runtime.db.lua import Registered
 from runtime.db.replication import NO_REPLICAS, Replication
 from runtime.jobs import scripts
+from runtime.jobs.entries import entry_of, version_mark
 
 log = logging.getLogger(__name__)
-
-
-def _version_mark(version: int) -> str:
-    """Begins the entry id of a delivery from a shard's stream of contract `version` above 1
-    (after its `<shard>/`): `v2:`, `v3:`."""
-    return f"v{version}:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +376,7 @@ class JobQueue:
         token = _text(entry_id)
         version = self._keys.shard(shard).job_streams.index(stream) + 1
         if version > 1:
-            token = f"{_version_mark(version)}{token}"
+            token = f"{version_mark(version)}{token}"
         if self._keys.shard_count > 1:
             token = f"{shard}/{token}"
         return Delivery(token, _text(payload), deliveries)
@@ -392,16 +387,6 @@ class JobQueue:
 
     def _where(self, token: str) -> tuple[str, str]:
         return entry_of(self._keys, token)
-
-
-def entry_of(keys: Keys, token: str) -> tuple[str, str]:
-    """The stream and stream entry id of an entry id a `JobQueue` gave out."""
-    shard_index, _, entry = token.rpartition("/")
-    shard = keys.shard(int(shard_index or 0))
-    for version, stream in enumerate(shard.job_streams[1:], start=2):
-        if entry.startswith(mark := _version_mark(version)):
-            return stream, entry.removeprefix(mark)
-    return shard.jobs, entry
 
 
 def _text(value: bytes | str) -> str:

@@ -27,7 +27,7 @@ from runtime.record.envelope import (
     dump_envelope,
 )
 from runtime.record.layout import CallGate
-from runtime.record.leases import Claim, ClaimStatus, Fenced, Lease
+from runtime.record.leases import Claim, ClaimStatus, Fenced, Lease, claimed_hash
 from runtime.record.once import ONCE_SECONDS
 from runtime.record.reads import JournalRead, Place, StopRead, Whole
 from runtime.record.run_record import Created, RunRecord, record_of, status_fields
@@ -147,7 +147,7 @@ class RunStore:
             self._clock.saw(reply[2], reply[3])
         if len(reply) > 1:
             lease = Lease(run_id=run_id, fence=int(reply[1]))
-            return Claim(status=status, lease=lease, hash=_claimed_hash(reply, lease))
+            return Claim(status=status, lease=lease, hash=claimed_hash(reply, lease))
         return Claim(status=status)
 
     async def load(
@@ -396,17 +396,3 @@ def _text(value: bytes | str | None) -> str | None:
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _claimed_hash(reply: list[Any], lease: Lease) -> dict[str, bytes] | None:
-    """The hash a resume's claim read (its reply's fifth element, field, value, ...), with the
-    fence and status the claim wrote; None when the reply has none."""
-    if len(reply) < 5 or not isinstance(reply[4], list):
-        return None
-    flat = reply[4]
-    found: dict[str, bytes] = {
-        _text(flat[i]) or "": flat[i + 1] for i in range(0, len(flat) - 1, 2)
-    }
-    found[rr.FENCE] = str(lease.fence).encode()
-    found[rr.STATUS] = b"resuming"
-    return found

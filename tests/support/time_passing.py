@@ -42,7 +42,7 @@ from redis.asyncio.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
 from runtime.db.keys import JOB_GROUP, Keys
-from runtime.jobs.queue import entry_of
+from runtime.jobs.entries import entry_of
 from runtime.record import layout as rr
 from runtime.record.envelope import dump_envelope, parse_envelope
 from runtime.record.reach import CallReach
