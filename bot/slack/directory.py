@@ -2,7 +2,8 @@
 
 Group membership comes from `usergroups.users.list`, cached briefly and dropped when Slack sends
 `subteam_members_changed`; names (for messages that tell people who may decide) from
-`users.info` and `usergroups.list`, cached longer.
+`users.info` and `usergroups.list`, cached longer (and kept a while in the process's memory:
+`bot.slack.memo`).
 
 A click waits on these lookups while Slack waits for its acknowledgement (3 s), so the web
 process builds its directory with `lookup_seconds` and a client that never waits out a 429
@@ -25,6 +26,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.member_cache import DirectoryUnavailable, MemberCache
+from bot.slack.memo import Memo
 from runtime.db import Keys
 from runtime.deciders import is_group
 
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 
 MEMBERS_TTL_SECONDS = 300
 NAMES_TTL_SECONDS = 3600
+NAMES_MEMO_SECONDS = 300
+"""How long a process shows a name it found without reading it again (names are only shown)."""
 
 
 class ApproverDirectory:
@@ -50,6 +54,8 @@ class ApproverDirectory:
         self._keys = keys
         self._client = client
         self._lookup_seconds = lookup_seconds
+        self._names: Memo[str] = Memo(NAMES_MEMO_SECONDS)
+        """Names (people, groups, channels) this process found, Slack's or Redis's."""
         self._groups = MemberCache(
             redis=redis,
             members_key=keys.slack.group_members,
@@ -88,9 +94,12 @@ class ApproverDirectory:
         return dict(zip(principals, names, strict=True))
 
     async def _name(self, principal: str) -> str:
+        if (known := self._names.get(principal)) is not None:
+            return known
         key = self._keys.slack.display_name(principal)
         cached: Any = await self._redis.get(key)
         if cached is not None:
+            self._names.put(principal, str(cached.decode()))
             return str(cached.decode())
         try:
             async with asyncio.timeout(self._lookup_seconds):
@@ -102,6 +111,7 @@ class ApproverDirectory:
         except (SlackApiError, ClientError, TimeoutError):
             return principal
         await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)
+        self._names.put(principal, name)
         return name
 
     async def _user_name(self, user_id: str) -> str:
@@ -121,16 +131,25 @@ class ApproverDirectory:
 
     async def channel_name(self, channel_id: str) -> str | None:
         """A channel's name without the `#` (cached like names); None if Slack won't say."""
+        if (known := self._names.get(channel_id)) is not None:
+            return known or None  # "": Slack answered, with no name (a direct message)
         key = self._keys.slack.display_name(channel_id)
         cached: Any = await self._redis.get(key)
         if cached is not None:
+            self._names.put(channel_id, str(cached.decode()))
             return str(cached.decode())
         try:
             response = await self._client.conversations_info(channel=channel_id)
-        except (SlackApiError, ClientError, TimeoutError):
+        except SlackApiError as error:
+            if error.response.get("error") == "channel_not_found":
+                self._names.put(channel_id, "")  # not one the app can see: asked again later
+            return None
+        except (ClientError, TimeoutError):
             return None
         name = (response.get("channel") or {}).get("name")
         if not isinstance(name, str) or not name:
+            self._names.put(channel_id, "")
             return None
         await self._redis.set(key, name, ex=NAMES_TTL_SECONDS)
+        self._names.put(channel_id, name)
         return name

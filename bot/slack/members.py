@@ -8,8 +8,9 @@ web process starts (its token's check, `bot.slack.bot_token`), or at the first c
 did not answer then (concurrent clicks share that one request). A person's standing comes from
 `users.info`: their `team_id`, their enterprise (`enterprise_user.enterprise_id`), and whether
 Slack calls them a guest (`is_restricted`, `is_ultra_restricted`) or a stranger (`is_stranger`,
-a user of another organisation). It is cached in Redis for `STANDING_TTL_SECONDS`, so a click
-costs one Redis read, and Slack one `users.info` per person in that time (Tier 4: far below its
+a user of another organisation). It is cached in Redis for `STANDING_TTL_SECONDS` (and, that
+long, in the memory of the process that asked: `bot.slack.memo`), so a click costs one Redis
+read at most, and Slack one `users.info` per person in that time (Tier 4: far below its
 limit). A guest made a member (or the reverse) is seen within that time.
 
 A payload that names the person's team (`user.team_id`) as another workspace's, outside
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.memo import Memo
 from runtime.db import Keys
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,8 @@ class WorkspaceMembers:
         self._lookup_seconds = lookup_seconds
         self._home: Installation | None = None
         self._asking_home = asyncio.Lock()
+        self._asked: Memo[_Person] = Memo(STANDING_TTL_SECONDS)
+        """People this process asked Slack about, for as long as it caches the answers."""
 
     async def installation(self) -> Installation:
         """The installing workspace, from `auth.test` once per process."""
@@ -138,6 +142,9 @@ class WorkspaceMembers:
 
     async def _person(self, user_id: str) -> _Person | None:
         """The person as Slack describes them (cached); None when Slack knows no such user."""
+        asked = self._asked.get(user_id)
+        if asked is not None:
+            return asked
         key = self._keys.slack.person(user_id)
         cached: Any = await self._redis.get(key)
         if cached is not None:
@@ -154,6 +161,7 @@ class WorkspaceMembers:
             raise StandingUnknown("users.info named no user")
         person = _Person.of(user)
         await self._redis.set(key, person.model_dump_json(), ex=STANDING_TTL_SECONDS)
+        self._asked.put(user_id, person)
         return person
 
     async def _ask_slack(self, method: str, call: Any) -> Any:

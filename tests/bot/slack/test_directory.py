@@ -141,3 +141,27 @@ async def test_a_group_change_during_a_lookup_leaves_nothing_stale(
         await redis.aclose()
     assert await directory.members("S0SRE") == {"UDAVE"}
     assert len(slack.calls_to(LOOKUP)) == 2
+
+
+async def test_names_a_process_found_are_not_read_again_for_a_while(
+    directory: ApproverDirectory, slack: FakeSlack, redis_url: str, prefix: str
+) -> None:
+    """A card shows the channel's name, and each person's: the process that found them keeps
+    them (`NAMES_MEMO_SECONDS`), a channel the app cannot see too, so that each card costs no
+    Redis read and no question to Slack for them."""
+    slack.channels["CGENERAL"] = "general"
+    slack.users["UCAROL"] = "carol"
+    assert await directory.channel_name("CGENERAL") == "general"
+    assert await directory.channel_name("CHIDDEN") is None
+    assert await directory.names(["UCAROL"]) == {"UCAROL": "carol"}
+    redis = connect(redis_url)
+    try:
+        await redis.delete(*[k async for k in redis.scan_iter(f"{prefix}*")])
+    finally:
+        await redis.aclose()
+
+    asked = len(slack.calls)
+    assert await directory.channel_name("CGENERAL") == "general"
+    assert await directory.channel_name("CHIDDEN") is None
+    assert await directory.names(["UCAROL"]) == {"UCAROL": "carol"}
+    assert len(slack.calls) == asked, slack.summary()
