@@ -25,11 +25,12 @@ The stream's id is the run's status message id, written where and when that id a
 it streams: no write of its own. A waiting run's id is recorded with its first card, while
 the stream is still open, and not written again once it is stopped (that would be a write of
 its own, and a wait on the stop's path): so a `stream:` id may name a stream stopped already.
-The worker whose stretch opens on a `stream:` id stops that stream first: when Slack says it
-was stopped already (`message_not_in_streaming_state`), it was a waiting stretch's, and it is
-settled as any previous stretch's message; when the stop takes, a worker was killed before it
-could stop its stream (mid-stretch, or between posting the cards and the stop), and the
-stream ends with a line saying the run moved on, each call just decided saying how. Others
+The worker whose stretch opens on a `stream:` id stops that stream first, unless this process
+stopped it itself (as a lone worker has). When Slack says it was stopped already
+(`message_not_in_streaming_state`), it was a waiting stretch's, and it is settled as any
+previous stretch's message; when the stop takes, a worker was killed before it could stop its
+stream (mid-stretch, or between posting the cards and the stop), and the stream ends with a
+line saying the run moved on, each call just decided saying how. Others
 (the web redrawing a waiting run's status after a click) draw on it as on any message, without
 trying to stop it: it is almost always stopped already, and a stop refused after every click
 would only spend Slack's allowance for stops.
@@ -38,6 +39,7 @@ would only spend Slack's allowance for stops.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -48,7 +50,7 @@ from slack_sdk.models.blocks.block_elements import UrlSourceElement
 from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.reporting.sessions import AgentSessions
+from bot.reporting.sessions import REMEMBERED, AgentSessions
 from bot.slack.directory import ApproverDirectory
 from bot.slack.links import ThreadLinks
 from bot.words import streams as words
@@ -93,6 +95,11 @@ class RunStreams:
         """Run id -> task id -> (state, note, card) as last streamed."""
         self._said: dict[str, str] = {}
         """Run id -> the model's text as streamed so far in its open stream."""
+        self._stopped: OrderedDict[str, str] = OrderedDict()
+        """Run id -> the ts of the waiting stretch's stream this process stopped once its cards
+        were posted (its record still says `stream:`): the run's next stretch, resumed here,
+        settles it without asking Slack first (a stopped stream never streams again); resumed
+        by another process, or forgotten (the oldest past `REMEMBERED`), it asks."""
         self._team: str | None = None
         self._links = ThreadLinks(client)
 
@@ -142,7 +149,11 @@ class RunStreams:
         if ours is None:
             return None, False
         try:
-            return await self._stop_with(run, ours, activity, foot), True
+            await self._stop_with(run, ours, activity, foot)
+            self._stopped[run.run_id] = ours
+            while len(self._stopped) > REMEMBERED:
+                self._stopped.popitem(last=False)
+            return ours, True
         except (TextWithdrawn, SlackApiError, ClientError, TimeoutError) as error:
             return await self._goes_on(run, ours, ours, "chat.stopStream", error), False
 
@@ -189,7 +200,8 @@ class RunStreams:
             return False
         if message_id and message_id.startswith(STREAM_PREFIX):
             ts = plain(message_id) or ""
-            if await self._taken_over(run, ts, activity):
+            stopped = self._stopped.pop(run.run_id, None) == ts
+            if stopped or await self._taken_over(run, ts, activity):
                 await self._settle(run, ts, activity.tasks)
         elif message_id:
             await self._settle(run, message_id, activity.tasks)

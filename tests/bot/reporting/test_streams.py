@@ -68,6 +68,9 @@ async def test_each_stretch_streams_one_message_of_tasks(bot: Harness) -> None:
     assert second.text == "done: deleted u-100", "the model's text, streamed as it came"
     assert ":white_check_mark: Done" in second.all_text()
     assert first.action_ids() == [], "the waiting stretch's buttons went once decided"
+    assert len(bot.slack.calls_to("chat.stopStream")) == 2, (
+        "a stop a stretch: the worker that stopped the waiting stream settles it unasked"
+    )
     await bot.audit_until("executed")  # every step is in the audit trail, as before
     bot.slack.assert_nothing_refused()
 
@@ -258,6 +261,8 @@ async def test_a_later_delivery_settles_a_stream_stopped_with_its_cards(bot: Har
 
         again = await second.progress(run, recorded, resumed(card))
     assert again.startswith(STREAM_PREFIX) and again != recorded, "the next stretch streams"
+    [_, asked] = bot.slack.calls_to("chat.stopStream")
+    assert asked.args["ts"] == status.ts, "the other process asked Slack whether it streams"
     assert status.text.startswith(f"• `delete_user`: Approved by @bob (<{card_link(card, root)}|")
     assert status.text.endswith("Decided; the run went on below.")
     assert "moved on" not in status.text and status.action_ids() == []
