@@ -47,6 +47,9 @@ class SilentReporter:
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         return ""
 
+    async def cards_posted(self, run: RunView, message_id: str, activity: Activity) -> str:
+        return message_id
+
     def shows_text(self, run: RunView) -> bool:
         return False
 

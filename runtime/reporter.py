@@ -131,6 +131,11 @@ class Activity:
     """The model's text of the stretch so far, as it was produced, when the reporter shows it
     (`Reporter.shows_text`): each showing holds all of it, a reporter sends what is new. A
     failed attempt's text is withdrawn: the text may then not begin with what was shown."""
+    cards_follow: bool = False
+    """`waiting`, shown by the worker as the run stops: the open calls' cards are posted next,
+    and this status is shown once more when they are (`Reporter.cards_posted`), each waiting
+    task with its `card`. A reporter may leave its message open till then (a stream, stopped
+    with a link to each card). False for a redraw by anyone else."""
 
 
 class Reporter(Protocol):
@@ -150,6 +155,14 @@ class Reporter(Protocol):
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
         """Create (no id yet) or update the run's status message; return its id."""
+        ...
+
+    async def cards_posted(self, run: RunView, message_id: str, activity: Activity) -> str:
+        """The cards of a status shown with `Activity.cards_follow` are posted: `activity` is
+        that status again, each waiting task with its `card`. A message left open for them is
+        closed now (nothing is sent otherwise); returns the status message's id as it is now.
+        Nothing records that id: the one recorded with the first card stays the one to go on
+        from (the reporter's next showing tells the two apart)."""
         ...
 
     def shows_text(self, run: RunView) -> bool:

@@ -21,7 +21,7 @@ from bot.reporting.card_draws import CardDraws
 from bot.reporting.copies import SLACK_ERRORS, SlackReach
 from bot.reporting.reminder_lines import ReminderLines
 from bot.reporting.sessions import AgentSessions
-from bot.reporting.streams import RunStreams, plain
+from bot.reporting.streams import STREAM_PREFIX, RunStreams, plain
 from bot.slack.bot_token import REFUSED
 from bot.slack.client import response_url
 from bot.slack.directory import ApproverDirectory
@@ -107,9 +107,7 @@ class SlackReporter:
         return self.sessions.on_for(run)
 
     async def progress(self, run: RunView, message_id: str | None, activity: Activity) -> str:
-        if run.conversation.direct and activity.batchable:
-            # Its cards are in the approvers' channel; a decision counts only from there.
-            activity = replace(activity, batchable=False)
+        activity = _as_shown(run, activity)
         # The status message (streamed, or drawn) first: it is what people rely on; the
         # session follows it.
         text = status_text(activity)
@@ -119,6 +117,20 @@ class SlackReporter:
             shown = kept
         else:
             shown = await self._status_message(run, kept, activity)
+        if not (streamed and shown.startswith(STREAM_PREFIX) and activity.state != "working"):
+            # A stream left open for the cards sets the session's status once it is stopped:
+            # a stop after it would take the status back to `active`.
+            await self.sessions.show(run, activity.state)
+        return shown
+
+    async def cards_posted(self, run: RunView, message_id: str, activity: Activity) -> str:
+        activity = _as_shown(run, activity)
+        text = status_text(activity)
+        foot = stream_foot(run.run_id, text, activity)
+        kept, streamed = await self._streams.cards_posted(run, activity, foot)
+        if kept is None:
+            return message_id  # nothing was left open: the status stands as drawn
+        shown = kept if streamed else await self._status_message(run, kept, activity)
         await self.sessions.show(run, activity.state)
         return shown
 
@@ -366,3 +378,10 @@ class SlackReporter:
         # However the run ended (a job that gave up, a record no version can read), its session
         # says so: never `processing` once nothing works on it.
         await self.sessions.show(run, "failed")
+
+
+def _as_shown(run: RunView, activity: Activity) -> Activity:
+    if run.conversation.direct and activity.batchable:
+        # Its cards are in the approvers' channel; a decision counts only from there.
+        return replace(activity, batchable=False)
+    return activity

@@ -9,7 +9,10 @@ whole at the end, as before.
 The stream is stopped whenever the run waits for a person or ends, with the status message's
 blocks at its foot (its buttons while calls wait; how it ended otherwise): from then on it is
 an ordinary message, and the run's next stretch starts a new stream (the previous message then
-says how each of its calls was decided, with a link to its card). A stream Slack has ended
+says how each of its calls was decided, with a link to its card). When the run waits, the
+stream is stopped only once the cards are posted (`cards_posted`), so that each waiting task
+links to its card: a card's ts is known only once it is posted, and the status message must
+come before the cards in the thread. A stream Slack has ended
 (`message_not_in_streaming_state`, about five minutes after it started), that would grow too
 long (`msg_too_long`: 12,000 characters), or whose text was withdrawn (a failed model call's,
 asked again: a stream only appends) goes on as that ordinary message, redrawn by `chat.update`
@@ -18,15 +21,27 @@ with the stretch's text: no step and no word is lost. Any other error answer tur
 and the run goes on with its status message.
 
 The stream's id is the run's status message id, written where and when that id always was
-(`runtime.record.store.RunStore.set_status`), marked `stream:` while it streams: no write of
-its own. A worker that finds a stream it did not start (its worker was killed mid-stretch)
-stops it with a line saying the run moved on, and starts its own.
+(`runtime.record.store.RunStore.set_status`, or with the first card), marked `stream:` while
+it streams: no write of its own. A waiting run's id is recorded with its first card, while
+the stream is still open, and not written again once it is stopped (that would be a write of
+its own, and a wait on the stop's path): so a `stream:` id may name a stream stopped already.
+The worker whose stretch opens on a `stream:` id stops that stream first, unless this process
+stopped it itself (as a lone worker has). When Slack says it was stopped already
+(`message_not_in_streaming_state`), it was a waiting stretch's, and it is settled as any
+previous stretch's message; when the stop takes, a worker was killed before it could stop its
+stream (mid-stretch, or between posting the cards and the stop), and the stream ends with a
+line saying the run moved on, each call just decided saying how. Others
+(the web redrawing a waiting run's status after a click) draw on it as on any message, without
+trying to stop it: it is almost always stopped already, and a stop refused after every click
+would only spend Slack's allowance for stops.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -35,7 +50,7 @@ from slack_sdk.models.blocks.block_elements import UrlSourceElement
 from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.reporting.sessions import AgentSessions
+from bot.reporting.sessions import REMEMBERED, AgentSessions
 from bot.slack.directory import ApproverDirectory
 from bot.slack.links import ThreadLinks
 from bot.words import streams as words
@@ -76,10 +91,15 @@ class RunStreams:
         self._directory = directory
         self._open: dict[str, str] = {}
         """Run id -> the ts of the stream this process has open for it."""
-        self._sent: dict[str, dict[str, tuple[str, str]]] = {}
-        """Run id -> task id -> (state, note) as last streamed."""
+        self._sent: dict[str, dict[str, tuple[str, str, str | None]]] = {}
+        """Run id -> task id -> (state, note, card) as last streamed."""
         self._said: dict[str, str] = {}
         """Run id -> the model's text as streamed so far in its open stream."""
+        self._stopped: OrderedDict[str, str] = OrderedDict()
+        """Run id -> the ts of the waiting stretch's stream this process stopped once its cards
+        were posted (its record still says `stream:`): the run's next stretch, resumed here,
+        settles it without asking Slack first (a stopped stream never streams again); resumed
+        by another process, or forgotten (the oldest past `REMEMBERED`), it asks."""
         self._team: str | None = None
         self._links = ThreadLinks(client)
 
@@ -89,7 +109,10 @@ class RunStreams:
         """Stream `activity`: the message id to keep (`stream:<ts>` while it streams) and True;
         or, when it is not streamed, the message to draw the status message on (None: a new
         one) and False. `foot`: the status message's blocks, left at the foot of a stopped
-        stream."""
+        stream. A waiting run whose cards are posted next (`Activity.cards_follow`) keeps its
+        stream open for them (`cards_posted`): started now if it has not been (before the
+        cards, so that it comes first in the thread), else nothing is sent (its stop, a moment
+        later, carries what changed)."""
         run_id = run.run_id
         if not self._sessions.on_for(run):
             await self._abandon(run)
@@ -98,26 +121,52 @@ class RunStreams:
         if ours is None and not await self._streams_anew(run, message_id, activity):
             return plain(message_id), False
         method = "chat.startStream" if ours is None else "chat.appendStream"
+        for_cards = activity.state == "waiting" and activity.cards_follow
         try:
-            held: list[Chunk] = []
             if ours is None:
                 ours = await self._start(run, activity)
-            else:
+            elif activity.state == "working":
                 held = [*self._new_text(run, activity.text), *await self._chunks(run, activity)]
-            if activity.state == "working":
                 if held:
                     await self._client.chat_appendStream(
                         channel=run.conversation.channel, ts=ours, chunks=held
                     )
+            if activity.state == "working" or for_cards:
                 return STREAM_PREFIX + ours, True
             method = "chat.stopStream"
-            self._forget(run_id)  # stopped, or gone: either way no longer this process's
-            await self._client.chat_stopStream(
-                channel=run.conversation.channel, ts=ours, chunks=held or None, blocks=list(foot)
-            )
-            return ours, True
+            return await self._stop_with(run, ours, activity, foot), True
         except (TextWithdrawn, SlackApiError, ClientError, TimeoutError) as error:
             return await self._goes_on(run, ours, plain(message_id), method, error), False
+
+    async def cards_posted(
+        self, run: RunView, activity: Activity, foot: Sequence[Block]
+    ) -> tuple[str | None, bool]:
+        """The cards of a waiting run are posted (each waiting task of `activity` has its
+        `card`): the stream `show` left open for them is stopped, each task linking to its
+        card, with `foot`. Returns what `show` does; None and False when no stream was left
+        open (streaming off, or it went on as a message): nothing was sent."""
+        ours = self._open.get(run.run_id)
+        if ours is None:
+            return None, False
+        try:
+            await self._stop_with(run, ours, activity, foot)
+            self._stopped[run.run_id] = ours
+            while len(self._stopped) > REMEMBERED:
+                self._stopped.popitem(last=False)
+            return ours, True
+        except (TextWithdrawn, SlackApiError, ClientError, TimeoutError) as error:
+            return await self._goes_on(run, ours, ours, "chat.stopStream", error), False
+
+    async def _stop_with(
+        self, run: RunView, ours: str, activity: Activity, foot: Sequence[Block]
+    ) -> str:
+        """Stop the stream `ours` with what changed of `activity`, `foot` below; its ts."""
+        held = [*self._new_text(run, activity.text), *await self._chunks(run, activity)]
+        self._forget(run.run_id)  # stopped, or gone: either way no longer this process's
+        await self._client.chat_stopStream(
+            channel=run.conversation.channel, ts=ours, chunks=held or None, blocks=list(foot)
+        )
+        return ours
 
     async def _goes_on(
         self, run: RunView, ours: str | None, message_id: str | None, method: str, error: Exception
@@ -143,14 +192,20 @@ class RunStreams:
     async def _streams_anew(self, run: RunView, message_id: str | None, activity: Activity) -> bool:
         """Whether the run, with no stream of this process open, starts one: a stretch this
         process began does (after stopping a stream another worker left open, or settling the
-        previous stretch's message); otherwise (the web redrawing a waiting run's status, or a
-        stretch whose stream went on as a message) that message is drawn as before."""
-        fresh = activity.opens_stretch
+        previous stretch's message, a `stream:` one too once Slack says it was stopped);
+        otherwise (the web redrawing a waiting run's status, or a stretch whose stream went on
+        as a message) that message is drawn as before, a `stream:` id's too: the waiting
+        run's stream was stopped once its cards were posted."""
+        if not activity.opens_stretch:
+            return False
         if message_id and message_id.startswith(STREAM_PREFIX):
-            await self._taken_over(run, plain(message_id) or "")
-        elif message_id and fresh:
+            ts = plain(message_id) or ""
+            stopped = self._stopped.pop(run.run_id, None) == ts
+            if stopped or await self._taken_over(run, ts, activity):
+                await self._settle(run, ts, activity.tasks)
+        elif message_id:
             await self._settle(run, message_id, activity.tasks)
-        return fresh
+        return True
 
     async def _start(self, run: RunView, activity: Activity) -> str:
         conversation = run.conversation
@@ -168,18 +223,32 @@ class RunStreams:
         self._open[run.run_id] = ts
         return ts
 
-    async def _taken_over(self, run: RunView, ts: str) -> None:
-        """A stream another worker started for this run and could not stop (it was killed)."""
+    async def _taken_over(self, run: RunView, ts: str, activity: Activity) -> bool:
+        """Stop the stream the run's record names, which this process does not have open: True
+        when Slack says it was stopped already (a waiting stretch's, stopped once its cards
+        were posted; or one Slack ended), for it to be settled. A stop that takes ends a stream
+        whose worker was killed before it could stop it: with a line saying the run moved on,
+        and how each call just decided ended (a waiting stretch's stream, left open between
+        its cards and its stop, says so too)."""
+        decided = [t for t in activity.tasks if t.note]
+        self._sent.pop(run.run_id, None)
         try:
             await self._client.chat_stopStream(
-                channel=run.conversation.channel, ts=ts, markdown_text=words.MOVED_ON
+                channel=run.conversation.channel,
+                ts=ts,
+                markdown_text=words.MOVED_ON,
+                chunks=await self._chunks(run, replace(activity, tasks=tuple(decided))) or None,
             )
         except SlackApiError as error:
             code = error.response.get("error")
+            if code == "message_not_in_streaming_state":
+                return True
             log.info("run %s: its former stream not stopped (%s)", run.run_id, code)
         except (ClientError, TimeoutError):
             log.info("run %s: its former stream not stopped (Slack unreachable)", run.run_id)
-        self._sent.pop(run.run_id, None)
+        finally:
+            self._sent.pop(run.run_id, None)
+        return False
 
     async def _settle(self, run: RunView, ts: str, tasks: Sequence[Task]) -> None:
         """The previous stretch's message no longer offers what its calls waited for: it says
@@ -235,13 +304,13 @@ class RunStreams:
         """The tasks that changed since last streamed, as Slack's task updates."""
         tasks: Sequence[Task] = activity.tasks
         sent = self._sent.setdefault(run.run_id, {})
-        changed = [t for t in tasks if sent.get(t.id) != (t.state, t.note)]
+        changed = [t for t in tasks if sent.get(t.id) != (t.state, t.note, t.card)]
         if not changed:
             return []
         names = await self._names(changed)
         chunks: list[Chunk] = []
         for task in changed:
-            sent[task.id] = (task.state, task.note)
+            sent[task.id] = (task.state, task.note, task.card)
             outcome = words.task_outcome(task, names)
             link = await self._card_link(run, task)
             chunks.append(

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agents import Agent, ModelResponse, RunContextWrapper, RunHooks, Tool
@@ -71,6 +72,8 @@ class RunObserver(RunHooks[Any]):
         self._speaking = False
         self._closed = False
         """The stretch's last update was sent (waiting, done, failed or stopped)."""
+        self._last: Activity | None = None
+        """The status as last shown."""
 
     @property
     def run(self) -> RunView:
@@ -157,14 +160,39 @@ class RunObserver(RunHooks[Any]):
 
     async def waiting(self, open_calls: Sequence[PendingCall], *, asked: int) -> ShownStatus:
         """The run now waits for `open_calls` (of `asked` calls that needed an approval): the
-        status is shown, and returned to be recorded with the cards (`post_cards`)."""
+        status is shown, and returned to be recorded with the cards (`post_cards`), which are
+        posted next (`Activity.cards_follow`: then `cards_posted`)."""
         tools = tuple(c.tool for c in open_calls)
         batch = batchable(open_calls)
         self.tasks.waiting(open_calls)
         await self.flush(
-            "waiting", waiting_for=tools, approvals_asked=asked, batchable=batch, record=False
+            "waiting",
+            waiting_for=tools,
+            approvals_asked=asked,
+            batchable=batch,
+            record=False,
+            cards_follow=True,
         )
         return self.shown()
+
+    async def cards_posted(self, cards: Mapping[str, str]) -> None:
+        """The cards `waiting` announced are posted (call id -> the card's id): its status is
+        shown once more, each waiting task with its card, for a reporter that left its message
+        open for them (`Reporter.cards_posted`: a stream, stopped now with a link to each card:
+        the card's id was not known when the status was first shown). Nothing is recorded: the
+        id kept with the first card stays the run's, so this costs no write of its own."""
+        async with self._lock:
+            last = self._last
+            if last is None or not last.cards_follow:
+                return
+            self.tasks.carded(cards)
+            activity = replace(
+                last, tasks=self.tasks.shown(), cards_follow=False, opens_stretch=False
+            )
+            self._last = activity
+            self.message_id = await self._reporter.cards_posted(
+                self._run, self.message_id or "", activity
+            )
 
     def shown(self) -> ShownStatus:
         """The status message as last shown, with the steps kept for the run's next step."""
@@ -185,6 +213,7 @@ class RunObserver(RunHooks[Any]):
         not_run: tuple[str, ...] = (),
         record: bool = True,
         only_if_posted: bool = False,
+        cards_follow: bool = False,
     ) -> None:
         """Send the status now (always at the end of a step, whatever the rate); `record`:
         keep it with the run now (else the caller records `shown()` with its own write);
@@ -199,6 +228,7 @@ class RunObserver(RunHooks[Any]):
                 not_run=not_run,
                 record=record,
                 only_if_posted=only_if_posted,
+                cards_follow=cards_follow,
             )
 
     async def _flush(
@@ -212,6 +242,7 @@ class RunObserver(RunHooks[Any]):
         not_run: tuple[str, ...],
         record: bool,
         only_if_posted: bool,
+        cards_follow: bool,
     ) -> None:
         if state == "working" and (not self._dirty or self._closed):
             return
@@ -232,7 +263,9 @@ class RunObserver(RunHooks[Any]):
             tasks=self.tasks.shown(),
             opens_stretch=not self._opened,
             text=self.text.shown if self.text is not None else "",
+            cards_follow=cards_follow,
         )
+        self._last = activity
         self._opened = True
         shown = self.message_id
         self.message_id = await self._reporter.progress(self._run, self.message_id, activity)

@@ -146,8 +146,10 @@ class RoundOutcomes:
         turns: frozenset[str] | None = None,
     ) -> None:
         """The run waits for the next round's approvals, with `state_json` to resume from; the
-        cards are posted (and their copies sent) once the wait is recorded. `turns`: the model
-        turns the run's hash holds, when known (`JournalScope.known_turns`)."""
+        cards are posted (and their copies sent) once the wait is recorded, the status shown
+        just before them recorded with the first card, and shown once more when they are all
+        posted, each waiting task linking to its card (`RunObserver.cards_posted`). `turns`:
+        the model turns the run's hash holds, when known (`JournalScope.known_turns`)."""
         waiting = envelope.model_copy(update={"round": envelope.round + 1, "calls": calls})
         rules = planned.rules if planned is not None else None
         reach = plan_reach(calls, self.policy, now=now, reminder_at=self.reminder_at, rules=rules)
@@ -166,7 +168,14 @@ class RoundOutcomes:
         )
         status = await observer.waiting([c for c in calls if c.decision is None], asked=len(calls))
         await post_cards(
-            self.store, self.reporter, self.copies, waiting, lease, status, notify=reach.notify
+            self.store,
+            self.reporter,
+            self.copies,
+            waiting,
+            lease,
+            status,
+            notify=reach.notify,
+            shown=observer.cards_posted,
         )
 
     async def half_done(self, lease: Lease) -> None:

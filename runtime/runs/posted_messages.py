@@ -10,7 +10,7 @@ stale one takes its own post back, so the thread shows the run once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from runtime.record import layout as rr
@@ -57,6 +57,10 @@ async def record_or_retract(
         raise
 
 
+CardsShown = Callable[[Mapping[str, str]], Awaitable[None]]
+"""Told the cards just posted: call id -> the card's id."""
+
+
 async def post_cards(
     store: RunStore,
     reporter: Reporter,
@@ -65,22 +69,30 @@ async def post_cards(
     lease: Lease,
     status: ShownStatus | None = None,
     notify: Mapping[str, tuple[str, ...]] | None = None,
+    shown: CardsShown | None = None,
 ) -> None:
     """Ask for every open approval that has no message yet (`copies`: the cards that policy
     rules `notify` elsewhere; None: the thread only). `status`: the status message shown just
     before, recorded with the first card's id (one write for both). `notify`: where the calls
-    just planned send their copies (`ReachPlan.notify`); None: as their records say."""
+    just planned send their copies (`ReachPlan.notify`); None: as their records say. `shown`:
+    told the cards posted once the last of them is recorded, before the copies still to send
+    (the status message left open for them closes then: `RunObserver.cards_posted`)."""
     # A card is a promise that the approval exists: not before the replicas have it
     # (`REDIS_MIN_REPLICAS`), else a failover leaves a card that answers "unknown".
     await store.replicated()
     view = RunView.of(envelope)
+    needed = {c.call_id for c in envelope.calls if c.message_ts is None and c.decision is None}
+    posted: dict[str, str] = {}
     for call in envelope.calls:
-        if call.message_ts is None and call.decision is None:
+        if call.call_id in needed:
             ts = await reporter.approval_requested(view, call)
             fields = {rr.TS + call.approval_id: ts, **(status.fields() if status else {})}
-            posted = (ts, status.posted) if status else (ts,)
-            await record_or_retract(reporter, view, posted, store.set_fields(lease, fields))
+            sent = (ts, status.posted) if status else (ts,)
+            await record_or_retract(reporter, view, sent, store.set_fields(lease, fields))
             status = None
+            posted[call.call_id] = ts
+            if shown is not None and len(posted) == len(needed):
+                await shown(posted)
         if call.decision is None and copies is not None:
             if notify is None or call.approval_id not in notify:
                 await copies.notify(view, call)
@@ -90,3 +102,5 @@ async def post_cards(
         await record_or_retract(
             reporter, view, status.posted, store.set_fields(lease, status.fields())
         )
+    if shown is not None and not needed:
+        await shown(posted)

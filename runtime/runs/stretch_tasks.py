@@ -5,7 +5,7 @@ written to Redis for it (the journal and the audit trail keep what happened)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -77,6 +77,14 @@ class StretchTasks:
                 card=call.message_ts,
                 card_channel=call.channel,
             )
+
+    def carded(self, cards: Mapping[str, str]) -> None:
+        """The cards of waiting calls were posted (call id -> the card's id): each task links
+        to its own."""
+        for call_id, card in cards.items():
+            task = self._tasks.get(call_id)
+            if task is not None and task.state == "waiting":
+                self._tasks[call_id] = replace(task, card=card)
 
     def ended(self, state: str) -> None:
         """The stretch failed or was stopped: what was still running or asked for did not end

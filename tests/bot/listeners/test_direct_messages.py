@@ -280,13 +280,21 @@ async def test_the_requesters_thread_offers_no_approve_all_for_calls_decided_els
 async def test_a_decided_task_in_the_requesters_thread_links_to_the_card_where_it_is(
     bot: Harness,
 ) -> None:
-    """The card is in the approvers' channel, not in the direct message's thread: the next
-    stretch's task links there."""
+    """The card is in the approvers' channel, not in the direct message's thread: the waiting
+    task and the next stretch's task link there."""
     bot.slack.users["UBOB"] = "bob"
     bot.model.script = delete_then_answer
     said = direct_message("delete u-100")
     await bot.sender.event(said)
     [card] = await cards_in(bot, APPROVERS_CHANNEL)
+    where = f"https://console.localhost/archives/{APPROVERS_CHANNEL}/p{card.ts.replace('.', '')}"
+    [waiting] = await bot.slack.wait_for(
+        lambda: [
+            m for m in bot.slack.thread("DUALICE", said["ts"]) if m.streamed and not m.streaming
+        ],
+        what="the waiting stretch's stream, stopped",
+    )
+    assert [s["url"] for s in waiting.tasks[0]["sources"]] == [where]
 
     await bot.sender.click(card, "approve", user="UBOB")
     streamed = await bot.slack.wait_for(

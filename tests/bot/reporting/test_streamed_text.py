@@ -5,12 +5,14 @@ posted whole at the end, as always."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import signal
 
 import pytest
 
+from runtime.record import layout as rr
 from tests.conftest import with_env
 from tests.runtime.journal.test_model_turns import failing_after
 from tests.support import agents
@@ -18,6 +20,7 @@ from tests.support.deployment import Deployment
 from tests.support.fake_openai import Item, ModelRequest, Reply, StreamCut, message, tool_call
 from tests.support.fake_slack import AGENT_ERRORS, ONE_CALL_ERRORS, Message
 from tests.support.harness import Harness
+from tests.test_faults import only_run_id
 
 ANSWER = (
     "Nothing needed a person here. The three users are listed in the directory, and none of "
@@ -149,6 +152,7 @@ async def test_a_worker_killed_while_the_model_writes(deployment: Deployment) ->
         20,
         "the answer being written",
     )
+    await stream_recorded(deployment, first)
     owner = await deployment.job_owner()
     assert owner in workers
     workers[owner].signal(signal.SIGKILL)
@@ -162,6 +166,17 @@ async def test_a_worker_killed_while_the_model_writes(deployment: Deployment) ->
     assert second.text == ANSWER
     assert len(deployment.model.requests) == 2, "asked again: an answer is not journaled"
     slack.assert_nothing_refused()
+
+
+async def stream_recorded(deployment: Deployment, stream: Message) -> None:
+    """Wait until the run's record names `stream` (a worker killed between starting a stream
+    and recording it leaves one nobody knows of, which Slack ends after five minutes)."""
+    key = deployment.keys.run(await only_run_id(deployment))
+    for _ in range(500):
+        if await deployment.redis.hget(key, rr.STATUS_MESSAGE) == f"stream:{stream.ts}".encode():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the stream's id never recorded with the run")
 
 
 @with_env(STREAMING="on")

@@ -43,6 +43,11 @@ async def test_each_stretch_streams_one_message_of_tasks(bot: Harness) -> None:
     assert tasks(first) == [
         ("Waiting for approval: delete_user, anyone in the channel can decide", "pending", None)
     ]
+    [waiting_link] = first.tasks[0]["sources"]
+    assert (waiting_link["url"], waiting_link["text"]) == (card_link(card, root), "Its card"), (
+        "the waiting task links to its card: the stream stopped once the card was posted"
+    )
+    assert float(first.ts) < float(card.ts), "the status message still comes before the card"
     assert "stop_run" in first.action_ids(), "the status message's blocks at its foot"
     assert first.recipient == "UALICE"
     [start] = bot.slack.calls_to("chat.startStream")
@@ -63,8 +68,19 @@ async def test_each_stretch_streams_one_message_of_tasks(bot: Harness) -> None:
     assert second.text == "done: deleted u-100", "the model's text, streamed as it came"
     assert ":white_check_mark: Done" in second.all_text()
     assert first.action_ids() == [], "the waiting stretch's buttons went once decided"
+    assert len(bot.slack.calls_to("chat.stopStream")) == 2, (
+        "a stop a stretch: the worker that stopped the waiting stream settles it unasked"
+    )
     await bot.audit_until("executed")  # every step is in the audit trail, as before
     bot.slack.assert_nothing_refused()
+
+
+def card_link(card: Message, root: Message) -> str:
+    """The permalink of a card in the run's thread, as a task's link has it."""
+    return (
+        f"https://console.localhost/archives/{card.channel}/p{card.ts.replace('.', '')}"
+        f"?thread_ts={root.ts}&cid={root.channel}"
+    )
 
 
 @with_env(STREAMING="on")
@@ -179,6 +195,117 @@ async def moved_on(
     assert not old.streaming and "moved on to another worker" in old.text
     done = await second.progress(run, taken, replace(working, state="done", opens_stretch=False))
     assert not bot.slack.messages[done].streaming
+
+
+WAITING = Task(id="c1", tool="delete_user", state="waiting")
+
+
+async def waiting_in(bot: Harness, client: AsyncWebClient) -> tuple[RunView, Activity]:
+    """A run in #demo, its thread, and the status it shows as it stops for `delete_user`."""
+    bot.slack.users["UBOB"] = "bob"
+    posted = await client.chat_postMessage(channel="CDEMO", text="delete u-100")
+    run = RunView(
+        run_id="r-waits",
+        agent="ops",
+        task="delete u-100",
+        conversation=Conversation(channel="CDEMO", requester="UALICE", thread=str(posted["ts"])),
+    )
+    waiting = Activity(
+        steps=(),
+        state="waiting",
+        waiting_for=("delete_user",),
+        approvals_asked=1,
+        tasks=(WAITING,),
+        opens_stretch=True,
+        cards_follow=True,
+    )
+    return run, waiting
+
+
+async def post_card(bot: Harness, client: AsyncWebClient, run: RunView) -> Message:
+    thread = run.conversation.thread
+    answer = await client.chat_postMessage(channel="CDEMO", thread_ts=thread, text="the card")
+    return bot.slack.messages[str(answer["ts"])]
+
+
+def resumed(card: Message) -> Activity:
+    """The next stretch's first showing: the call approved by bob, its card known."""
+    approved = replace(WAITING, state="done", note="approved:UBOB", card=card.ts)
+    return Activity(steps=(), state="working", tasks=(approved,), opens_stretch=True)
+
+
+@with_env(STREAMING="on")
+async def test_a_later_delivery_settles_a_stream_stopped_with_its_cards(bot: Harness) -> None:
+    """The waiting stretch's stream stays open until its card is posted, then stops with the
+    task linking to it; the id recorded with the card still says `stream:`. The next stretch,
+    in another process, finds it stopped (Slack says so) and settles it: how the call ended,
+    with its card, and no line saying a worker was lost."""
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
+    run, waiting = await waiting_in(bot, client)
+    async with aiohttp.ClientSession() as session:
+        first, second = (
+            slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
+        )
+        recorded = await first.progress(run, None, waiting)
+        assert recorded.startswith(STREAM_PREFIX)
+        status = bot.slack.messages[recorded.removeprefix(STREAM_PREFIX)]
+        assert status.streaming, "left open for the card"
+        card = await post_card(bot, client, run)
+        carded = replace(waiting, tasks=(replace(WAITING, card=card.ts),), opens_stretch=False)
+        carded = replace(carded, cards_follow=False)
+        assert await first.cards_posted(run, recorded, carded) == status.ts
+        assert not status.streaming and "stop_run" in status.action_ids()
+        [link] = status.tasks[0]["sources"]
+        root = bot.slack.messages[str(run.conversation.thread)]
+        assert link["url"] == card_link(card, root)
+
+        again = await second.progress(run, recorded, resumed(card))
+    assert again.startswith(STREAM_PREFIX) and again != recorded, "the next stretch streams"
+    [_, asked] = bot.slack.calls_to("chat.stopStream")
+    assert asked.args["ts"] == status.ts, "the other process asked Slack whether it streams"
+    assert status.text.startswith(f"• `delete_user`: Approved by @bob (<{card_link(card, root)}|")
+    assert status.text.endswith("Decided; the run went on below.")
+    assert "moved on" not in status.text and status.action_ids() == []
+    bot.slack.assert_nothing_refused()
+
+
+@with_env(STREAMING="on")
+async def test_a_worker_killed_before_its_cards_stop_leaves_a_stream_the_next_stops(
+    bot: Harness,
+) -> None:
+    """The worker posted the card and was killed before it stopped its stream: the next
+    stretch's worker stops it, saying the run moved on and how the call ended, with its card."""
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
+    run, waiting = await waiting_in(bot, client)
+    async with aiohttp.ClientSession() as session:
+        first, second = (
+            slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
+        )
+        recorded = await first.progress(run, None, waiting)
+        card = await post_card(bot, client, run)  # ... and the worker is gone
+        again = await second.progress(run, recorded, resumed(card))
+    status = bot.slack.messages[recorded.removeprefix(STREAM_PREFIX)]
+    assert again != recorded and not status.streaming
+    assert "moved on to another worker" in status.text
+    assert tasks(status) == [("delete_user", "complete", "Approved by @bob")]
+    root = bot.slack.messages[str(run.conversation.thread)]
+    assert status.tasks[0]["sources"][0]["url"] == card_link(card, root)
+
+
+async def test_without_streams_the_status_is_drawn_once_before_the_cards(bot: Harness) -> None:
+    """Streaming off: the waiting status is drawn as before, and the cards being posted send
+    nothing more."""
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
+    run, waiting = await waiting_in(bot, client)
+    async with aiohttp.ClientSession() as session:
+        reporter = slack_parts(bot.settings, redis=bot.redis, session=session).reporter
+        shown = await reporter.progress(run, None, waiting)
+        before = len(bot.slack.calls)
+        carded = replace(waiting, tasks=(replace(WAITING, card="1.2"),), cards_follow=False)
+        assert await reporter.cards_posted(run, shown, carded) == shown
+    assert bot.slack.calls[before:] == []
+    status = bot.slack.messages[shown]
+    assert not status.streamed and "stop_run" in status.action_ids()
 
 
 @with_env(STREAMING="on")
