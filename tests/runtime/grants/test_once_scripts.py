@@ -204,9 +204,8 @@ async def test_a_call_a_grant_covered_already_is_answered_as_then_not_counted_ag
     assert await audit_events(client, "rreplayed") == ["grant_used", "grant_used"]
 
 
-async def waiting_call(store: RunStore, run_id: str) -> PendingCall:
-    """A run of `run_id` waiting for one approval, by UANN."""
-    arguments = json.dumps({"user": "u-1"})
+async def waiting_calls(store: RunStore, run_id: str, count: int = 1) -> list[PendingCall]:
+    """A run of `run_id` waiting for `count` approvals, each by UANN."""
     envelope = RunEnvelope(
         run_id=run_id,
         root_agent="ops",
@@ -217,21 +216,24 @@ async def waiting_call(store: RunStore, run_id: str) -> PendingCall:
     await store.create(envelope)
     lease = (await store.claim(run_id, kind="start", round_=0)).lease
     assert lease is not None
-    call = PendingCall(
-        approval_id=new_approval_id(),
-        call_id="call_del",
-        tool="delete_user",
-        agent="ops",
-        arguments=arguments,
-        expires_at=await store.server_time() + 60,
-        approvers=("UANN",),
-        digest=call_digest("delete_user", arguments),
-    )
-    waiting = envelope.model_copy(update={"round": 1, "calls": (call,)})
+    calls = [
+        PendingCall(
+            approval_id=new_approval_id(),
+            call_id=f"call_del_{n}",
+            tool="delete_user",
+            agent="ops",
+            arguments=json.dumps({"user": f"u-{n}"}),
+            expires_at=await store.server_time() + 60,
+            approvers=("UANN",),
+            digest=call_digest("delete_user", json.dumps({"user": f"u-{n}"})),
+        )
+        for n in range(count)
+    ]
+    waiting = envelope.model_copy(update={"round": 1, "calls": tuple(calls)})
     await store.wait_for_approvals(
         waiting, "{}", lease=lease, previous=envelope, reminders={}, self_ok=False
     )
-    return call
+    return calls
 
 
 async def kept_replies(client: aioredis.Redis, run_id: str) -> int:
@@ -249,7 +251,7 @@ async def test_a_decision_whose_reply_was_lost_answers_recorded_from_the_run(
     server, client = paused_redis
     store, recorder = RunStore(client, KEYS), DecisionRecorder(client, KEYS)
     run_id = new_run_id()
-    call = await waiting_call(store, run_id)
+    [call] = await waiting_calls(store, run_id)
     view = await recorder.view(run_id, call.approval_id)
     opened = await recorder.check(view, "UANN", channel="COPS", member_of=(), seen=call.digest)
     assert opened.status == "open"  # the script is loaded: the paused call is one EVALSHA

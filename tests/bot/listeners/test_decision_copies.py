@@ -1,10 +1,12 @@
-"""A click's copy that reaches Redis after its run finished (redis-py sends a timed-out call
-again; the first copy decided, the resume ran and closed the run): the decision script keeps its
-reply in the run's hash, gone with it, so the copy answers from the run's tombstone, and the
-clicker is told the run has finished, never that nothing was recorded."""
+"""Copies of a click (redis-py sends a timed-out call again; the first copy ran): the decision
+script keeps its reply in the run's hash. A copy of an Approve always answers the whole reply,
+with the calls it covered. A copy that reaches Redis after its run finished (the resume ran and
+closed the run, the reply gone with the hash) answers from the run's tombstone, and the clicker
+is told the run has finished, never that nothing was recorded."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +21,7 @@ from runtime.db.keys import Keys
 from runtime.decisions.recorder import Choice, DecisionRecorder, result_of
 from runtime.jobs.contracts import new_run_id
 from runtime.record.store import RunStore
-from tests.runtime.grants.test_once_scripts import waiting_call
+from tests.runtime.grants.test_once_scripts import waiting_calls
 
 
 class Resending(aioredis.Redis):
@@ -55,7 +57,7 @@ async def test_a_copy_of_a_decision_after_its_run_finished_is_told_the_run_finis
     keys = Keys(prefix)
     store, recorder = RunStore(client, keys), DecisionRecorder(client, keys)
     run_id = new_run_id()
-    call = await waiting_call(store, run_id)
+    [call] = await waiting_calls(store, run_id)
     view = await recorder.view(run_id, call.approval_id)
     approve = Choice(outcome="approved", user_id="UANN")
     first = await recorder.decide(view, approve, channel="COPS", member_of=(), seen=call.digest)
@@ -80,3 +82,29 @@ async def test_a_copy_of_a_decision_after_its_run_finished_is_told_the_run_finis
     fresh = await recorder.decide(gone, approve, channel="COPS", member_of=(), seen=call.digest)
     assert not gone.exists and fresh.status == "finished"
     assert "Nothing was recorded" in await gate.explanation(GateAnswer(view=gone, result=fresh))
+
+
+async def test_a_copy_of_an_approve_always_answers_the_calls_it_covered(
+    client: Resending, prefix: str
+) -> None:
+    keys = Keys(prefix)
+    store, recorder = RunStore(client, keys), DecisionRecorder(client, keys)
+    run_id = new_run_id()
+    clicked, other = await waiting_calls(store, run_id, 2)
+    rule = "delete_user|ops|rule|1"  # both calls fall under one rule (`rules`: its key per call)
+    await client.hset(
+        keys.run(run_id), "rules", json.dumps({clicked.approval_id: rule, other.approval_id: rule})
+    )
+    view = await recorder.view(run_id, clicked.approval_id)
+    always = Choice(outcome="approved_always", user_id="UANN")
+    first = await recorder.decide(view, always, channel="COPS", member_of=(), seen=clicked.digest)
+    assert first.status == "recorded" and first.resume_enqueued
+    assert [aid for aid, _ in first.covered] == [other.approval_id]
+    audit, jobs = keys.shard_of(run_id).audit, keys.shard_of(run_id).jobs
+    entries, queued = await client.xlen(audit), await client.xlen(jobs)
+
+    copy: Any = await client.evalsha(*client.sent)
+    again = result_of([p.decode() for p in copy])
+
+    assert again == first, "the whole reply: the clicked call's decision and the covered call's"
+    assert (await client.xlen(audit), await client.xlen(jobs)) == (entries, queued)
