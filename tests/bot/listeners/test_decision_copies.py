@@ -30,16 +30,18 @@ class Resending(aioredis.Redis):
 
     sent: tuple[Any, ...] = ()
 
-    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:  # type: ignore[override]
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
         self.sent = (sha, numkeys, *keys_and_args)
         return super().evalsha(sha, numkeys, *keys_and_args)
 
 
 @pytest.fixture
 async def client(redis_url: str) -> AsyncIterator[Resending]:
-    found = Resending.from_url(redis_url)
+    pool = aioredis.ConnectionPool.from_url(redis_url)
+    found = Resending(connection_pool=pool)
     yield found
     await found.aclose()
+    await pool.aclose()
 
 
 def gate_of(client: aioredis.Redis, keys: Keys, recorder: DecisionRecorder) -> ApprovalGate:
