@@ -4,12 +4,12 @@
 A caller builds the call with named values (`Claim(run=..., audit=..., kind=..., ...)`) and
 hands it to the registered script (`run_once(redis, CLAIM)`, `once(redis, keys, STOP)`), which
 turns it into KEYS and ARGV in order. Each script takes effect once per call, however often
-redis-py sends it (`runtime.record.once`): the scripts of the run's own hash keep their reply in
-it (`run_once`, the decision script too), the others under a token key (`once`, the batch
-decision script among them). Two keep no reply: `CREATE`, which writes
-only a run that does not exist yet, and `JOURNAL_PUT`, whose journal field is its own mark; and
-`FENCED_WRITE`, the fenced write without an audit entry, is `FENCED_SET` called to keep nothing
-(the same fields written again under the same fence are the same hash)."""
+redis-py sends it (`runtime.record.once`): the scripts of the run's own hash (`DECIDE` too)
+keep their reply in it (`run_once`), the others under a token key (`once`). Two keep no reply:
+`CREATE`, which writes only a run that does not exist yet, and `JOURNAL_PUT`, whose journal
+field is its own mark; and `FENCED_WRITE`, the fenced write without an audit entry, is
+`FENCED_SET` called to keep nothing (the same fields written again under the same fence are the
+same hash)."""
 
 from __future__ import annotations
 
@@ -259,7 +259,6 @@ class Decide(ScriptCall):
     audit: Key
     reminders: Key
     tombstone: Key
-    """Read only when the run is gone: a finished run's (a late copy of the call)."""
     grant: MoreKeys
     """Only with a grant: the grant's hash, then the channel's grants."""
     approval_id: str
@@ -360,9 +359,7 @@ DECIDE: Final = _declare(
     in_run=True,
 )
 """The decision script calls the functions of `choices.lua` (grants and edits); its body is a
-function (`batch_open.lua`) that `always.lua` calls for each call an Approve always covers. The
-clicked call keeps its reply in the run's hash (`run_once`), written with its decision; a copy
-that arrives after the run finished answers `finished`, from the tombstone."""
+function (`batch_open.lua`) that `always.lua` calls for each call an Approve always covers."""
 DECIDE_BATCH: Final = _declare(
     DecideBatch,
     *("home_index", "choices", "batch_open", "decide", "batch"),

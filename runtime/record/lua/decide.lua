@@ -38,11 +38,13 @@
 --   10 denied_event: the `denied` audit event's name
 --   11 digest: the digest of the call as the person was shown it (a stale one, or none, is refused:
 --      `stale`)
--- Returns {'gone'}, {'finished'} (no run, and its tombstone says it ended), {'unknown'}, {'unreadable'}, {'decided', decision}, {'closed'},
--- {'expired'}, {'early'}, {refusal}, {'stale', approvals, edit}, {'already_approved',
--- approvals}, {'open', approvals} (a check), {'counted', approvals, edit} (towards a quorum), or
--- {'recorded', decision, '1' when the resume job was enqueued else '0'}, or {'regated', '[]',
--- edit} (a choice with `regate`: the edit stored, the call under the stricter rule's gate).
+-- Returns {'gone'}, {'finished'} (no run, and its tombstone says it ended), {'unknown'},
+-- {'unreadable'}, {'decided', decision}, {'closed'}, {'expired'}, {'early'}, {refusal},
+-- {'stale', approvals, edit}, {'already_approved', approvals}, {'open', approvals} (a check),
+-- {'counted', approvals, edit} (towards a quorum), or {'recorded', decision, '1' when the resume
+-- job was enqueued else '0'}, or {'regated', '[]', edit} (a choice with `regate`: the edit
+-- stored, the call under the stricter rule's gate). The clicked call's reply, when the call
+-- wrote anything, is kept in the run's hash with that write (`kept`), for its copies.
 local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
 local run = KEYS[1]
 local aid = ARGV[1]
