@@ -27,6 +27,7 @@ from bot.slack.members import StandingUnknown, WorkspaceMembers
 from bot.slack.payloads import ApprovalRef
 from bot.words import answers as answer_messages
 from bot.words import choices as choice_messages
+from bot.words import finished as finished_messages
 from bot.words import held as held_messages
 from bot.words import members as member_messages
 from bot.words import runs as messages
@@ -51,6 +52,7 @@ NOT_RECORDED = {
     "closed": messages.APPROVAL_CLOSED,
     "unknown": messages.APPROVAL_UNKNOWN,
     "gone": messages.APPROVAL_UNKNOWN,
+    "finished": finished_messages.RUN_FINISHED,
     "grant_not_offered": choice_messages.GRANT_NOT_OFFERED,
     "edit_not_offered": choice_messages.EDIT_NOT_OFFERED,
     "edit_stale": choice_messages.EDIT_STALE,
@@ -234,6 +236,10 @@ class ApprovalGate:
             return messages.already_approved(len(result.approvals), view.call.quorum)
         if result.status == "decided" and result.decision is not None:
             return messages.already_decided(result.decision)
+        if result.status == "finished" and not view.exists:
+            # The run was gone before this click was sent: the click recorded nothing. Else it
+            # may be a late copy of a click that decided, and the words claim neither.
+            return messages.APPROVAL_UNKNOWN
         if result.status in MAY_DECIDE and view.call is None:
             return (
                 messages.OTHER_VERSION if view.exists and view.gate else messages.APPROVAL_UNKNOWN

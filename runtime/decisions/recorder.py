@@ -44,7 +44,8 @@ Status = Literal[
     "expired",  # the deadline passed before this click
     "closed",  # the run is no longer waiting for decisions (resuming or finishing)
     "unknown",  # no such approval in this run and channel
-    "gone",  # no such run (finished, or never existed)
+    "gone",  # no such run (never existed, or finished longer ago than its tombstone lasts)
+    "finished",  # the run has finished (its tombstone): a late copy of a click that decided, too
     "early",  # an expiry was attempted before the deadline
     "open",  # (check only) a decision would be recorded now
     "unreadable",  # the call's gate was written by another version: nobody may decide now
@@ -179,7 +180,7 @@ class DecisionRecorder:
         self._replication = replication
         self._kept = kept or KeptArguments()
         """What an `answered` entry keeps of the answer (`AUDIT_ARGS`, as of arguments)."""
-        self._decide = rs.once(redis, keys, rs.DECIDE)
+        self._decide = rs.run_once(redis, rs.DECIDE)
 
     async def view(self, run_id: str, approval_id: str) -> CallView:
         stored = await read(self._redis, self._keys, CallRead, run_id, approval_id)
@@ -282,6 +283,7 @@ class DecisionRecorder:
                 jobs=shard.job_streams[version - 1],
                 audit=shard.audit,
                 reminders=shard.reminders,
+                tombstone=shard.tombstone(run_id),
                 grant=grant_keys,
                 approval_id=view.approval_id,
                 choice=json.dumps(sent),

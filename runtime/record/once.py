@@ -13,10 +13,12 @@ The scripts of a run's own hash keep the reply in the hash instead (`RunOnce`,
 `runtime/record/lua/once_in_run.lua`): the field `once:<token>` is read with the script's first
 read of the hash and written with its write, so the frame costs no command of its own. A copy
 that arrives after the hash is gone finds no run, and changes nothing (`close.lua` answers from
-the tombstone). A fenced write without an audit entry keeps no reply
-(`runtime.record.scripts.FENCED_WRITE`): it neither appends nor counts, and a copy that runs
-again writes the same fields under the same fence (and is refused once a later delivery holds the
-run); the caller sends nothing else until the call it retries has answered.
+the tombstone, and so does the decision script: `finished`, told to the clicker as the run
+having finished, since their click may well have decided before it did). A fenced write
+without an audit entry keeps no reply (`runtime.record.scripts.FENCED_WRITE`): it neither
+appends nor counts, and a copy that runs again writes the same fields under the same fence
+(and is refused once a later delivery holds the run); the caller sends nothing else until the
+call it retries has answered.
 
 The token's key is `once:<token>` in the shard of the script's first key (`Keys.once`): the
 same hash tag, so the same cluster slot. It expires after `ONCE_SECONDS`, longer than any copy

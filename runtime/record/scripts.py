@@ -4,11 +4,12 @@
 A caller builds the call with named values (`Claim(run=..., audit=..., kind=..., ...)`) and
 hands it to the registered script (`run_once(redis, CLAIM)`, `once(redis, keys, STOP)`), which
 turns it into KEYS and ARGV in order. Each script takes effect once per call, however often
-redis-py sends it (`runtime.record.once`): the scripts of the run's own hash keep their reply in
-it (`run_once`), the others under a token key (`once`). Two keep no reply: `CREATE`, which writes
-only a run that does not exist yet, and `JOURNAL_PUT`, whose journal field is its own mark; and
-`FENCED_WRITE`, the fenced write without an audit entry, is `FENCED_SET` called to keep nothing
-(the same fields written again under the same fence are the same hash)."""
+redis-py sends it (`runtime.record.once`): the scripts of the run's own hash (`DECIDE` too)
+keep their reply in it (`run_once`), the others under a token key (`once`). Two keep no reply:
+`CREATE`, which writes only a run that does not exist yet, and `JOURNAL_PUT`, whose journal
+field is its own mark; and `FENCED_WRITE`, the fenced write without an audit entry, is
+`FENCED_SET` called to keep nothing (the same fields written again under the same fence are the
+same hash)."""
 
 from __future__ import annotations
 
@@ -257,6 +258,7 @@ class Decide(ScriptCall):
     jobs: Key
     audit: Key
     reminders: Key
+    tombstone: Key
     grant: MoreKeys
     """Only with a grant: the grant's hash, then the channel's grants."""
     approval_id: str
@@ -354,6 +356,7 @@ DECIDE: Final = _declare(
     "always",
     contract="decide",
     constants=_DECIDING,
+    in_run=True,
 )
 """The decision script calls the functions of `choices.lua` (grants and edits); its body is a
 function (`batch_open.lua`) that `always.lua` calls for each call an Approve always covers."""

@@ -14,7 +14,12 @@
 -- of the decisions enqueued the resume job, and a fourth: the covered calls (JSON list of
 -- [approval id, decision JSON]).
 end
+-- The clicked call keeps its reply in the run's hash with its decision (`once_in_run.lua`);
+-- the calls it covers are decided within this one call and keep none of their own.
+DECIDE_ONCE = ONCE
 local reply = decide_one(KEYS, ARGV)
+DECIDE_ONCE = false
+if DECIDE_KEPT then return reply end
 if ARGV[4] ~= 'decide' or reply[1] ~= 'recorded' then return reply end
 if cjson.decode(reply[2])['outcome'] ~= 'approved_always' then return reply end
 local ok, keys = pcall(cjson.decode, redis.call('HGET', KEYS[1], F.rules) or '{}')
@@ -59,4 +64,8 @@ for aid, key in pairs(keys) do
   end
 end
 if #covered == 0 then return reply end
-return {reply[1], reply[2], enqueued, cjson.encode(covered)}
+-- The reply kept for a copy is the whole one, with the calls covered (one write more, only
+-- when an Approve always covered any).
+local whole = {reply[1], reply[2], enqueued, cjson.encode(covered)}
+if ONCE then redis.call('HSET', KEYS[1], ONCE, cmsgpack.pack(whole)) end
+return whole

@@ -24,4 +24,8 @@
 -- Returns {'not_offered', aids} (a call needs a quorum or a typed confirmation),
 -- {'refused', [[aid, status], ...]} (some call would not take this choice now: nothing was
 -- decided), or {'recorded', [[aid, reply...], ...]} with each call's decision-script reply.
+-- The single decision script's take-once field (`once_in_run.lua`'s `ONCE`), which
+-- `always.lua` sets for the clicked call only, and whether that call found its reply kept
+-- there (a copy of the call). A batch keeps its reply under its token (`once.lua`): false.
+local DECIDE_ONCE, DECIDE_KEPT = false, false
 local function decide_one(KEYS, ARGV)

@@ -19,7 +19,8 @@
 --   3 jobs: the job stream of the run's shard (the resume job goes there)
 --   4 audit: the audit stream
 --   5 reminders: the reminders (a due set)
---   6... grant: only with a grant: the grant's hash (`grant:<id>`, in the run's shard), then the
+--   6 tombstone: the run's tombstone (`close.lua` writes it), read only when there is no run
+--   7... grant: only with a grant: the grant's hash (`grant:<id>`, in the run's shard), then the
 --     channel's grants (a sorted set)
 -- ARGV
 --   1 approval_id: the approval id
@@ -37,25 +38,45 @@
 --   10 denied_event: the `denied` audit event's name
 --   11 digest: the digest of the call as the person was shown it (a stale one, or none, is refused:
 --      `stale`)
--- Returns {'gone'}, {'unknown'}, {'unreadable'}, {'decided', decision}, {'closed'},
--- {'expired'}, {'early'}, {refusal}, {'stale', approvals, edit}, {'already_approved',
--- approvals}, {'open', approvals} (a check), {'counted', approvals, edit} (towards a quorum), or
--- {'recorded', decision, '1' when the resume job was enqueued else '0'}, or {'regated', '[]',
--- edit} (a choice with `regate`: the edit stored, the call under the stricter rule's gate).
+-- Returns {'gone'}, {'finished'} (no run, and its tombstone says it ended), {'unknown'},
+-- {'unreadable'}, {'decided', decision}, {'closed'}, {'expired'}, {'early'}, {refusal},
+-- {'stale', approvals, edit}, {'already_approved', approvals}, {'open', approvals} (a check),
+-- {'counted', approvals, edit} (towards a quorum), or {'recorded', decision, '1' when the resume
+-- job was enqueued else '0'}, or {'regated', '[]', edit} (a choice with `regate`: the edit
+-- stored, the call under the stricter rule's gate). The clicked call's reply, when the call
+-- wrote anything, is kept in the run's hash with that write (`kept`), for its copies.
 local function list(t) if #t == 0 then return '[]' end return cjson.encode(t) end
 local run = KEYS[1]
 local aid = ARGV[1]
 local mode = ARGV[4]
--- Everything this script reads of the run, in one read.
+-- Everything this script reads of the run, in one read, with the clicked call's take-once
+-- reply (`DECIDE_ONCE`, `batch_open.lua`; else the deadline again).
 local seen = redis.call('HMGET', run, F.deadline .. aid, F.gate .. aid, F.edit .. aid,
   F.copies .. aid, F.decision .. aid, F.status, F.round, F.approvals .. aid, F.denied .. aid,
-  F.pending, F.reach .. aid)
+  F.pending, F.reach .. aid, DECIDE_ONCE or F.deadline .. aid)
+if DECIDE_ONCE and seen[12] then
+  DECIDE_KEPT = true  -- a copy of the call: the reply the first one kept, nothing run again
+  return cmsgpack.unpack(seen[12])
+end
+-- `fields` (field, value, ...) with the clicked call's `reply` kept beside them: a decision
+-- script's write that takes effect carries its reply (`once_in_run.lua`'s `with_once`).
+local function kept(fields, reply)
+  if DECIDE_ONCE then
+    fields[#fields + 1] = DECIDE_ONCE
+    fields[#fields + 1] = cmsgpack.pack(reply)
+  end
+  return fields
+end
 -- The call's fields the Home tab's index is made from (`home_index.lua`), as read.
 local indexed = {gate = seen[2], copies = seen[4], reach = seen[11]}
 local deadline = seen[1]
 if not deadline then
-  if redis.call('EXISTS', run) == 0 then return {'gone'} end
-  return {'unknown'}
+  if redis.call('EXISTS', run) == 1 then return {'unknown'} end
+  -- No run. A copy of a call that decided (redis-py sends a timed-out call again) finds its
+  -- reply gone with the hash once the run has finished: the tombstone says that much, which
+  -- is true whether or not this call was the one that decided. A batch has no tombstone key.
+  if KEYS[6] and redis.call('EXISTS', KEYS[6]) == 1 then return {'finished'} end
+  return {'gone'}
 end
 local raw_edit = seen[3]
 local gate = nil
@@ -166,7 +187,7 @@ if mode ~= 'expire' then
       for _, u in ipairs(denied) do if u == user then seen = true end end
       if not seen then
         table.insert(denied, user)
-        redis.call('HSET', run, F.denied .. aid, cjson.encode(denied))
+        redis.call('HSET', run, unpack(kept({F.denied .. aid, cjson.encode(denied)}, {refusal})))
         entry['reason'] = reasons[refusal]
         audit(ARGV[10])
       end
@@ -195,7 +216,8 @@ if present(choice['regate']) then
   end
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
   home_unindex(run, aid, indexed)  -- the Home tab's index follows the gate (`home_index.lua`)
-  redis.call('HSET', run, F.gate .. aid, choice['regate'])
+  local regated = {'regated', '[]', edited}
+  redis.call('HSET', run, unpack(kept({F.gate .. aid, choice['regate']}, regated)))
   home_index(run, aid, {gate = choice['regate'], copies = seen[4], reach = seen[11]})
   -- The stricter rule's escalation counts from when the call was asked, and may be due
   -- already: the call's nudges are looked at again now (`runtime.waiting.reminders`).
@@ -204,7 +226,7 @@ if present(choice['regate']) then
   entry['rule'] = next_gate['rule_name']
   entry['when'] = next_gate['when']
   audit(EVENT_REGATED)
-  return {'regated', '[]', edited}
+  return regated
 end
 if mode == 'decide' and present(choice['edit']) then
   edited = apply_edit(run, aid, gate, choice, entry, now, audit)
@@ -229,9 +251,10 @@ if approving then
   entry['quorum'] = quorum
   if #approvals < quorum then
     local counted = list(approvals)
-    redis.call('HSET', run, F.approvals .. aid, counted)
+    local reply = {'counted', counted, edited}
+    redis.call('HSET', run, unpack(kept({F.approvals .. aid, counted}, reply)))
     audit(event_of(choice['outcome']))
-    return {'counted', counted, edited}
+    return reply
   end
 end
 
@@ -246,20 +269,22 @@ local decision = {outcome = outcome, user_id = choice['user_id'], user_name = ch
   reason = choice['reason'], decided_at = now, digest = entry['digest']}
 if #approvals > 0 then decision['approvals'] = approvals end
 if answering then decision['answer'] = choice['answer'] end
-attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[6], KEYS[7]}, audit)
+attach_choices(raw_edit, aid, ARGV[6], decision, choice, entry, now, {KEYS[7], KEYS[8]}, audit)
 local encoded = cjson.encode(decision)
 -- Nothing above wrote `pending`: the count read at the top is current.
 local pending = (tonumber(seen[10]) or 1) - 1
 home_unindex(run, aid, indexed)  -- decided: off the Home tabs' index
-if pending > 0 then
-  redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending)
-else
-  redis.call('HSET', run, F.decision .. aid, encoded, F.pending, pending, F.status, 'ready')
+local recorded = {'recorded', encoded, '0'}
+local fields = {F.decision .. aid, encoded, F.pending, pending}
+if pending <= 0 then
+  recorded[3] = '1'
+  fields[5], fields[6] = F.status, 'ready'
 end
+redis.call('HSET', run, unpack(kept(fields, recorded)))
 audit(event_of(choice['outcome']))
 -- The expiry poller removes its own entry once the card shows the expiry.
 if mode ~= 'expire' then redis.call('ZREM', KEYS[2], ARGV[5]) end
 redis.call('ZREM', KEYS[5], ARGV[5])
-if pending > 0 then return {'recorded', encoded, '0'} end
+if pending > 0 then return recorded end
 redis.call('XADD', KEYS[3], '*', 'job', ARGV[8])
-return {'recorded', encoded, '1'}
+return recorded

@@ -20,10 +20,14 @@ import redis.asyncio as aioredis
 
 from runtime.audit.events import AuditEvent
 from runtime.audit.trail import AuditTrail
+from runtime.calls.digest import call_digest
 from runtime.db.connection import ClientOptions, connect
 from runtime.db.keys import Keys
 from runtime.db.local import RedisServer
+from runtime.decisions.recorder import Choice, DecisionRecorder
 from runtime.grants.store import Grant, GrantStore
+from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
+from runtime.record.envelope import PendingCall, RunEnvelope
 from runtime.record.leases import Lease
 from runtime.record.store import RunStore
 
@@ -198,3 +202,72 @@ async def test_a_call_a_grant_covered_already_is_answered_as_then_not_counted_ag
     assert (first.uses, again.uses, other.uses) == (1, 1, 2)
     assert await client.hget(KEYS.grants.grant(grant.id), "uses") == b"2"
     assert await audit_events(client, "rreplayed") == ["grant_used", "grant_used"]
+
+
+async def waiting_calls(store: RunStore, run_id: str, count: int = 1) -> list[PendingCall]:
+    """A run of `run_id` waiting for `count` approvals, each by UANN."""
+    envelope = RunEnvelope(
+        run_id=run_id,
+        root_agent="ops",
+        task="t",
+        created_at=time.time(),
+        conversation=Conversation(channel="COPS", requester="UREQ", thread="1.1"),
+    )
+    await store.create(envelope)
+    lease = (await store.claim(run_id, kind="start", round_=0)).lease
+    assert lease is not None
+    calls = [
+        PendingCall(
+            approval_id=new_approval_id(),
+            call_id=f"call_del_{n}",
+            tool="delete_user",
+            agent="ops",
+            arguments=json.dumps({"user": f"u-{n}"}),
+            expires_at=await store.server_time() + 60,
+            approvers=("UANN",),
+            digest=call_digest("delete_user", json.dumps({"user": f"u-{n}"})),
+        )
+        for n in range(count)
+    ]
+    waiting = envelope.model_copy(update={"round": 1, "calls": tuple(calls)})
+    await store.wait_for_approvals(
+        waiting, "{}", lease=lease, previous=envelope, reminders={}, self_ok=False
+    )
+    return calls
+
+
+async def kept_replies(client: aioredis.Redis, run_id: str) -> int:
+    """How many take-once replies the run's hash keeps (`once:<token>`)."""
+    fields: Any = await client.hkeys(KEYS.run(run_id))
+    return sum(f.startswith(b"once:") for f in fields)
+
+
+async def test_a_decision_whose_reply_was_lost_answers_recorded_from_the_run(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    """The decision script keeps its reply in the run's hash, with the decision: a copy of the
+    click answers `recorded` (not `decided`, which would tell the clicker someone decided first),
+    with one audit entry and one resume job, and no token key of its own."""
+    server, client = paused_redis
+    store, recorder = RunStore(client, KEYS), DecisionRecorder(client, KEYS)
+    run_id = new_run_id()
+    [call] = await waiting_calls(store, run_id)
+    view = await recorder.view(run_id, call.approval_id)
+    opened = await recorder.check(view, "UANN", channel="COPS", member_of=(), seen=call.digest)
+    assert opened.status == "open"  # the script is loaded: the paused call is one EVALSHA
+    jobs = KEYS.shard_of(run_id).jobs
+    queued = await client.xlen(jobs)
+    approve = Choice(outcome="approved", user_id="UANN")
+    kept = await kept_replies(client, run_id)
+
+    result = await through_a_pause(
+        server, recorder.decide(view, approve, channel="COPS", member_of=(), seen=call.digest)
+    )
+    await settled(client)
+
+    assert result.status == "recorded" and result.resume_enqueued
+    assert result.decision is not None and result.decision.user_id == "UANN"
+    assert await audit_events(client, run_id) == ["approved"]
+    assert await client.xlen(jobs) == queued + 1, "one resume"
+    assert await kept_replies(client, run_id) == kept + 1, "the decision's reply, in the run"
+    assert await client.keys(f"{KEYS.prefix}*once:*") == [], "no token key"
