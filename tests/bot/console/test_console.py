@@ -372,6 +372,9 @@ async def test_restarting_the_demo_keeps_a_waiting_card_whose_buttons_still_work
 ) -> None:
     await console.intent("UALICE", kind="command", command="/agent", text="delete u-100")
     [card] = await console.wait_for(console.cards, "a card")
+    await console.wait_for(  # stopped once its cards are posted, with a link to each
+        lambda: not any(m.streaming for m in console.slack.messages.values()), "stream stopped"
+    )
     before = {m.ts: m.all_text() for m in console.slack.messages.values()}
 
     await console.restart()
@@ -715,6 +718,8 @@ async def test_slacks_own_stop_on_a_processing_session_stops_the_run(console: Co
         lambda: console.slack.agents.session(root.channel, root.ts), "the run's session"
     )
     assert session.title == "restart the api"
+    # Suspended once the cards are posted and the stretch's stream stopped with their links.
+    await console.wait_for(lambda: session.status == "suspended", "the session suspended")
     snapshot = console.slack.snapshot()
     assert snapshot["sessions"][root.ts]["status"] == "suspended"
     status, _ = await console.intent("UALICE", kind="stop_session", thread_ts=root.ts)

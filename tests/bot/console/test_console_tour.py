@@ -67,7 +67,10 @@ async def test_step_3_as_bob_approve_all_says_why_before_the_modal_and_reject_wi
         in card.all_text()
         for card in cards
     )
-    [status] = [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()]
+    [status] = await console.wait_for(  # its stream stopped with them, the buttons at its foot
+        lambda: [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()],
+        "Approve all",
+    )
     code, _ = await console.intent(
         "UBOB", kind="click", message_ts=status.ts, action_id="approve_all"
     )
@@ -171,7 +174,10 @@ async def test_the_tours_deletions_in_order_each_find_their_user(console: Consol
     step_3 = readme_task(r"`/agent (delete u-\d+ and restart search)` asks twice")
     await console.intent("UALICE", kind="command", command="/agent", text=step_3)
     await console.wait_for(lambda: len(console.cards()) == 2, "step 3's cards")
-    [status] = [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()]
+    [status] = await console.wait_for(  # its stream stopped with them, the buttons at its foot
+        lambda: [m for m in console.slack.messages.values() if "approve_all" in m.action_ids()],
+        "Approve all",
+    )
     await console.intent("UBOB", kind="click", message_ts=status.ts, action_id="approve_all")
     [modal] = await console.wait_for(
         lambda: [v for v in console.slack.opened.values() if v.open], "the modal"
