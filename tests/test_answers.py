@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.bot.home.test_home_tab import home_buttons, open_home
+from tests.conftest import with_env
 from tests.runtime.decisions.test_edits import open_editor, submit
 from tests.runtime.review.test_backtest import lines, policy
 from tests.support import agents
@@ -36,22 +35,6 @@ NO_ANSWERS = """
 tool = "delete_*"
 answer = false
 """
-
-
-@pytest.fixture
-def env_overrides(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, str]:
-    """`POLICY` is written to a file of the test's own; everything else is the environment."""
-    env = dict(getattr(request, "param", {}))
-    text = env.pop("POLICY", None)
-    if text is not None:
-        path = tmp_path / "policy.toml"
-        path.write_text(text)
-        env["POLICY_FILE"] = str(path)
-    return env
-
-
-def settings(**env: str) -> pytest.MarkDecorator:
-    return pytest.mark.parametrize("env_overrides", [env], indirect=True, ids=["env"])
 
 
 async def waiting(bot: Harness) -> tuple[Message, Message]:
@@ -122,7 +105,7 @@ async def test_an_answer_is_what_the_model_reads_and_the_tool_never_runs(
     assert (past["was"], past["decided_by"]) == ("answered", ["UCAROL"])
 
 
-@settings(AUDIT_ARGS="off")
+@with_env(AUDIT_ARGS="off")
 async def test_with_audit_args_off_the_trail_keeps_the_digest_not_the_answer(
     bot: Harness,
 ) -> None:
@@ -134,7 +117,7 @@ async def test_with_audit_args_off_the_trail_keeps_the_digest_not_the_answer(
     assert answered["digest"] and "answer" not in answered
 
 
-@settings(APPROVERS="UBOB")
+@with_env(APPROVERS="UBOB")
 async def test_an_answer_by_someone_who_may_not_decide_is_refused_privately(
     bot: Harness,
 ) -> None:
@@ -177,7 +160,7 @@ async def test_the_requester_may_withdraw_their_call_but_not_answer_for_the_tool
     assert told(bot).startswith("@ubob answered instead") and agents.EXECUTIONS == []
 
 
-@settings(POLICY=QUORUM)
+@with_env(POLICY=QUORUM)
 async def test_an_answer_to_a_call_that_changed_since_is_refused(bot: Harness) -> None:
     root, card = await waiting(bot)
     opened = await bot.sender.open_modal(card, "answer", user="UBOB")
@@ -197,7 +180,7 @@ async def test_an_answer_to_a_call_that_changed_since_is_refused(bot: Harness) -
     assert agents.EXECUTIONS == []
 
 
-@settings(POLICY=NO_ANSWERS)
+@with_env(POLICY=NO_ANSWERS)
 async def test_a_rule_with_answer_false_offers_no_answer_and_the_script_refuses_one(
     bot: Harness,
 ) -> None:
@@ -247,7 +230,7 @@ async def test_a_note_is_read_after_the_output_of_the_tool_that_ran_once(bot: Ha
     assert len(events(trail, "executed")) == 1
 
 
-@settings(POLICY=QUORUM)
+@with_env(POLICY=QUORUM)
 async def test_under_a_quorum_every_approvers_note_is_passed_on(bot: Harness) -> None:
     root, card = await waiting(bot)
     await bot.sender.approve_with_note(card, user="UBOB", note="checked the ticket")
@@ -282,7 +265,7 @@ async def test_a_note_on_ones_own_request_is_refused_like_an_approval(bot: Harne
     assert told(bot) == "deleted u-100", "no note without one"
 
 
-@settings(APPROVERS="UBOB")
+@with_env(APPROVERS="UBOB")
 async def test_a_note_from_the_home_tab(bot: Harness) -> None:
     root, card = await waiting(bot)
     await open_home(bot, "UBOB")
@@ -298,7 +281,7 @@ async def test_a_note_from_the_home_tab(bot: Harness) -> None:
     assert len(agents.EXECUTIONS) == 1
 
 
-@settings(POLICY=QUORUM)
+@with_env(POLICY=QUORUM)
 async def test_a_note_is_refused_from_someone_who_may_not_decide_and_on_a_changed_call(
     bot: Harness,
 ) -> None:

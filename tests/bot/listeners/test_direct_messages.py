@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from bot.blocks.batch import ACTION_APPROVE_ALL
 from bot.words import messages_tab as words
 from bot.words.members import OUTSIDE_REQUESTER
 from bot.words.runs import SELF_APPROVAL_REFUSED
+from tests.conftest import with_env
 from tests.support import agents
 from tests.support.fake_openai import Item, ModelRequest, message, tool_call
 from tests.support.fake_slack import Message
@@ -25,22 +25,6 @@ from tests.support.model_scripts import delete_then_answer
 APPROVERS_CHANNEL = "CAPPROVALS"
 RULE_CHANNEL = "CDBAPPROVE"
 OTHER_ORG = {"team_id": "T0THERORG", "is_stranger": True}
-
-
-@pytest.fixture
-def env_overrides(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, str]:
-    """`POLICY` is written to a file of the test's own; everything else is the environment."""
-    env = dict(getattr(request, "param", {}))
-    text = env.pop("POLICY", None)
-    if text is not None:
-        path = tmp_path / "policy.toml"
-        path.write_text(text)
-        env["POLICY_FILE"] = str(path)
-    return env
-
-
-def settings(**env: str) -> pytest.MarkDecorator:
-    return pytest.mark.parametrize("env_overrides", [env], indirect=True, ids=["env"])
 
 
 def direct_message(text: str, *, user: str = "UALICE", **more: Any) -> dict[str, Any]:
@@ -71,7 +55,7 @@ def in_thread(bot: Harness, said: dict[str, Any]) -> list[str]:
     return [m.text for m in bot.slack.thread(said["channel"], said["ts"])]
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
 async def test_a_direct_message_starts_a_run_whose_card_waits_in_the_approvers_channel(
     bot: Harness,
 ) -> None:
@@ -104,7 +88,7 @@ async def test_a_direct_message_starts_a_run_whose_card_waits_in_the_approvers_c
     assert (approved["user_id"], approved["channel"]) == ("UBOB", APPROVERS_CHANNEL)
 
 
-@settings(
+@with_env(
     APPROVAL_CHANNEL=APPROVERS_CHANNEL,
     APPROVERS="UBOB",
     POLICY=f'[[rule]]\ntool = "delete_*"\napprovers = ["UBOB"]\nchannel = "{RULE_CHANNEL}"\n',
@@ -138,7 +122,7 @@ async def test_with_no_approvers_channel_the_run_is_refused_in_one_sentence(
     assert bot.model.requests == []
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
 async def test_the_requester_cannot_approve_their_own_call_in_the_approvers_channel(
     bot: Harness,
 ) -> None:
@@ -166,7 +150,7 @@ async def test_the_requester_cannot_approve_their_own_call_in_the_approvers_chan
     assert agents.EXECUTIONS == [("delete_user", {"user_id": "u-100"})]
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
 async def test_opening_the_messages_tab_suggests_the_registrys_agents(bot: Harness) -> None:
     status, _ = await bot.sender.event(
         {"type": "app_home_opened", "user": "UALICE", "channel": "DUALICE", "tab": "messages"}
@@ -184,7 +168,7 @@ async def test_opening_the_messages_tab_suggests_the_registrys_agents(bot: Harne
     assert bot.slack.home_tabs == {}, "the Messages tab is not the Home tab"
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
 async def test_the_apps_own_messages_edits_and_other_subtypes_start_nothing(
     bot: Harness,
 ) -> None:
@@ -203,7 +187,7 @@ async def test_the_apps_own_messages_edits_and_other_subtypes_start_nothing(
     assert await bot.audit_entries() == []
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL)
 async def test_a_person_outside_the_workspace_starts_no_run_by_direct_message(
     bot: Harness,
 ) -> None:
@@ -218,7 +202,7 @@ async def test_a_person_outside_the_workspace_starts_no_run_by_direct_message(
     assert json.dumps(bot.model.requests, default=str) == "[]"
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, STREAMING="on")
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL, STREAMING="on")
 async def test_the_session_of_a_direct_messages_run_is_its_thread_titled_with_the_task(
     bot: Harness,
 ) -> None:
@@ -233,7 +217,7 @@ async def test_the_session_of_a_direct_messages_run_is_its_thread_titled_with_th
     await bot.slack.wait_for(lambda: session.status == "suspended", what="waiting: suspended")
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
 async def test_the_approvers_home_tab_points_at_the_card_in_the_approvers_channel(
     bot: Harness,
 ) -> None:
@@ -260,7 +244,7 @@ def delete_two(request: ModelRequest) -> list[Item]:
     return [message("done")]
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB")
 async def test_the_requesters_thread_offers_no_approve_all_for_calls_decided_elsewhere(
     bot: Harness,
 ) -> None:
@@ -276,7 +260,7 @@ async def test_the_requesters_thread_offers_no_approve_all_for_calls_decided_els
     assert "stop_run" in status.action_ids(), "its Stop stays"
 
 
-@settings(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB", STREAMING="on")
+@with_env(APPROVAL_CHANNEL=APPROVERS_CHANNEL, APPROVERS="UBOB", STREAMING="on")
 async def test_a_decided_task_in_the_requesters_thread_links_to_the_card_where_it_is(
     bot: Harness,
 ) -> None:

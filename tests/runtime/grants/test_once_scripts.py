@@ -75,11 +75,8 @@ async def settled(client: aioredis.Redis) -> None:
     await asyncio.sleep(0.2)
 
 
-async def test_a_grant_use_whose_reply_was_lost_is_counted_once(
-    paused_redis: tuple[RedisServer, aioredis.Redis],
-) -> None:
-    server, client = paused_redis
-    grants = GrantStore(client, KEYS)
+async def stored_grant(client: aioredis.Redis) -> Grant:
+    """An hour's grant of `delete_user` in #ops by bob, as the decision script stores one."""
     now = time.time()
     grant = Grant(
         id="g0123456789",
@@ -97,6 +94,15 @@ async def test_a_grant_use_whose_reply_was_lost_is_counted_once(
     await client.hset(
         KEYS.grants.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0}
     )
+    return grant
+
+
+async def test_a_grant_use_whose_reply_was_lost_is_counted_once(
+    paused_redis: tuple[RedisServer, aioredis.Redis],
+) -> None:
+    server, client = paused_redis
+    grants = GrantStore(client, KEYS)
+    grant = await stored_grant(client)
     await grants.use(
         grant, "rwarm", call_id="call_1"
     )  # the script is loaded: the paused call is one EVALSHA
@@ -176,23 +182,7 @@ async def test_a_call_a_grant_covered_already_is_answered_as_then_not_counted_ag
     grant covered already: the grant answers as it did, with one use and one audit entry."""
     _server, client = paused_redis
     grants = GrantStore(client, KEYS)
-    now = time.time()
-    grant = Grant(
-        id="g0123456789",
-        scope="tool",
-        channel="COPS",
-        agent="ops",
-        tool="delete_user",
-        user_id="UBOB",
-        at=now,
-        ends_at=now + 3600,
-        seconds=3600,
-        run_id="rgrantor",
-        approval_id="a1",
-    )
-    await client.hset(
-        KEYS.grants.grant(grant.id), mapping={"grant": grant.model_dump_json(), "uses": 0}
-    )
+    grant = await stored_grant(client)
 
     first = await grants.use(grant, "rreplayed", call_id="call_del")
     again = await grants.use(grant, "rreplayed", call_id="call_del")

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
 from runtime.calls.digest import call_digest
-from runtime.db.connection import connect
 from runtime.db.keys import Keys
-from runtime.db.local import RedisServer
 from runtime.jobs.contracts import Conversation, new_approval_id, new_run_id
 from runtime.record import layout as rr
 from runtime.record.envelope import PendingCall, RunEnvelope
@@ -22,11 +19,9 @@ from runtime.record.store import RunStore
 
 
 @pytest.fixture
-async def redis(own_redis: RedisServer) -> AsyncIterator[aioredis.Redis]:
+def redis(own_client: aioredis.Redis) -> aioredis.Redis:
     """A Redis of the test's own: the commands it counts are the test's alone."""
-    client = connect(own_redis.url)
-    yield client
-    await client.aclose()
+    return own_client
 
 
 async def hdels(redis: aioredis.Redis) -> int:
