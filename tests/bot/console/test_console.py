@@ -28,6 +28,7 @@ from runtime.examples.ops import SERVICES
 from runtime.policy import load_policy
 from runtime.registry import load_registry
 from runtime.worker import Worker
+from tests.support.declared_asks import DeclaredAsks
 from tests.support.harness import Harness
 
 BOT = Path(__file__).resolve().parents[3] / "bot"
@@ -149,6 +150,8 @@ async def console(redis_url: str, prefix: str, pretend_world: None) -> AsyncIter
         "REDIS_URL": redis_url,
     }
     settings = load_settings(with_console_defaults({**environ, "REDIS_KEY_PREFIX": prefix}))
+    asks = DeclaredAsks()
+    asks.note(settings.agents)
     async with aiohttp.ClientSession() as session:
         console = Console(settings, redis_url, session)
         await console.start()
@@ -156,6 +159,7 @@ async def console(redis_url: str, prefix: str, pretend_world: None) -> AsyncIter
             yield console
         finally:
             await console.stop()
+            asks.restore()
     assert console.refused == [], "real Slack would have refused these"
 
 
