@@ -103,11 +103,16 @@ class JournaledInvoker:
         mcp_server: str | None = None,
         kind: str | None = None,
         argument_schema: ArgumentSchema | None = None,
+        agent_tool: bool = False,
     ) -> None:
         self._tool_name = tool_name
         self._inner = inner
         self._mcp_server = mcp_server
         self._kind = kind
+        self._agent_tool = agent_tool
+        """`Agent.as_tool`'s: recorded only by a delivery that holds the run. Its output comes
+        from model turns the run's holder takes again, and must not replace what a person
+        decided inside since (a lost call not run again)."""
         self.argument_schema = argument_schema
         """How the tool receives its arguments (`runtime.judging.arguments`): the digest of
         an `executed` entry covers them as its approval did."""
@@ -174,7 +179,7 @@ class JournaledInvoker:
             # output is not in it: people review it before anyone else reads it.
             told = HELD_OUTCOME if entry.get(HELD_MARK) else output
             executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, told)
-            await _record(scope, call_id, json.dumps(entry), executed)
+            await _record(scope, call_id, json.dumps(entry), executed, fenced=self._agent_tool)
         finally:
             scope.in_flight.count -= 1
         if entry.get(HELD_MARK):
@@ -316,15 +321,19 @@ async def _not_running(scope: JournalScope, call_id: str) -> None:
         await scope.store.starts.not_running(scope.lease.run_id, scope.lease.fence, call_id)
 
 
-async def _record(scope: JournalScope, call_id: str, entry: str, audit: str) -> None:
+async def _record(
+    scope: JournalScope, call_id: str, entry: str, audit: str, *, fenced: bool
+) -> None:
     """The tool has run: its output is held only here, so a Redis outage is waited out for as
     long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
-    the start mark without an outcome and asks a person)."""
+    the start mark without an outcome and asks a person). `fenced`: recorded only while this
+    delivery holds the run (else Fenced)."""
+    lease = scope.lease if fenced else None
     backoff = Backoff(RECORD_RETRY_FIRST_DELAY, RECORD_RETRY_MAX_DELAY)
     try:
         while True:
             try:
-                await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit=audit)
+                await scope.store.journal_put(scope.lease.run_id, call_id, entry, audit, lease)
                 scope.recorded[call_id] = entry
                 return
             except PrimaryChanged:

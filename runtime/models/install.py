@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agents import FunctionTool, Model
 
-from runtime.agent_graph import reachable_agents
+from runtime.agent_graph import reachable_agents, tool_agent
 from runtime.journal.invoker import JournaledInvoker
 from runtime.journal.tool_kinds import journal_tool_kind
 from runtime.judging.tool_schemas import function_tool_schema
@@ -33,7 +33,10 @@ def install_journal(registry: AgentRegistry, policy: Policy | None = None) -> in
                     # Its model first: `FunctionTool.__wrapped__` goes with the SDK's invoker.
                     schema = function_tool_schema(tool)
                     tool.on_invoke_tool = JournaledInvoker(
-                        tool.name, tool.on_invoke_tool, argument_schema=schema
+                        tool.name,
+                        tool.on_invoke_tool,
+                        argument_schema=schema,
+                        agent_tool=tool_agent(tool) is not None,
                     )
                     wrapped += 1
             else:

@@ -12,10 +12,14 @@ _E = TypeVar("_E", bound=BaseException)
 
 
 def caused_by(error: BaseException, kind: type[_E]) -> _E | None:
-    """`error` itself or the first of its causes that is a `kind`, if any."""
+    """`error` itself or the first of its causes that is a `kind`, if any. Causes can form a
+    ring (`raise cause from wrapper`, where the SDK's wrapper was raised from `cause`): each is
+    looked at once."""
     seen: BaseException | None = error
-    while seen is not None:
+    looked: set[int] = set()
+    while seen is not None and id(seen) not in looked:
         if isinstance(seen, kind):
             return seen
+        looked.add(id(seen))
         seen = seen.__cause__
     return None

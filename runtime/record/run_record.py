@@ -38,6 +38,20 @@ class RunRecord:
     """The journaled model turns (`runtime.record.turns`) the hash held when read; None when
     another delivery may have written some since (read before this delivery's claim)."""
 
+    @classmethod
+    def new(cls, envelope: RunEnvelope) -> RunRecord:
+        """A run just created (`RunStore.create`): exactly what was written, nothing read."""
+        return cls(
+            envelope=envelope,
+            status="running",
+            state=None,
+            status_message=None,
+            status_steps=(),
+            final_output=None,
+            journal={},
+            turns=frozenset(),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Created:

@@ -108,18 +108,8 @@ class RunStore:
         )
         if isinstance(reply, list):
             self._clock.saw(reply[1], reply[2])
-            # Exactly what was written: nothing to read back.
-            new = RunRecord(
-                envelope=envelope,
-                status="running",
-                state=None,
-                status_message=None,
-                status_steps=(),
-                final_output=None,
-                journal={},
-                turns=frozenset(),
-            )
-            return Created(record=new, lease=Lease(run_id=envelope.run_id, fence=fence))
+            lease = Lease(run_id=envelope.run_id, fence=fence)
+            return Created(record=RunRecord.new(envelope), lease=lease)
         if _text(reply) == "finished":
             return None
         stored = await self.load(envelope.run_id)
@@ -341,21 +331,28 @@ class RunStore:
         """Return once the replicas have every write so far (`REDIS_MIN_REPLICAS`)."""
         await self._replication.confirm()
 
-    async def journal_put(self, run_id: str, call_id: str, entry: str, audit: str = "") -> None:
+    async def journal_put(
+        self, run_id: str, call_id: str, entry: str, audit: str = "", lease: Lease | None = None
+    ) -> None:
         """Record a tool call's outcome and `audit` (its `AuditTrail.entry`), and return once
-        the replicas have it (`REDIS_MIN_REPLICAS`): a failover then cannot make it run again."""
-        await self._journal_put(
-            rs.JournalPut(
-                run=self._keys.run(run_id),
-                audit=self._keys.shard_of(run_id).audit,
-                # One `executed` per call, however often it is sent, once the run is gone too.
-                once=self._keys.once(self._keys.run(run_id), f"{rr.JOURNAL}{run_id}:{call_id}"),
-                field=rr.JOURNAL + call_id,
-                outcome=entry,
-                entry=audit,
-                once_seconds=ONCE_SECONDS,
+        the replicas have it (`REDIS_MIN_REPLICAS`): a failover then cannot make it run again.
+        With `lease`, only while that delivery holds the run, else Fenced: an outcome the run's
+        holder can work out again, which must not stand over what it decided since."""
+        if lease is not None:
+            await self._set(run_id, {rr.JOURNAL + call_id: entry}, lease, audit)
+        else:
+            await self._journal_put(
+                rs.JournalPut(
+                    run=self._keys.run(run_id),
+                    audit=self._keys.shard_of(run_id).audit,
+                    # One `executed` per call, however often sent, once the run is gone too.
+                    once=self._keys.once(self._keys.run(run_id), f"{rr.JOURNAL}{run_id}:{call_id}"),
+                    field=rr.JOURNAL + call_id,
+                    outcome=entry,
+                    entry=audit,
+                    once_seconds=ONCE_SECONDS,
+                )
             )
-        )
         self.recent.recorded(run_id, call_id, entry, audit)
         try:
             await self._replication.confirm()

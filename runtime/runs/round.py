@@ -196,7 +196,8 @@ class RunRound:
             except Exception as error:
                 for ours in (Fenced, Stopped, OutcomeLost):
                     if (cause := caused_by(error, ours)) is not None:
-                        raise held_in(cause, resumable) from error
+                        # Not `from error`: the SDK's wrapper was raised from `cause` already.
+                        raise held_in(cause, resumable) from None
                 down = await self.mcp.unreachable(agent) if self.mcp else None
                 if down is not None:
                     # Not the run's fault: retried from the saved state once it is back.

@@ -9,6 +9,8 @@ asked: a retry that asked it again would run the call a second time.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from runtime.db.keys import JOB_GROUP
+from runtime.record.store import RunStore
 from tests.runtime.grants.test_grants import grant_options
 from tests.support import agents
 from tests.support.fake_openai import Item, ModelError, ModelRequest, message, tool_call
@@ -190,3 +193,47 @@ async def test_a_short_model_outage_is_retried_inside_the_run_not_by_the_job(
     assert (await bot.final_answer(root, timeout=30)).text == "done"
     assert deliveries == [1], "the job was not given back during the outage"
     assert executions() == ["list_users"]
+
+
+@pytest.mark.parametrize(
+    "env_overrides", [{"AGENTS": "tests.support.turn_agents:REGISTRY"}], indirect=True
+)
+async def test_an_agent_tool_of_a_delivery_that_lost_its_run_is_not_recorded(
+    bot: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis away past the job's idle time: another delivery claims the run while this one is
+    inside `translate`'s inner run. The inner `look_up` ran, so its output is recorded; the agent
+    tool's own output is not: it comes from model turns the run's holder did not take, and,
+    recorded, it would be replayed over what a person decides about the inner calls since (a
+    "may have run" card of `look_up`, rejected: its inner agent must read that)."""
+    store = RunStore(bot.redis, bot.keys)
+    taken: list[str] = []
+
+    async def script(request: ModelRequest) -> list[Item]:
+        outputs = request.tool_outputs
+        if "translate" in request.tools:
+            if not outputs:
+                return [tool_call("translate", {"input": "hello"})]
+            return [message("front: " + ", ".join(outputs.values()))]
+        if not outputs:
+            return [tool_call("look_up", {"word": "hello"})]
+        if not taken:  # the job's next delivery claims the run
+            rows: Any = await bot.redis.xrange(bot.keys.audit, count=1)
+            taken.append(rows[0][1][b"run_id"].decode())
+            claim = await store.claim(taken[0], kind="start", round_=0)
+            assert claim.status == "claimed"
+        return [message("hello is " + next(iter(outputs.values())))]
+
+    bot.model.script = script
+    await bot.start_run("translate hello")
+    for _ in range(200):  # this delivery stops; the next is the test's, which does nothing
+        if any("another delivery of its job took over" in r.message for r in caplog.records):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the delivery did not stop")
+    recorded = [json.loads(entry)["tool"] for entry in await store.journal(taken[0])]
+    assert recorded == ["look_up"]
+    assert executions() == ["look_up hello"]
+    trail = await bot.audit_until("executed")
+    assert [entry["tool"] for entry in trail if entry["event"] == "executed"] == ["look_up"]
