@@ -179,7 +179,7 @@ class JournaledInvoker:
             # output is not in it: people review it before anyone else reads it.
             told = HELD_OUTCOME if entry.get(HELD_MARK) else output
             executed = self._audit_entry(scope, ctx, AuditEvent.EXECUTED, told)
-            await _record(scope, call_id, json.dumps(entry), executed, fenced=self._agent_tool)
+            await _record(scope, call_id, json.dumps(entry), executed, self._agent_tool)
         finally:
             scope.in_flight.count -= 1
         if entry.get(HELD_MARK):
@@ -321,9 +321,7 @@ async def _not_running(scope: JournalScope, call_id: str) -> None:
         await scope.store.starts.not_running(scope.lease.run_id, scope.lease.fence, call_id)
 
 
-async def _record(
-    scope: JournalScope, call_id: str, entry: str, audit: str, *, fenced: bool
-) -> None:
+async def _record(scope: JournalScope, call_id: str, entry: str, audit: str, fenced: bool) -> None:
     """The tool has run: its output is held only here, so a Redis outage is waited out for as
     long as the delivery holds its job (`JOB_TIMEOUT_SECONDS` cancels it; then the retry finds
     the start mark without an outcome and asks a person). `fenced`: recorded only while this

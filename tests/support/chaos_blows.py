@@ -75,6 +75,25 @@ class Chaos:
             code = process.popen.poll()
             assert code is None, f"{process.name} exited by itself ({code}):\n{process.log()}"
 
+    async def check_beating(self, within: float = 10.0) -> None:
+        """Every live worker still says it is alive (`runtime.jobs.live_workers`): one whose
+        event loop froze passes `check_alive`, and never runs a job again."""
+        deadline = time.monotonic() + within
+        for dyno, process in self.workers.items():
+            while True:
+                marks: Any = await self.deployment.redis.zrange(
+                    self.deployment.keys.live_workers, 0, -1, withscores=True
+                )
+                fresh = [
+                    at
+                    for name, at in marks
+                    if name.decode().startswith(f"{dyno}:") and at > time.time() - 5
+                ]
+                if fresh:
+                    break
+                assert time.monotonic() < deadline, f"{dyno} stopped beating:\n{process.log()}"
+                await asyncio.sleep(0.2)
+
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
