@@ -8,8 +8,9 @@ wrapped once (shell, local shell, apply_patch and custom tools too, in
 back instead of running again, and a delivery that lost its run (see fencing in
 `runtime.record.layout`) runs no further tool. Tools from MCP servers, which the SDK builds
 afresh from each listing, are wrapped the same way as they are listed (`runtime.mcp.tools`).
-An agent used as a tool is recorded only once it has really returned: while its inner run waits
-for approvals, the SDK keeps that run's state and resumes it, so nothing is recorded for it yet.
+An agent used as a tool is recorded only once it has really returned (while its inner run waits
+for approvals, the SDK keeps that run's state and resumes it), and only by the delivery holding the
+run: its output comes from model turns, which the holder takes again.
 What remains is a crash *inside* a tool, before it returns: each call is marked started before
 its tool runs (`runtime.record.starts`), and a retry that finds the mark without an outcome does
 not run it but asks a person (`runtime.runs.lost_outcomes`), unless the tool declared itself

@@ -117,7 +117,7 @@ async def test_runs_end_and_approved_calls_run_once_through_kills_and_model_outa
         await chaos_task
         chaos.check_alive()
         await settled(deployment)
-        await chaos.check_beating()
+        await chaos.check_stopping()
     except BaseException as error:
         error.add_note(
             f"{what_failed(error)}\n"
