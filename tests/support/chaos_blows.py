@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from runtime.db.local import RedisServer
 from tests.support.chaos_plans import ChaosModel
 from tests.support.deployment import Deployment
-from tests.support.processes import Process
+from tests.support.processes import Process, wait_for_log
 
 CHAOS_EVERY = (1.5, 4.5)
 """Seconds between two blows (a kill, or a burst of 5xx). Much more often, and on two cores the
@@ -79,6 +79,8 @@ class Chaos:
         """Every live worker stops on SIGTERM as a deploy stops it, cleanly and in time: one
         whose event loop froze passes `check_alive`, and would never run a job again."""
         for dyno, process in sorted(self.workers.items()):
+            # One started in a killed one's place may still be importing: no handler yet.
+            await wait_for_log(process, "worker ready", timeout=30)
             process.signal(signal.SIGTERM)
             code = await process.wait(timeout=30)
             assert code == 0, f"{dyno} exited with {code} on SIGTERM:\n{process.log()}"
