@@ -146,6 +146,16 @@ async def test_without_streams_a_run_shows_todays_status_and_one_log_line(
     assert len(bot.slack.calls_to("chat.startStream")) == tries + (1 if one_run else 0)
 
 
+def two_processes(
+    bot: Harness, session: aiohttp.ClientSession
+) -> tuple[SlackReporter, SlackReporter]:
+    """The reporters of two worker processes: a run's stretches in one, then the other."""
+    first, second = (
+        slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
+    )
+    return first, second
+
+
 async def status_with_stop(bot: Harness, root: Message) -> Message:
     thread = bot.slack.thread
     found: list[Message] = await bot.slack.wait_for(
@@ -178,9 +188,7 @@ async def test_a_stream_left_open_by_a_killed_worker_is_stopped_by_the_next(
         opens_stretch=True,
     )
     async with aiohttp.ClientSession() as session:
-        first, second = (
-            slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
-        )
+        first, second = two_processes(bot, session)
         await moved_on(bot, run, first, second, working)
 
 
@@ -200,16 +208,17 @@ async def moved_on(
 WAITING = Task(id="c1", tool="delete_user", state="waiting")
 
 
+async def run_in(client: AsyncWebClient, channel: str, task: str, run_id: str) -> RunView:
+    """A run of `ops` that alice asked for `task` in `channel`, its thread that message's."""
+    posted = await client.chat_postMessage(channel=channel, text=task)
+    conversation = Conversation(channel=channel, requester="UALICE", thread=str(posted["ts"]))
+    return RunView(run_id=run_id, agent="ops", task=task, conversation=conversation)
+
+
 async def waiting_in(bot: Harness, client: AsyncWebClient) -> tuple[RunView, Activity]:
     """A run in #demo, its thread, and the status it shows as it stops for `delete_user`."""
     bot.slack.users["UBOB"] = "bob"
-    posted = await client.chat_postMessage(channel="CDEMO", text="delete u-100")
-    run = RunView(
-        run_id="r-waits",
-        agent="ops",
-        task="delete u-100",
-        conversation=Conversation(channel="CDEMO", requester="UALICE", thread=str(posted["ts"])),
-    )
+    run = await run_in(client, "CDEMO", "delete u-100", "r-waits")
     waiting = Activity(
         steps=(),
         state="waiting",
@@ -243,9 +252,7 @@ async def test_a_later_delivery_settles_a_stream_stopped_with_its_cards(bot: Har
     client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
     run, waiting = await waiting_in(bot, client)
     async with aiohttp.ClientSession() as session:
-        first, second = (
-            slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
-        )
+        first, second = two_processes(bot, session)
         recorded = await first.progress(run, None, waiting)
         assert recorded.startswith(STREAM_PREFIX)
         status = bot.slack.messages[recorded.removeprefix(STREAM_PREFIX)]
@@ -278,9 +285,7 @@ async def test_a_worker_killed_before_its_cards_stop_leaves_a_stream_the_next_st
     client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
     run, waiting = await waiting_in(bot, client)
     async with aiohttp.ClientSession() as session:
-        first, second = (
-            slack_parts(bot.settings, redis=bot.redis, session=session).reporter for _ in "12"
-        )
+        first, second = two_processes(bot, session)
         recorded = await first.progress(run, None, waiting)
         card = await post_card(bot, client, run)  # ... and the worker is gone
         again = await second.progress(run, recorded, resumed(card))
@@ -311,13 +316,7 @@ async def test_without_streams_the_status_is_drawn_once_before_the_cards(bot: Ha
 @with_env(STREAMING="on")
 async def test_a_stretch_appends_only_what_changed_and_stops_at_its_end(bot: Harness) -> None:
     client = AsyncWebClient(token=BOT_TOKEN, base_url=bot.slack.api_url)
-    posted = await client.chat_postMessage(channel="DUALICE", text="list users")
-    run = RunView(
-        run_id="r-appends",
-        agent="ops",
-        task="list users",
-        conversation=Conversation(channel="DUALICE", requester="UALICE", thread=str(posted["ts"])),
-    )
+    run = await run_in(client, "DUALICE", "list users", "r-appends")
     listed = Task(id="c1", tool="list_users", state="running")
     async with aiohttp.ClientSession() as session:
         reporter = slack_parts(bot.settings, redis=bot.redis, session=session).reporter
